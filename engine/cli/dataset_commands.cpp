@@ -1,0 +1,128 @@
+// `xmc dataset import mulan|xc-json`, `xmc dataset build wordnet`, `xmc dataset info`.
+#include <filesystem>
+#include <iostream>
+
+#include "engine/cli/command_context.h"
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/dataset_summary.h"
+#include "engine/data/mulan_importer.h"
+#include "engine/data/wordnet_builder.h"
+#include "engine/data/xc_json_importer.h"
+
+namespace xmc::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct OutputOptions {
+  std::string out;
+  bool force = false;
+  bool json = false;
+};
+
+void add_output_options(CLI::App* cmd, OutputOptions& o) {
+  cmd->add_option("--out", o.out, "Folder to write the dataset into (created if needed)")->required();
+  cmd->add_flag("--force", o.force, "Overwrite a dataset that already exists in --out");
+  cmd->add_flag("--json", o.json, "Print the dataset summary as one JSON line at the end");
+}
+
+void check_output_folder(const OutputOptions& o) {
+  if (!o.force && fs::exists(fs::path(o.out) / dataset_files::kMeta))
+    throw ConfigError("--out " + o.out + " already holds a dataset; pass --force to overwrite it");
+}
+
+void save_and_report(const Dataset& d, const OutputOptions& o, CommandContext& context) {
+  save_dataset(d, o.out);
+  const auto summary = summarize_dataset(d);
+  if (o.json) {
+    context.print_json(nlohmann::json::parse(to_json(summary)));
+  } else {
+    std::cout << "wrote " << o.out << "\n" << to_text(summary);
+  }
+}
+
+}  // namespace
+
+void add_dataset_commands(CLI::App& app, CommandContext& context) {
+  auto* dataset = app.add_subcommand("dataset", "Import, build and inspect datasets");
+  dataset->require_subcommand(1);
+  auto* import = dataset->add_subcommand("import", "Import a dataset into the canonical folder layout");
+  import->require_subcommand(1);
+
+  // mulan sparse ARFF.
+  {
+    auto* cmd = import->add_subcommand("mulan", "Import a mulan benchmark (ARFF + labels XML), e.g. Bibtex or Delicious");
+    auto opts = std::make_shared<MulanImportOptions>();
+    auto out = std::make_shared<OutputOptions>();
+    cmd->add_option("--train", opts->train_arff, "Train ARFF file")->required();
+    cmd->add_option("--test", opts->test_arff, "Test ARFF file")->required();
+    cmd->add_option("--labels", opts->labels_xml, "Labels XML file naming the label attributes")->required();
+    cmd->add_option("--name", opts->name, "Dataset name (default: the ARFF @relation)");
+    add_output_options(cmd, *out);
+    cmd->footer(
+        "Example:\n  xmc dataset import mulan --train bibtex-train.arff --test bibtex-test.arff \\\n"
+        "      --labels bibtex.xml --out data/bibtex");
+    cmd->callback([opts, out, &context] {
+      check_output_folder(*out);
+      save_and_report(import_mulan(*opts, context.progress), *out, context);
+    });
+  }
+  // Extreme Classification Repository JSON.
+  {
+    auto* cmd = import->add_subcommand("xc-json", "Import an XC-repository raw-text dataset (trn/tst/lbl .json.gz)");
+    auto opts = std::make_shared<XcJsonImportOptions>();
+    auto out = std::make_shared<OutputOptions>();
+    auto filter = std::make_shared<std::string>();
+    cmd->add_option("--train", opts->train, "trn.json.gz")->required();
+    cmd->add_option("--test", opts->test, "tst.json.gz")->required();
+    cmd->add_option("--labels", opts->labels, "lbl.json.gz")->required();
+    cmd->add_option("--filter", *filter, "filter_labels_test.txt to copy along (reciprocal pairs)");
+    cmd->add_flag("--title-only", opts->title_only, "Use titles only (the 'Titles' datasets)");
+    cmd->add_option("--name", opts->name, "Dataset name (default: the folder of --train)");
+    add_output_options(cmd, *out);
+    cmd->footer(
+        "Example:\n  xmc dataset import xc-json --train LF-AmazonTitles-131K/trn.json.gz \\\n"
+        "      --test LF-AmazonTitles-131K/tst.json.gz --labels LF-AmazonTitles-131K/lbl.json.gz \\\n"
+        "      --filter LF-AmazonTitles-131K/filter_labels_test.txt --title-only --out data/lfat131k");
+    cmd->callback([opts, out, filter, &context] {
+      check_output_folder(*out);
+      Dataset d = import_xc_json(*opts, context.progress);
+      if (!filter->empty()) d.test_filter = read_filter_pairs(*filter, d.num_test(), d.num_labels());
+      save_and_report(d, *out, context);
+    });
+  }
+  // WordNet taxonomy builder.
+  {
+    auto* build = dataset->add_subcommand("build", "Build a dataset from a local resource");
+    build->require_subcommand(1);
+    auto* cmd = build->add_subcommand("wordnet", "Noun-hypernym taxonomy completion from Debian's wordnet-base");
+    auto opts = std::make_shared<WordnetBuildOptions>();
+    auto out = std::make_shared<OutputOptions>();
+    cmd->add_option("--max-items", opts->max_items, "Sample this many noun synsets (0 = all)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--seed", opts->seed, "Seed of the sample and of the 70/30 split");
+    cmd->add_option("--data-noun", opts->data_noun, "WordNet data.noun file")->capture_default_str();
+    add_output_options(cmd, *out);
+    cmd->footer("Example:\n  xmc dataset build wordnet --out data/wordnet-20k --max-items 20000 --seed 7");
+    cmd->callback([opts, out, &context] {
+      check_output_folder(*out);
+      save_and_report(build_wordnet_dataset(*opts, context.progress), *out, context);
+    });
+  }
+  // Summary statistics.
+  {
+    auto* cmd = dataset->add_subcommand("info", "Print the statistics of a dataset folder");
+    auto dir = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("DIR", *dir, "Dataset folder")->required();
+    cmd->add_flag("--json", *json, "Print one JSON object instead of a table");
+    cmd->footer("Example:\n  xmc dataset info data/wordnet-20k --json");
+    cmd->callback([dir, json, &context] {
+      const Dataset d = load_dataset(*dir, {.load_features = true}, context.progress);
+      const auto summary = summarize_dataset(d);
+      if (*json) context.print_json(nlohmann::json::parse(to_json(summary)));
+      else std::cout << to_text(summary);
+    });
+  }
+}
+
+}  // namespace xmc::cli

@@ -1,0 +1,100 @@
+// `xmc runs list|show|rename|delete`: the run store from the command line.
+#include <cstdio>
+#include <iostream>
+
+#include "engine/cli/command_context.h"
+#include "engine/core/error.h"
+#include "engine/store/default_store_path.h"
+#include "engine/store/run_store.h"
+
+namespace xmc::cli {
+namespace {
+
+nlohmann::json run_json(const RunInfo& r) {
+  return {{"id", r.id},         {"name", r.name},     {"status", to_string(r.status)}, {"created", r.created},
+          {"updated", r.updated}, {"dataset", r.dataset_path}, {"dataset_fingerprint", r.dataset_fingerprint},
+          {"code_version", r.code_version}, {"host", r.host}, {"device", r.device}, {"last_error", r.last_error}};
+}
+
+}  // namespace
+
+void add_runs_commands(CLI::App& app, CommandContext& context) {
+  auto* runs = app.add_subcommand("runs", "List, inspect, rename and delete stored runs");
+  runs->require_subcommand(1);
+  auto db = std::make_shared<std::string>(default_run_store_path().string());
+  runs->add_option("--db", *db, "Run store (SQLite); default $XMC_DB or ~/.local/share/xmc-workbench/runs.sqlite")
+      ->capture_default_str();
+
+  {
+    auto* cmd = runs->add_subcommand("list", "List runs, newest first");
+    auto json = std::make_shared<bool>(false);
+    cmd->add_flag("--json", *json, "Print one JSON array as the last line");
+    cmd->footer("Example:\n  xmc runs --db runs.sqlite list");
+    cmd->callback([db, json, &context] {
+      RunStore store(*db);
+      store.reap_orphaned_runs();
+      const auto all = store.list_runs();
+      if (*json) {
+        nlohmann::json array = nlohmann::json::array();
+        for (const auto& r : all) array.push_back(run_json(r));
+        context.print_json(array);
+        return;
+      }
+      std::printf("%5s  %-10s  %-20s  %-28s  %s\n", "id", "status", "created", "name", "last error");
+      for (const auto& r : all)
+        std::printf("%5lld  %-10s  %-20s  %-28s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
+                    r.created.substr(0, 19).c_str(), r.name.c_str(), r.last_error.c_str());
+    });
+  }
+  {
+    auto* cmd = runs->add_subcommand("show", "Show a run: config, status, latest metrics");
+    auto id = std::make_shared<std::int64_t>(0);
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("ID", *id, "Run id")->required();
+    cmd->add_flag("--json", *json, "Print one JSON object as the last line");
+    cmd->footer("Example:\n  xmc runs show 3 --json");
+    cmd->callback([db, id, json, &context] {
+      RunStore store(*db);
+      const RunInfo r = store.get_run(*id);
+      nlohmann::json j = run_json(r);
+      j["config"] = nlohmann::json::parse(r.config_json);
+      nlohmann::json metrics = nlohmann::json::object();
+      double last_epoch = -1;
+      for (const auto& e : store.evaluations(*id)) last_epoch = std::max(last_epoch, e.epoch);
+      for (const auto& e : store.evaluations(*id))
+        if (e.epoch == last_epoch) metrics[e.metric] = e.value;
+      j["final_metrics"] = metrics;
+      if (*json) {
+        context.print_json(j);
+      } else {
+        std::cout << j.dump(2) << "\n";
+      }
+    });
+  }
+  {
+    auto* cmd = runs->add_subcommand("rename", "Rename a run");
+    auto id = std::make_shared<std::int64_t>(0);
+    auto name = std::make_shared<std::string>();
+    cmd->add_option("ID", *id, "Run id")->required();
+    cmd->add_option("NAME", *name, "New name")->required();
+    cmd->footer("Example:\n  xmc runs rename 3 \"dexml bow, tau 0.05\"");
+    cmd->callback([db, id, name] { RunStore(*db).rename_run(*id, *name); });
+  }
+  {
+    auto* cmd = runs->add_subcommand("delete", "Delete a run and everything recorded for it");
+    auto id = std::make_shared<std::int64_t>(0);
+    auto yes = std::make_shared<bool>(false);
+    cmd->add_option("ID", *id, "Run id")->required();
+    cmd->add_flag("--yes", *yes, "Confirm the deletion (required: it cannot be undone)");
+    cmd->footer("Example:\n  xmc runs delete 3 --yes");
+    cmd->callback([db, id, yes] {
+      RunStore store(*db);
+      const RunInfo r = store.get_run(*id);
+      if (!*yes) throw ConfigError("refusing to delete run " + std::to_string(*id) + " ('" + r.name + "') without --yes");
+      store.delete_run(*id);
+      std::printf("deleted run %lld ('%s')\n", static_cast<long long>(*id), r.name.c_str());
+    });
+  }
+}
+
+}  // namespace xmc::cli

@@ -1,0 +1,52 @@
+#include "engine/cli/xmc_cli.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "engine/cli/command_context.h"
+#include "engine/core/error.h"
+#include "engine/core/version.h"
+
+namespace xmc::cli {
+
+void CommandContext::print_json(const nlohmann::json& j) const {
+  std::cout << j.dump() << std::endl;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"xmc — extreme multi-label classification workbench (headless)", "xmc"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("xmc ") + kCodeVersion);
+  app.footer(
+      "Examples:\n"
+      "  xmc dataset build wordnet --out data/wordnet --max-items 20000\n"
+      "  xmc dataset info data/wordnet\n"
+      "  xmc eval --truth data/wordnet/tst_X_Y.txt --pred pred.txt --train data/wordnet/trn_X_Y.txt --json\n"
+      "Run 'xmc COMMAND --help' for the options of a command.");
+  CommandContext context;
+  add_dataset_commands(app, context);
+  add_eval_command(app, context);
+  add_runs_commands(app, context);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const Cancelled& e) {
+    std::fflush(stdout);
+    std::cerr << "xmc: " << e.what() << std::endl;
+    return 130;
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    std::cerr << "xmc: error: " << e.what() << std::endl;
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "xmc: error: out of memory" << std::endl;
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "xmc: internal error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace xmc::cli

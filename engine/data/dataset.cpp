@@ -1,0 +1,127 @@
+#include "engine/data/dataset.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/atomic_file.h"
+#include "engine/core/content_hash.h"
+#include "engine/core/error.h"
+#include "engine/data/text_lines.h"
+#include "engine/data/xc_sparse_file.h"
+
+namespace xmc {
+namespace fs = std::filesystem;
+using namespace dataset_files;
+
+std::vector<double> Dataset::inverse_propensities() const {
+  return xmc::inverse_propensities(label_frequencies(), num_train(), meta.propensity);
+}
+
+DatasetMeta read_dataset_meta(const fs::path& dir) {
+  DatasetMeta meta;
+  meta.name = dir.filename().string();
+  const fs::path path = dir / kMeta;
+  if (!fs::exists(path)) return meta;
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path.string(), "is not valid JSON: " + std::string(e.what()));
+  }
+  try {
+    meta.name = j.value("name", meta.name);
+    meta.source = j.value("source", std::string{});
+    if (j.contains("propensity")) {
+      meta.propensity.a = j["propensity"].value("A", meta.propensity.a);
+      meta.propensity.b = j["propensity"].value("B", meta.propensity.b);
+    }
+    meta.feature_names = j.value("feature_names", std::vector<std::string>{});
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path.string(), "has a field of the wrong type: " + std::string(e.what()));
+  }
+  return meta;
+}
+
+void write_dataset_meta(const fs::path& dir, const DatasetMeta& meta) {
+  nlohmann::json j;
+  j["name"] = meta.name;
+  j["source"] = meta.source;
+  j["propensity"] = {{"A", meta.propensity.a}, {"B", meta.propensity.b}};
+  if (!meta.feature_names.empty()) j["feature_names"] = meta.feature_names;
+  AtomicFileWriter out(dir / kMeta);
+  out.stream() << j.dump(2) << '\n';
+  out.commit();
+}
+
+namespace {
+
+void require_cols(const CsrMatrix& m, std::int64_t cols, const fs::path& file, const std::string& what) {
+  if (m.cols != cols)
+    throw InputError(file.string(), "header declares " + std::to_string(m.cols) + " columns but " + what + " has " +
+                                        std::to_string(cols));
+}
+
+void require_rows(const CsrMatrix& m, std::int64_t rows, const fs::path& file, const std::string& what) {
+  if (m.rows != rows)
+    throw InputError(file.string(), "has " + std::to_string(m.rows) + " rows but " + what + " has " +
+                                        std::to_string(rows));
+}
+
+}  // namespace
+
+Dataset load_dataset(const fs::path& dir, DatasetLoadOptions options, Progress& progress) {
+  if (!fs::is_directory(dir)) throw InputError(dir.string(), "is not a dataset folder (no such directory)");
+  Dataset d;
+  d.dir = dir;
+  d.meta = read_dataset_meta(dir);
+  d.label_text = read_text_lines(dir / kLabelText);
+  const auto num_labels = static_cast<std::int64_t>(d.label_text.size());
+
+  d.train_labels = read_xc_sparse(dir / kTrainLabels, progress);
+  require_cols(d.train_labels, num_labels, dir / kTrainLabels, std::string(kLabelText));
+  d.test_labels = read_xc_sparse(dir / kTestLabels, progress);
+  require_cols(d.test_labels, num_labels, dir / kTestLabels, std::string(kLabelText));
+
+  d.train_text = read_text_lines(dir / kTrainText, d.train_labels.rows);
+  d.test_text = read_text_lines(dir / kTestText, d.test_labels.rows);
+
+  if (fs::exists(dir / kTestFilter)) d.test_filter = read_filter_pairs(dir / kTestFilter, d.num_test(), num_labels);
+
+  if (options.load_features && fs::exists(dir / kTrainFeatures)) {
+    d.train_features = read_xc_sparse(dir / kTrainFeatures, progress);
+    require_rows(*d.train_features, d.num_train(), dir / kTrainFeatures, std::string(kTrainLabels));
+    if (!fs::exists(dir / kTestFeatures))
+      throw InputError((dir / kTestFeatures).string(), "no such file (the dataset has train features, so it needs test features too)");
+    d.test_features = read_xc_sparse(dir / kTestFeatures, progress);
+    require_rows(*d.test_features, d.num_test(), dir / kTestFeatures, std::string(kTestLabels));
+    require_cols(*d.test_features, d.train_features->cols, dir / kTestFeatures, std::string(kTrainFeatures));
+  }
+  return d;
+}
+
+void save_dataset(const Dataset& d, const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError(dir.string(), "cannot create the output folder: " + ec.message());
+  write_text_lines(dir / kTrainText, d.train_text);
+  write_text_lines(dir / kTestText, d.test_text);
+  write_text_lines(dir / kLabelText, d.label_text);
+  write_xc_sparse(dir / kTrainLabels, d.train_labels);
+  write_xc_sparse(dir / kTestLabels, d.test_labels);
+  if (!d.test_filter.empty()) write_filter_pairs(dir / kTestFilter, d.test_filter);
+  if (d.train_features) write_xc_sparse(dir / kTrainFeatures, *d.train_features);
+  if (d.test_features) write_xc_sparse(dir / kTestFeatures, *d.test_features);
+  // Written last: its presence marks a complete dataset.
+  write_dataset_meta(dir, d.meta);
+}
+
+std::string dataset_fingerprint(const fs::path& dir) {
+  ContentHash hash;
+  for (const char* name : {kTrainText, kTestText, kLabelText, kTrainLabels, kTestLabels, kTestFilter, kTrainFeatures,
+                           kTestFeatures})
+    if (fs::exists(dir / name)) hash.add_file(dir / name);
+  return hash.hex();
+}
+
+}  // namespace xmc

@@ -1,0 +1,16 @@
+#include "engine/store/default_store_path.h"
+
+#include <cstdlib>
+
+namespace xmc {
+
+std::filesystem::path default_run_store_path() {
+  if (const char* db = std::getenv("XMC_DB"); db != nullptr && *db != '\0') return db;
+  std::filesystem::path data_home;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') data_home = xdg;
+  else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') data_home = std::filesystem::path(home) / ".local/share";
+  else data_home = ".";
+  return data_home / "xmc-workbench" / "runs.sqlite";
+}
+
+}  // namespace xmc

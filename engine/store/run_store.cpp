@@ -1,0 +1,631 @@
+#include "engine/store/run_store.h"
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "engine/core/error.h"
+#include "engine/core/version.h"
+
+namespace xmc {
+namespace {
+
+constexpr int kBusyTimeoutMs = 10'000;
+
+constexpr const char* kRunColumns =
+    "id, name, created, updated, status, config, dataset_path, dataset_fingerprint, code_version, host, device, "
+    "last_error, heartbeat, pid";
+
+/// Current time as ISO-8601 UTC with milliseconds: sorts as text in time order.
+std::string iso_now() {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+std::string this_host() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+/// SQLite stores NaN as NULL; read it back as NaN so a diverged value stays visible.
+double real_or_nan(const SQLite::Column& column) {
+  return column.isNull() ? std::numeric_limits<double>::quiet_NaN() : column.getDouble();
+}
+
+/// Resets a cached statement when the scope ends, so no read transaction stays open on it
+/// (an open one would pin this connection to an old snapshot and block WAL checkpoints).
+class StatementUse {
+ public:
+  explicit StatementUse(SQLite::Statement& statement) : statement_(statement) { statement_.tryReset(); }
+  ~StatementUse() { statement_.tryReset(); }
+  StatementUse(const StatementUse&) = delete;
+  StatementUse& operator=(const StatementUse&) = delete;
+  SQLite::Statement* operator->() { return &statement_; }
+  SQLite::Statement& operator*() { return statement_; }
+
+ private:
+  SQLite::Statement& statement_;
+};
+
+RunInfo read_run(SQLite::Statement& s) {
+  RunInfo r;
+  r.id = s.getColumn(0).getInt64();
+  r.name = s.getColumn(1).getString();
+  r.created = s.getColumn(2).getString();
+  r.updated = s.getColumn(3).getString();
+  r.status = run_status_from_string(s.getColumn(4).getString());
+  r.config_json = s.getColumn(5).getString();
+  r.dataset_path = s.getColumn(6).getString();
+  r.dataset_fingerprint = s.getColumn(7).getString();
+  r.code_version = s.getColumn(8).getString();
+  r.host = s.getColumn(9).getString();
+  r.device = s.getColumn(10).getString();
+  r.last_error = s.getColumn(11).getString();
+  r.heartbeat = s.getColumn(12).isNull() ? std::string() : s.getColumn(12).getString();
+  r.pid = s.getColumn(13).getInt64();
+  return r;
+}
+
+}  // namespace
+
+std::string to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::Created: return "created";
+    case RunStatus::Running: return "running";
+    case RunStatus::Paused: return "paused";
+    case RunStatus::Completed: return "completed";
+    case RunStatus::Failed: return "failed";
+    case RunStatus::Stopped: return "stopped";
+  }
+  throw Error("unknown run status " + std::to_string(static_cast<int>(status)));
+}
+
+RunStatus run_status_from_string(std::string_view text) {
+  for (RunStatus s : {RunStatus::Created, RunStatus::Running, RunStatus::Paused, RunStatus::Completed,
+                      RunStatus::Failed, RunStatus::Stopped}) {
+    if (text == to_string(s)) return s;
+  }
+  throw Error("unknown run status '" + std::string(text) +
+              "' (expected created, running, paused, completed, failed or stopped)");
+}
+
+struct RunStore::Impl {
+  std::filesystem::path path;
+  std::string path_text;
+  std::string host = this_host();
+  std::mutex mutex;
+  std::optional<SQLite::Database> db;  // declared before the statements: destroyed after them
+  std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> statements;
+
+  /// A prepared statement for `sql`, compiled once per connection.
+  SQLite::Statement& statement(const std::string& sql) {
+    auto it = statements.find(sql);
+    if (it == statements.end()) it = statements.emplace(sql, std::make_unique<SQLite::Statement>(*db, sql)).first;
+    return *it->second;
+  }
+
+  [[noreturn]] void fail(const std::string& what, const std::exception& e) const {
+    throw Error("run store " + path_text + ": " + what + " failed: " + e.what());
+  }
+  [[noreturn]] void no_run(const std::string& what, std::int64_t run) const {
+    throw Error("run store " + path_text + ": cannot " + what + ": there is no run with id " + std::to_string(run));
+  }
+
+  bool run_exists(std::int64_t run) {
+    StatementUse s(statement("SELECT 1 FROM runs WHERE id = ?1"));
+    s->bind(1, run);
+    return s->executeStep();
+  }
+  void require_run(const std::string& what, std::int64_t run) {
+    if (!run_exists(run)) no_run(what, run);
+  }
+
+  /// Runs `body` in a BEGIN IMMEDIATE transaction (the write lock is taken up front, so a concurrent
+  /// writer makes us wait up to the busy timeout instead of failing mid-transaction).
+  template <class Body>
+  void write(const std::string& what, Body&& body) {
+    try {
+      SQLite::Transaction txn(*db, SQLite::TransactionBehavior::IMMEDIATE);
+      body();
+      txn.commit();
+    } catch (const SQLite::Exception& e) {
+      fail(what, e);
+    }
+  }
+
+  /// Runs a read-only `body`, turning SQLite errors into xmc::Error.
+  template <class Body>
+  auto read(const std::string& what, Body&& body) -> decltype(body()) {
+    try {
+      return body();
+    } catch (const SQLite::Exception& e) {
+      fail(what, e);
+    }
+  }
+
+  std::optional<RunInfo> find_run(std::int64_t run) {
+    return read("reading run " + std::to_string(run), [&]() -> std::optional<RunInfo> {
+      StatementUse s(statement(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1"));
+      s->bind(1, run);
+      if (!s->executeStep()) return std::nullopt;
+      return read_run(*s);
+    });
+  }
+
+  void set_status(std::int64_t run, RunStatus status, const std::string& error) {
+    const std::string what = "setting the status of run " + std::to_string(run) + " to " + to_string(status);
+    write(what, [&] {
+      StatementUse s(statement(
+          "UPDATE runs SET status = ?1, updated = ?2,"
+          " last_error = CASE WHEN ?3 = '' THEN last_error ELSE ?3 END,"
+          " host = CASE WHEN ?4 THEN ?5 ELSE host END,"
+          " pid = CASE WHEN ?4 THEN ?6 ELSE pid END,"
+          " heartbeat = CASE WHEN ?4 THEN ?2 ELSE heartbeat END"
+          " WHERE id = ?7"));
+      const bool take_ownership = status == RunStatus::Running;
+      s->bind(1, to_string(status));
+      s->bind(2, iso_now());
+      s->bind(3, error);
+      s->bind(4, take_ownership ? 1 : 0);
+      s->bind(5, host);
+      s->bind(6, static_cast<std::int64_t>(getpid()));
+      s->bind(7, run);
+      if (s->exec() == 0) no_run("set the status of run " + std::to_string(run), run);
+    });
+  }
+};
+
+RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.path = db_path;
+  m.path_text = db_path.string();
+  std::error_code ec;
+  if (db_path.has_parent_path() && !std::filesystem::exists(db_path.parent_path(), ec)) {
+    std::filesystem::create_directories(db_path.parent_path(), ec);
+    if (ec) throw InputError(m.path_text, "cannot create the run store's folder: " + ec.message());
+  }
+  if (std::filesystem::is_directory(db_path, ec))
+    throw InputError(m.path_text, "is a folder; the run store must be a file such as runs.db");
+  try {
+    m.db.emplace(m.path_text, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
+  } catch (const SQLite::Exception& e) {
+    throw InputError(m.path_text, std::string("cannot open the run store: ") + e.what());
+  }
+  SQLite::Database& db = *m.db;
+
+  // Identify the file before writing anything to it.
+  int application_id = 0, version = 0, tables = 0;
+  try {
+    application_id = db.execAndGet("PRAGMA application_id").getInt();
+    version = store::schema_version(db);
+    tables = db.execAndGet("SELECT count(*) FROM sqlite_master").getInt();
+  } catch (const SQLite::Exception& e) {
+    throw InputError(m.path_text, std::string("is not a run store: ") + e.what());
+  }
+  if (version == 0 && tables > 0)
+    throw InputError(m.path_text,
+                     "is an SQLite database of another program (it has tables but no run-store schema "
+                     "version); choose a new file for the run store");
+  if (version > 0 && application_id != store::kApplicationId)
+    throw InputError(m.path_text, "is an SQLite database of another program (application_id " +
+                                      std::to_string(application_id) + "), not an XMC run store");
+
+  // Migrations run with foreign keys off (the default), as SQLite's table-rebuild recipe requires.
+  store::migrate(db, m.path_text, store::run_store_migrations());
+
+  try {
+    if (db.execAndGet("PRAGMA journal_mode").getString() != "wal") {
+      const std::string mode = db.execAndGet("PRAGMA journal_mode = WAL").getString();
+      if (mode != "wal")
+        throw InputError(m.path_text, "cannot switch the run store to WAL journal mode (it stays in '" + mode +
+                                          "' mode); keep the run store on a local disk");
+    }
+    db.exec("PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA foreign_keys = ON");
+  } catch (const SQLite::Exception& e) {
+    throw InputError(m.path_text, std::string("cannot set up the run store connection: ") + e.what());
+  }
+}
+
+RunStore::~RunStore() = default;
+RunStore::RunStore(RunStore&&) noexcept = default;
+RunStore& RunStore::operator=(RunStore&&) noexcept = default;
+
+const std::filesystem::path& RunStore::path() const { return impl_->path; }
+
+double RunStore::now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::int64_t RunStore::create_run(const NewRun& run) {
+  Impl& m = *impl_;
+  const std::string config = run.config_json.empty() ? std::string("{}") : run.config_json;
+  if (!nlohmann::json::accept(config))
+    throw Error("run store " + m.path_text + ": the configuration of new run '" + run.name +
+                "' is not valid JSON");
+  std::lock_guard lock(m.mutex);
+  std::int64_t id = 0;
+  m.write("creating run '" + run.name + "'", [&] {
+    const std::string now = iso_now();
+    {
+      StatementUse s(m.statement(
+          "INSERT INTO runs (name, created, updated, status, config, dataset_path, dataset_fingerprint,"
+          " code_version, host, device, pid, heartbeat) VALUES (?1, ?2, ?2, 'created', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?2)"));
+      s->bind(1, run.name);
+      s->bind(2, now);
+      s->bind(3, config);
+      s->bind(4, run.dataset_path);
+      s->bind(5, run.dataset_fingerprint);
+      s->bind(6, kCodeVersion);
+      s->bind(7, m.host);
+      s->bind(8, run.device);
+      s->bind(9, static_cast<std::int64_t>(getpid()));
+      s->exec();
+    }
+    id = m.db->getLastInsertRowid();
+    if (run.name.empty()) {
+      StatementUse s(m.statement("UPDATE runs SET name = ?1 WHERE id = ?2"));
+      s->bind(1, "run " + std::to_string(id));
+      s->bind(2, id);
+      s->exec();
+    }
+  });
+  return id;
+}
+
+void RunStore::set_status(std::int64_t run, RunStatus status, const std::string& error) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->set_status(run, status, error);
+}
+
+void RunStore::mark_failed(std::int64_t run, const std::string& error) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->set_status(run, RunStatus::Failed, error.empty() ? std::string("failed without an error message") : error);
+}
+
+void RunStore::heartbeat(std::int64_t run) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("recording a heartbeat of run " + std::to_string(run), [&] {
+    StatementUse s(m.statement("UPDATE runs SET heartbeat = ?1 WHERE id = ?2"));
+    s->bind(1, iso_now());
+    s->bind(2, run);
+    if (s->exec() == 0) m.no_run("record a heartbeat", run);
+  });
+}
+
+void RunStore::rename_run(std::int64_t run, const std::string& name) {
+  Impl& m = *impl_;
+  if (name.empty())
+    throw Error("run store " + m.path_text + ": cannot rename run " + std::to_string(run) + " to an empty name");
+  std::lock_guard lock(m.mutex);
+  m.write("renaming run " + std::to_string(run), [&] {
+    StatementUse s(m.statement("UPDATE runs SET name = ?1, updated = ?2 WHERE id = ?3"));
+    s->bind(1, name);
+    s->bind(2, iso_now());
+    s->bind(3, run);
+    if (s->exec() == 0) m.no_run("rename run " + std::to_string(run), run);
+  });
+}
+
+void RunStore::delete_run(std::int64_t run) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("deleting run " + std::to_string(run), [&] {
+    StatementUse s(m.statement("DELETE FROM runs WHERE id = ?1"));
+    s->bind(1, run);
+    if (s->exec() == 0) m.no_run("delete run " + std::to_string(run), run);
+  });
+}
+
+std::optional<RunInfo> RunStore::find_run(std::int64_t run) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->find_run(run);
+}
+
+RunInfo RunStore::get_run(std::int64_t run) const {
+  std::lock_guard lock(impl_->mutex);
+  auto info = impl_->find_run(run);
+  if (!info) impl_->no_run("read run " + std::to_string(run), run);
+  return *std::move(info);
+}
+
+std::vector<RunInfo> RunStore::list_runs() const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("listing runs", [&] {
+    std::vector<RunInfo> runs;
+    StatementUse s(m.statement(std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id DESC"));
+    while (s->executeStep()) runs.push_back(read_run(*s));
+    return runs;
+  });
+}
+
+void RunStore::add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points) {
+  Impl& m = *impl_;
+  if (points.empty()) return;
+  std::lock_guard lock(m.mutex);
+  const std::string what = "adding " + std::to_string(points.size()) + " scalars to run " + std::to_string(run);
+  m.write(what, [&] {
+    m.require_run("add scalars", run);
+    StatementUse s(m.statement(
+        "INSERT INTO scalars (run, step, epoch, key, value, wall_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const ScalarPoint& p = points[i];
+      if (p.key.empty())
+        throw Error("run store " + m.path_text + ": cannot add scalars to run " + std::to_string(run) + ": point " +
+                    std::to_string(i) + " (step " + std::to_string(p.step) +
+                    ") has an empty key; nothing of this batch was recorded");
+      s->bind(1, run);
+      s->bind(2, p.step);
+      s->bind(3, p.epoch);
+      s->bind(4, p.key);
+      s->bind(5, p.value);
+      s->bind(6, p.wall_time);
+      s->exec();
+      s->reset();
+    }
+  });
+}
+
+std::vector<ScalarPoint> RunStore::scalars(std::int64_t run, const std::string& key, std::int64_t after_step) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading scalars of run " + std::to_string(run), [&] {
+    std::vector<ScalarPoint> points;
+    StatementUse s(m.statement(
+        key.empty() ? "SELECT step, epoch, key, value, wall_time FROM scalars"
+                      " WHERE run = ?1 AND step > ?2 ORDER BY step, rowid"
+                    : "SELECT step, epoch, key, value, wall_time FROM scalars"
+                      " WHERE run = ?1 AND key = ?3 AND step > ?2 ORDER BY step, rowid"));
+    s->bind(1, run);
+    s->bind(2, after_step);
+    if (!key.empty()) s->bind(3, key);
+    while (s->executeStep()) {
+      points.push_back(ScalarPoint{s->getColumn(0).getInt64(), s->getColumn(1).getDouble(),
+                                   s->getColumn(2).getString(), real_or_nan(s->getColumn(3)),
+                                   s->getColumn(4).getDouble()});
+    }
+    return points;
+  });
+}
+
+std::vector<std::string> RunStore::scalar_keys(std::int64_t run) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading scalar keys of run " + std::to_string(run), [&] {
+    std::vector<std::string> keys;
+    StatementUse s(m.statement("SELECT DISTINCT key FROM scalars WHERE run = ?1 ORDER BY key"));
+    s->bind(1, run);
+    while (s->executeStep()) keys.push_back(s->getColumn(0).getString());
+    return keys;
+  });
+}
+
+void RunStore::add_evaluation(std::int64_t run, double epoch, std::int64_t step,
+                              const std::vector<std::pair<std::string, double>>& metrics) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("adding an evaluation to run " + std::to_string(run), [&] {
+    m.require_run("add an evaluation", run);
+    StatementUse s(
+        m.statement("INSERT INTO evaluations (run, epoch, step, metric, value) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    for (const auto& [metric, value] : metrics) {
+      if (metric.empty())
+        throw Error("run store " + m.path_text + ": cannot add an evaluation to run " + std::to_string(run) +
+                    " at step " + std::to_string(step) + ": a metric has an empty name");
+      s->bind(1, run);
+      s->bind(2, epoch);
+      s->bind(3, step);
+      s->bind(4, metric);
+      s->bind(5, value);
+      s->exec();
+      s->reset();
+    }
+  });
+}
+
+std::vector<EvalPoint> RunStore::evaluations(std::int64_t run) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading evaluations of run " + std::to_string(run), [&] {
+    std::vector<EvalPoint> points;
+    StatementUse s(m.statement("SELECT epoch, step, metric, value FROM evaluations WHERE run = ?1 ORDER BY step, id"));
+    s->bind(1, run);
+    while (s->executeStep()) {
+      points.push_back(EvalPoint{s->getColumn(0).getDouble(), s->getColumn(1).getInt64(), s->getColumn(2).getString(),
+                                 real_or_nan(s->getColumn(3))});
+    }
+    return points;
+  });
+}
+
+void RunStore::add_decile_table(std::int64_t run, double epoch, const std::string& metric,
+                                const std::vector<double>& bins) {
+  Impl& m = *impl_;
+  if (metric.empty() || bins.size() != 10)
+    throw Error("run store " + m.path_text + ": cannot add decile table '" + metric + "' to run " +
+                std::to_string(run) + ": " +
+                (metric.empty() ? std::string("the metric has no name")
+                                : "it has " + std::to_string(bins.size()) + " bins; a decile table has 10"));
+  std::lock_guard lock(m.mutex);
+  m.write("adding decile table '" + metric + "' to run " + std::to_string(run), [&] {
+    m.require_run("add a decile table", run);
+    StatementUse s(m.statement(
+        "INSERT INTO decile_tables (run, epoch, metric, bin, value) VALUES (?1, ?2, ?3, ?4, ?5)"
+        " ON CONFLICT (run, metric, epoch, bin) DO UPDATE SET value = excluded.value"));
+    for (std::size_t b = 0; b < bins.size(); ++b) {
+      s->bind(1, run);
+      s->bind(2, epoch);
+      s->bind(3, metric);
+      s->bind(4, static_cast<std::int64_t>(b + 1));
+      s->bind(5, bins[b]);
+      s->exec();
+      s->reset();
+    }
+  });
+}
+
+std::vector<double> RunStore::latest_decile_table(std::int64_t run, const std::string& metric) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading decile table '" + metric + "' of run " + std::to_string(run), [&] {
+    std::vector<double> bins;
+    StatementUse s(m.statement(
+        "SELECT value FROM decile_tables WHERE run = ?1 AND metric = ?2 AND epoch ="
+        " (SELECT max(epoch) FROM decile_tables WHERE run = ?1 AND metric = ?2) ORDER BY bin"));
+    s->bind(1, run);
+    s->bind(2, metric);
+    while (s->executeStep()) bins.push_back(real_or_nan(s->getColumn(0)));
+    return bins;
+  });
+}
+
+std::vector<DecileTable> RunStore::decile_tables(std::int64_t run, const std::string& metric) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading decile tables of run " + std::to_string(run), [&] {
+    std::vector<DecileTable> tables;
+    StatementUse s(m.statement(
+        "SELECT epoch, metric, value FROM decile_tables WHERE run = ?1 AND (?2 = '' OR metric = ?2)"
+        " ORDER BY epoch, metric, bin"));
+    s->bind(1, run);
+    s->bind(2, metric);
+    while (s->executeStep()) {
+      const double epoch = s->getColumn(0).getDouble();
+      std::string name = s->getColumn(1).getString();
+      if (tables.empty() || tables.back().epoch != epoch || tables.back().metric != name)
+        tables.push_back(DecileTable{epoch, std::move(name), {}});
+      tables.back().bins.push_back(real_or_nan(s->getColumn(2)));
+    }
+    return tables;
+  });
+}
+
+void RunStore::add_artifact(std::int64_t run, const std::string& kind, const std::string& path) {
+  Impl& m = *impl_;
+  if (kind.empty() || path.empty())
+    throw Error("run store " + m.path_text + ": cannot add an artifact to run " + std::to_string(run) +
+                ": its " + (kind.empty() ? "kind" : "path") + " is empty");
+  std::lock_guard lock(m.mutex);
+  m.write("adding " + kind + " artifact " + path + " to run " + std::to_string(run), [&] {
+    m.require_run("add an artifact", run);
+    StatementUse s(m.statement("INSERT INTO artifacts (run, kind, path, created) VALUES (?1, ?2, ?3, ?4)"));
+    s->bind(1, run);
+    s->bind(2, kind);
+    s->bind(3, path);
+    s->bind(4, iso_now());
+    s->exec();
+  });
+}
+
+std::vector<Artifact> RunStore::artifacts(std::int64_t run) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading artifacts of run " + std::to_string(run), [&] {
+    std::vector<Artifact> out;
+    StatementUse s(m.statement("SELECT kind, path, created FROM artifacts WHERE run = ?1 ORDER BY id"));
+    s->bind(1, run);
+    while (s->executeStep())
+      out.push_back(Artifact{s->getColumn(0).getString(), s->getColumn(1).getString(), s->getColumn(2).getString()});
+    return out;
+  });
+}
+
+std::optional<std::string> RunStore::latest_artifact(std::int64_t run, const std::string& kind) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading artifacts of run " + std::to_string(run), [&]() -> std::optional<std::string> {
+    StatementUse s(
+        m.statement("SELECT path FROM artifacts WHERE run = ?1 AND kind = ?2 ORDER BY id DESC LIMIT 1"));
+    s->bind(1, run);
+    s->bind(2, kind);
+    if (!s->executeStep()) return std::nullopt;
+    return s->getColumn(0).getString();
+  });
+}
+
+void RunStore::add_tsne_snapshot(std::int64_t run, double epoch, std::int64_t query, const std::string& payload_json) {
+  Impl& m = *impl_;
+  if (!nlohmann::json::accept(payload_json))
+    throw Error("run store " + m.path_text + ": the t-SNE snapshot of run " + std::to_string(run) + " at epoch " +
+                std::to_string(epoch) + " is not valid JSON");
+  std::lock_guard lock(m.mutex);
+  m.write("adding a t-SNE snapshot to run " + std::to_string(run), [&] {
+    m.require_run("add a t-SNE snapshot", run);
+    StatementUse s(m.statement(
+        "INSERT INTO tsne_snapshots (run, epoch, query_id, payload, created) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    s->bind(1, run);
+    s->bind(2, epoch);
+    s->bind(3, query);
+    s->bind(4, payload_json);
+    s->bind(5, iso_now());
+    s->exec();
+  });
+}
+
+std::optional<TsneSnapshot> RunStore::latest_tsne_snapshot(std::int64_t run) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading t-SNE snapshots of run " + std::to_string(run), [&]() -> std::optional<TsneSnapshot> {
+    StatementUse s(m.statement(
+        "SELECT epoch, query_id, payload FROM tsne_snapshots WHERE run = ?1 ORDER BY epoch DESC, id DESC LIMIT 1"));
+    s->bind(1, run);
+    if (!s->executeStep()) return std::nullopt;
+    return TsneSnapshot{s->getColumn(0).getDouble(), s->getColumn(1).getInt64(), s->getColumn(2).getString()};
+  });
+}
+
+int RunStore::reap_orphaned_runs() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  std::vector<std::pair<std::int64_t, std::int64_t>> owned;  // (run, pid) running on this host
+  m.read("looking for orphaned runs", [&] {
+    StatementUse s(m.statement("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?1"));
+    s->bind(1, m.host);
+    while (s->executeStep()) owned.emplace_back(s->getColumn(0).getInt64(), s->getColumn(1).getInt64());
+  });
+  const std::int64_t self = getpid();
+  int reaped = 0;
+  for (const auto& [run, pid] : owned) {
+    // pid <= 0 would address process groups; such a row cannot name a live owner either way.
+    if (pid == self || pid > std::numeric_limits<pid_t>::max()) continue;
+    if (pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)) continue;
+    m.write("marking orphaned run " + std::to_string(run) + " failed", [&] {
+      StatementUse s(m.statement(
+          "UPDATE runs SET status = 'failed', last_error = ?1, updated = ?2"
+          " WHERE id = ?3 AND status = 'running' AND host = ?4 AND pid = ?5"));
+      s->bind(1, "process " + std::to_string(pid) + " ended without finishing the run (crashed or killed)");
+      s->bind(2, iso_now());
+      s->bind(3, run);
+      s->bind(4, m.host);
+      s->bind(5, pid);
+      reaped += s->exec();  // 0 when another process changed the run meanwhile
+    });
+  }
+  return reaped;
+}
+
+}  // namespace xmc

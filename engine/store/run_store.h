@@ -1,0 +1,181 @@
+#pragma once
+// RunStore: the SQLite file that is the source of truth for training runs — their configuration,
+// status, per-step scalars, evaluations, decile tables, t-SNE snapshots and artifacts.
+//
+// Several processes may open the same file at once (WAL journal, 10 s busy timeout): a trainer
+// writes while the GUI or `xmc run watch` follows it with scalars(run, key, after_step). Every write
+// is one transaction, so a crash leaves each call either fully recorded or not at all.
+// One RunStore is safe to share between threads (calls are serialised), but must not be carried
+// across fork(): open a new one in each process.
+// Every method throws xmc::Error (xmc::InputError for open/schema problems) naming the database path.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/store/store_schema.h"
+
+namespace xmc {
+
+/// Lifecycle of a run. Stored as the lower-case name ("running", ...).
+enum class RunStatus { Created, Running, Paused, Completed, Failed, Stopped };
+
+/// "created", "running", "paused", "completed", "failed" or "stopped".
+std::string to_string(RunStatus status);
+/// Inverse of to_string; throws xmc::Error naming the text for anything else.
+RunStatus run_status_from_string(std::string_view text);
+
+/// One row of the runs table. Times are ISO-8601 UTC text ("2025-01-31T12:00:00.123Z").
+struct RunInfo {
+  std::int64_t id = 0;              ///< unique, never reused; larger = created later
+  std::string name;                 ///< user-visible name ("run ID" when created without one)
+  std::string created;              ///< when create_run() was called
+  std::string updated;              ///< last change of status, name or error
+  RunStatus status = RunStatus::Created;
+  std::string config_json;          ///< full configuration of the run, a JSON document
+  std::string dataset_path;         ///< dataset folder the run trains on
+  std::string dataset_fingerprint;  ///< content hash of that dataset when the run was created
+  std::string code_version;         ///< xmc::kCodeVersion of the program that created the run
+  std::string host;                 ///< host name of the process that owns the run
+  std::string device;               ///< torch device, e.g. "cpu" or "cuda:0"
+  std::string last_error;           ///< why the run failed; kept when it is resumed; "" when none
+  std::string heartbeat;            ///< last sign of life from the owning process; "" when none
+  std::int64_t pid = 0;             ///< process id of the owner on `host`
+};
+
+/// What create_run() needs; the store fills in times, status, host, pid and code version.
+struct NewRun {
+  std::string name;                 ///< "" names the run "run ID"
+  std::string config_json = "{}";   ///< must be valid JSON ("" is stored as "{}")
+  std::string dataset_path;
+  std::string dataset_fingerprint;
+  std::string device = "cpu";
+};
+
+/// One logged value (loss, lr, throughput, ...) at a training step.
+struct ScalarPoint {
+  std::int64_t step = 0;   ///< global optimiser step
+  double epoch = 0;        ///< fractional epoch at this step
+  std::string key;         ///< e.g. "loss", "lr", "samples_per_s"; must not be empty
+  double value = 0;        ///< NaN and ±inf round-trip
+  double wall_time = 0;    ///< seconds since the Unix epoch (RunStore::now_seconds())
+};
+
+/// One metric of one evaluation.
+struct EvalPoint {
+  double epoch = 0;
+  std::int64_t step = 0;
+  std::string metric;      ///< e.g. "P@5", "nDCG@3", "PSP@1" (fractions, not percent)
+  double value = 0;
+};
+
+/// Decile-wise metric of one evaluation: bins[0] = head labels ... bins[9] = tail labels.
+struct DecileTable {
+  double epoch = 0;
+  std::string metric;      ///< e.g. "P@5"
+  std::vector<double> bins;  ///< exactly 10 values
+};
+
+/// A file the run produced.
+struct Artifact {
+  std::string kind;        ///< e.g. "checkpoint", "index", "report"
+  std::string path;
+  std::string created;     ///< ISO-8601 UTC
+};
+
+/// A t-SNE view saved during training; the payload format belongs to its writer.
+struct TsneSnapshot {
+  double epoch = 0;
+  std::int64_t query = 0;  ///< query the snapshot is centred on (-1 when none)
+  std::string payload_json;
+};
+
+class RunStore {
+ public:
+  /// Schema version this code reads and writes (PRAGMA user_version).
+  static constexpr int kSchemaVersion = store::kSchemaVersion;
+
+  /// Opens or creates the store at `db_path` (creating missing parent folders) and upgrades an older
+  /// schema. Throws xmc::InputError if the file is not a run store or was written by a newer version.
+  explicit RunStore(const std::filesystem::path& db_path);
+  ~RunStore();
+  RunStore(RunStore&&) noexcept;
+  RunStore& operator=(RunStore&&) noexcept;
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  /// Inserts a run with status Created owned by this process (host, pid, code version); returns its id.
+  std::int64_t create_run(const NewRun& run);
+  /// Sets the status; a non-empty `error` replaces last_error. Running also makes this process the
+  /// owner (host, pid) and beats the heartbeat. Throws if the run does not exist.
+  void set_status(std::int64_t run, RunStatus status, const std::string& error = {});
+  /// set_status(run, Failed, error); an empty error is recorded as "failed without an error message".
+  void mark_failed(std::int64_t run, const std::string& error);
+  /// Records that the owner is alive now. Throws if the run does not exist.
+  void heartbeat(std::int64_t run);
+  /// Renames a run; throws if the name is empty or the run does not exist.
+  void rename_run(std::int64_t run, const std::string& name);
+  /// Deletes a run and everything recorded for it. Throws if the run does not exist.
+  void delete_run(std::int64_t run);
+
+  /// The run, or nullopt when there is none with that id.
+  std::optional<RunInfo> find_run(std::int64_t run) const;
+  /// The run; throws xmc::Error naming the id when there is none.
+  RunInfo get_run(std::int64_t run) const;
+  /// All runs, newest first.
+  std::vector<RunInfo> list_runs() const;
+
+  /// Appends points in one transaction (all or none); throws on an empty key or a missing run.
+  void add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points);
+  /// Points of `key` ("" = every key) with step > after_step, by step then insertion order.
+  /// To follow a live run, poll with after_step = the last step already seen for that key.
+  std::vector<ScalarPoint> scalars(std::int64_t run, const std::string& key = {},
+                                   std::int64_t after_step = -1) const;
+  /// Distinct scalar keys recorded for the run, sorted.
+  std::vector<std::string> scalar_keys(std::int64_t run) const;
+
+  /// Records one evaluation's metrics in one transaction.
+  void add_evaluation(std::int64_t run, double epoch, std::int64_t step,
+                      const std::vector<std::pair<std::string, double>>& metrics);
+  /// Every evaluation metric of the run, by step then insertion order.
+  std::vector<EvalPoint> evaluations(std::int64_t run) const;
+
+  /// Stores a 10-bin decile table; a second table for the same (metric, epoch) replaces the first.
+  void add_decile_table(std::int64_t run, double epoch, const std::string& metric, const std::vector<double>& bins);
+  /// The 10 bins of the latest epoch's table for `metric`; empty when there is none.
+  std::vector<double> latest_decile_table(std::int64_t run, const std::string& metric) const;
+  /// All decile tables of the run (metric "" = every metric), by epoch then metric.
+  std::vector<DecileTable> decile_tables(std::int64_t run, const std::string& metric = {}) const;
+
+  /// Records a file the run produced (checkpoint, index, report, ...).
+  void add_artifact(std::int64_t run, const std::string& kind, const std::string& path);
+  /// The run's artifacts in the order they were added.
+  std::vector<Artifact> artifacts(std::int64_t run) const;
+  /// Path of the most recently added artifact of `kind` (e.g. the checkpoint to resume from).
+  std::optional<std::string> latest_artifact(std::int64_t run, const std::string& kind) const;
+
+  /// Stores a t-SNE snapshot; `payload_json` must be valid JSON.
+  void add_tsne_snapshot(std::int64_t run, double epoch, std::int64_t query, const std::string& payload_json);
+  /// The snapshot of the highest epoch (latest added among equals); nullopt when none.
+  std::optional<TsneSnapshot> latest_tsne_snapshot(std::int64_t run) const;
+
+  /// Marks Failed every Running run owned by a process on this host that no longer exists (a child
+  /// must have been waited for), with last_error "process PID ended without finishing the run
+  /// (crashed or killed)". Returns how many runs it marked.
+  int reap_orphaned_runs();
+
+  /// The database file.
+  const std::filesystem::path& path() const;
+  /// Seconds since the Unix epoch, for ScalarPoint::wall_time.
+  static double now_seconds();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xmc

@@ -1,0 +1,141 @@
+#include "engine/store/store_schema.h"
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include <array>
+
+#include "engine/core/error.h"
+
+namespace xmc::store {
+namespace {
+
+// Version 1: the initial schema. Scalar and evaluation values are nullable: SQLite stores NaN as
+// NULL, and the store reads NULL back as NaN so a diverged loss stays visible.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE runs (
+  id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+  name                TEXT NOT NULL,
+  created             TEXT NOT NULL,
+  updated             TEXT NOT NULL,
+  status              TEXT NOT NULL DEFAULT 'created'
+                      CHECK (status IN ('created','running','paused','completed','failed','stopped')),
+  config              TEXT NOT NULL DEFAULT '{}',
+  dataset_path        TEXT NOT NULL DEFAULT '',
+  dataset_fingerprint TEXT NOT NULL DEFAULT '',
+  code_version        TEXT NOT NULL DEFAULT '',
+  host                TEXT NOT NULL DEFAULT '',
+  device              TEXT NOT NULL DEFAULT '',
+  pid                 INTEGER NOT NULL DEFAULT 0,
+  last_error          TEXT NOT NULL DEFAULT '',
+  heartbeat           TEXT
+);
+CREATE INDEX runs_status ON runs(status);
+
+CREATE TABLE scalars (
+  run       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step      INTEGER NOT NULL,
+  epoch     REAL NOT NULL,
+  key       TEXT NOT NULL,
+  value     REAL,
+  wall_time REAL NOT NULL
+);
+CREATE INDEX scalars_run_key_step ON scalars(run, key, step);
+
+CREATE TABLE evaluations (
+  id     INTEGER PRIMARY KEY,
+  run    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch  REAL NOT NULL,
+  step   INTEGER NOT NULL,
+  metric TEXT NOT NULL,
+  value  REAL
+);
+CREATE INDEX evaluations_run_step ON evaluations(run, step);
+
+CREATE TABLE decile_tables (
+  run    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch  REAL NOT NULL,
+  metric TEXT NOT NULL,
+  bin    INTEGER NOT NULL CHECK (bin BETWEEN 1 AND 10),
+  value  REAL,
+  PRIMARY KEY (run, metric, epoch, bin)
+);
+
+CREATE TABLE artifacts (
+  id      INTEGER PRIMARY KEY,
+  run     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  kind    TEXT NOT NULL,
+  path    TEXT NOT NULL,
+  created TEXT NOT NULL
+);
+CREATE INDEX artifacts_run_kind ON artifacts(run, kind);
+
+CREATE TABLE tsne_snapshots (
+  id       INTEGER PRIMARY KEY,
+  run      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch    REAL NOT NULL,
+  query_id INTEGER NOT NULL,
+  payload  TEXT NOT NULL,
+  created  TEXT NOT NULL
+);
+CREATE INDEX tsne_snapshots_run_epoch ON tsne_snapshots(run, epoch);
+
+PRAGMA application_id = 1481458514;
+)sql";
+
+constexpr std::array<Migration, 1> kMigrations{{
+    {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
+}};
+static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
+static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");
+
+}  // namespace
+
+std::span<const Migration> run_store_migrations() { return kMigrations; }
+
+int schema_version(SQLite::Database& db) { return db.execAndGet("PRAGMA user_version").getInt(); }
+
+int migrate(SQLite::Database& db, const std::string& db_path, std::span<const Migration> steps) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].version != static_cast<int>(i) + 1)
+      throw Error("run store schema: migration step " + std::to_string(i + 1) + " is numbered " +
+                  std::to_string(steps[i].version) + " (steps must be numbered 1, 2, 3, ...)");
+  }
+  const int target = static_cast<int>(steps.size());
+  int version = 0;
+  try {
+    version = schema_version(db);
+  } catch (const SQLite::Exception& e) {
+    throw InputError(db_path, std::string("cannot read the run store's schema version: ") + e.what());
+  }
+  if (version > target)
+    throw InputError(db_path, "run store schema version " + std::to_string(version) +
+                                  " is newer than this program understands (version " + std::to_string(target) +
+                                  "); open it with a newer XMC Workbench (the file was left unchanged)");
+
+  for (const Migration& step : steps) {
+    if (step.version <= version) continue;
+    try {
+      SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
+      version = schema_version(db);  // another process may have migrated while we waited for the lock
+      if (version > target)
+        throw InputError(db_path, "run store schema version " + std::to_string(version) +
+                                      " is newer than this program understands (version " +
+                                      std::to_string(target) + ")");
+      if (step.version <= version) continue;  // rolls back the empty transaction
+      db.exec(step.sql);
+      db.exec("PRAGMA user_version = " + std::to_string(step.version));
+      txn.commit();
+      version = step.version;
+    } catch (const SQLite::Exception& e) {
+      throw InputError(db_path, "upgrading the run store schema from version " + std::to_string(step.version - 1) +
+                                    " to " + std::to_string(step.version) + " (" + step.description +
+                                    ") failed: " + e.what() + "; the database stays at version " +
+                                    std::to_string(step.version - 1));
+    }
+  }
+  return version;
+}
+
+}  // namespace xmc::store

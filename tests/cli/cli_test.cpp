@@ -1,0 +1,122 @@
+// Drives the `xmc` binary as a user would: exit codes, one-line errors, --json as the last line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_support.h"
+
+namespace xmc {
+namespace {
+
+test::CommandResult xmc(const std::string& args) { return test::run_command(std::string(XMC_CLI_PATH) + " " + args); }
+
+}  // namespace
+
+TEST(Cli, HelpOnEveryCommandShowsAnExample) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete"}) {
+    const auto r = xmc(std::string(cmd) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
+  }
+}
+
+TEST(Cli, ErrorsAreOneLineAndExitNonZero) {
+  auto r = xmc("dataset info /nonexistent/data");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "xmc: error: /nonexistent/data: is not a dataset folder (no such directory)\n");
+  r = xmc("eval --truth /nonexistent/t.txt --pred /nonexistent/p.txt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "xmc: error: /nonexistent/t.txt: no such file\n");
+  r = xmc("no-such-command");
+  EXPECT_NE(r.exit_code, 0);
+}
+
+TEST(Cli, EvalJsonIsTheLastLineAndMatchesAHandWorkedCase) {
+  test::TempDir dir;
+  // Row 0: truth {1}, ranking 1 > 0 (hit at 1). Row 1: truth {0, 2}, ranking 3 > 2 > 0 (hits at 2 and 3).
+  test::write_file(dir / "t.txt", "2 4\n1:1\n0:1 2:1\n");
+  test::write_file(dir / "p.txt", "2 4\n0:0.2 1:0.9\n0:0.1 2:0.5 3:0.7\n");
+  test::write_file(dir / "trn.txt", "3 4\n0:1 1:1\n1:1\n2:1 3:1\n");
+  const auto r = test::run_command(std::string(XMC_CLI_PATH) + " eval --truth " + (dir / "t.txt").string() + " --pred " +
+                                   (dir / "p.txt").string() + " --train " + (dir / "trn.txt").string() + " --k 1,3 --deciles --json",
+                                   /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.last_line());
+  EXPECT_NEAR(j["P@1"].get<double>(), (1.0 + 0.0) / 2, 1e-9);
+  EXPECT_NEAR(j["P@3"].get<double>(), (1.0 / 3 + 2.0 / 3) / 2, 1e-9);
+  EXPECT_NEAR(j["R@3"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(j["nDCG@3"].get<double>(), (1.0 + (1 / std::log2(3.0) + 0.5) / (1 + 1 / std::log2(3.0))) / 2, 1e-9);
+  EXPECT_TRUE(j.contains("PSP@1"));
+  ASSERT_EQ(j["deciles"]["P@5"].size(), 10u);
+  double sum = 0;
+  for (double v : j["deciles"]["P@5"]) sum += v;
+  // P@5 = 3 hits / (5 * 2 rows).
+  EXPECT_NEAR(sum, 3.0 / 10, 1e-9);
+}
+
+TEST(Cli, EvalRejectsPredictionsOfTheWrongShape) {
+  test::TempDir dir;
+  test::write_file(dir / "t.txt", "2 4\n1:1\n0:1\n");
+  test::write_file(dir / "p.txt", "2 5\n1:1\n0:1\n");
+  const auto r = xmc("eval --truth " + (dir / "t.txt").string() + " --pred " + (dir / "p.txt").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("p.txt: declares 5 labels but the truth file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("declares 4"), std::string::npos) << r.output;
+}
+
+TEST(Cli, WordnetBuildInfoAndNoSilentOverwrite) {
+  if (!std::filesystem::exists("/usr/share/wordnet/data.noun")) GTEST_SKIP() << "wordnet-base is not installed";
+  test::TempDir dir;
+  const std::string out = (dir / "wn").string();
+  auto r = xmc("dataset build wordnet --out " + out + " --max-items 500 --seed 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(j["N"].get<int>() + j["N_test"].get<int>(), 500);
+  EXPECT_EQ(j["N"].get<int>(), 350);
+  r = xmc("dataset info " + out + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.last_line())["N"].get<int>(), 350);
+  r = xmc("dataset build wordnet --out " + out + " --max-items 400");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("already holds a dataset; pass --force"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(xmc("dataset info " + out + " --json").last_line())["N"].get<int>(), 350);
+}
+
+}  // namespace xmc
+
+#include "engine/store/run_store.h"
+
+namespace xmc {
+
+TEST(Cli, RunsListRenameAndGuardedDelete) {
+  test::TempDir dir;
+  const std::string db = (dir / "runs.sqlite").string();
+  std::int64_t id = 0;
+  {
+    RunStore store(db);
+    id = store.create_run({.name = "first", .config_json = R"({"method": "dexml"})"});
+    store.add_evaluation(id, 1.0, 10, {{"P@1", 0.25}});
+  }
+  auto r = xmc("runs --db " + db + " list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto list = nlohmann::json::parse(r.last_line());
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["name"], "first");
+  EXPECT_EQ(list[0]["status"], "created");
+  ASSERT_EQ(xmc("runs --db " + db + " rename " + std::to_string(id) + " renamed").exit_code, 0);
+  auto show = nlohmann::json::parse(xmc("runs --db " + db + " show " + std::to_string(id) + " --json").last_line());
+  EXPECT_EQ(show["name"], "renamed");
+  EXPECT_EQ(show["config"]["method"], "dexml");
+  EXPECT_DOUBLE_EQ(show["final_metrics"]["P@1"].get<double>(), 0.25);
+  r = xmc("runs --db " + db + " delete " + std::to_string(id));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("without --yes"), std::string::npos);
+  EXPECT_EQ(RunStore(db).list_runs().size(), 1u);
+  ASSERT_EQ(xmc("runs --db " + db + " delete " + std::to_string(id) + " --yes").exit_code, 0);
+  EXPECT_TRUE(RunStore(db).list_runs().empty());
+  r = xmc("runs --db " + db + " show 99");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("99"), std::string::npos) << r.output;
+}
+
+}  // namespace xmc
