@@ -4,4 +4,8 @@ function(xmc_enable_warnings target)
                                            -Wconversion -Wno-sign-conversion
                                            # designated initializers may leave defaulted members out
                                            -Wno-missing-field-initializers)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    # GCC 12 reports impossible sizes inside std::string for `"literal" + std::string` (GCC bug 105329).
+    target_compile_options(${target} PRIVATE -Wno-restrict -Wno-stringop-overflow)
+  endif()
 endfunction()
