@@ -1,0 +1,25 @@
+#pragma once
+// A corpus of texts turned into token ids once, up front; encoders build their batch tensors from rows
+// of it. Rows are stored back to back (CSR): tokens of text i are token_ids[offsets[i] .. offsets[i+1]).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace xmc {
+
+struct TokenizedCorpus {
+  std::vector<std::int64_t> offsets{0};  ///< size num_texts + 1
+  std::vector<std::int32_t> token_ids;   ///< all tokens, text after text
+
+  std::int64_t size() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
+  std::span<const std::int32_t> tokens(std::int64_t text) const {
+    return {token_ids.data() + offsets[static_cast<std::size_t>(text)],
+            static_cast<std::size_t>(offsets[static_cast<std::size_t>(text) + 1] - offsets[static_cast<std::size_t>(text)])};
+  }
+  void append(std::span<const std::int32_t> tokens) {
+    token_ids.insert(token_ids.end(), tokens.begin(), tokens.end());
+    offsets.push_back(static_cast<std::int64_t>(token_ids.size()));
+  }
+};
+
+}  // namespace xmc
