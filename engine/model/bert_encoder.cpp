@@ -1,0 +1,559 @@
+#include "engine/model/bert_encoder.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/core/atomic_file.h"
+#include "engine/core/error.h"
+#include "engine/model/safetensors_file.h"
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+namespace xmc {
+namespace bert_detail {
+namespace {
+
+constexpr double kInitStd = 0.02;  // Hugging Face initializer_range
+
+torch::nn::Linear make_linear(torch::nn::Module& parent, const std::string& name, std::int64_t in, std::int64_t out) {
+  auto linear = parent.register_module(name, torch::nn::Linear(in, out));
+  torch::NoGradGuard no_grad;
+  linear->weight.normal_(0.0, kInitStd);
+  linear->bias.zero_();
+  return linear;
+}
+
+torch::nn::LayerNorm make_layer_norm(torch::nn::Module& parent, std::int64_t size, double eps) {
+  return parent.register_module(
+      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps).elementwise_affine(true)));
+}
+
+/// A named, parameterless container, so that parameter names nest like Hugging Face's.
+std::shared_ptr<torch::nn::Module> make_container(torch::nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+/// The most negative value of `dtype`, added to the scores of padding keys.
+double large_negative(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kHalf: return -65504.0;
+    case torch::kBFloat16: return -3.38e38;
+    case torch::kDouble: return std::numeric_limits<double>::lowest();
+    default: return static_cast<double>(std::numeric_limits<float>::lowest());
+  }
+}
+
+}  // namespace
+
+/// word + position (+ token type 0) embeddings -> LayerNorm -> dropout.
+class EmbeddingsImpl : public torch::nn::Module {
+ public:
+  EmbeddingsImpl(const BertConfig& config, double dropout) {
+    const std::int64_t hidden = config.hidden_size;
+    word_ = register_module("word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(config.vocab_size, hidden)
+                                                                         .padding_idx(config.pad_token_id)));
+    position_ = register_module("position_embeddings", torch::nn::Embedding(config.max_position_embeddings, hidden));
+    if (config.family == BertFamily::bert && config.type_vocab_size > 0)
+      token_type_ = register_module("token_type_embeddings", torch::nn::Embedding(config.type_vocab_size, hidden));
+    layer_norm_ = make_layer_norm(*this, hidden, config.layer_norm_eps);
+    dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+
+    torch::NoGradGuard no_grad;
+    for (torch::nn::Embedding* embedding : {&word_, &position_, &token_type_})
+      if (!embedding->is_empty()) (*embedding)->weight.normal_(0.0, kInitStd);
+    word_->weight[config.pad_token_id].zero_();
+  }
+
+  torch::Tensor forward(const torch::Tensor& input_ids) {
+    const auto positions = torch::arange(input_ids.size(1), input_ids.options().dtype(torch::kLong));
+    torch::Tensor x = word_(input_ids);
+    if (!token_type_.is_empty()) x = x + token_type_->weight[0];  // token_type_ids are all 0
+    x = x + position_(positions).unsqueeze(0);
+    return dropout_(layer_norm_(x));
+  }
+
+  const torch::Tensor& word_weight() const { return word_->weight; }
+
+ private:
+  torch::nn::Embedding word_{nullptr}, position_{nullptr}, token_type_{nullptr};
+  torch::nn::LayerNorm layer_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+
+/// One post-LayerNorm transformer layer, parameters named as Hugging Face's BertLayer.
+class LayerImpl : public torch::nn::Module {
+ public:
+  LayerImpl(const BertConfig& config, double hidden_dropout, double attention_dropout)
+      : num_heads_(config.num_heads), activation_(config.activation), attention_dropout_p_(attention_dropout) {
+    const std::int64_t hidden = config.hidden_size;
+    auto attention = make_container(*this, "attention");
+    auto self = make_container(*attention, "self");
+    query_ = make_linear(*self, "query", hidden, hidden);
+    key_ = make_linear(*self, "key", hidden, hidden);
+    value_ = make_linear(*self, "value", hidden, hidden);
+    auto attention_output = make_container(*attention, "output");
+    attention_dense_ = make_linear(*attention_output, "dense", hidden, hidden);
+    attention_norm_ = make_layer_norm(*attention_output, hidden, config.layer_norm_eps);
+    auto intermediate = make_container(*this, "intermediate");
+    intermediate_dense_ = make_linear(*intermediate, "dense", hidden, config.intermediate_size);
+    auto output = make_container(*this, "output");
+    output_dense_ = make_linear(*output, "dense", config.intermediate_size, hidden);
+    output_norm_ = make_layer_norm(*output, hidden, config.layer_norm_eps);
+    hidden_dropout_ = register_module("hidden_dropout", torch::nn::Dropout(hidden_dropout));
+  }
+
+  /// x [B, L, H]; additive_mask [B, 1, 1, L] (0 for real keys, very negative for padding).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& additive_mask) {
+    const std::int64_t batch = x.size(0), length = x.size(1), hidden = x.size(2);
+    const std::int64_t head_dim = hidden / num_heads_;
+    auto split_heads = [&](const torch::Tensor& t) {
+      return t.view({batch, length, num_heads_, head_dim}).transpose(1, 2);  // [B, heads, L, head_dim]
+    };
+    const torch::Tensor q = split_heads(query_(x));
+    const torch::Tensor k = split_heads(key_(x));
+    const torch::Tensor v = split_heads(value_(x));
+    const torch::Tensor mask = additive_mask.to(q.scalar_type());
+#if TORCH_VERSION_MAJOR >= 2
+    const torch::Tensor context =
+        at::scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0, false);
+#else
+    const torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim)) + mask;
+    const torch::Tensor probabilities = torch::dropout(torch::softmax(scores, -1), attention_dropout_p_, is_training());
+    const torch::Tensor context = torch::matmul(probabilities, v);
+#endif
+    const torch::Tensor merged = context.transpose(1, 2).reshape({batch, length, hidden});
+    const torch::Tensor attended = attention_norm_(x + hidden_dropout_(attention_dense_(merged)));
+
+    torch::Tensor inner = intermediate_dense_(attended);
+    switch (activation_) {
+      case BertActivation::gelu: inner = torch::gelu(inner); break;
+      case BertActivation::gelu_tanh: inner = torch::gelu(inner, "tanh"); break;
+      case BertActivation::relu: inner = torch::relu(inner); break;
+    }
+    return output_norm_(attended + hidden_dropout_(output_dense_(inner)));
+  }
+
+ private:
+  std::int64_t num_heads_;
+  BertActivation activation_;
+  double attention_dropout_p_;
+  torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
+  torch::nn::Linear intermediate_dense_{nullptr}, output_dense_{nullptr};
+  torch::nn::LayerNorm attention_norm_{nullptr}, output_norm_{nullptr};
+  torch::nn::Dropout hidden_dropout_{nullptr};
+};
+
+namespace {
+
+// ---- names: our parameters carry Hugging Face BertModel names; DistilBertModel names map onto them ----
+
+/// `canonical` (a BertModel name) as a DistilBertModel name.
+std::string distilbert_name(const std::string& canonical) {
+  static const std::vector<std::pair<std::string, std::string>> kLayerParts{
+      {"attention.self.query.", "attention.q_lin."},      {"attention.self.key.", "attention.k_lin."},
+      {"attention.self.value.", "attention.v_lin."},      {"attention.output.dense.", "attention.out_lin."},
+      {"attention.output.LayerNorm.", "sa_layer_norm."},  {"intermediate.dense.", "ffn.lin1."},
+      {"output.dense.", "ffn.lin2."},                     {"output.LayerNorm.", "output_layer_norm."},
+  };
+  const std::string layer_prefix = "encoder.layer.";
+  if (canonical.rfind(layer_prefix, 0) != 0) return canonical;  // embeddings.* are named alike
+  const std::size_t dot = canonical.find('.', layer_prefix.size());
+  const std::string index = canonical.substr(layer_prefix.size(), dot - layer_prefix.size());
+  const std::string rest = canonical.substr(dot + 1);
+  for (const auto& [bert_part, distil_part] : kLayerParts)
+    if (rest.rfind(bert_part, 0) == 0)
+      return "transformer.layer." + index + "." + distil_part + rest.substr(bert_part.size());
+  return canonical;
+}
+
+/// The checkpoint name of `canonical` for `family`, without a model prefix.
+std::string checkpoint_name(BertFamily family, const std::string& canonical) {
+  return family == BertFamily::distilbert ? distilbert_name(canonical) : canonical;
+}
+
+/// Names `canonical` may carry in a checkpoint, the plain one first.
+std::vector<std::string> candidate_names(BertFamily family, const std::string& canonical) {
+  const std::string plain = checkpoint_name(family, canonical);
+  std::vector<std::string> bases{plain};
+  const bool is_norm = plain.find("LayerNorm.") != std::string::npos || plain.find("layer_norm.") != std::string::npos;
+  if (is_norm) {  // old TensorFlow-converted checkpoints: gamma / beta
+    const std::size_t dot = plain.rfind('.');
+    const std::string leaf = plain.substr(dot + 1);
+    if (leaf == "weight") bases.push_back(plain.substr(0, dot + 1) + "gamma");
+    if (leaf == "bias") bases.push_back(plain.substr(0, dot + 1) + "beta");
+  }
+  const std::string prefix = family == BertFamily::distilbert ? "distilbert." : "bert.";
+  std::vector<std::string> names = bases;
+  for (const auto& base : bases) names.push_back(prefix + base);
+  return names;
+}
+
+std::vector<std::int64_t> shape_of(const torch::Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
+
+/// The tensor's bytes as a float32 CPU tensor.
+torch::Tensor to_float_tensor(const SafetensorsFile& file, const TensorInfo& info) {
+  torch::ScalarType type;
+  switch (info.dtype) {
+    case SafeDtype::F32: type = torch::kFloat; break;
+    case SafeDtype::F16: type = torch::kHalf; break;
+    case SafeDtype::BF16: type = torch::kBFloat16; break;
+    case SafeDtype::F64: type = torch::kDouble; break;
+    default:
+      throw InputError(file.path().string(), "tensor '" + info.name + "' has dtype " +
+                                                 std::string(safe_dtype_name(info.dtype)) +
+                                                 "; a floating-point dtype (F32, F16, BF16, F64) is needed");
+  }
+  torch::Tensor raw = torch::empty(info.shape, torch::TensorOptions().dtype(type));
+  const auto bytes = file.data(info);
+  if (!bytes.empty()) std::memcpy(raw.data_ptr(), bytes.data(), bytes.size());
+  return raw.to(torch::kFloat);
+}
+
+// ---- config.json ----
+
+class ConfigReader {
+ public:
+  ConfigReader(const nlohmann::json& json, std::string source) : json_(json), source_(std::move(source)) {}
+
+  bool has(const std::string& key) const { return json_.contains(key) && !json_.at(key).is_null(); }
+
+  std::int64_t required_int(const std::string& key) const {
+    if (!has(key)) throw ConfigError(source_ + ": missing key '" + key + "'");
+    return int_value(key);
+  }
+  std::int64_t optional_int(const std::string& key, std::int64_t fallback) const {
+    return has(key) ? int_value(key) : fallback;
+  }
+  double optional_double(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    const auto& value = json_.at(key);
+    if (!value.is_number()) throw invalid(key, "a number");
+    return value.get<double>();
+  }
+  std::string optional_string(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const auto& value = json_.at(key);
+    if (!value.is_string()) throw invalid(key, "a string");
+    return value.get<std::string>();
+  }
+  ConfigError invalid(const std::string& key, const std::string& expected) const {
+    return ConfigError(source_ + ": key '" + key + "' must be " + expected + ", got " + json_.at(key).dump());
+  }
+
+ private:
+  std::int64_t int_value(const std::string& key) const {
+    const auto& value = json_.at(key);
+    if (!value.is_number_integer()) throw invalid(key, "an integer");
+    return value.get<std::int64_t>();
+  }
+
+  const nlohmann::json& json_;
+  std::string source_;
+};
+
+BertActivation parse_activation(const ConfigReader& reader, const std::string& key, const std::string& source) {
+  const std::string name = reader.optional_string(key, "gelu");
+  if (name == "gelu") return BertActivation::gelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return BertActivation::gelu_tanh;
+  if (name == "relu") return BertActivation::relu;
+  throw ConfigError(source + ": key '" + key + "' names an unsupported activation '" + name +
+                    "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+}
+
+std::string activation_name(BertActivation activation) {
+  switch (activation) {
+    case BertActivation::gelu: return "gelu";
+    case BertActivation::gelu_tanh: return "gelu_new";
+    case BertActivation::relu: return "relu";
+  }
+  return "gelu";
+}
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  AtomicFileWriter writer(path);
+  writer.stream() << text;
+  writer.commit();
+}
+
+}  // namespace
+}  // namespace bert_detail
+
+// ---- BertConfig ----
+
+void BertConfig::validate(const std::string& source) const {
+  auto positive = [&](std::int64_t value, const char* key) {
+    if (value <= 0) throw ConfigError(source + ": key '" + key + "' must be positive, got " + std::to_string(value));
+  };
+  const bool distil = family == BertFamily::distilbert;
+  positive(vocab_size, "vocab_size");
+  positive(hidden_size, distil ? "dim" : "hidden_size");
+  positive(num_layers, distil ? "n_layers" : "num_hidden_layers");
+  positive(num_heads, distil ? "n_heads" : "num_attention_heads");
+  positive(intermediate_size, distil ? "hidden_dim" : "intermediate_size");
+  positive(max_position_embeddings, "max_position_embeddings");
+  if (!distil) positive(type_vocab_size, "type_vocab_size");
+  if (hidden_size % num_heads != 0)
+    throw ConfigError(source + ": " + (distil ? "dim " : "hidden_size ") + std::to_string(hidden_size) +
+                      " is not a multiple of " + (distil ? "n_heads " : "num_attention_heads ") +
+                      std::to_string(num_heads));
+  if (pad_token_id < 0 || pad_token_id >= vocab_size)
+    throw ConfigError(source + ": key 'pad_token_id' " + std::to_string(pad_token_id) + " is outside the vocabulary");
+  if (!(layer_norm_eps > 0.0)) throw ConfigError(source + ": key 'layer_norm_eps' must be positive");
+  for (const auto& [value, key] : {std::pair{hidden_dropout, distil ? "dropout" : "hidden_dropout_prob"},
+                                   std::pair{attention_dropout, distil ? "attention_dropout" : "attention_probs_dropout_prob"}})
+    if (!(value >= 0.0 && value < 1.0))
+      throw ConfigError(source + ": key '" + key + "' must be in [0, 1), got " + std::to_string(value));
+}
+
+BertConfig parse_bert_config(const std::string& json_text, const std::string& source) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(source, std::string("bad JSON: ") + e.what());
+  }
+  if (!json.is_object()) throw InputError(source, "bad JSON: not a JSON object");
+  const bert_detail::ConfigReader reader(json, source);
+
+  BertConfig config;
+  if (reader.has("model_type")) {
+    const std::string type = reader.optional_string("model_type", "bert");
+    if (type == "bert") config.family = BertFamily::bert;
+    else if (type == "distilbert") config.family = BertFamily::distilbert;
+    else
+      throw ConfigError(source + ": key 'model_type' is '" + type + "'; supported: bert (also MiniLM), distilbert");
+  } else {
+    config.family = reader.has("n_layers") || reader.has("dim") ? BertFamily::distilbert : BertFamily::bert;
+  }
+
+  config.vocab_size = reader.required_int("vocab_size");
+  config.max_position_embeddings = reader.required_int("max_position_embeddings");
+  config.pad_token_id = reader.optional_int("pad_token_id", 0);
+  if (config.family == BertFamily::bert) {
+    config.hidden_size = reader.required_int("hidden_size");
+    config.num_layers = reader.required_int("num_hidden_layers");
+    config.num_heads = reader.required_int("num_attention_heads");
+    config.intermediate_size = reader.required_int("intermediate_size");
+    config.type_vocab_size = reader.optional_int("type_vocab_size", 2);
+    config.layer_norm_eps = reader.optional_double("layer_norm_eps", 1e-12);
+    config.activation = bert_detail::parse_activation(reader, "hidden_act", source);
+    config.hidden_dropout = reader.optional_double("hidden_dropout_prob", 0.1);
+    config.attention_dropout = reader.optional_double("attention_probs_dropout_prob", 0.1);
+    const std::string positions = reader.optional_string("position_embedding_type", "absolute");
+    if (positions != "absolute")
+      throw ConfigError(source + ": key 'position_embedding_type' is '" + positions + "'; only 'absolute' is supported");
+  } else {
+    config.hidden_size = reader.required_int("dim");
+    config.num_layers = reader.required_int("n_layers");
+    config.num_heads = reader.required_int("n_heads");
+    config.intermediate_size = reader.required_int("hidden_dim");
+    config.type_vocab_size = 0;
+    config.layer_norm_eps = 1e-12;  // fixed in DistilBERT
+    config.activation = bert_detail::parse_activation(reader, "activation", source);
+    config.hidden_dropout = reader.optional_double("dropout", 0.1);
+    config.attention_dropout = reader.optional_double("attention_dropout", 0.1);
+  }
+  config.validate(source);
+  return config;
+}
+
+BertConfig read_bert_config(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_bert_config(text.str(), file.string());
+}
+
+std::string bert_config_to_json(const BertConfig& config) {
+  nlohmann::ordered_json json;
+  if (config.family == BertFamily::bert) {
+    json = {{"architectures", {"BertModel"}},
+            {"model_type", "bert"},
+            {"vocab_size", config.vocab_size},
+            {"hidden_size", config.hidden_size},
+            {"num_hidden_layers", config.num_layers},
+            {"num_attention_heads", config.num_heads},
+            {"intermediate_size", config.intermediate_size},
+            {"max_position_embeddings", config.max_position_embeddings},
+            {"type_vocab_size", config.type_vocab_size},
+            {"pad_token_id", config.pad_token_id},
+            {"layer_norm_eps", config.layer_norm_eps},
+            {"hidden_act", bert_detail::activation_name(config.activation)},
+            {"hidden_dropout_prob", config.hidden_dropout},
+            {"attention_probs_dropout_prob", config.attention_dropout},
+            {"position_embedding_type", "absolute"},
+            {"initializer_range", bert_detail::kInitStd}};
+  } else {
+    json = {{"architectures", {"DistilBertModel"}},
+            {"model_type", "distilbert"},
+            {"vocab_size", config.vocab_size},
+            {"dim", config.hidden_size},
+            {"n_layers", config.num_layers},
+            {"n_heads", config.num_heads},
+            {"hidden_dim", config.intermediate_size},
+            {"max_position_embeddings", config.max_position_embeddings},
+            {"pad_token_id", config.pad_token_id},
+            {"activation", bert_detail::activation_name(config.activation)},
+            {"dropout", config.hidden_dropout},
+            {"attention_dropout", config.attention_dropout},
+            {"sinusoidal_pos_embds", false},
+            {"initializer_range", bert_detail::kInitStd}};
+  }
+  return json.dump(2) + "\n";
+}
+
+// ---- BertEncoderImpl ----
+
+BertEncoderImpl::BertEncoderImpl(const BertConfig& config, const BertEncoderOptions& options)
+    : config_(config), options_(options) {
+  config_.validate("bert config");
+  if (options_.max_len < 2)
+    throw ConfigError("bert encoder: max_len " + std::to_string(options_.max_len) + " must be at least 2 ([CLS] and [SEP])");
+  options_.max_len = std::min(options_.max_len, config_.max_position_embeddings);
+  if (options_.dropout && !(*options_.dropout >= 0.0 && *options_.dropout < 1.0))
+    throw ConfigError("bert encoder: dropout " + std::to_string(*options_.dropout) + " must be in [0, 1)");
+  const double hidden_dropout = options_.dropout.value_or(config_.hidden_dropout);
+  const double attention_dropout = options_.dropout.value_or(config_.attention_dropout);
+
+  embeddings_ = register_module("embeddings", std::make_shared<bert_detail::EmbeddingsImpl>(config_, hidden_dropout));
+  auto encoder = bert_detail::make_container(*this, "encoder");
+  torch::nn::ModuleList layer_list;
+  for (std::int64_t i = 0; i < config_.num_layers; ++i) {
+    layers_.push_back(std::make_shared<bert_detail::LayerImpl>(config_, hidden_dropout, attention_dropout));
+    layer_list->push_back(layers_.back());
+  }
+  encoder->register_module("layer", layer_list);
+  to(options_.device);
+}
+
+torch::Device BertEncoderImpl::device() const { return embeddings_->word_weight().device(); }
+
+BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const {
+  const auto batch = static_cast<std::int64_t>(rows.size());
+  std::int64_t length = 1;
+  for (const std::int64_t row : rows) {
+    if (row < 0 || row >= corpus.size())
+      throw ConfigError("bert encoder: row " + std::to_string(row) + " is outside the corpus (" +
+                        std::to_string(corpus.size()) + " texts)");
+    length = std::max(length, std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(row).size()), options_.max_len));
+  }
+  torch::Tensor ids = torch::full({batch, length}, config_.pad_token_id, torch::kLong);
+  torch::Tensor mask = torch::zeros({batch, length}, torch::kBool);
+  std::int64_t* ids_data = ids.data_ptr<std::int64_t>();
+  bool* mask_data = mask.data_ptr<bool>();
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto tokens = corpus.tokens(rows[static_cast<std::size_t>(b)]);
+    const auto size = static_cast<std::int64_t>(tokens.size());
+    const std::int64_t kept = std::min(size, options_.max_len);
+    for (std::int64_t i = 0; i < kept; ++i) {
+      // Too long: the first max_len − 1 tokens, then the last one ([SEP]).
+      const std::int32_t id = (i == kept - 1 && kept < size) ? tokens.back() : tokens[static_cast<std::size_t>(i)];
+      if (id < 0 || id >= config_.vocab_size)
+        throw ConfigError("bert encoder: token id " + std::to_string(id) + " of text " +
+                          std::to_string(rows[static_cast<std::size_t>(b)]) + " is outside the vocabulary (vocab_size " +
+                          std::to_string(config_.vocab_size) + "); was the corpus tokenized with this model's vocab?");
+      ids_data[b * length + i] = id;
+      mask_data[b * length + i] = true;
+    }
+  }
+  const torch::Device target = device();
+  return {ids.to(target), mask.to(target)};
+}
+
+torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
+  TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(),
+              "BertEncoder::forward: input_ids and attention_mask must both be [B, L]");
+  TORCH_CHECK(input_ids.size(1) <= config_.max_position_embeddings, "BertEncoder::forward: sequence length ",
+              input_ids.size(1), " exceeds max_position_embeddings ", config_.max_position_embeddings);
+  torch::Tensor x = embeddings_->forward(input_ids);
+  const torch::Tensor keep = attention_mask.to(torch::kBool).view({input_ids.size(0), 1, 1, input_ids.size(1)});
+  const torch::Tensor additive_mask =
+      torch::zeros(keep.sizes(), x.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(x.scalar_type()));
+  for (const auto& layer : layers_) x = layer->forward(x, additive_mask);
+  return x;
+}
+
+torch::Tensor BertEncoderImpl::pool(const torch::Tensor& hidden, const torch::Tensor& attention_mask) const {
+  if (options_.pooling == BertPooling::cls) return hidden.select(1, 0);
+  const torch::Tensor weights = attention_mask.to(hidden.scalar_type()).unsqueeze(-1);  // [B, L, 1]
+  return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9);
+}
+
+torch::Tensor BertEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
+  if (rows.empty()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
+  const BertBatch batch = make_batch(corpus, rows);
+  return pool(forward(batch.input_ids, batch.attention_mask), batch.attention_mask).to(torch::kFloat);
+}
+
+// ---- loading and saving ----
+
+BertEncoder load_bert_encoder(const std::filesystem::path& folder, const BertEncoderOptions& options) {
+  const BertConfig config = read_bert_config(folder / "config.json");
+  const std::filesystem::path weights_path = folder / "model.safetensors";
+  if (!std::filesystem::exists(weights_path)) {
+    const bool has_bin = std::filesystem::exists(folder / "pytorch_model.bin");
+    throw InputError(weights_path.string(), has_bin ? "missing; only safetensors weights are read (convert "
+                                                      "pytorch_model.bin with transformers' save_pretrained(..., "
+                                                      "safe_serialization=True))"
+                                                    : "missing (a Hugging Face model folder needs model.safetensors)");
+  }
+  const SafetensorsFile weights = SafetensorsFile::open(weights_path);
+  const std::string config_file = (folder / "config.json").string();
+
+  BertEncoder encoder(config, options);
+  torch::NoGradGuard no_grad;
+  for (auto& item : encoder->named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    torch::Tensor& parameter = item.value();
+    const TensorInfo* info = nullptr;
+    for (const std::string& candidate : bert_detail::candidate_names(config.family, name))
+      if ((info = weights.find(candidate)) != nullptr) break;
+    const std::string expected_name = bert_detail::checkpoint_name(config.family, name);
+    if (info == nullptr)
+      throw InputError(weights_path.string(), "tensor '" + expected_name + "' (shape " +
+                                                  format_shape(bert_detail::shape_of(parameter)) +
+                                                  ") is missing");
+    const auto expected_shape = bert_detail::shape_of(parameter);
+    if (info->shape != expected_shape)
+      throw InputError(weights_path.string(), "tensor '" + info->name + "' has shape " + format_shape(info->shape) +
+                                                  " but " + config_file + " needs " + format_shape(expected_shape));
+    parameter.copy_(bert_detail::to_float_tensor(weights, *info));
+  }
+  return encoder;
+}
+
+void save_bert_encoder(const BertEncoder& encoder, const BertConfig& config, const std::filesystem::path& folder) {
+  const BertConfig& own = encoder->config();
+  if (config.family != own.family || config.vocab_size != own.vocab_size || config.hidden_size != own.hidden_size ||
+      config.num_layers != own.num_layers || config.num_heads != own.num_heads ||
+      config.intermediate_size != own.intermediate_size ||
+      config.max_position_embeddings != own.max_position_embeddings ||
+      (config.family == BertFamily::bert && config.type_vocab_size != own.type_vocab_size) ||
+      config.activation != own.activation || config.layer_norm_eps != own.layer_norm_eps ||
+      config.pad_token_id != own.pad_token_id)
+    throw ConfigError("save_bert_encoder: the config does not describe the encoder's architecture");
+
+  std::filesystem::create_directories(folder);
+  std::vector<torch::Tensor> keep_alive;
+  std::vector<TensorToWrite> tensors;
+  for (const auto& item : encoder->named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    keep_alive.push_back(item.value().detach().to(torch::kCPU, torch::kFloat).contiguous());
+    const torch::Tensor& t = keep_alive.back();
+    tensors.push_back({bert_detail::checkpoint_name(config.family, name), SafeDtype::F32, bert_detail::shape_of(t),
+                       {static_cast<const std::byte*>(t.data_ptr()), static_cast<std::size_t>(t.nbytes())}});
+  }
+  write_safetensors(folder / "model.safetensors", tensors, {{"format", "pt"}});
+  bert_detail::write_text_file(folder / "config.json", bert_config_to_json(config));
+}
+
+}  // namespace xmc

@@ -1,0 +1,122 @@
+#pragma once
+// Engine-internal (includes torch). The `bert` encoder of DESIGN.md section 2: a BERT / DistilBERT / MiniLM
+// transformer, architecturally identical to Hugging Face's BertModel / DistilBertModel (post-LayerNorm):
+//   embeddings  = LayerNorm(word[id] + position[i] + token_type[0]) -> dropout   (DistilBERT: no token type)
+//   each layer  x = LayerNorm(x + dropout(Wo · attention(x)));  x = LayerNorm(x + dropout(W2 · act(W1 · x)))
+//   pooling     mean over the non-pad tokens ([CLS] and [SEP] included, as sentence-transformers does) or
+//               the [CLS] (first) token.
+// Weights come from a local Hugging Face folder (config.json + model.safetensors); the module's parameter
+// names are Hugging Face's BertModel names ("encoder.layer.0.attention.self.query.weight", ...).
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model/encoder.h"
+
+namespace xmc {
+
+enum class BertFamily { bert, distilbert };  ///< config.json model_type; MiniLM checkpoints are "bert"
+enum class BertActivation { gelu, gelu_tanh, relu };  ///< "gelu" (exact, erf); "gelu_new"/"gelu_pytorch_tanh"; "relu"
+enum class BertPooling { mean, cls };
+
+/// The architecture, as read from a Hugging Face config.json (BERT or DistilBERT key names).
+struct BertConfig {
+  BertFamily family = BertFamily::bert;
+  std::int64_t vocab_size = 30522;
+  std::int64_t hidden_size = 768;               ///< DistilBERT: "dim"
+  std::int64_t num_layers = 12;                 ///< "num_hidden_layers" / "n_layers"
+  std::int64_t num_heads = 12;                  ///< "num_attention_heads" / "n_heads"
+  std::int64_t intermediate_size = 3072;        ///< "intermediate_size" / "hidden_dim"
+  std::int64_t max_position_embeddings = 512;
+  std::int64_t type_vocab_size = 2;             ///< BERT only (DistilBERT has no token-type embeddings)
+  std::int64_t pad_token_id = 0;
+  double layer_norm_eps = 1e-12;
+  BertActivation activation = BertActivation::gelu;  ///< "hidden_act" / "activation"
+  double hidden_dropout = 0.1;                  ///< "hidden_dropout_prob" / "dropout"
+  double attention_dropout = 0.1;               ///< "attention_probs_dropout_prob" / "attention_dropout"
+
+  std::int64_t head_dim() const { return hidden_size / num_heads; }
+  /// Throws ConfigError("SOURCE: key ...") when a size is non-positive or hidden_size % num_heads != 0.
+  void validate(const std::string& source) const;
+};
+
+/// Parses a Hugging Face config.json. model_type "bert" or "distilbert" (inferred from the keys when absent).
+/// Missing or invalid keys throw ConfigError naming `file` and the key.
+BertConfig read_bert_config(const std::filesystem::path& file);
+/// The same, from JSON text; `source` names it in error messages.
+BertConfig parse_bert_config(const std::string& json_text, const std::string& source);
+/// A Hugging Face-compatible config.json text ("architectures": ["BertModel"] or ["DistilBertModel"]).
+std::string bert_config_to_json(const BertConfig& config);
+
+struct BertEncoderOptions {
+  BertPooling pooling = BertPooling::mean;  ///< mean over non-pad tokens, or the [CLS] token
+  std::int64_t max_len = 128;  ///< tokens per text, [CLS] and [SEP] included; capped at max_position_embeddings
+  torch::Device device = torch::kCPU;  ///< where the parameters live and encode() returns its output
+  /// Dropout on embeddings, attention probabilities and sub-layer outputs; unset: the config's
+  /// hidden_dropout_prob / attention_probs_dropout_prob (0.1 when the config names none).
+  std::optional<double> dropout;
+};
+
+/// One padded batch: input_ids [B, L] int64 (pad = config.pad_token_id), attention_mask [B, L] bool
+/// (true = real token), both on the encoder's device.
+struct BertBatch {
+  torch::Tensor input_ids;
+  torch::Tensor attention_mask;
+};
+
+namespace bert_detail {
+class EmbeddingsImpl;
+class LayerImpl;
+}  // namespace bert_detail
+
+class BertEncoderImpl : public EncoderImpl {
+ public:
+  /// A randomly initialised encoder, as Hugging Face initialises one: Linear and Embedding weights
+  /// ~ N(0, 0.02), biases 0, LayerNorm (1, 0), the pad row of the word embeddings 0.
+  /// Throws ConfigError on an invalid config, max_len < 2 or dropout outside [0, 1).
+  BertEncoderImpl(const BertConfig& config, const BertEncoderOptions& options);
+
+  /// Rows of `corpus` (token ids beginning with [CLS] and ending with [SEP]) -> [rows.size(), hidden_size]
+  /// float32 on device(). Texts longer than max_len keep their first max_len − 1 tokens and their last one
+  /// ([SEP]). All rows run as one batch, padded to the longest. Dropout applies in train() mode only.
+  torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override;
+  std::int64_t output_dim() const override { return config_.hidden_size; }
+  torch::Device device() const override;
+
+  /// Truncates and pads rows of `corpus` into a batch (ConfigError on a token id outside the vocabulary).
+  BertBatch make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const;
+  /// The last layer's hidden states [B, L, hidden_size] of a batch (input_ids [B, L], attention_mask [B, L]).
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  /// Pools hidden states [B, L, H] with attention_mask [B, L] by options().pooling -> [B, H].
+  torch::Tensor pool(const torch::Tensor& hidden, const torch::Tensor& attention_mask) const;
+
+  const BertConfig& config() const { return config_; }
+  /// The options in effect (max_len already capped at max_position_embeddings).
+  const BertEncoderOptions& options() const { return options_; }
+
+ private:
+  BertConfig config_;
+  BertEncoderOptions options_;
+  std::shared_ptr<bert_detail::EmbeddingsImpl> embeddings_;
+  std::vector<std::shared_ptr<bert_detail::LayerImpl>> layers_;
+};
+TORCH_MODULE(BertEncoder);
+
+/// Loads `folder`/config.json and `folder`/model.safetensors (Hugging Face BERT, MiniLM or DistilBERT names,
+/// with or without a "bert." / "distilbert." prefix; LayerNorm "weight"/"bias" or old "gamma"/"beta";
+/// F32, F16, BF16 or F64 weights, converted to float32). Unused tensors (pooler, MLM head) are ignored.
+/// A missing tensor or a shape mismatch throws InputError naming the file, the tensor and both shapes.
+BertEncoder load_bert_encoder(const std::filesystem::path& folder, const BertEncoderOptions& options = {});
+
+/// Writes `folder`/config.json and `folder`/model.safetensors (float32, Hugging Face BertModel or
+/// DistilBertModel names by config.family) so that load_bert_encoder() reads back the same module.
+/// `config` must describe `encoder`'s architecture (ConfigError otherwise). Creates `folder` if needed.
+void save_bert_encoder(const BertEncoder& encoder, const BertConfig& config, const std::filesystem::path& folder);
+
+}  // namespace xmc

@@ -1,0 +1,64 @@
+#include "engine/model/bow_encoder.h"
+
+#include "engine/core/error.h"
+
+namespace xmc {
+
+BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(options)) {
+  if (static_cast<std::int64_t>(options_.idf.size()) != options_.vocab_size)
+    throw ConfigError("bow encoder: " + std::to_string(options_.idf.size()) + " idf values for a vocabulary of " +
+                      std::to_string(options_.vocab_size));
+  embeddings_ = register_module(
+      "embeddings", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(options_.vocab_size, options_.word_dim).mode(torch::kSum)));
+  torch::NoGradGuard no_grad;
+  embeddings_->weight.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(options_.word_dim)));
+  if (options_.word_dim != options_.dim)
+    projection_ = register_module("projection", torch::nn::Linear(options_.word_dim, options_.dim));
+  hidden_ = register_module("hidden", torch::nn::Linear(options_.dim, options_.dim));
+  residual_out_ = register_module("residual_out", torch::nn::Linear(options_.dim, options_.dim));
+  residual_out_->weight.zero_();
+  residual_out_->bias.zero_();
+  idf_ = register_buffer("idf", torch::tensor(options_.idf, torch::kFloat32));
+  to(options_.device);
+}
+
+torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
+  // Flatten the rows' known tokens into one bag input; [PAD]/[UNK] carry no meaning and are skipped.
+  std::vector<std::int64_t> ids, offsets;
+  offsets.reserve(rows.size());
+  for (std::int64_t row : rows) {
+    offsets.push_back(static_cast<std::int64_t>(ids.size()));
+    for (std::int32_t t : corpus.tokens(row))
+      if (t > 1) ids.push_back(t);
+  }
+  const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
+  torch::Tensor input = torch::tensor(ids, long_opts).to(options_.device);
+  torch::Tensor bag_offsets = torch::tensor(offsets, long_opts).to(options_.device);
+  // TF-IDF weights normalised per text: each occurrence adds idf(t); dividing by the text's total makes
+  // the bag a weighted mean.
+  torch::Tensor weights = idf_.index_select(0, input);
+  torch::Tensor text_of_token;
+  if (ids.empty()) {
+    text_of_token = torch::empty({0}, long_opts.device(options_.device));
+  } else {
+    std::vector<std::int64_t> lengths(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      lengths[i] = (i + 1 < rows.size() ? offsets[i + 1] : static_cast<std::int64_t>(ids.size())) - offsets[i];
+    text_of_token = torch::repeat_interleave(torch::arange(static_cast<std::int64_t>(rows.size()), long_opts),
+                                             torch::tensor(lengths, long_opts))
+                        .to(options_.device);
+  }
+  torch::Tensor totals = torch::zeros({static_cast<std::int64_t>(rows.size())}, weights.options()).index_add_(0, text_of_token, weights);
+  weights = weights / totals.index_select(0, text_of_token).clamp_min(1e-12);
+  torch::Tensor h = embeddings_->forward(input, bag_offsets, weights);
+  if (!projection_.is_empty()) h = projection_->forward(h);
+  return h + residual_out_->forward(torch::gelu(hidden_->forward(h)));
+}
+
+void BowEncoderImpl::set_word_vectors(const std::vector<std::int64_t>& rows, const std::vector<float>& vectors) {
+  torch::NoGradGuard no_grad;
+  auto values = torch::tensor(vectors, torch::kFloat32).view({static_cast<std::int64_t>(rows.size()), options_.word_dim});
+  embeddings_->weight.index_copy_(0, torch::tensor(rows, torch::kInt64).to(options_.device), values.to(options_.device));
+}
+
+}  // namespace xmc

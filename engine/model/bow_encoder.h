@@ -1,0 +1,42 @@
+#pragma once
+// Engine-internal (includes torch). The `bow` encoder: a TF-IDF-weighted mean of word embeddings
+// (EmbeddingBag) followed by a residual non-linear block, h + W2·GELU(W1·h), with W2 starting at zero
+// so that training begins from the plain weighted mean. CPU-fast; the default encoder.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "engine/model/encoder.h"
+
+namespace xmc {
+
+struct BowEncoderOptions {
+  std::int64_t vocab_size = 0;   ///< token ids are < vocab_size; ids 0 ([PAD]) and 1 ([UNK]) are ignored
+  std::int64_t word_dim = 256;   ///< size of the word vectors
+  std::int64_t dim = 256;        ///< output size (a projection is added when it differs from word_dim)
+  std::vector<float> idf;        ///< inverse document frequency per token id (size vocab_size)
+  torch::Device device = torch::kCPU;
+};
+
+class BowEncoderImpl : public EncoderImpl {
+ public:
+  explicit BowEncoderImpl(BowEncoderOptions options);
+
+  torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override;
+  std::int64_t output_dim() const override { return options_.dim; }
+  torch::Device device() const override { return options_.device; }
+
+  /// Overwrites word vectors: rows[i] gets vectors[i] ([n x word_dim], row-major).
+  void set_word_vectors(const std::vector<std::int64_t>& rows, const std::vector<float>& vectors);
+
+ private:
+  BowEncoderOptions options_;
+  torch::Tensor idf_;
+  torch::nn::EmbeddingBag embeddings_{nullptr};
+  torch::nn::Linear projection_{nullptr};
+  torch::nn::Linear hidden_{nullptr};
+  torch::nn::Linear residual_out_{nullptr};
+};
+TORCH_MODULE(BowEncoder);
+
+}  // namespace xmc

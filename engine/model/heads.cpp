@@ -1,0 +1,20 @@
+#include "engine/model/heads.h"
+
+namespace xmc {
+
+DualEncoderHeadImpl::DualEncoderHeadImpl(const HeadOptions& options)
+    : linear_(register_module("linear", torch::nn::Linear(options.in_dim, options.out_dim))),
+      dropout_(register_module("dropout", torch::nn::Dropout(options.dropout))) {}
+
+torch::Tensor DualEncoderHeadImpl::forward(const torch::Tensor& x) {
+  return torch::nn::functional::normalize(torch::tanh(dropout_(linear_(x))),
+                                          torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-8));
+}
+
+ClassifierHeadImpl::ClassifierHeadImpl(const HeadOptions& options)
+    : linear_(register_module("linear", torch::nn::Linear(options.in_dim, options.out_dim))),
+      dropout_(register_module("dropout", torch::nn::Dropout(options.dropout))) {}
+
+torch::Tensor ClassifierHeadImpl::forward(const torch::Tensor& x) { return dropout_(linear_(x)); }
+
+}  // namespace xmc
