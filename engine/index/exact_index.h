@@ -1,0 +1,33 @@
+#pragma once
+// Exact inner-product search over all stored vectors (brute force, chunked; see index.h for the
+// conventions). Plain C++ header: the torch implementation (exact_top_k) stays in the .cpp.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/index/index.h"
+
+namespace xmc {
+
+struct ExactIndexOptions {
+  std::string device = "cpu";       ///< where vectors are scored: "cpu", "cuda", "cuda:1", ...
+  std::int64_t query_chunk = 512;   ///< queries scored at once
+  std::int64_t key_chunk = 16384;   ///< stored vectors scored at once (memory: query_chunk × key_chunk floats)
+};
+
+class ExactIndex final : public Index {
+ public:
+  explicit ExactIndex(std::int64_t dim, ExactIndexOptions options = {});
+  ~ExactIndex() override;
+
+  void add(std::int64_t n, const float* x) override;
+  /// Ties are broken by lower label. Safe to call from several threads at once (not during add/reset).
+  void search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const override;
+  void reset() override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xmc

@@ -1,0 +1,63 @@
+#pragma once
+// Engine-internal (includes torch). Exact inner-product top-k of many queries over many keys: the core of
+// ExactIndex, of hard-negative shortlists ("exact top-100 over label embeddings, positives removed") and of
+// retrieval at evaluation time (DESIGN.md sections 2 and 6).
+//
+// Queries are scored in chunks of `query_chunk` rows against chunks of `key_chunk` keys, so memory is
+// O(query_chunk × key_chunk) whatever n and m are; each key chunk is merged into the running top-k as it
+// comes. A chunk is not ranked as a whole: one vectorised pass takes the maximum of every block of 8
+// (strided) columns, and only the blocks whose maximum beats the running k-th best score are looked
+// into, so the selection costs little next to the product. Runs on the device the tensors live on; on
+// the CPU the products go through oneDNN when LibTorch has it (the system BLAS may be the slow
+// reference one).
+//
+// Ranking and ties: results are ordered by score, best first; equal scores (and +0/-0) are ordered by
+// lower key index first, exactly — also across chunk and block boundaries, so the result does not depend
+// on the chunk sizes. Scores must not be NaN.
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "engine/data/csr_matrix.h"
+
+namespace xmc {
+
+/// Per query row, the key ids it must never get back (e.g. its own positives, for hard-negative
+/// shortlists), in CSR form: row i excludes indices[indptr[i] .. indptr[i + 1]). Order and repeats within
+/// a row do not matter; ids outside [0, m) are ignored.
+struct ExcludeLists {
+  torch::Tensor indptr;   ///< [n + 1] int64, indptr[0] = 0, non-decreasing; undefined = exclude nothing
+  torch::Tensor indices;  ///< [indptr[n]] int64 key ids
+
+  /// The rows of a label matrix as exclusion lists (row i of `rows` excludes its column ids).
+  static ExcludeLists from_csr(const CsrMatrix& rows);
+  bool empty() const { return !indptr.defined(); }
+};
+
+struct ExactSearchOptions {
+  std::int64_t query_chunk = 512;  ///< queries scored at once
+  std::int64_t key_chunk = 16384;  ///< keys scored at once: a chunk's scores take query_chunk × key_chunk floats
+  ExcludeLists exclude;            ///< optional: key ids never returned, per query row
+};
+
+struct TopK {
+  torch::Tensor scores;   ///< [n, k] float32, best first; -inf where a row has fewer than k results
+  torch::Tensor indices;  ///< [n, k] int64 key ids (rows of `keys`); -1 where a row has fewer than k results
+};
+
+/// Exact top-k of the inner products <queries[i], keys[j]>.
+/// @param queries [n, d] floating tensor; keys must be on the same device with the same dtype (float32 on
+///                the CPU; half/bfloat16 allowed on CUDA, scores are returned as float32)
+/// @param keys    [m, d], m < 2^31
+/// @param k       results per query; clamped to m
+/// A row gets fewer than k results (padded with index -1, score -inf) only when exclusions leave it
+/// fewer than k keys; keys whose score is -inf count as no result. Both outputs live on the queries'
+/// device. Never builds the gradient graph.
+TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k,
+                 const ExactSearchOptions& options = {});
+
+/// The bare product queries · keysᵀ of one chunk as exact_top_k computes it ([c, w] scores), exposed so
+/// that benchmarks can time the matrix product alone.
+torch::Tensor chunk_inner_products(const torch::Tensor& queries, const torch::Tensor& keys);
+
+}  // namespace xmc

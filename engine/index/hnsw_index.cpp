@@ -1,0 +1,126 @@
+#include "engine/index/hnsw_index.h"
+
+#include <hnswlib/hnswlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+// Runs body(i) for i in [begin, end) on up to `threads` threads, handing out rows in small batches;
+// the first exception thrown by any row is rethrown here.
+template <typename Body>
+void parallel_rows(std::int64_t begin, std::int64_t end, int threads, Body&& body) {
+  constexpr std::int64_t kBatch = 16;
+  const std::int64_t n = end - begin;
+  threads = static_cast<int>(std::min<std::int64_t>(threads, (n + kBatch - 1) / kBatch));
+  if (threads <= 1) {
+    for (std::int64_t i = begin; i < end; ++i) body(i);
+    return;
+  }
+  std::atomic<std::int64_t> next{begin};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    try {
+      for (std::int64_t lo; (lo = next.fetch_add(kBatch)) < end;) {
+        for (std::int64_t i = lo; i < std::min(lo + kBatch, end); ++i) body(i);
+      }
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = end;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& thread : pool) thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+struct HnswIndex::Impl {
+  HnswIndexOptions options;
+  hnswlib::InnerProductSpace space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;  // null until the first add
+  int threads = 1;
+
+  Impl(std::int64_t dim, HnswIndexOptions o) : options(o), space(static_cast<std::size_t>(dim)) {
+    threads = options.num_threads > 0 ? options.num_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+};
+
+HnswIndex::HnswIndex(std::int64_t dim, HnswIndexOptions options) : Index(dim) {
+  if (dim <= 0) throw ConfigError("HnswIndex: dim must be > 0, got " + std::to_string(dim));
+  if (options.M < 2 || options.ef_construction < 1 || options.ef_search < 1)
+    throw ConfigError("HnswIndex: M must be >= 2 and ef_construction, ef_search >= 1");
+  impl_ = std::make_unique<Impl>(dim, options);
+}
+
+HnswIndex::~HnswIndex() = default;
+
+void HnswIndex::add(std::int64_t n, const float* x) {
+  if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("HnswIndex::add: bad n or null x");
+  if (n == 0) return;
+  auto& graph = impl_->graph;
+  const auto needed = static_cast<std::size_t>(ntotal_ + n);
+  if (!graph) {
+    graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
+        &impl_->space, needed, static_cast<std::size_t>(impl_->options.M),
+        static_cast<std::size_t>(impl_->options.ef_construction), static_cast<std::size_t>(impl_->options.seed));
+    graph->setEf(static_cast<std::size_t>(impl_->options.ef_search));
+  } else if (needed > graph->max_elements_) {
+    graph->resizeIndex(std::max(needed, 2 * graph->max_elements_));
+  }
+  const std::int64_t first = ntotal_;
+  auto add_row = [&](std::int64_t i) { graph->addPoint(x + i * dim_, static_cast<hnswlib::labeltype>(first + i)); };
+  std::int64_t begin = 0;
+  if (first == 0) add_row(begin++);  // the entry point goes in alone, as hnswlib's own bindings do
+  parallel_rows(begin, n, impl_->threads, add_row);
+  ntotal_ += n;
+}
+
+void HnswIndex::search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const {
+  if (n < 0 || k < 0 || (n > 0 && x == nullptr)) throw ConfigError("HnswIndex::search: bad n, k or null x");
+  if (n == 0 || k == 0) return;
+  const auto& graph = impl_->graph;
+  parallel_rows(0, n, impl_->threads, [&](std::int64_t i) {
+    float* row_scores = scores + i * k;
+    std::int64_t* row_labels = labels + i * k;
+    std::int64_t found = 0;
+    if (graph) {
+      auto heap = graph->searchKnn(x + i * dim_, static_cast<std::size_t>(k));  // worst on top; distance = 1 - <x, y>
+      found = static_cast<std::int64_t>(heap.size());
+      for (std::int64_t r = found - 1; r >= 0; --r, heap.pop()) {
+        row_scores[r] = 1.0f - heap.top().first;
+        row_labels[r] = static_cast<std::int64_t>(heap.top().second);
+      }
+    }
+    std::fill(row_scores + found, row_scores + k, -std::numeric_limits<float>::infinity());
+    std::fill(row_labels + found, row_labels + k, std::int64_t{-1});
+  });
+}
+
+void HnswIndex::reset() {
+  impl_->graph.reset();
+  ntotal_ = 0;
+}
+
+void HnswIndex::set_ef_search(std::int64_t ef) {
+  if (ef < 1) throw ConfigError("HnswIndex: ef_search must be >= 1");
+  impl_->options.ef_search = ef;
+  if (impl_->graph) impl_->graph->setEf(static_cast<std::size_t>(ef));
+}
+
+}  // namespace xmc

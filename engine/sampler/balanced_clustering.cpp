@@ -1,0 +1,180 @@
+#include "engine/sampler/balanced_clustering.h"
+
+#include <algorithm>
+#include <numeric>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+// Floats per torch op on the CPU: a group of nodes (or a slice of one big node) of this many values and
+// its product temporaries stay in the per-core L2 cache across the iterations of a split.
+constexpr std::int64_t kCpuTileFloats = std::int64_t{1} << 19;
+constexpr std::int64_t kDeviceTileFloats = std::int64_t{1} << 28;
+
+// Slices of dim 1 of x [G, S, d] holding at most `tile` floats each: calls f(first, width).
+template <typename F>
+void for_each_slice(const torch::Tensor& x, std::int64_t tile, F&& f) {
+  const std::int64_t s = x.size(1);
+  const std::int64_t width = std::max<std::int64_t>(1, tile / std::max<std::int64_t>(1, x.size(0) * x.size(2)));
+  for (std::int64_t first = 0; first < s; first += width) f(first, std::min(width, s - first));
+}
+
+// out[g, s] = <x[g, s, :], v[g, :]>.
+torch::Tensor rowwise_dot(const torch::Tensor& x, const torch::Tensor& v, std::int64_t tile) {
+  auto out = torch::empty({x.size(0), x.size(1)}, x.options());
+  auto product = torch::empty({0}, x.options());
+  const auto vb = v.unsqueeze(1);
+  for_each_slice(x, tile, [&](std::int64_t first, std::int64_t width) {
+    at::mul_out(product, x.narrow(1, first, width), vb);
+    auto part = out.narrow(1, first, width);
+    at::sum_out(part, product, {2});
+  });
+  return out;
+}
+
+// out[g, :] = Σ_s mask[g, s] · x[g, s, :] (mask as 0/1 floats).
+torch::Tensor masked_row_sum(const torch::Tensor& x, const torch::Tensor& mask, std::int64_t tile) {
+  auto out = torch::zeros({x.size(0), x.size(2)}, x.options());
+  auto product = torch::empty({0}, x.options());
+  auto part = torch::empty({0}, x.options());
+  for_each_slice(x, tile, [&](std::int64_t first, std::int64_t width) {
+    at::mul_out(product, x.narrow(1, first, width), mask.narrow(1, first, width).unsqueeze(2));
+    at::sum_out(part, product, {1});
+    out.add_(part);
+  });
+  return out;
+}
+
+torch::Tensor normalized(const torch::Tensor& x) {
+  return torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-12));
+}
+
+// Splits a group of G nodes held as member rows [G, S] (row ids ascending, then padding id n). Returns,
+// per node, the ascending positions (into its member row) of the h = ⌊S/2⌋ rows that go to c1.
+torch::Tensor split_group(const torch::Tensor& points, const torch::Tensor& members, const torch::Tensor& starts,
+                          std::int64_t n, std::int64_t iterations, std::int64_t tile) {
+  const std::int64_t g = members.size(0);
+  const std::int64_t s = members.size(1);
+  const std::int64_t d = points.size(1);
+  const std::int64_t h = s / 2;
+  const auto x = points.index_select(0, members.reshape({-1})).view({g, s, d});
+  const auto padding = members >= n;
+  const auto total = x.sum(1);
+  const auto node_base = torch::arange(g, members.options()) * s;
+  const auto flat = x.view({g * s, d});
+  auto direction = flat.index_select(0, node_base + starts.select(1, 1)) - flat.index_select(0, node_base + starts.select(1, 0));
+
+  torch::Tensor side1;
+  torch::Tensor previous;
+  for (std::int64_t it = 0; it < iterations; ++it) {
+    auto diff = rowwise_dot(x, direction, tile);
+    diff.masked_fill_(padding, -std::numeric_limits<float>::infinity());
+    // Stable: equal differences keep position order, i.e. the lower row id goes to c1 first.
+    side1 = std::get<1>(diff.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, h);
+    const auto mask = torch::zeros({g, s}, x.options()).scatter_(1, side1, 1.0);
+    if (previous.defined() && torch::equal(mask, previous)) break;  // fixed point: nothing moves any more
+    previous = mask;
+    if (it + 1 == iterations) break;
+    const auto sum1 = masked_row_sum(x, mask, tile);
+    direction = normalized(sum1) - normalized(total - sum1);
+  }
+  return std::get<0>(side1.sort(1));
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int64_t>> balanced_clusters(const torch::Tensor& embeddings, std::int64_t cluster_size,
+                                                         const BalancedClusteringOptions& options) {
+  if (embeddings.dim() != 2 || !embeddings.is_floating_point())
+    throw ConfigError("balanced_clusters: embeddings must be a 2-D floating tensor");
+  if (cluster_size < 1) throw ConfigError("balanced_clusters: cluster_size must be >= 1, got " + std::to_string(cluster_size));
+  if (options.iterations < 1) throw ConfigError("balanced_clusters: iterations must be >= 1");
+  torch::NoGradGuard no_grad;
+  const std::int64_t n = embeddings.size(0);
+  const std::int64_t d = embeddings.size(1);
+  std::vector<std::vector<std::int64_t>> clusters;
+  if (n == 0) return clusters;
+  if (cluster_size == 1) {
+    for (std::int64_t i = 0; i < n; ++i) clusters.push_back({i});
+    return clusters;
+  }
+
+  std::int64_t levels = 0;
+  for (std::int64_t largest = n; largest > cluster_size; largest = (largest + 1) / 2) ++levels;
+  Progress& progress = options.progress ? *options.progress : silent_progress();
+  progress.start("balanced clustering", levels);
+
+  const auto device = embeddings.device();
+  const std::int64_t tile = device.is_cpu() ? kCpuTileFloats : kDeviceTileFloats;
+  // Row n is the padding row: zeros, so it adds nothing to sums.
+  const auto points = torch::cat({embeddings.to(torch::kFloat).contiguous(), torch::zeros({1, d}, embeddings.options().dtype(torch::kFloat))});
+  const auto ids = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  auto members = torch::arange(n, ids).view({1, n});  // one node per row: ascending row ids, then padding
+  std::mt19937_64 rng(options.seed);
+
+  for (std::int64_t level = 0; level < levels; ++level) {
+    if (progress.cancelled()) throw Cancelled();
+    const std::int64_t nodes = members.size(0);
+    const std::int64_t s = members.size(1);
+    const std::int64_t h = s / 2;
+    // Two distinct random rows per node (node sizes are s or s - 1, both ≥ 2 here).
+    const auto sizes_tensor = (members < n).sum(1).to(torch::kCPU);
+    const auto* sizes = sizes_tensor.data_ptr<std::int64_t>();
+    auto starts_cpu = torch::empty({nodes, 2}, torch::kInt64);
+    auto* starts_ptr = starts_cpu.data_ptr<std::int64_t>();
+    for (std::int64_t k = 0; k < nodes; ++k) {
+      const auto size = static_cast<std::uint64_t>(sizes[k]);
+      const auto first = rng() % size;
+      auto second = rng() % (size - 1);
+      if (second >= first) ++second;
+      starts_ptr[2 * k] = static_cast<std::int64_t>(first);
+      starts_ptr[2 * k + 1] = static_cast<std::int64_t>(second);
+    }
+    const auto starts = starts_cpu.to(device);
+
+    const std::int64_t width = s - h;  // children's padded width: ⌈s/2⌉
+    auto children = torch::full({nodes, 2, width}, n, ids);
+    const std::int64_t group = std::max<std::int64_t>(1, tile / (s * d));
+    const std::int64_t groups = (nodes + group - 1) / group;
+    auto split_groups = [&](std::int64_t first_group, std::int64_t end_group) {
+      for (std::int64_t gi = first_group; gi < end_group; ++gi) {
+        const std::int64_t g0 = gi * group;
+        const std::int64_t g = std::min(group, nodes - g0);
+        const auto node_members = members.narrow(0, g0, g);
+        const auto side1 = split_group(points, node_members, starts.narrow(0, g0, g), n, options.iterations, tile);
+        auto keep0 = torch::ones({g, s}, ids.dtype(torch::kBool));
+        keep0.scatter_(1, side1, false);
+        auto out = children.narrow(0, g0, g);
+        out.select(1, 0).copy_(node_members.masked_select(keep0).view({g, width}));
+        out.select(1, 1).narrow(1, 0, h).copy_(node_members.gather(1, side1));
+      }
+    };
+    // On the CPU, threads take whole groups and run their small ops single-threaded (one parallel region
+    // per level rather than one per op); a level of one group runs its ops multi-threaded instead.
+    if (device.is_cpu()) {
+      at::parallel_for(0, groups, 1, split_groups);
+    } else {
+      split_groups(0, groups);
+    }
+    members = children.view({2 * nodes, width});
+    progress.update(level + 1);
+  }
+  progress.finish();
+
+  const auto flat = members.to(torch::kCPU).contiguous();
+  const auto* row = flat.data_ptr<std::int64_t>();
+  const std::int64_t width = flat.size(1);
+  clusters.resize(static_cast<std::size_t>(flat.size(0)));
+  for (auto& cluster : clusters) {
+    for (std::int64_t j = 0; j < width && row[j] < n; ++j) cluster.push_back(row[j]);
+    row += width;
+  }
+  return clusters;
+}
+
+}  // namespace xmc
