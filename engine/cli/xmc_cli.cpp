@@ -26,6 +26,8 @@ int run(int argc, char** argv) {
   CommandContext context;
   add_dataset_commands(app, context);
   add_eval_command(app, context);
+  add_train_command(app, context);
+  add_predict_command(app, context);
   add_runs_commands(app, context);
   try {
     app.parse(argc, argv);

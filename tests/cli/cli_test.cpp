@@ -13,7 +13,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -117,6 +117,76 @@ TEST(Cli, RunsListRenameAndGuardedDelete) {
   r = xmc("runs --db " + db + " show 99");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("99"), std::string::npos) << r.output;
+}
+
+}  // namespace xmc
+
+#include "engine/data/dataset.h"
+
+namespace xmc {
+namespace {
+
+// Six labels named by keywords; each query names its labels' keywords.
+void write_keyword_dataset(const std::filesystem::path& dir) {
+  Dataset d;
+  d.meta.name = "keywords";
+  for (int l = 0; l < 6; ++l) d.label_text.push_back("key" + std::to_string(l));
+  std::vector<std::vector<std::int32_t>> train, test;
+  for (int i = 0; i < 120; ++i) {
+    const int a = i % 6, b = (i / 6) % 6;
+    d.train_text.push_back("key" + std::to_string(a) + " key" + std::to_string(b) + " filler");
+    train.push_back({a, b});
+  }
+  for (int i = 0; i < 30; ++i) {
+    d.test_text.push_back("key" + std::to_string(i % 6));
+    test.push_back({i % 6});
+  }
+  d.train_labels = csr_from_rows(train, 6);
+  d.test_labels = csr_from_rows(test, 6);
+  save_dataset(d, dir);
+}
+
+}  // namespace
+
+TEST(Cli, TrainPredictAndEvalAgree) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  auto r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --set dataset=" + (dir / "data").string() +
+                                 " --set encoder.dim=16 --set batch_size=16 --set epochs=6 --set lr=0.02 --set threads=1 --set eval.k=[1,3] --json",
+                             /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto trained = nlohmann::json::parse(r.last_line());
+  const int run = trained["run_id"].get<int>();
+  EXPECT_EQ(trained["status"], "completed");
+  EXPECT_GT(trained["P@1"].get<double>(), 0.9) << "every test query names its only label";
+
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4 --top 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ranked = nlohmann::json::parse(r.last_line());
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0]["text"], "key4");
+
+  // Scores written by predict, scored by eval, equal what training reported for the same model.
+  const std::string pred = (dir / "pred.txt").string();
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + pred +
+          " --top 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(std::string(XMC_CLI_PATH) + " eval --truth " + (dir / "data/tst_X_Y.txt").string() + " --pred " + pred +
+                            " --train " + (dir / "data/trn_X_Y.txt").string() + " --k 1,3 --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto evaluated = nlohmann::json::parse(r.last_line());
+  for (const char* metric : {"P@1", "P@3", "nDCG@3", "PSP@3", "R@3"})
+    EXPECT_NEAR(evaluated[metric].get<double>(), trained[metric].get<double>(), 1e-6) << metric;
+
+  // Bad requests: unknown run, unknown key.
+  r = xmc("predict --db " + db + " --run 999 --text x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("999"), std::string::npos) << r.output;
+  r = xmc("train --db " + db + " --set dataset=" + (dir / "data").string() + " --set encoder.size=3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown config key 'encoder.size'"), std::string::npos) << r.output;
 }
 
 }  // namespace xmc

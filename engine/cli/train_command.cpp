@@ -1,0 +1,127 @@
+// `xmc train`: train a method on a dataset, recording everything in the run store.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "engine/cli/command_context.h"
+#include "engine/core/error.h"
+#include "engine/store/default_store_path.h"
+#include "engine/train/training_run.h"
+
+namespace xmc::cli {
+namespace {
+
+std::atomic<TrainingRun*> g_running{nullptr};
+
+extern "C" void on_interrupt(int) {
+  // First Ctrl-C: stop cleanly with a checkpoint. A second one kills as usual.
+  if (TrainingRun* run = g_running.load()) run->request_stop();
+  std::signal(SIGINT, SIG_DFL);
+}
+
+std::string percent_line(const std::vector<std::pair<std::string, double>>& metrics) {
+  std::string line;
+  char buf[64];
+  for (const auto& [name, value] : metrics) {
+    if (name.find('/') != std::string::npos) continue;
+    std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : "  ", name.c_str(), 100 * value);
+    line += buf;
+  }
+  return line;
+}
+
+struct TrainArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string db = default_run_store_path().string();
+  std::int64_t resume = 0;
+  bool json = false;
+  bool list_keys = false;
+};
+
+void print_keys() {
+  for (const auto& k : train_config_keys()) {
+    std::string choices;
+    for (const auto& c : k.choices) choices += (choices.empty() ? " {" : "|") + c;
+    if (!choices.empty()) choices += "}";
+    std::printf("  %-24s %-8s default %-22s %s%s\n", k.key.c_str(), k.type.c_str(), k.default_value.c_str(), k.description.c_str(),
+                choices.c_str());
+  }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, CommandContext& context) {
+  auto* cmd = app.add_subcommand("train", "Train DEXML or NGAME on a dataset; every step lands in the run store");
+  auto args = std::make_shared<TrainArgs>();
+  cmd->add_option("--config", args->config, "JSON config (see datasets/configs/); keys may be nested or dotted");
+  cmd->add_option("--set", args->sets, "Override a key: --set lr=0.001 --set sampler.type=cluster (repeatable)");
+  cmd->add_option("--db", args->db, "Run store (SQLite)")->capture_default_str();
+  cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint");
+  cmd->add_flag("--json", args->json, "Print the final evaluation (plus \"run_id\") as one JSON line at the end");
+  cmd->add_flag("--list-keys", args->list_keys, "List every config key with its default and meaning");
+  cmd->footer(
+      "Examples:\n"
+      "  xmc train --config datasets/configs/dexml-bow-wordnet.json --db runs.sqlite\n"
+      "  xmc train --config datasets/configs/ngame-bow-wordnet.json --set epochs=5 --json\n"
+      "  xmc train --resume 3 --db runs.sqlite\n"
+      "Ctrl-C stops cleanly with a checkpoint; --resume continues from it.");
+  cmd->callback([args, &context] {
+    if (args->list_keys) {
+      print_keys();
+      return;
+    }
+    TrainingRun run = [&] {
+      if (args->resume > 0) return TrainingRun::resume(args->resume, args->db, args->sets);
+      if (args->config.empty() && args->sets.empty()) throw ConfigError("give --config FILE (and/or --set key=value), or --resume ID");
+      TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
+      apply_config_overrides(config, args->sets);
+      return TrainingRun(std::move(config), args->db);
+    }();
+    std::fprintf(stderr, "run %lld in %s\n", static_cast<long long>(run.run_id()), args->db.c_str());
+    run.subscribe([](const TrainEvent& e) {
+      switch (e.kind) {
+        case TrainEvent::Kind::Phase:
+          std::fprintf(stderr, "%s\n", e.message.c_str());
+          break;
+        case TrainEvent::Kind::Evaluation:
+          std::printf("epoch %.2f: %s\n", e.epoch, percent_line(e.metrics).c_str());
+          std::fflush(stdout);
+          break;
+        case TrainEvent::Kind::Stopped:
+        case TrainEvent::Kind::Failed:
+          std::fprintf(stderr, "%s\n", e.message.c_str());
+          break;
+        default:
+          break;
+      }
+    });
+    g_running.store(&run);
+    std::signal(SIGINT, on_interrupt);
+    TrainResult result;
+    try {
+      result = run.run(context.progress);
+    } catch (...) {
+      g_running.store(nullptr);
+      throw;
+    }
+    g_running.store(nullptr);
+    std::signal(SIGINT, SIG_DFL);
+    if (args->json) {
+      nlohmann::json j = nlohmann::json::object();
+      for (const auto& [name, value] : result.metrics.metrics) j[name] = value;
+      for (const auto& [name, bars] : result.metrics.deciles) j["deciles"][name] = bars;
+      j["run_id"] = run.run_id();
+      j["status"] = result.outcome == RunOutcome::Completed ? "completed" : "stopped";
+      context.print_json(j);
+    } else {
+      std::printf("run %lld %s: %s\n", static_cast<long long>(run.run_id()),
+                  result.outcome == RunOutcome::Completed ? "completed" : "stopped", percent_line(result.metrics.metrics).c_str());
+    }
+    if (result.outcome == RunOutcome::Stopped && args->json == false)
+      std::fprintf(stderr, "resume with: xmc train --resume %lld --db %s\n", static_cast<long long>(run.run_id()), args->db.c_str());
+  });
+}
+
+}  // namespace xmc::cli

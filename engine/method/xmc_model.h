@@ -1,0 +1,68 @@
+#pragma once
+// Engine-internal (includes torch). The trainable model of every method: a shared text encoder Φ, the
+// DE head g1 (unit embeddings for queries and labels) and, for NGAME stage M4, classifier residuals η
+// with w_l = g1(Φ(z_l)) + η_l. Plus the tokenizer that turns texts into the encoder's token ids.
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model/encoder.h"
+#include "engine/model/heads.h"
+#include "engine/text/tokenized_corpus.h"
+#include "engine/train/train_config.h"
+
+namespace xmc {
+
+/// Texts -> token ids for the model's encoder (word vocabulary for bow, WordPiece for bert).
+class TextTokenizer {
+ public:
+  virtual ~TextTokenizer() = default;
+  virtual TokenizedCorpus tokenize(const std::vector<std::string>& texts) const = 0;
+};
+
+class XmcModelImpl : public torch::nn::Module {
+ public:
+  XmcModelImpl(std::shared_ptr<EncoderImpl> encoder, std::int64_t dim, double dropout);
+
+  /// g1(Φ(rows of corpus)): [rows.size() x d], unit rows, with graph.
+  torch::Tensor embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
+  /// Embeds every row in chunks without graph (eval mode for the duration): [corpus.size() x d].
+  torch::Tensor embed_all(const TokenizedCorpus& corpus, std::int64_t chunk = 1024);
+
+  /// Adds classifier residuals η ([num_labels x d], zeros) for NGAME M4.
+  void add_classifiers(std::int64_t num_labels);
+  bool has_classifiers() const { return residuals_.defined(); }
+  torch::Tensor& classifier_residuals() { return residuals_; }
+
+  EncoderImpl& encoder() { return *encoder_; }
+  DualEncoderHead& de_head() { return de_head_; }
+  std::int64_t dim() const { return dim_; }
+  torch::Device device() const { return encoder_->device(); }
+
+ private:
+  std::shared_ptr<EncoderImpl> encoder_;
+  DualEncoderHead de_head_{nullptr};
+  torch::Tensor residuals_;
+  std::int64_t dim_;
+};
+TORCH_MODULE(XmcModel);
+
+struct BuiltModel {
+  XmcModel model{nullptr};
+  std::unique_ptr<TextTokenizer> tokenizer;
+  std::string description;  ///< e.g. "bow: 21,304 words, d=256" for logs
+};
+
+/// Builds the model a config describes. bow: the word vocabulary is built from `train_texts` (train
+/// queries and label texts) and saved to `run_dir`/vocab.txt, or loaded from there when it exists
+/// (resume, predict) so token ids never change. bert: reads encoder.path (a folder with config.json and
+/// model.safetensors; a folder with config.json only gives a randomly initialised model).
+BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir);
+
+torch::Device parse_device(const std::string& device);
+
+}  // namespace xmc

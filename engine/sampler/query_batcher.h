@@ -1,0 +1,60 @@
+#pragma once
+// Engine-internal (includes torch). Orders training queries into batches for one epoch: random, or
+// NGAME's clustered batches — balanced 2-means clusters of the current query embeddings, shuffled,
+// concatenated and cut into batches, so that each query's in-batch negatives are hard. The cluster
+// size follows a curriculum: 1 (random) before `start_epoch`, then C, doubling at each `grow_at` epoch;
+// clusters are recomputed every `refresh_every` epochs from the embeddings of the last pass.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace xmc {
+
+struct QueryBatcherOptions {
+  std::string type = "random";            ///< random | cluster
+  std::int64_t batch_size = 256;
+  std::int64_t cluster_size = 16;         ///< C at start_epoch
+  std::int64_t start_epoch = 1;
+  std::int64_t refresh_every = 1;
+  std::vector<std::int64_t> grow_at;      ///< epochs at which C doubles
+};
+
+class QueryBatcher {
+ public:
+  /// @param queries  the training rows to batch (rows without positives already left out)
+  QueryBatcher(QueryBatcherOptions options, std::vector<std::int64_t> queries, std::uint64_t seed);
+
+  /// Cluster size in force at `epoch` (1 = random batches).
+  std::int64_t cluster_size_at(std::int64_t epoch) const;
+  /// Whether epoch `epoch` needs fresh clusters (and so the caller must pass current embeddings).
+  bool needs_embeddings(std::int64_t epoch) const;
+
+  /// The batches of one epoch. `embeddings` ([num_rows x d], row r = training row r, L2-normalised)
+  /// are required when needs_embeddings(epoch).
+  std::vector<std::vector<std::int64_t>> epoch_batches(std::int64_t epoch, const torch::Tensor& embeddings = {});
+
+  /// Sampler state for checkpoints: RNG and current clusters.
+  std::string save_state() const;
+  void load_state(const std::string& state);
+
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  void shuffle(std::vector<std::int64_t>& v);
+
+  QueryBatcherOptions options_;
+  std::vector<std::int64_t> queries_;
+  std::mt19937_64 rng_;
+  std::vector<std::vector<std::int64_t>> clusters_;
+  std::int64_t clusters_size_ = 0;  ///< C the clusters were made with
+};
+
+/// Uniform integer in [0, n) from a 64-bit engine; portable (std::uniform_int_distribution is not).
+inline std::int64_t uniform_index(std::mt19937_64& rng, std::int64_t n) {
+  return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+}
+
+}  // namespace xmc

@@ -1,0 +1,102 @@
+#include "engine/session/predictor.h"
+
+#include <ATen/Parallel.h>
+
+#include <map>
+#include <thread>
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/text_lines.h"
+#include "engine/method/xmc_model.h"
+#include "engine/store/run_store.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/evaluation_pass.h"
+#include "engine/train/training_run.h"
+
+namespace xmc {
+
+struct Predictor::Impl {
+  std::int64_t run_id = 0;
+  TrainConfig config;
+  BuiltModel built;
+  std::vector<std::string> labels;
+  std::vector<std::string> modes;
+  std::map<std::string, torch::Tensor> label_matrices;  // mode -> [L x d]
+};
+
+Predictor::Predictor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Predictor::~Predictor() = default;
+Predictor::Predictor(Predictor&&) noexcept = default;
+Predictor& Predictor::operator=(Predictor&&) noexcept = default;
+
+Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device) {
+  at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  RunStore store(db_path);
+  const RunInfo info = store.get_run(run_id);
+  auto impl = std::make_unique<Impl>();
+  impl->run_id = run_id;
+  impl->config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
+  if (!device.empty()) impl->config.device = device;
+  const auto run_dir = TrainingRun::run_directory(db_path, run_id);
+  const auto checkpoint = run_dir / "checkpoint.pt";
+  if (!std::filesystem::exists(checkpoint))
+    throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
+  impl->labels = read_text_lines(impl->config.dataset / dataset_files::kLabelText);
+  std::vector<std::string> vocabulary_texts;
+  if (impl->config.encoder_type == "bow" && !std::filesystem::exists(run_dir / "vocab.txt"))
+    throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
+  impl->built = build_model(impl->config, vocabulary_texts, run_dir);
+  const TrainingState state = read_checkpoint_state(checkpoint);
+  if (state.has_classifiers) impl->built.model->add_classifiers(static_cast<std::int64_t>(impl->labels.size()));
+  load_checkpoint(checkpoint, *impl->built.model, nullptr);
+  impl->built.model->eval();
+
+  const TokenizedCorpus label_corpus = impl->built.tokenizer->tokenize(impl->labels);
+  torch::Tensor embeddings = impl->built.model->embed_all(label_corpus);
+  impl->modes.push_back("embedding");
+  impl->label_matrices["embedding"] = embeddings;
+  if (impl->built.model->has_classifiers()) {
+    torch::NoGradGuard no_grad;
+    torch::Tensor classifiers = torch::nn::functional::normalize(embeddings + impl->built.model->classifier_residuals(),
+                                                                 torch::nn::functional::NormalizeFuncOptions().dim(1));
+    const double w = impl->config.ngame_fusion;
+    impl->label_matrices["classifier"] = classifiers;
+    impl->label_matrices["fused"] = w * classifiers + (1.0 - w) * embeddings;
+    impl->modes = {"fused", "embedding", "classifier"};
+  }
+  return Predictor(std::move(impl));
+}
+
+const std::vector<std::string>& Predictor::modes() const { return impl_->modes; }
+const std::string& Predictor::default_mode() const { return impl_->modes.front(); }
+std::int64_t Predictor::num_labels() const { return static_cast<std::int64_t>(impl_->labels.size()); }
+const std::vector<std::string>& Predictor::label_texts() const { return impl_->labels; }
+std::int64_t Predictor::run_id() const { return impl_->run_id; }
+
+std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::string>& texts, std::int64_t top,
+                                                        const std::string& mode) const {
+  const std::string& m = mode.empty() ? default_mode() : mode;
+  const auto it = impl_->label_matrices.find(m);
+  if (it == impl_->label_matrices.end()) {
+    std::string known;
+    for (const auto& k : impl_->modes) known += (known.empty() ? "" : ", ") + k;
+    throw ConfigError("mode: \"" + m + "\" is not an inference mode of run " + std::to_string(impl_->run_id) + " (" + known + ")");
+  }
+  const TokenizedCorpus corpus = impl_->built.tokenizer->tokenize(texts);
+  torch::Tensor queries = impl_->built.model->embed_all(corpus);
+  const RankedPredictions ranked = rank_labels(queries, it->second, std::min<std::int64_t>(top, num_labels()));
+  std::vector<std::vector<LabelScore>> out(texts.size());
+  const std::int64_t k = ranked.labels.size(1);
+  const auto* ids = ranked.labels.data_ptr<std::int64_t>();
+  const auto* scores = ranked.scores.data_ptr<float>();
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    for (std::int64_t j = 0; j < k; ++j) {
+      const auto label = ids[static_cast<std::int64_t>(i) * k + j];
+      if (label < 0) break;
+      out[i].push_back({label, scores[static_cast<std::int64_t>(i) * k + j], impl_->labels[static_cast<std::size_t>(label)]});
+    }
+  return out;
+}
+
+}  // namespace xmc

@@ -1,0 +1,44 @@
+#pragma once
+// Query a trained run (plain C++; used by `xmc predict` and the workbench's search panel): encode texts
+// and rank all labels, in each inference mode the run supports.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xmc {
+
+struct LabelScore {
+  std::int64_t label = 0;
+  float score = 0;
+  std::string text;  ///< the label's text
+};
+
+class Predictor {
+ public:
+  /// Loads run `run_id` of the store at `db_path` from its latest checkpoint. `device` "" = the run's.
+  static Predictor open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device = "");
+  ~Predictor();
+  Predictor(Predictor&&) noexcept;
+  Predictor& operator=(Predictor&&) noexcept;
+
+  /// "embedding" for every run; NGAME runs add "classifier" and "fused" (their default).
+  const std::vector<std::string>& modes() const;
+  const std::string& default_mode() const;
+
+  /// Top `top` labels of each text, best first. Throws ConfigError for an unknown mode.
+  std::vector<std::vector<LabelScore>> predict(const std::vector<std::string>& texts, std::int64_t top,
+                                               const std::string& mode = "") const;
+
+  std::int64_t num_labels() const;
+  const std::vector<std::string>& label_texts() const;
+  std::int64_t run_id() const;
+
+ private:
+  struct Impl;
+  explicit Predictor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xmc

@@ -1,0 +1,37 @@
+#pragma once
+// Engine-internal (includes torch). Evaluation of embeddings: exact top-k search of test queries over
+// a label matrix, reciprocal pairs filtered, metrics streamed row by row (never an N x L matrix).
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "engine/data/csr_matrix.h"
+#include "engine/data/filter_pairs.h"
+#include "engine/eval/metrics.h"
+
+namespace xmc {
+
+struct EvaluationSetup {
+  const CsrMatrix* truth = nullptr;        ///< test label matrix
+  const FilterPairs* filter = nullptr;     ///< pairs never to predict (may be empty)
+  std::vector<double> inv_propensities;    ///< per label, for PSP/PSnDCG
+  std::vector<std::int8_t> bins;           ///< decile bins per label (train frequency)
+  std::vector<int> ks{1, 3, 5, 10};
+  std::int64_t top = 100;                  ///< predictions kept per query
+};
+
+/// Ranked predictions of each query: [n x top] label ids (-1 past the end) and scores, filtered.
+struct RankedPredictions {
+  torch::Tensor labels;  ///< int64, CPU
+  torch::Tensor scores;  ///< float32, CPU
+};
+
+/// Exact inner-product search of `queries` ([n x d]) over `label_matrix` ([L x d]), with the filter
+/// pairs of rows [row_offset, row_offset + n) removed.
+RankedPredictions rank_labels(const torch::Tensor& queries, const torch::Tensor& label_matrix, std::int64_t top,
+                              const FilterPairs* filter = nullptr, std::int64_t row_offset = 0);
+
+/// Ranks every test query and evaluates: P/nDCG/PSP/PSnDCG/R at setup.ks and decile-wise P@5.
+EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup);
+
+}  // namespace xmc

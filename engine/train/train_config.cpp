@@ -1,0 +1,231 @@
+#include "engine/train/train_config.h"
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+using json = nlohmann::json;
+
+struct KeyBinding {
+  ConfigKeyInfo info;
+  std::function<void(TrainConfig&, const json&)> set;
+  std::function<json(const TrainConfig&)> get;
+};
+
+[[noreturn]] void bad_value(const std::string& key, const json& value, const std::string& expected) {
+  throw ConfigError(key + ": got " + value.dump() + ", expected " + expected);
+}
+
+std::string as_string(const std::string& key, const json& v, const std::vector<std::string>& choices) {
+  if (!v.is_string()) bad_value(key, v, choices.empty() ? "a string" : "one of the listed names");
+  const auto s = v.get<std::string>();
+  if (!choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
+    std::string list;
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    bad_value(key, v, "one of: " + list);
+  }
+  return s;
+}
+
+std::int64_t as_int(const std::string& key, const json& v, std::int64_t min) {
+  if (!v.is_number_integer()) bad_value(key, v, "an integer >= " + std::to_string(min));
+  const auto i = v.get<std::int64_t>();
+  if (i < min) bad_value(key, v, "an integer >= " + std::to_string(min));
+  return i;
+}
+
+double as_float(const std::string& key, const json& v, double min, double max) {
+  if (!v.is_number()) bad_value(key, v, "a number");
+  const double d = v.get<double>();
+  if (!(d >= min && d <= max)) {
+    std::ostringstream range;
+    range << "a number in [" << min << ", " << max << "]";
+    bad_value(key, v, range.str());
+  }
+  return d;
+}
+
+// Binding helpers: one line per key in the table below.
+KeyBinding string_key(std::string key, std::string TrainConfig::*field, std::vector<std::string> choices, std::string doc) {
+  ConfigKeyInfo info{key, "string", "", choices, std::move(doc)};
+  return {info, [key, field, choices](TrainConfig& c, const json& v) { c.*field = as_string(key, v, choices); },
+          [field](const TrainConfig& c) { return json(c.*field); }};
+}
+KeyBinding path_key(std::string key, std::filesystem::path TrainConfig::*field, std::string doc) {
+  ConfigKeyInfo info{key, "path", "", {}, std::move(doc)};
+  return {info, [key, field](TrainConfig& c, const json& v) { c.*field = as_string(key, v, {}); },
+          [field](const TrainConfig& c) { return json((c.*field).string()); }};
+}
+KeyBinding int_key(std::string key, std::int64_t TrainConfig::*field, std::int64_t min, std::string doc) {
+  ConfigKeyInfo info{key, "int", "", {}, std::move(doc)};
+  return {info, [key, field, min](TrainConfig& c, const json& v) { c.*field = as_int(key, v, min); },
+          [field](const TrainConfig& c) { return json(c.*field); }};
+}
+KeyBinding float_key(std::string key, double TrainConfig::*field, double min, double max, std::string doc) {
+  ConfigKeyInfo info{key, "float", "", {}, std::move(doc)};
+  return {info, [key, field, min, max](TrainConfig& c, const json& v) { c.*field = as_float(key, v, min, max); },
+          [field](const TrainConfig& c) { return json(c.*field); }};
+}
+
+const std::vector<KeyBinding>& bindings() {
+  static const std::vector<KeyBinding> table = [] {
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<KeyBinding> t{
+        string_key("name", &TrainConfig::name, {}, "Run name shown in the run store"),
+        path_key("dataset", &TrainConfig::dataset, "Dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)"),
+        string_key("method", &TrainConfig::method, {"dexml", "ngame"}, "Training recipe: DEXML dual encoder or NGAME (M1 encoder + M4 classifiers)"),
+        string_key("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N"),
+        int_key("threads", &TrainConfig::threads, 0, "CPU threads for torch (0 = all cores)"),
+        {ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
+         [](TrainConfig& c, const json& v) { c.seed = static_cast<std::uint64_t>(as_int("seed", v, 0)); },
+         [](const TrainConfig& c) { return json(c.seed); }},
+        string_key("loss", &TrainConfig::loss, {"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"},
+                   "Loss over (query, label-pool) scores; decoupled_softmax drops other positives from each denominator"),
+        string_key("negatives", &TrainConfig::negatives, {"inbatch", "hard", "all"},
+                   "Negatives: other queries' positives, plus hard ones from an ANN shortlist, or all labels (gradient caching)"),
+        float_key("temperature", &TrainConfig::temperature, 1e-4, 100, "τ: scores are divided by it in softmax-family losses"),
+        float_key("margin", &TrainConfig::margin, 0, 4, "γ: margin of the triplet loss"),
+        int_key("hardest_k", &TrainConfig::hardest_k, 1, "Triplet: number of hardest in-batch negatives per positive"),
+        float_key("topk_k", &TrainConfig::topk_k, 1e-3, 1e6, "SoftTop-k: the k of the soft top-k threshold"),
+        int_key("hard.per_query", &TrainConfig::hard_per_query, 1, "Hard negatives sampled per query from its shortlist"),
+        int_key("hard.shortlist", &TrainConfig::shortlist_size, 1, "Shortlist size: exact top-k labels per query, positives removed"),
+        int_key("hard.refresh_every", &TrainConfig::shortlist_refresh_every, 1, "Epochs between shortlist refreshes"),
+        int_key("all.label_chunk", &TrainConfig::label_chunk, 1, "Labels encoded per chunk when negatives = all"),
+        string_key("encoder.type", &TrainConfig::encoder_type, {"bow", "bert"}, "Encoder: bag of words (fast on CPU) or a BERT-family transformer"),
+        int_key("encoder.dim", &TrainConfig::encoder_dim, 2, "Embedding size d of the DE head (bow: also its word vectors)"),
+        path_key("encoder.path", &TrainConfig::encoder_path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file"),
+        int_key("encoder.max_len", &TrainConfig::max_len, 3, "Tokens per text for bert (32 for titles, 128 for long text)"),
+        string_key("encoder.pooling", &TrainConfig::pooling, {"mean", "cls"}, "bert: mean over tokens or the [CLS] vector"),
+        int_key("encoder.min_count", &TrainConfig::min_word_count, 1, "bow: drop words seen fewer times in training text"),
+        float_key("encoder.dropout", &TrainConfig::dropout, 0, 0.9, "Dropout in the heads (and inside bert)"),
+        string_key("sampler.type", &TrainConfig::sampler_type, {"random", "cluster"}, "Batches: random, or NGAME clusters of query embeddings"),
+        int_key("sampler.cluster_size", &TrainConfig::cluster_size, 1, "NGAME cluster size C once clustering starts"),
+        int_key("sampler.start_epoch", &TrainConfig::sampler_start_epoch, 0, "First clustered epoch (0-based); earlier epochs are random"),
+        int_key("sampler.refresh_every", &TrainConfig::sampler_refresh_every, 1, "Epochs between re-clustering (from the last pass's embeddings)"),
+        {ConfigKeyInfo{"sampler.grow_at", "int_list", "", {}, "Epochs at which the cluster size C doubles"},
+         [](TrainConfig& c, const json& v) {
+           if (!v.is_array()) bad_value("sampler.grow_at", v, "a list of epochs, e.g. [3, 6]");
+           c.sampler_grow_at.clear();
+           for (const auto& e : v) c.sampler_grow_at.push_back(as_int("sampler.grow_at", e, 0));
+         },
+         [](const TrainConfig& c) { return json(c.sampler_grow_at); }},
+        int_key("epochs", &TrainConfig::epochs, 1, "Training epochs (NGAME: of stage M1)"),
+        int_key("batch_size", &TrainConfig::batch_size, 2, "Queries per batch"),
+        float_key("lr", &TrainConfig::lr, 0, 10, "Peak learning rate (AdamW)"),
+        float_key("head_lr_scale", &TrainConfig::head_lr_scale, 0, 1e4, "Heads and classifiers learn at lr × this"),
+        float_key("weight_decay", &TrainConfig::weight_decay, 0, 10, "AdamW weight decay (never on biases or norms)"),
+        float_key("warmup", &TrainConfig::warmup, 0, 1, "Fraction of all steps spent warming the learning rate up"),
+        string_key("schedule", &TrainConfig::schedule, {"linear", "cosine", "constant"}, "Learning-rate decay after warm-up"),
+        float_key("grad_clip", &TrainConfig::grad_clip, 0, inf, "Clip the global gradient norm to this (0 = off)"),
+        int_key("max_steps", &TrainConfig::max_steps, 0, "Stop after this many steps (0 = train all epochs)"),
+        int_key("ngame.m4_epochs", &TrainConfig::ngame_m4_epochs, 0, "NGAME: epochs of classifier training (M4) on the frozen encoder"),
+        float_key("ngame.fusion", &TrainConfig::ngame_fusion, 0, 1, "NGAME: weight of classifier scores in the fused ranking"),
+        {ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
+         [](TrainConfig& c, const json& v) {
+           if (!v.is_array() || v.empty()) bad_value("eval.k", v, "a non-empty list of positive integers, e.g. [1, 3, 5]");
+           c.eval_k.clear();
+           for (const auto& e : v) c.eval_k.push_back(static_cast<int>(as_int("eval.k", e, 1)));
+         },
+         [](const TrainConfig& c) { return json(c.eval_k); }},
+        int_key("eval.every", &TrainConfig::eval_every, 0, "Epochs between evaluations (0 = only at the end)"),
+        int_key("eval.top", &TrainConfig::eval_top, 1, "Predictions kept per test query"),
+        int_key("checkpoint.every", &TrainConfig::checkpoint_every, 0, "Epochs between checkpoints (0 = only at the end)"),
+    };
+    const TrainConfig defaults;
+    for (auto& b : t) b.info.default_value = b.get(defaults).dump();
+    return t;
+  }();
+  return table;
+}
+
+const KeyBinding& binding(const std::string& key) {
+  for (const auto& b : bindings())
+    if (b.info.key == key) return b;
+  throw ConfigError("unknown config key '" + key + "' (see `xmc train --help` for the list)");
+}
+
+void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) flatten(*it, key, out);
+    else out.emplace_back(key, *it);
+  }
+}
+
+}  // namespace
+
+const std::vector<ConfigKeyInfo>& train_config_keys() {
+  static const std::vector<ConfigKeyInfo> keys = [] {
+    std::vector<ConfigKeyInfo> k;
+    for (const auto& b : bindings()) k.push_back(b.info);
+    return k;
+  }();
+  return keys;
+}
+
+TrainConfig parse_train_config(const std::string& json_text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(source + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw ConfigError(source + ": expected a JSON object of config keys");
+  std::vector<std::pair<std::string, json>> entries;
+  flatten(j, "", entries);
+  TrainConfig config;
+  for (const auto& [key, value] : entries) {
+    try {
+      binding(key).set(config, value);
+    } catch (const ConfigError& e) {
+      throw ConfigError(source + ": " + e.what());
+    }
+  }
+  return config;
+}
+
+TrainConfig load_train_config(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string(), std::filesystem::exists(path) ? "cannot open file for reading" : "no such file");
+  std::stringstream text;
+  text << in.rdbuf();
+  // A relative dataset path in a config file is relative to the working directory, as on the command line.
+  return parse_train_config(text.str(), path.string());
+}
+
+void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments) {
+  for (const auto& a : assignments) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + a + ": expected KEY=VALUE, e.g. --set lr=0.001");
+    const std::string key = a.substr(0, eq);
+    const std::string text = a.substr(eq + 1);
+    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) value = text;  // bare strings: --set method=ngame
+    binding(key).set(config, value);
+  }
+}
+
+std::string to_json(const TrainConfig& config) {
+  json j = json::object();
+  for (const auto& b : bindings()) j[b.info.key] = b.get(config);
+  return j.dump();
+}
+
+void validate(const TrainConfig& config) {
+  if (config.dataset.empty()) throw ConfigError("dataset: no dataset folder given (e.g. --set dataset=datasets/demo/wordnet-20k)");
+  if (!std::filesystem::is_directory(config.dataset)) throw ConfigError("dataset: '" + config.dataset.string() + "' is not a folder");
+  if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
+    throw ConfigError("device: got \"" + config.device + "\", expected cpu, cuda or cuda:N");
+  if (config.encoder_type == "bert" && config.encoder_path.empty())
+    throw ConfigError("encoder.path: bert needs a local Hugging Face folder (config.json, model.safetensors, vocab.txt)");
+  for (int k : config.eval_k)
+    if (k > config.eval_top) throw ConfigError("eval.k: k = " + std::to_string(k) + " is larger than eval.top = " + std::to_string(config.eval_top));
+}
+
+}  // namespace xmc

@@ -1,0 +1,97 @@
+#pragma once
+// The configuration of a training run: every key, its type, default, allowed values and one-line
+// description live in one table (train_config_keys()), which the CLI validates against and the GUI's
+// launch form builds its fields and tooltips from. Configs are JSON objects (nested or dotted keys);
+// `--set key=value` overrides use the same dotted keys.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace xmc {
+
+struct TrainConfig {
+  // Run
+  std::string name;                 ///< run name shown in the store ("" = "<method> <encoder> <dataset>")
+  std::filesystem::path dataset;    ///< dataset folder (canonical layout)
+  std::string method = "dexml";     ///< dexml | ngame
+  std::string device = "cpu";       ///< cpu | cuda | cuda:N
+  std::int64_t threads = 0;         ///< CPU threads for torch (0 = all cores)
+  std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
+
+  // Loss and negatives
+  std::string loss = "decoupled_softmax";  ///< triplet | softmax | decoupled_softmax | softtopk | supcon | bce
+  std::string negatives = "inbatch";       ///< inbatch | hard | all
+  double temperature = 0.05;               ///< τ of the softmax-family losses
+  double margin = 0.3;                     ///< γ of the triplet loss
+  std::int64_t hardest_k = 10;             ///< triplet: k hardest in-batch negatives
+  double topk_k = 5;                       ///< SoftTop-k: k
+  std::int64_t hard_per_query = 2;         ///< hard negatives sampled per query from its shortlist
+  std::int64_t shortlist_size = 100;       ///< size of each query's hard-negative shortlist
+  std::int64_t shortlist_refresh_every = 2;  ///< epochs between shortlist refreshes
+  std::int64_t label_chunk = 4096;         ///< labels encoded per chunk with negatives = all (gradient caching)
+
+  // Encoder
+  std::string encoder_type = "bow";        ///< bow | bert
+  std::int64_t encoder_dim = 256;          ///< d: embedding size of the DE head
+  std::filesystem::path encoder_path;      ///< bert: local Hugging Face folder; bow: optional GloVe text file
+  std::int64_t max_len = 32;               ///< tokens per text (bert)
+  std::string pooling = "mean";            ///< bert pooling: mean | cls
+  std::int64_t min_word_count = 1;         ///< bow: words seen fewer times in training text are dropped
+  double dropout = 0.1;                    ///< dropout in heads (and bert)
+
+  // Batching
+  std::string sampler_type = "random";     ///< random | cluster
+  std::int64_t cluster_size = 16;          ///< NGAME: cluster size C once clustering starts
+  std::int64_t sampler_start_epoch = 1;    ///< first clustered epoch (0-based; earlier epochs are random)
+  std::int64_t sampler_refresh_every = 1;  ///< epochs between re-clustering
+  std::vector<std::int64_t> sampler_grow_at;  ///< epochs at which C doubles
+
+  // Optimisation
+  std::int64_t epochs = 10;
+  std::int64_t batch_size = 256;
+  double lr = 1e-3;                        ///< peak learning rate of the encoder
+  double head_lr_scale = 1.0;              ///< heads and classifiers learn at lr × this
+  double weight_decay = 0.01;              ///< AdamW decay (never on biases, norms)
+  double warmup = 0.05;                    ///< fraction of all steps spent warming up
+  std::string schedule = "linear";         ///< linear | cosine | constant decay after warm-up
+  double grad_clip = 1.0;                  ///< max global gradient norm (0 = off)
+  std::int64_t max_steps = 0;              ///< stop after this many steps (0 = all epochs); for smoke tests
+
+  // NGAME stage M4
+  std::int64_t ngame_m4_epochs = 3;        ///< epochs of classifier training with the encoder frozen
+  double ngame_fusion = 0.5;               ///< fused score = w·classifier + (1-w)·embedding
+
+  // Evaluation and checkpoints
+  std::vector<int> eval_k{1, 3, 5, 10};
+  std::int64_t eval_every = 1;             ///< epochs between evaluations (0 = only at the end)
+  std::int64_t eval_top = 100;             ///< predictions kept per test query
+  std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (0 = only at the end)
+};
+
+/// One configurable key: what the CLI validates and the GUI shows.
+struct ConfigKeyInfo {
+  std::string key;                  ///< dotted key, e.g. "sampler.cluster_size"
+  std::string type;                 ///< string | path | int | uint | float | int_list
+  std::string default_value;        ///< as JSON text
+  std::vector<std::string> choices; ///< allowed values for strings with a fixed set
+  std::string description;          ///< one line for --help and tooltips
+};
+
+const std::vector<ConfigKeyInfo>& train_config_keys();
+
+/// Parses a JSON object (nested objects flatten to dotted keys). Unknown keys and values of the wrong
+/// type or out of range throw ConfigError naming the key, the value and what is expected.
+TrainConfig parse_train_config(const std::string& json_text, const std::string& source = "config");
+TrainConfig load_train_config(const std::filesystem::path& path);
+
+/// Applies "key=value" overrides (value parsed as JSON when it parses, else taken as a string).
+void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments);
+
+/// The full config as one flat JSON object with every key (stored with each run).
+std::string to_json(const TrainConfig& config);
+
+/// Cross-key checks (e.g. the dataset exists, cluster sizes are positive); throws ConfigError.
+void validate(const TrainConfig& config);
+
+}  // namespace xmc

@@ -1,0 +1,35 @@
+#pragma once
+// What a training run publishes while it runs (plain C++; the GUI and CLI subscribe). Every event is
+// also written to the run store, so a process that follows the store sees the same story.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xmc {
+
+struct TrainEvent {
+  enum class Kind {
+    Phase,       ///< a new phase starts: message = "encoding", "clustering", "training M1", ... 
+    Step,        ///< one optimiser step: loss, lr, samples_per_s
+    Evaluation,  ///< metrics (fractions) and decile-wise P@5 after an epoch
+    Checkpoint,  ///< a checkpoint was written to `message`
+    Finished,    ///< the run completed (metrics = final evaluation)
+    Stopped,     ///< the user stopped the run; a checkpoint to resume from was written
+    Failed,      ///< the run failed; message = the error
+  };
+  Kind kind = Kind::Step;
+  std::int64_t run_id = 0;
+  std::int64_t step = 0;         ///< optimiser steps so far
+  std::int64_t total_steps = 0;  ///< planned steps of the current phase's schedule
+  double epoch = 0;              ///< fractional epoch
+  double loss = 0;
+  double lr = 0;
+  double samples_per_s = 0;
+  std::string message;
+  std::vector<std::pair<std::string, double>> metrics;
+  std::array<double, 10> deciles{};  ///< decile-wise P@5 (bin 1 = head) with Evaluation/Finished
+};
+
+}  // namespace xmc

@@ -1,0 +1,144 @@
+// Pieces of the training loop on hand-worked cases: label pools, batches, schedules, gradient caching.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <set>
+
+#include "engine/loss/losses.h"
+#include "engine/method/xmc_model.h"
+#include "engine/model/bow_encoder.h"
+#include "engine/sampler/label_pool.h"
+#include "engine/sampler/query_batcher.h"
+#include "engine/train/grad_cache.h"
+#include "engine/train/lr_schedule.h"
+
+namespace xmc {
+
+TEST(LabelPool, SampledPositivesAreEveryonesNegativesAndTheMaskKnowsAllPositives) {
+  // Query 0: labels {1, 2}; query 1: {2}; query 2: {5}.
+  const CsrMatrix labels = csr_from_rows({{1, 2}, {2}, {5}}, 6);
+  std::mt19937_64 rng(3);
+  const std::vector<std::int64_t> batch{0, 1, 2};
+  const LabelPool pool = build_label_pool(labels, batch, rng, {});
+  // One positive per query, deduplicated: query 1 and 2 have one choice each.
+  std::set<std::int64_t> pool_set(pool.labels.begin(), pool.labels.end());
+  EXPECT_TRUE(pool_set.count(2) && pool_set.count(5));
+  EXPECT_LE(pool.labels.size(), 3u);
+  for (std::size_t j = 0; j < pool.labels.size(); ++j) {
+    const auto l = pool.labels[j];
+    EXPECT_EQ(pool.positive_mask[0][static_cast<std::int64_t>(j)].item<bool>(), l == 1 || l == 2);
+    EXPECT_EQ(pool.positive_mask[1][static_cast<std::int64_t>(j)].item<bool>(), l == 2);
+    EXPECT_EQ(pool.positive_mask[2][static_cast<std::int64_t>(j)].item<bool>(), l == 5);
+  }
+  const LabelPool everything = build_label_pool(labels, batch, rng, {.all_positives = true});
+  EXPECT_EQ(std::set<std::int64_t>(everything.labels.begin(), everything.labels.end()), (std::set<std::int64_t>{1, 2, 5}));
+  const LabelPool all = build_label_pool(labels, batch, rng, {.all_labels = true});
+  EXPECT_EQ(all.labels.size(), 6u);
+  EXPECT_EQ(all.positive_mask.sum().item<std::int64_t>(), 4);
+}
+
+TEST(LabelPool, HardNegativesComeFromTheShortlist) {
+  const CsrMatrix labels = csr_from_rows({{0}, {1}}, 10);
+  torch::Tensor shortlist = torch::tensor({7, 8, 9, 6, 5, 4}, torch::kInt64).view({2, 3});
+  std::mt19937_64 rng(5);
+  const LabelPool pool = build_label_pool(labels, std::vector<std::int64_t>{0, 1}, rng, {.hard_per_query = 3}, shortlist);
+  EXPECT_EQ(std::set<std::int64_t>(pool.labels.begin(), pool.labels.end()), (std::set<std::int64_t>{0, 1, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(QueryBatcher, CurriculumAndPartition) {
+  QueryBatcher batcher({.type = "cluster", .batch_size = 8, .cluster_size = 2, .start_epoch = 1, .refresh_every = 2, .grow_at = {3}},
+                       [] {
+                         std::vector<std::int64_t> q(32);
+                         for (int i = 0; i < 32; ++i) q[static_cast<std::size_t>(i)] = i;
+                         return q;
+                       }(),
+                       9);
+  EXPECT_EQ(batcher.cluster_size_at(0), 1);
+  EXPECT_EQ(batcher.cluster_size_at(1), 2);
+  EXPECT_EQ(batcher.cluster_size_at(2), 2);
+  EXPECT_EQ(batcher.cluster_size_at(3), 4);
+  EXPECT_FALSE(batcher.needs_embeddings(0));
+  EXPECT_TRUE(batcher.needs_embeddings(1));
+  // Two well-separated groups of queries: clustered batches never mix them when C divides the batch.
+  torch::Tensor embeddings = torch::zeros({32, 2});
+  for (int i = 0; i < 32; ++i) embeddings[i][i < 16 ? 0 : 1] = 1.0f;
+  for (std::int64_t epoch : {0, 1}) {
+    const auto batches = batcher.epoch_batches(epoch, embeddings);
+    std::multiset<std::int64_t> seen;
+    for (const auto& b : batches) seen.insert(b.begin(), b.end());
+    EXPECT_EQ(seen.size(), 32u);
+    EXPECT_EQ(std::set<std::int64_t>(seen.begin(), seen.end()).size(), 32u);
+    if (epoch == 1) {
+      // Clusters of 2 from the same group; a batch of 8 = 4 clusters, so pairs never straddle groups.
+      for (const auto& b : batches)
+        for (std::size_t i = 0; i + 1 < b.size(); i += 2) EXPECT_EQ(b[i] < 16, b[i + 1] < 16);
+    }
+  }
+}
+
+TEST(LrSchedule, WarmupThenDecay) {
+  const LrSchedule linear{.total_steps = 10, .warmup_steps = 2, .kind = "linear"};
+  EXPECT_DOUBLE_EQ(linear.factor(0), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(linear.factor(1), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(linear.factor(2), 1.0);
+  EXPECT_DOUBLE_EQ(linear.factor(6), 0.5);  // 4 of 8 decay steps done
+  EXPECT_DOUBLE_EQ(linear.factor(10), 0.0);
+  const LrSchedule cosine{.total_steps = 10, .warmup_steps = 2, .kind = "cosine"};
+  EXPECT_NEAR(cosine.factor(6), 0.5, 1e-12);  // cos(pi/2) halfway
+  EXPECT_NEAR(cosine.factor(4), 0.5 * (1 + std::cos(M_PI / 4)), 1e-12);
+}
+
+TEST(GradCache, GradientsEqualPlainBackpropagation) {
+  torch::manual_seed(0);
+  const std::int64_t vocab = 30, labels = 23;
+  TokenizedCorpus queries, label_corpus;
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 6; ++i) {
+    std::vector<std::int32_t> t{static_cast<std::int32_t>(2 + rng() % 28), static_cast<std::int32_t>(2 + rng() % 28)};
+    queries.append(t);
+  }
+  for (int i = 0; i < labels; ++i) {
+    std::vector<std::int32_t> t{static_cast<std::int32_t>(2 + rng() % 28)};
+    label_corpus.append(t);
+  }
+  BowEncoderOptions options;
+  options.vocab_size = vocab;
+  options.word_dim = 8;
+  options.dim = 8;
+  options.idf.assign(vocab, 1.0f);
+  XmcModel model(std::make_shared<BowEncoderImpl>(options), 6, /*dropout=*/0.2);
+  model->train();
+  const std::vector<std::int64_t> batch{0, 1, 2, 3, 4, 5};
+  torch::Tensor mask = torch::zeros({6, labels}, torch::kBool);
+  for (int i = 0; i < 6; ++i) mask[i][(i * 5) % labels] = true;
+  LossOptions loss_options;
+  auto loss = [&](const torch::Tensor& s, const torch::Tensor& m) { return compute_loss(LossKind::DecoupledSoftmax, s, m, loss_options); };
+  constexpr std::int64_t kChunk = 5;
+
+  // Plain: labels chunk by chunk (same dropout draws as the cache), then queries, one backward.
+  const auto rng_state = at::detail::getDefaultCPUGenerator().get_state();
+  std::vector<torch::Tensor> parts;
+  for (std::int64_t start = 0; start < labels; start += kChunk) {
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = start; r < std::min(labels, start + kChunk); ++r) rows.push_back(r);
+    parts.push_back(model->embed(label_corpus, rows));
+  }
+  torch::Tensor q = model->embed(queries, batch);
+  torch::Tensor plain = loss(torch::matmul(q, torch::cat(parts).t()), mask);
+  plain.backward();
+  std::vector<torch::Tensor> plain_grads;
+  for (auto& p : model->parameters()) plain_grads.push_back(p.grad().clone());
+  model->zero_grad();
+
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  generator.set_state(rng_state);
+  const auto [value, embeddings] = grad_cached_backward(model, queries, batch, label_corpus, mask, loss, kChunk);
+  EXPECT_NEAR(value, plain.item<double>(), 1e-6);
+  std::size_t i = 0;
+  for (auto& p : model->parameters()) {
+    EXPECT_TRUE(torch::allclose(p.grad(), plain_grads[i], 1e-5, 1e-6)) << "parameter " << i;
+    ++i;
+  }
+}
+
+}  // namespace xmc

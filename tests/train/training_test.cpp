@@ -1,0 +1,233 @@
+// End-to-end training on small synthetic data: learning happens, runs are recorded, checkpoints resume
+// bit-for-bit, failures are recorded without losing what was written.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <random>
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/model/bert_encoder.h"
+#include "engine/store/run_store.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/training_run.h"
+#include "tests/support/test_support.h"
+
+namespace xmc {
+namespace {
+
+// 12 labels, each named by a keyword; a query names its 1-3 labels' keywords among noise words.
+// Random ranking gets P@1 = E[|y|]/L = 2/12; a model that learns the keywords gets close to 1.
+void write_synthetic_dataset(const std::filesystem::path& dir, std::uint64_t seed) {
+  constexpr int kLabels = 12;
+  std::mt19937_64 rng(seed);
+  Dataset d;
+  d.meta.name = "synthetic";
+  for (int l = 0; l < kLabels; ++l) d.label_text.push_back("kw" + std::to_string(l) + " topic");
+  auto make = [&](int n, std::vector<std::string>& texts, CsrMatrix& labels) {
+    std::vector<std::vector<std::int32_t>> rows;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::int32_t> y;
+      const int count = 1 + static_cast<int>(rng() % 3);
+      for (int j = 0; j < count; ++j) y.push_back(static_cast<std::int32_t>(rng() % kLabels));
+      std::string text;
+      for (auto l : y) text += "kw" + std::to_string(l) + " ";
+      for (int j = 0; j < 4; ++j) text += "noise" + std::to_string(rng() % 40) + " ";
+      texts.push_back(text);
+      rows.push_back(y);
+    }
+    labels = csr_from_rows(rows, kLabels);
+  };
+  make(400, d.train_text, d.train_labels);
+  make(120, d.test_text, d.test_labels);
+  save_dataset(d, dir);
+}
+
+TrainConfig small_config(const std::filesystem::path& data) {
+  TrainConfig c;
+  c.dataset = data;
+  c.encoder_dim = 32;
+  c.batch_size = 32;
+  c.epochs = 4;
+  c.lr = 0.01;
+  c.threads = 1;
+  c.eval_k = {1, 3, 5};
+  c.eval_top = 10;
+  return c;
+}
+
+// Every tensor of a (nested) archive, in key order.
+void collect_tensors(torch::serialize::InputArchive& archive, std::vector<torch::Tensor>& out) {
+  for (const auto& key : archive.keys()) {
+    torch::Tensor t;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, t)) out.push_back(t);
+    else if (archive.try_read(key, child)) collect_tensors(child, out);
+  }
+}
+
+std::vector<torch::Tensor> checkpoint_parameters(const std::filesystem::path& path) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path.string());
+  torch::serialize::InputArchive model;
+  archive.read("model", model);
+  std::vector<torch::Tensor> out;
+  collect_tensors(model, out);
+  return out;
+}
+
+}  // namespace
+
+TEST(Training, DexmlLearnsAndRecordsTheRun) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 1);
+  const auto db = dir / "runs.sqlite";
+  TrainingRun run(small_config(dir / "data"), db);
+  int steps = 0, evaluations = 0;
+  run.subscribe([&](const TrainEvent& e) {
+    steps += e.kind == TrainEvent::Kind::Step;
+    evaluations += e.kind == TrainEvent::Kind::Evaluation;
+  });
+  const TrainResult result = run.run();
+  EXPECT_EQ(result.outcome, RunOutcome::Completed);
+  EXPECT_GT(result.metrics.get("P@1"), 0.6) << "random ranking scores 2/12";
+  // 400 queries / 32 = 12.5 -> 13 batches per epoch (the last, 16 queries, is kept), 4 epochs.
+  EXPECT_EQ(steps, 13 * 4);
+  EXPECT_EQ(evaluations, 4);  // after each epoch, the last one being the final evaluation
+
+  RunStore store(db);
+  const RunInfo info = store.get_run(run.run_id());
+  EXPECT_EQ(info.status, RunStatus::Completed);
+  EXPECT_EQ(store.scalars(run.run_id(), "loss").size(), 52u);
+  const auto deciles = store.latest_decile_table(run.run_id(), "P@5");
+  ASSERT_EQ(deciles.size(), 10u);
+  double sum = 0;
+  for (double v : deciles) sum += v;
+  EXPECT_NEAR(sum, result.metrics.get("P@5"), 1e-9);
+  EXPECT_TRUE(std::filesystem::exists(TrainingRun::run_directory(db, run.run_id()) / "checkpoint.pt"));
+}
+
+TEST(Training, ResumeContinuesBitForBit) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 2);
+  TrainConfig config = small_config(dir / "data");
+  config.epochs = 3;
+  config.sampler_type = "cluster";
+  config.cluster_size = 4;
+  config.sampler_start_epoch = 1;
+  config.eval_every = 0;
+
+  TrainingRun whole(config, dir / "a.sqlite");
+  const TrainResult a = whole.run();
+
+  // Stop after 1.5 epochs (20 of 39 steps), then resume to the end.
+  config.max_steps = 20;
+  TrainingRun first(config, dir / "b.sqlite");
+  EXPECT_EQ(first.run().outcome, RunOutcome::Stopped);
+  EXPECT_EQ(RunStore(dir / "b.sqlite").get_run(first.run_id()).status, RunStatus::Stopped);
+  TrainingRun second = TrainingRun::resume(first.run_id(), dir / "b.sqlite", {"max_steps=0"});
+  const TrainResult b = second.run();
+  ASSERT_EQ(b.outcome, RunOutcome::Completed);
+
+  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
+  const auto pb = checkpoint_parameters(TrainingRun::run_directory(dir / "b.sqlite", first.run_id()) / "checkpoint.pt");
+  ASSERT_EQ(pa.size(), pb.size());
+  ASSERT_FALSE(pa.empty());
+  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+}
+
+TEST(Training, NonFiniteLossFailsTheRunAndLeavesStoredRunsIntact) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 3);
+  const auto db = dir / "runs.sqlite";
+  TrainConfig config = small_config(dir / "data");
+  config.epochs = 1;
+  TrainingRun good(config, db);
+  good.run();
+  const auto good_checkpoint = TrainingRun::run_directory(db, good.run_id()) / "checkpoint.pt";
+  const auto good_parameters = checkpoint_parameters(good_checkpoint);
+
+  // A transformer checkpoint with a corrupted (NaN) weight, as a broken fp16 conversion leaves behind:
+  // the scores and the loss turn NaN on the first step.
+  const auto model_dir = dir / "bert";
+  std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\ntopic\n";
+  for (int l = 0; l < 12; ++l) vocab += "kw" + std::to_string(l) + "\n";
+  for (int w = 0; w < 40; ++w) vocab += "noise" + std::to_string(w) + "\n";
+  std::filesystem::create_directories(model_dir);
+  test::write_file(model_dir / "vocab.txt", vocab);
+  BertConfig bert;
+  bert.vocab_size = 4 + 1 + 12 + 40;
+  bert.hidden_size = 16;
+  bert.num_layers = 1;
+  bert.num_heads = 2;
+  bert.intermediate_size = 32;
+  bert.max_position_embeddings = 32;
+  BertEncoder encoder(bert, BertEncoderOptions{});
+  {
+    torch::NoGradGuard no_grad;
+    encoder->named_parameters()["encoder.layer.0.intermediate.dense.weight"][0][0] = std::nanf("");
+  }
+  save_bert_encoder(encoder, bert, model_dir);
+  config.encoder_type = "bert";
+  config.encoder_path = model_dir;
+  config.max_len = 16;
+  TrainingRun broken(config, db);
+  std::string failure;
+  broken.subscribe([&](const TrainEvent& e) {
+    if (e.kind == TrainEvent::Kind::Failed) failure = e.message;
+  });
+  EXPECT_THROW(broken.run(), Error);
+  EXPECT_NE(failure.find("the loss is"), std::string::npos) << failure;
+  RunStore store(db);
+  const RunInfo info = store.get_run(broken.run_id());
+  EXPECT_EQ(info.status, RunStatus::Failed);
+  EXPECT_EQ(info.last_error, failure);
+  // The other run and its checkpoint are untouched.
+  EXPECT_EQ(store.get_run(good.run_id()).status, RunStatus::Completed);
+  const auto after = checkpoint_parameters(good_checkpoint);
+  ASSERT_EQ(after.size(), good_parameters.size());
+  for (std::size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(torch::equal(after[i], good_parameters[i]));
+}
+
+TEST(Training, NgameTrainsClassifiersAndReportsEveryInferenceMode) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 4);
+  TrainConfig config = small_config(dir / "data");
+  config.method = "ngame";
+  config.loss = "triplet";
+  config.sampler_type = "cluster";
+  config.cluster_size = 4;
+  config.epochs = 3;
+  config.ngame_m4_epochs = 2;
+  config.eval_every = 0;
+  TrainingRun run(config, dir / "runs.sqlite");
+  const TrainResult result = run.run();
+  EXPECT_GT(result.metrics.get("P@1"), 0.5);
+  std::set<std::string> metrics;
+  for (const auto& e : RunStore(dir / "runs.sqlite").evaluations(run.run_id())) metrics.insert(e.metric);
+  EXPECT_TRUE(metrics.count("emb/P@1") && metrics.count("clf/P@1") && metrics.count("P@1"));
+}
+
+TEST(Training, BadConfigNamesTheKey) {
+  try {
+    parse_train_config(R"({"sampler": {"typo_key": 3}})");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown config key 'sampler.typo_key'"), std::string::npos) << e.what();
+  }
+  try {
+    parse_train_config(R"({"loss": "hinge"})");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("loss: got \"hinge\", expected one of: triplet"), std::string::npos) << e.what();
+  }
+  TrainConfig c;
+  EXPECT_THROW(apply_config_overrides(c, {"batch_size=-3"}), ConfigError);
+  apply_config_overrides(c, {"method=ngame", "sampler.grow_at=[2,4]", "lr=0.5"});
+  EXPECT_EQ(c.method, "ngame");
+  EXPECT_EQ(c.sampler_grow_at, (std::vector<std::int64_t>{2, 4}));
+  EXPECT_DOUBLE_EQ(c.lr, 0.5);
+}
+
+}  // namespace xmc
