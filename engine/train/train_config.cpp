@@ -136,6 +136,10 @@ const std::vector<KeyBinding>& bindings() {
         int_key("eval.every", &TrainConfig::eval_every, 0, "Epochs between evaluations (0 = only at the end)"),
         int_key("eval.top", &TrainConfig::eval_top, 1, "Predictions kept per test query"),
         int_key("checkpoint.every", &TrainConfig::checkpoint_every, 0, "Epochs between checkpoints (0 = only at the end)"),
+        int_key("tsne.query", &TrainConfig::tsne_query, -1,
+                "Training row whose negatives are shown in the t-SNE snapshots (-1 = the first row with >= 3 labels)"),
+        int_key("tsne.every", &TrainConfig::tsne_every, 0,
+                "Evaluations between t-SNE snapshots of that query's negatives (0 = off; the final evaluation always gets one)"),
     };
     const TrainConfig defaults;
     for (auto& b : t) b.info.default_value = b.get(defaults).dump();

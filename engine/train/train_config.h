@@ -67,6 +67,10 @@ struct TrainConfig {
   std::int64_t eval_every = 1;             ///< epochs between evaluations (0 = only at the end)
   std::int64_t eval_top = 100;             ///< predictions kept per test query
   std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (0 = only at the end)
+
+  // t-SNE of one training query's negatives (taken after evaluations)
+  std::int64_t tsne_query = -1;            ///< training row shown (-1 = the first row with >= 3 labels)
+  std::int64_t tsne_every = 1;             ///< evaluations between snapshots (0 = off); the final one always gets one
 };
 
 /// One configurable key: what the CLI validates and the GUI shows.

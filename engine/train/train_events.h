@@ -15,6 +15,7 @@ struct TrainEvent {
     Step,        ///< one optimiser step: loss, lr, samples_per_s
     Evaluation,  ///< metrics (fractions) and decile-wise P@5 after an epoch
     Checkpoint,  ///< a checkpoint was written to `message`
+    Snapshot,    ///< a t-SNE of one query's negatives (also stored): message = its JSON (analysis/negatives_snapshot.h)
     Finished,    ///< the run completed (metrics = final evaluation)
     Stopped,     ///< the user stopped the run; a checkpoint to resume from was written
     Failed,      ///< the run failed; message = the error

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "engine/analysis/negatives_snapshot.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/eval/decile_bins.h"
@@ -64,6 +65,12 @@ struct TrainingRun::Impl {
   torch::Device device = torch::kCPU;
   EvaluationSetup eval_setup;
   EvalResult last_eval;
+
+  // t-SNE snapshots of one query's negatives: its row, the batches of the last finished epoch (not part of
+  // checkpoints: state.epoch_batches is cleared at each epoch end) and evaluations made so far.
+  std::int64_t snapshot_query = -1;
+  std::vector<std::vector<std::int64_t>> snapshot_batches;
+  std::int64_t evaluations_done = 0;
 
   // Scalars waiting to be written to the store.
   std::vector<ScalarPoint> pending;
@@ -156,6 +163,8 @@ struct TrainingRun::Impl {
     eval_setup.ks = config.eval_k;
     eval_setup.top = config.eval_top;
 
+    if (config.tsne_every > 0) snapshot_query = choose_snapshot_query();
+
     make_encoder_optimizer();
     if (resuming) {
       const TrainingState saved = read_checkpoint_state(checkpoint_path());
@@ -198,6 +207,79 @@ struct TrainingRun::Impl {
     return std::max<std::int64_t>(1, batches);
   }
 
+  /// tsne.query, checked, or the first training row with >= 3 labels (else the first with the most).
+  std::int64_t choose_snapshot_query() const {
+    const auto& labels = dataset.train_labels;
+    if (config.tsne_query >= 0) {
+      if (config.tsne_query >= dataset.num_train())
+        throw ConfigError("tsne.query: got " + std::to_string(config.tsne_query) + ", but the training set has " +
+                          std::to_string(dataset.num_train()) + " rows; pick a row in [0, " + std::to_string(dataset.num_train()) +
+                          ") or -1 for automatic");
+      if (labels.row_size(config.tsne_query) == 0)
+        throw ConfigError("tsne.query: training row " + std::to_string(config.tsne_query) +
+                          " has no labels (so no batch trains it); pick a row with labels or -1 for automatic");
+      return config.tsne_query;
+    }
+    std::int64_t best = -1;
+    for (std::int64_t r = 0; r < dataset.num_train(); ++r) {
+      if (labels.row_size(r) >= 3) return r;
+      if (labels.row_size(r) > 0 && (best < 0 || labels.row_size(r) > labels.row_size(best))) best = r;
+    }
+    return best;
+  }
+
+  /// The t-SNE of the snapshot query's positives and negatives on the current embeddings (`label_embeddings`
+  /// = every label's DE embedding, eval mode), stored and published. Uses neither the batcher's nor torch's
+  /// random generator, so taking snapshots never changes the training itself.
+  void take_snapshot(double epoch, const torch::Tensor& label_embeddings) {
+    if (snapshot_query < 0) return;
+    try {
+      phase("t-SNE of the negatives of training query " + std::to_string(snapshot_query));
+      // Mid-epoch (stopped by max_steps) the current epoch's batches, else the last finished epoch's.
+      const auto& batches = state.epoch_batches.empty() ? snapshot_batches : state.epoch_batches;
+      QueryBatchPool pool = in_batch_negatives(dataset.train_labels, batches, snapshot_query);
+      if (pool.batch_queries == 0) {
+        // E.g. resumed with no epoch left to train: which negatives its batch gave it is unknown.
+        phase("t-SNE snapshot skipped: training query " + std::to_string(snapshot_query) + " is in no batch seen since the run started");
+        return;
+      }
+      NegativesSnapshotInput input;
+      input.query = snapshot_query;
+      input.query_text = dataset.train_text[static_cast<std::size_t>(snapshot_query)];
+      input.epoch = epoch;
+      input.step = state.step;
+      {
+        torch::NoGradGuard no_grad;
+        const bool was_training = built.model->is_training();
+        built.model->eval();
+        const std::vector<std::int64_t> row{snapshot_query};
+        input.query_embedding = built.model->embed(train_corpus, row);
+        built.model->train(was_training);
+      }
+      input.label_embeddings = label_embeddings;
+      for (std::int32_t l : dataset.train_labels.row_indices(snapshot_query)) input.positives.push_back(l);
+      input.in_batch_pool = std::move(pool.labels);
+      input.batch_queries = pool.batch_queries;
+      input.label_text = &dataset.label_text;
+      NegativesSnapshotOptions options;
+      options.seed = config.seed + static_cast<std::uint64_t>(state.step);
+      options.tsne.seed = config.seed;
+      const std::string json = negatives_snapshot_json(input, options);
+      store.add_tsne_snapshot(run_id, epoch, snapshot_query, json);
+      TrainEvent e;
+      e.kind = TrainEvent::Kind::Snapshot;
+      e.epoch = epoch;
+      e.step = state.step;
+      e.message = json;
+      publish(e);
+    } catch (const std::exception& error) {
+      // A diagnostic view must not end a run: say why it is missing and train on.
+      std::string message = error.what();
+      if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) message = torch_error->what_without_backtrace();
+      phase("t-SNE snapshot skipped: " + message);
+    }
+  }
+
   // ---- evaluation -----------------------------------------------------------------------------
 
   void record_evaluation(const EvalResult& result, double epoch, const std::string& prefix = "") {
@@ -210,7 +292,9 @@ struct TrainingRun::Impl {
     }
   }
 
-  EvalResult evaluate(double epoch) {
+  /// `final`: the run's last evaluation (at the end, or when max_steps stops it), which always gets a
+  /// t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
+  EvalResult evaluate(double epoch, bool final = false) {
     phase("evaluating");
     torch::Tensor queries = built.model->embed_all(test_corpus);
     torch::Tensor labels = built.model->embed_all(label_corpus);
@@ -238,6 +322,8 @@ struct TrainingRun::Impl {
     if (auto it = result.deciles.find("P@5"); it != result.deciles.end()) e.deciles = it->second;
     publish(e);
     last_eval = result;
+    ++evaluations_done;
+    if (config.tsne_every > 0 && (final || evaluations_done % config.tsne_every == 0)) take_snapshot(epoch, labels);
     return result;
   }
 
@@ -369,6 +455,7 @@ struct TrainingRun::Impl {
       store.add_scalars(run_id, {{state.step, static_cast<double>(epoch + 1), "epoch_queries_per_s",
                                   epoch_seconds > 0 ? static_cast<double>(samples) / epoch_seconds : 0, RunStore::now_seconds()}});
       state.batch_in_epoch = 0;
+      snapshot_batches = std::move(state.epoch_batches);
       state.epoch_batches.clear();
       const bool last = epoch + 1 == config.epochs;
       if (!last && config.eval_every > 0 && (epoch + 1) % config.eval_every == 0) evaluate(static_cast<double>(epoch + 1));
@@ -434,6 +521,7 @@ struct TrainingRun::Impl {
       }
       progress.finish();
       flush_scalars(true);
+      snapshot_batches = batches;
     }
   }
 
@@ -449,7 +537,8 @@ struct TrainingRun::Impl {
         if (stopped_by_max_steps) {
           checkpoint(optimizer.get());
           EvalResult result = evaluate(static_cast<double>(state.epoch) +
-                                       static_cast<double>(state.batch_in_epoch) / static_cast<double>(std::max<std::size_t>(1, state.epoch_batches.size())));
+                                       static_cast<double>(state.batch_in_epoch) / static_cast<double>(std::max<std::size_t>(1, state.epoch_batches.size())),
+                                       /*final=*/true);
           return finish(result, RunOutcome::Stopped);
         }
         state.phase = config.method == "ngame" && config.ngame_m4_epochs > 0 ? "m4" : "done";
@@ -463,7 +552,7 @@ struct TrainingRun::Impl {
         state.phase = "done";
       }
       const double final_epoch = static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0));
-      EvalResult result = evaluate(final_epoch);
+      EvalResult result = evaluate(final_epoch, /*final=*/true);
       checkpoint(nullptr);
       return finish(result, RunOutcome::Completed);
     } catch (const StopRequested&) {
