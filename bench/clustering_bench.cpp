@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
                            torch::randn({n, d}) / std::sqrt(static_cast<double>(d))).contiguous();
 
   auto t0 = Clock::now();
-  const auto ours = balanced_clusters(x, c, {.seed = 1, .iterations = iterations});
+  const auto ours = xmc::balanced_clusters(x, c, {.seed = 1, .iterations = iterations});
   const double t_ours = seconds_since(t0);
   const auto s_ours = summarize(ours, x, c);
 

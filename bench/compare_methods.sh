@@ -28,7 +28,7 @@ rate() {  # mean epoch_queries_per_s of a run
   python3 - "$db" "$1" <<'PY'
 import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
-rows = [r[0] for r in con.execute("select value from scalars where run_id=? and key='epoch_queries_per_s'", (int(sys.argv[2]),))]
+rows = [r[0] for r in con.execute("select value from scalars where run=? and key='epoch_queries_per_s'", (int(sys.argv[2]),))]
 print('%.0f' % (sum(rows) / len(rows)) if rows else 'n/a')
 PY
 }
@@ -49,14 +49,17 @@ train() {  # train NAME DATASET SETTINGS... -> prints a table row
 
 echo "| run | dataset | P@1 | P@5 | PSP@5 | queries/s | run id |"
 echo "|---|---|---|---|---|---|---|"
+only=${ONLY:-all}  # all | wordnet | delicious
 common=(method=dexml encoder.type=bow encoder.dim=256 batch_size=256 lr=0.005 seed=1)
+if [ "$only" != delicious ]; then
 train "dexml decoupled softmax, random batches" "$wordnet" "${common[@]}" loss=decoupled_softmax sampler.type=random
 train "dexml softmax, random batches" "$wordnet" "${common[@]}" loss=softmax sampler.type=random
 train "dexml decoupled softmax, clustered batches" "$wordnet" "${common[@]}" loss=decoupled_softmax sampler.type=cluster sampler.cluster_size=16
 ngame=(method=ngame loss=triplet encoder.type=bow encoder.dim=256 batch_size=256 lr=0.005 seed=1 ngame.m4_epochs=0)
 train "ngame M1 triplet, random batches" "$wordnet" "${ngame[@]}" sampler.type=random
 train "ngame M1 triplet, clustered batches" "$wordnet" "${ngame[@]}" sampler.type=cluster sampler.cluster_size=16
-if [ -f "$delicious/dataset.json" ]; then
+fi
+if [ "$only" != wordnet ] && [ -f "$delicious/dataset.json" ]; then
   train "dexml decoupled softmax" "$delicious" "${common[@]}" loss=decoupled_softmax
   train "dexml softmax" "$delicious" "${common[@]}" loss=softmax
 fi

@@ -11,8 +11,8 @@ namespace xmc {
 
 struct ExactIndexOptions {
   std::string device = "cpu";       ///< where vectors are scored: "cpu", "cuda", "cuda:1", ...
-  std::int64_t query_chunk = 512;   ///< queries scored at once
-  std::int64_t key_chunk = 16384;   ///< stored vectors scored at once (memory: query_chunk × key_chunk floats)
+  std::int64_t query_chunk = 2048;  ///< queries scored at once
+  std::int64_t key_chunk = 4096;    ///< stored vectors scored at once (memory: query_chunk × key_chunk floats)
 };
 
 class ExactIndex final : public Index {

@@ -1,7 +1,6 @@
 #include "engine/sampler/balanced_clustering.h"
 
 #include <algorithm>
-#include <numeric>
 #include <limits>
 #include <random>
 #include <string>
@@ -27,12 +26,10 @@ void for_each_slice(const torch::Tensor& x, std::int64_t tile, F&& f) {
 // out[g, s] = <x[g, s, :], v[g, :]>.
 torch::Tensor rowwise_dot(const torch::Tensor& x, const torch::Tensor& v, std::int64_t tile) {
   auto out = torch::empty({x.size(0), x.size(1)}, x.options());
-  auto product = torch::empty({0}, x.options());
   const auto vb = v.unsqueeze(1);
   for_each_slice(x, tile, [&](std::int64_t first, std::int64_t width) {
-    at::mul_out(product, x.narrow(1, first, width), vb);
     auto part = out.narrow(1, first, width);
-    at::sum_out(part, product, {2});
+    at::sum_out(part, x.narrow(1, first, width) * vb, {2});
   });
   return out;
 }
@@ -40,12 +37,8 @@ torch::Tensor rowwise_dot(const torch::Tensor& x, const torch::Tensor& v, std::i
 // out[g, :] = Σ_s mask[g, s] · x[g, s, :] (mask as 0/1 floats).
 torch::Tensor masked_row_sum(const torch::Tensor& x, const torch::Tensor& mask, std::int64_t tile) {
   auto out = torch::zeros({x.size(0), x.size(2)}, x.options());
-  auto product = torch::empty({0}, x.options());
-  auto part = torch::empty({0}, x.options());
   for_each_slice(x, tile, [&](std::int64_t first, std::int64_t width) {
-    at::mul_out(product, x.narrow(1, first, width), mask.narrow(1, first, width).unsqueeze(2));
-    at::sum_out(part, product, {1});
-    out.add_(part);
+    out.add_((x.narrow(1, first, width) * mask.narrow(1, first, width).unsqueeze(2)).sum(1));
   });
   return out;
 }
