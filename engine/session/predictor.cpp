@@ -74,6 +74,16 @@ std::int64_t Predictor::num_labels() const { return static_cast<std::int64_t>(im
 const std::vector<std::string>& Predictor::label_texts() const { return impl_->labels; }
 std::int64_t Predictor::run_id() const { return impl_->run_id; }
 
+std::int64_t Predictor::add_label(const std::string& text) {
+  const TokenizedCorpus corpus = impl_->built.tokenizer->tokenize({text});
+  torch::Tensor embedding = impl_->built.model->embed_all(corpus);  // [1 x d], unit norm
+  // Without trained residuals a new label's classifier is its embedding, and so is its fused vector
+  // (w·Φ(z) + (1-w)·Φ(z)).
+  for (auto& [mode, matrix] : impl_->label_matrices) matrix = torch::cat({matrix, embedding.to(matrix.device())});
+  impl_->labels.push_back(text);
+  return num_labels() - 1;
+}
+
 std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::string>& texts, std::int64_t top,
                                                         const std::string& mode) const {
   const std::string& m = mode.empty() ? default_mode() : mode;

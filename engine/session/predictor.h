@@ -31,6 +31,10 @@ class Predictor {
   std::vector<std::vector<LabelScore>> predict(const std::vector<std::string>& texts, std::int64_t top,
                                                const std::string& mode = "") const;
 
+  /// Adds a label that the run never saw, by its text, to every inference mode: its embedding for
+  /// "embedding", and the zero-shot classifier w = Φ(z) (η = 0) for "classifier"/"fused". Returns its id.
+  std::int64_t add_label(const std::string& text);
+
   std::int64_t num_labels() const;
   const std::vector<std::string>& label_texts() const;
   std::int64_t run_id() const;

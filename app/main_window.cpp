@@ -1,0 +1,335 @@
+#include "app/main_window.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/store/run_store.h"
+#include "engine/train/train_config.h"
+#include "widgets/compare_view.h"
+#include "widgets/decile_plot.h"
+#include "widgets/launch_form.h"
+#include "widgets/loss_plot.h"
+#include "widgets/metric_plot.h"
+#include "widgets/plot_export.h"
+#include "widgets/report_export.h"
+#include "widgets/runs_browser.h"
+#include "widgets/search_panel.h"
+#include "widgets/training_worker.h"
+#include "widgets/tsne_plot.h"
+
+namespace xmc::app {
+namespace {
+
+std::vector<EvalPoint> main_metrics(std::vector<EvalPoint> points) {
+  // NGAME runs also record "emb/…" and "clf/…" metrics; the live plot shows the main inference mode.
+  std::erase_if(points, [](const EvalPoint& p) { return p.metric.find('/') != std::string::npos; });
+  return points;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(parent), options_(std::move(options)) {
+  setWindowTitle("XMC Workbench — " + QFileInfo(options_.db).fileName());
+  worker_ = new gui::TrainingWorker(this);
+  tabs_ = new QTabWidget;
+
+  launch_ = new gui::LaunchForm(options_.presets_dir);
+  tabs_->addTab(launch_, "Launch");
+
+  // Live view: run header with progress, then the four plots.
+  auto* live = new QWidget;
+  auto* live_layout = new QVBoxLayout(live);
+  auto* header = new QHBoxLayout;
+  run_label_ = new QLabel("No run yet: start one in the Launch tab, or open one in the Runs tab.");
+  epoch_progress_ = new QProgressBar;
+  epoch_progress_->setFormat("epoch %v/%m");
+  epoch_progress_->setToolTip("Epochs done");
+  step_progress_ = new QProgressBar;
+  step_progress_->setFormat("%p% of this phase");
+  step_progress_->setToolTip("Progress of the current epoch, evaluation or clustering");
+  eta_label_ = new QLabel;
+  header->addWidget(run_label_, 1);
+  header->addWidget(epoch_progress_);
+  header->addWidget(step_progress_);
+  header->addWidget(eta_label_);
+  live_layout->addLayout(header);
+  auto* grid = new QGridLayout;
+  loss_plot_ = new gui::LossPlot;
+  metric_plot_ = new gui::MetricPlot;
+  decile_plot_ = new gui::DecilePlot;
+  tsne_plot_ = new gui::TsnePlot;
+  grid->addWidget(loss_plot_, 0, 0);
+  grid->addWidget(metric_plot_, 0, 1);
+  grid->addWidget(decile_plot_, 1, 0);
+  grid->addWidget(tsne_plot_, 1, 1);
+  live_layout->addLayout(grid, 1);
+  tabs_->addTab(live, "Live");
+
+  search_ = new gui::SearchPanel;
+  tabs_->addTab(search_, "Search");
+
+  runs_tab_ = new QSplitter(Qt::Vertical);
+  auto* runs_tab = runs_tab_;
+  runs_ = new gui::RunsBrowser(options_.db.toStdString());
+  compare_ = new gui::CompareView;
+  runs_tab->addWidget(runs_);
+  runs_tab->addWidget(compare_);
+  runs_tab->setStretchFactor(0, 2);
+  runs_tab->setStretchFactor(1, 3);
+  tabs_->addTab(runs_tab, "Runs");
+  setCentralWidget(tabs_);
+
+  // Menus.
+  auto* file = menuBar()->addMenu("&File");
+  file->addAction("Open run store…", this, [this] { open_store(); });
+  file->addSeparator();
+  file->addAction("Export run report (HTML)…", this, [this] { export_report("html"); });
+  file->addAction("Export run report (PDF)…", this, [this] { export_report("pdf"); });
+  file->addAction("Export run scalars and metrics (CSV)…", this, [this] { export_report("csv"); });
+  file->addAction("Export live plots (PNG, SVG, PDF)…", this, [this] { export_current_plots(); });
+  file->addSeparator();
+  file->addAction("Quit", QKeySequence::Quit, this, [this] { close(); });
+  auto* training = menuBar()->addMenu("&Training");
+  training->addAction("Start", this, [this] { start_training(); });
+  training->addAction("Pause", this, [this] { worker_->set_paused(true); launch_->set_state(gui::LaunchForm::State::Paused); });
+  training->addAction("Resume", this, [this] { worker_->set_paused(false); launch_->set_state(gui::LaunchForm::State::Running); });
+  training->addAction("Stop (with checkpoint)", this, [this] { worker_->stop(); });
+  auto* help = menuBar()->addMenu("&Help");
+  help->addAction("About", this, [this] {
+    QMessageBox::about(this, "XMC Workbench",
+                       "Extreme multi-label classification workbench.\nRun store: " + options_.db +
+                           "\nEvery run is recorded there; the `xmc` command line reads and writes the same store.");
+  });
+
+  // Wiring.
+  connect(launch_, &gui::LaunchForm::start_requested, this, [this] { start_training(); });
+  connect(launch_, &gui::LaunchForm::pause_requested, this, [this] {
+    worker_->set_paused(true);
+    launch_->set_state(gui::LaunchForm::State::Paused);
+  });
+  connect(launch_, &gui::LaunchForm::resume_requested, this, [this] {
+    worker_->set_paused(false);
+    launch_->set_state(gui::LaunchForm::State::Running);
+  });
+  connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { worker_->stop(); });
+  connect(worker_, &gui::TrainingWorker::event, this, &MainWindow::on_event);
+  connect(worker_, &gui::TrainingWorker::ended, this, &MainWindow::on_ended);
+  connect(worker_->progress(), &gui::QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
+    step_progress_->setMaximum(total > 0 ? static_cast<int>(total) : 0);
+    step_progress_->setValue(static_cast<int>(done));
+    step_progress_->setFormat(task + " %p%");
+    eta_label_->setText(eta >= 0 ? QString("ETA %1 s").arg(eta, 0, 'f', 0) : QString());
+  });
+  connect_runs_browser();
+
+  if (!options_.config.isEmpty()) {
+    try {
+      launch_->set_config(load_train_config(options_.config.toStdString()));
+    } catch (const std::exception& e) {
+      QMessageBox::warning(this, "Config", QString::fromUtf8(e.what()));
+    }
+  }
+  if (!options_.dataset.isEmpty()) launch_->set_dataset(options_.dataset);
+  statusBar()->showMessage("Run store: " + options_.db);
+  resize(1400, 900);
+  if (options_.autostart) QTimer::singleShot(0, this, [this] { start_training(); });
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::connect_runs_browser() {
+  connect(runs_, &gui::RunsBrowser::run_activated, this, [this](std::int64_t run) { show_run(run); });
+  connect(runs_, &gui::RunsBrowser::compare_requested, this, [this](const std::vector<std::int64_t>& ids) {
+    compare_->set_runs(RunStore(options_.db.toStdString()), ids);
+  });
+}
+
+void MainWindow::start_training() {
+  if (worker_->running()) return;
+  try {
+    const TrainConfig config = launch_->config();
+    validate(config);
+    const std::int64_t run = worker_->start(config, options_.db);
+    shown_run_ = run;
+    evaluations_seen_ = 0;
+    loss_plot_->clear();
+    metric_plot_->clear();
+    run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
+    epoch_progress_->setMaximum(static_cast<int>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
+    epoch_progress_->setValue(0);
+    launch_->set_state(gui::LaunchForm::State::Running);
+    tabs_->setCurrentIndex(1);
+    runs_->refresh();
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, "Cannot start training", QString::fromUtf8(e.what()));
+    if (options_.quit_when_done) QApplication::exit(2);
+  }
+}
+
+void MainWindow::on_event(const TrainEvent& e) {
+  switch (e.kind) {
+    case TrainEvent::Kind::Phase:
+      statusBar()->showMessage(QString::fromStdString(e.message));
+      break;
+    case TrainEvent::Kind::Step:
+      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s);
+      epoch_progress_->setValue(static_cast<int>(e.epoch));
+      break;
+    case TrainEvent::Kind::Evaluation: {
+      metric_plot_->add_evaluation(e.epoch, e.metrics);
+      decile_plot_->set_bars(QString("run %1").arg(e.run_id), e.deciles);
+      ++evaluations_seen_;
+      if (!options_.screenshot.isEmpty() && !first_screenshot_taken_) {
+        first_screenshot_taken_ = true;
+        // Let the plots repaint before grabbing.
+        QTimer::singleShot(300, this, [this] {
+          save_screenshot(options_.screenshot);
+          save_screenshot(screenshot_path("first-evaluation"));
+        });
+      }
+      break;
+    }
+    case TrainEvent::Kind::Snapshot:
+      tsne_plot_->set_snapshot(e.message);
+      break;
+    case TrainEvent::Kind::Checkpoint:
+      statusBar()->showMessage("checkpoint written: " + QString::fromStdString(e.message), 5000);
+      break;
+    default:
+      break;
+  }
+}
+
+void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
+  worker_->wait();
+  launch_->set_state(gui::LaunchForm::State::Idle);
+  runs_->refresh();
+  const auto info = RunStore(options_.db.toStdString()).find_run(run);
+  const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
+  run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
+  if (!ok && !closing_ && !options_.quit_when_done) QMessageBox::warning(this, "Training failed", message);
+  if (ok) search_->open_run(options_.db, run);
+  auto finish = [this, ok] {
+    if (!options_.screenshot.isEmpty()) save_screenshot(options_.screenshot);
+    if (options_.quit_when_done) QApplication::exit(ok ? 0 : 1);
+  };
+  if (!options_.screenshot.isEmpty() || options_.quit_when_done) QTimer::singleShot(300, this, finish);
+}
+
+void MainWindow::show_run(std::int64_t run) {
+  try {
+    RunStore store(options_.db.toStdString());
+    const RunInfo info = store.get_run(run);
+    shown_run_ = run;
+    run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
+    loss_plot_->set_series(store.scalars(run));
+    metric_plot_->set_evaluations(main_metrics(store.evaluations(run)));
+    const auto bars = store.latest_decile_table(run, "P@5");
+    if (bars.size() == 10) {
+      std::array<double, 10> a{};
+      std::copy(bars.begin(), bars.end(), a.begin());
+      decile_plot_->set_bars(QString("run %1").arg(run), a);
+    }
+    if (const auto snapshot = store.latest_tsne_snapshot(run)) tsne_plot_->set_snapshot(snapshot->payload_json);
+    if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
+    tabs_->setCurrentIndex(1);
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, "Cannot show run", QString::fromUtf8(e.what()));
+  }
+}
+
+QString MainWindow::screenshot_path(const QString& suffix) const {
+  const QFileInfo info(options_.screenshot);
+  return info.dir().filePath(info.completeBaseName() + "-" + suffix + "." + (info.suffix().isEmpty() ? "png" : info.suffix()));
+}
+
+bool MainWindow::save_screenshot(const QString& path) {
+  const bool ok = grab().save(path);
+  if (!ok) qWarning("cannot save screenshot to %s", qPrintable(path));
+  return ok;
+}
+
+void MainWindow::export_report(const QString& format) {
+  if (shown_run_ <= 0) {
+    QMessageBox::information(this, "Export", "Open or train a run first.");
+    return;
+  }
+  QString error;
+  bool ok = false;
+  const std::filesystem::path db = options_.db.toStdString();
+  if (format == "csv") {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the CSV files");
+    if (dir.isEmpty()) return;
+    ok = gui::export_run_csv(db, shown_run_, dir + QString("/run-%1-scalars.csv").arg(shown_run_),
+                             dir + QString("/run-%1-metrics.csv").arg(shown_run_), &error);
+  } else {
+    const QString path = QFileDialog::getSaveFileName(this, "Export report", QString("run-%1.%2").arg(shown_run_).arg(format),
+                                                      format == "html" ? "HTML (*.html)" : "PDF (*.pdf)");
+    if (path.isEmpty()) return;
+    ok = format == "html" ? gui::export_run_report_html(db, shown_run_, path, &error) : gui::export_run_report_pdf(db, shown_run_, path, &error);
+  }
+  if (!ok) QMessageBox::warning(this, "Export failed", error);
+  else statusBar()->showMessage("exported", 5000);
+}
+
+void MainWindow::export_current_plots() {
+  const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the plot files");
+  if (dir.isEmpty()) return;
+  QString error;
+  for (auto [plot, name] : {std::pair<QCustomPlot*, const char*>{loss_plot_, "loss"}, {metric_plot_, "metrics"},
+                            {decile_plot_, "deciles"}, {tsne_plot_, "tsne"}})
+    for (const char* ext : {"png", "svg", "pdf"})
+      if (!gui::export_plot(plot, dir + "/" + name + "." + ext, 0, 0, &error)) {
+        QMessageBox::warning(this, "Export failed", error);
+        return;
+      }
+  statusBar()->showMessage("plots exported to " + dir, 5000);
+}
+
+void MainWindow::open_store() {
+  const QString path = QFileDialog::getOpenFileName(this, "Run store", QFileInfo(options_.db).path(), "SQLite (*.sqlite *.db);;All files (*)");
+  if (path.isEmpty() || worker_->running()) return;
+  options_.db = path;
+  setWindowTitle("XMC Workbench — " + QFileInfo(path).fileName());
+  auto* browser = new gui::RunsBrowser(path.toStdString());
+  delete runs_tab_->replaceWidget(0, browser);
+  runs_ = browser;
+  connect_runs_browser();
+  statusBar()->showMessage("Run store: " + path);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (worker_->running() && !options_.quit_when_done) {
+    const auto answer = QMessageBox::question(this, "Training is running",
+                                              "A run is training. Stop it (a checkpoint is written so it can be resumed) and quit?",
+                                              QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+  }
+  closing_ = true;
+  if (worker_->running()) {
+    worker_->stop();
+    worker_->wait();
+  }
+  event->accept();
+}
+
+}  // namespace xmc::app

@@ -1,0 +1,86 @@
+#pragma once
+// The workbench window: wires the launch form, live plots, search panel and run browser to the engine
+// facade (TrainingRun via TrainingWorker, Predictor, RunStore). Holds no training or scoring logic.
+#include <QMainWindow>
+#include <QString>
+#include <optional>
+
+#include "engine/train/train_events.h"
+
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSplitter;
+class QTabWidget;
+
+namespace xmc::gui {
+class CompareView;
+class DecilePlot;
+class LaunchForm;
+class LossPlot;
+class MetricPlot;
+class RunsBrowser;
+class SearchPanel;
+class TrainingWorker;
+class TsnePlot;
+}  // namespace xmc::gui
+
+namespace xmc::app {
+
+struct WorkbenchOptions {
+  QString db;                 ///< run store
+  QString dataset;            ///< dataset folder to preselect
+  QString config;             ///< config file to load into the form
+  QString presets_dir;        ///< folder of preset configs
+  bool autostart = false;     ///< start training right away
+  QString screenshot;         ///< save the window after the first evaluation and when training ends
+  bool quit_when_done = false;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(WorkbenchOptions options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void start_training();
+  /// Shows a stored run: its curves, deciles, t-SNE in the Live tab, and loads it into the search panel.
+  void show_run(std::int64_t run);
+  /// Saves the whole window as a PNG; returns false on failure.
+  bool save_screenshot(const QString& path);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void on_event(const xmc::TrainEvent& e);
+  void on_ended(std::int64_t run, bool ok, const QString& message);
+  void export_report(const QString& format);
+  void export_current_plots();
+  void open_store();
+  void connect_runs_browser();
+  QString screenshot_path(const QString& suffix) const;
+
+  WorkbenchOptions options_;
+  gui::TrainingWorker* worker_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  gui::LaunchForm* launch_ = nullptr;
+  gui::LossPlot* loss_plot_ = nullptr;
+  gui::MetricPlot* metric_plot_ = nullptr;
+  gui::DecilePlot* decile_plot_ = nullptr;
+  gui::TsnePlot* tsne_plot_ = nullptr;
+  gui::SearchPanel* search_ = nullptr;
+  gui::RunsBrowser* runs_ = nullptr;
+  gui::CompareView* compare_ = nullptr;
+  QSplitter* runs_tab_ = nullptr;
+  QLabel* run_label_ = nullptr;
+  QProgressBar* epoch_progress_ = nullptr;
+  QProgressBar* step_progress_ = nullptr;
+  QLabel* eta_label_ = nullptr;
+  std::int64_t shown_run_ = 0;
+  int evaluations_seen_ = 0;
+  bool first_screenshot_taken_ = false;
+  bool closing_ = false;
+};
+
+}  // namespace xmc::app

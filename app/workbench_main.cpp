@@ -1,0 +1,58 @@
+// xmc-workbench: the Qt desktop workbench.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+
+#include "app/main_window.h"
+#include "engine/core/version.h"
+#include "engine/store/default_store_path.h"
+
+namespace {
+
+/// Preset configs: next to a source checkout, or installed under share/.
+QString find_presets_dir() {
+  const QString app_dir = QCoreApplication::applicationDirPath();
+  for (const QString& candidate : {QString(XMC_SOURCE_DIR "/datasets/configs"), app_dir + "/../share/xmc-workbench/configs"})
+    if (QFileInfo(candidate).isDir()) return QDir(candidate).absolutePath();
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("xmc-workbench");
+  QApplication::setApplicationVersion(xmc::kCodeVersion);
+  QApplication::setWindowIcon(QIcon(":/icons/xmc-workbench.svg"));
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      "XMC Workbench: train extreme multi-label classifiers, watch them learn, look labels up.\n\n"
+      "Example (scripted, headless):\n"
+      "  xvfb-run xmc-workbench --dataset datasets/demo/wordnet-20k --config datasets/configs/dexml-bow-wordnet.json \\\n"
+      "      --autostart --screenshot s.png --quit-when-done");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  QCommandLineOption db(QStringLiteral("db"), "Run store (SQLite). Default: $XMC_DB or ~/.local/share/xmc-workbench/runs.sqlite.", "PATH",
+                        QString::fromStdString(xmc::default_run_store_path().string()));
+  QCommandLineOption dataset(QStringLiteral("dataset"), "Dataset folder to preselect.", "DIR");
+  QCommandLineOption config(QStringLiteral("config"), "Training config (JSON) to load into the launch form.", "FILE");
+  QCommandLineOption autostart(QStringLiteral("autostart"), "Start training at once.");
+  QCommandLineOption screenshot(QStringLiteral("screenshot"), "Save the window as PNG after the first evaluation and when training ends.", "FILE");
+  QCommandLineOption quit(QStringLiteral("quit-when-done"), "Quit when training ends (exit code 0 only if it completed).");
+  parser.addOptions({db, dataset, config, autostart, screenshot, quit});
+  parser.process(app);
+
+  xmc::app::WorkbenchOptions options;
+  options.db = parser.value(db);
+  options.dataset = parser.value(dataset);
+  options.config = parser.value(config);
+  options.autostart = parser.isSet(autostart);
+  options.screenshot = parser.value(screenshot);
+  options.quit_when_done = parser.isSet(quit);
+  options.presets_dir = find_presets_dir();
+  QDir().mkpath(QFileInfo(options.db).absolutePath());
+  xmc::app::MainWindow window(options);
+  window.show();
+  return QApplication::exec();
+}

@@ -1,0 +1,339 @@
+// Plots as a user sees them: curves filled by the setter APIs, values in percent, groups and legends,
+// export files a paper pipeline can read, and screenshots (XMC_SCREENSHOT_DIR, default a temp folder)
+// to look at.
+#include <QFile>
+#include <QPainter>
+#include <QPixmap>
+#include <QSvgRenderer>
+#include <QToolTip>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <array>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "widgets/decile_plot.h"
+#include "widgets/loss_plot.h"
+#include "widgets/metric_plot.h"
+#include "widgets/plot_export.h"
+#include "widgets/tsne_plot.h"
+
+using namespace xmc::gui;
+
+namespace {
+
+// Sum of |value change| between neighbouring points with key > after.
+double total_variation(const QCPGraph* g, double after = -1e300) {
+  double tv = 0;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+    if (it != g->data()->constBegin() && (it - 1)->key > after) tv += std::abs(it->value - (it - 1)->value);
+  return tv;
+}
+
+QByteArray read_file(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// A noisy, decaying loss with a huge first step, a warm-up/decay lr and jittery throughput.
+void fill_training(LossPlot& plot, int steps, std::uint32_t seed = 7) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, 0.25);
+  for (int s = 1; s <= steps; ++s) {
+    const double loss = s == 1 ? 60.0 : 0.6 + 2.5 * std::exp(-s / 60.0) + noise(rng) * (0.3 + std::exp(-s / 80.0));
+    const double lr = 1e-4 * std::min(1.0, s / 30.0) * (s > 30 ? 1.0 - 0.8 * (s - 30) / steps : 1.0);
+    const double qps = 1800 + 150 * noise(rng);
+    plot.append(s, loss, lr, qps);
+  }
+}
+
+// A t-SNE snapshot with all six groups around a query at the origin.
+std::string six_group_snapshot() {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> n(0, 1);
+  std::string points = R"({"x": 0.0, "y": 0.0, "group": "query", "label": -1, "text": "wireless optical mouse with usb receiver"})";
+  auto add = [&](const char* group, int count, double cx, double cy, double spread, const char* what) {
+    for (int i = 0; i < count; ++i) {
+      const double x = cx + spread * n(rng), y = cy + spread * n(rng);
+      points += ", {\"x\": " + std::to_string(x) + ", \"y\": " + std::to_string(y) + ", \"group\": \"" + group +
+                "\", \"label\": " + std::to_string(1000 + i) + ", \"text\": \"" + what + " " + std::to_string(i) + "\"}";
+    }
+  };
+  add("positive", 4, 1.5, 1.0, 0.6, "computer mice");
+  add("in_batch", 20, -6, 4, 4.0, "in-batch label");
+  add("random", 60, 0, 0, 9.0, "random label");
+  add("ann_hard", 6, 2.5, -1.5, 1.0, "keyboards");
+  add("missed_hard", 5, -2.0, 2.0, 1.2, "trackballs");
+  return R"({"query": 123, "query_text": "Logitech M185 wireless optical mouse, compact, 1-year battery life, with nano USB receiver for laptops and desktops", "epoch": 3.0, "step": 456, "points": [)" +
+         points + "]}";
+}
+
+std::vector<xmc::EvalPoint> evaluations(double scale) {
+  std::vector<xmc::EvalPoint> out;
+  const std::vector<std::pair<std::string, double>> final_values = {
+      {"P@1", 0.46}, {"P@3", 0.31}, {"P@5", 0.24}, {"nDCG@3", 0.44}, {"nDCG@5", 0.46},
+      {"PSP@1", 0.36}, {"PSP@3", 0.38}, {"PSP@5", 0.41}, {"R@10", 0.52}, {"PSnDCG@5", 0.40}};
+  for (int epoch = 1; epoch <= 10; ++epoch)
+    for (const auto& [metric, v] : final_values)
+      out.push_back({static_cast<double>(epoch), epoch * 100, metric, scale * v * (1 - 0.5 * std::exp(-epoch / 2.5))});
+  return out;
+}
+
+}  // namespace
+
+class PlotsTest : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir temp_;
+  QString shots_;
+
+  void screenshot(QCustomPlot& plot, const QString& name, QSize size = {900, 500}) {
+    plot.resize(size);
+    plot.replot();
+    const QString path = QDir(shots_).filePath(name + QStringLiteral(".png"));
+    QVERIFY2(plot.grab().save(path), qPrintable(path));
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(temp_.isValid());
+    shots_ = qEnvironmentVariable("XMC_SCREENSHOT_DIR");
+    if (shots_.isEmpty()) shots_ = temp_.filePath(QStringLiteral("screenshots"));
+    QVERIFY(QDir().mkpath(shots_));
+  }
+
+  void loss_plot_fills_raw_and_smoothed_curves() {
+    LossPlot plot;
+    fill_training(plot, 100);
+    QCOMPARE(plot.point_count(), std::size_t{100});
+    QCOMPARE(plot.raw_loss_graph()->dataCount(), 100);
+    QCOMPARE(plot.smoothed_loss_graph()->dataCount(), 100);
+    QCOMPARE(plot.lr_graph()->dataCount(), 100);
+    QCOMPARE(plot.throughput_graph()->dataCount(), 100);
+    // Redraws are coalesced (≤ 10/s); once one ran, the view spans the steps and the huge first step
+    // (60) does not set the loss scale.
+    QTRY_COMPARE(plot.xAxis->range().lower, 1.0);
+    QVERIFY(plot.xAxis->range().upper >= 100);
+    QVERIFY(plot.yAxis->range().upper < 10);
+    QVERIFY(plot.yAxis->range().upper > 2);
+    QVERIFY(plot.yAxis->range().lower >= 0);
+    // The smoothed curve (re-smoothed for the run's length) is visibly smoother than the raw one.
+    QCOMPARE(plot.smoothed_loss_graph()->dataCount(), 100);
+    QVERIFY(plot.smoothing() > 0.5 && plot.smoothing() < 0.98);
+    QVERIFY(total_variation(plot.smoothed_loss_graph()) < total_variation(plot.raw_loss_graph()));
+    QVERIFY(total_variation(plot.smoothed_loss_graph(), 10) < 0.5 * total_variation(plot.raw_loss_graph(), 10));
+    QVERIFY(plot.legend->visible());
+    QVERIFY(plot.legend->itemCount() >= 4);  // loss, smoothed, lr, throughput
+    screenshot(plot, QStringLiteral("loss"));
+    screenshot(plot, QStringLiteral("loss_small"), static_cast<QWidget&>(plot).minimumSizeHint());
+
+    // A zoom by the user holds while the run goes on; a double click follows the run again.
+    plot.xAxis->setRange(10, 20);
+    plot.append(101, 1.0, 1e-5, 1800);
+    QTest::qWait(250);
+    QCOMPARE(plot.xAxis->range().lower, 10.0);
+    QCOMPARE(plot.xAxis->range().upper, 20.0);
+    const QPointF at(300, 200);
+    QMouseEvent double_click(QEvent::MouseButtonDblClick, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
+                             Qt::NoModifier);
+    QCoreApplication::sendEvent(&plot, &double_click);
+    QTRY_COMPARE(plot.xAxis->range().lower, 1.0);
+    QVERIFY(plot.xAxis->range().upper >= 101);
+  }
+
+  void loss_plot_reads_store_series() {
+    LossPlot plot;
+    std::vector<xmc::ScalarPoint> points;
+    for (int s = 1; s <= 50; ++s) {
+      points.push_back({s, s / 10.0, "loss", 2.0 - s / 50.0, 0});
+      points.push_back({s, s / 10.0, "lr", 1e-3, 0});
+      points.push_back({s, s / 10.0, "samples_per_s", 900, 0});
+    }
+    for (int s = 51; s <= 80; ++s) points.push_back({s, s / 10.0, "m4_loss", 0.8 - s / 400.0, 0});
+    points.push_back({80, 8.0, "epoch_queries_per_s", 1000, 0});  // ignored
+    plot.set_series(points);
+    QCOMPARE(plot.point_count(), std::size_t{80});
+    QCOMPARE(plot.raw_loss_graph()->dataCount(), 50);
+    QCOMPARE(plot.m4_raw_loss_graph()->dataCount(), 30);
+    QCOMPARE(plot.m4_smoothed_loss_graph()->dataCount(), 30);
+    QCOMPARE(plot.xAxis->range().lower, 1.0);
+    screenshot(plot, QStringLiteral("loss_m4"));
+    plot.set_throughput_visible(false);
+    screenshot(plot, QStringLiteral("loss_no_throughput"));
+    plot.clear();
+    QCOMPARE(plot.point_count(), std::size_t{0});
+    screenshot(plot, QStringLiteral("loss_empty"));
+  }
+
+  void metric_plot_shows_percent() {
+    MetricPlot plot;
+    plot.add_evaluation(1, {{"P@1", 0.4}, {"P@5", 0.25}, {"R@10", 0.5}});
+    plot.add_evaluation(2, {{"P@1", 0.45}, {"P@5", 0.27}, {"R@10", 0.55}});
+    QVERIFY(plot.metric_graph(QStringLiteral("P@1")));
+    QCOMPARE(plot.metric_graph(QStringLiteral("P@1"))->dataCount(), 2);
+    QCOMPARE(plot.metric_graph(QStringLiteral("P@1"))->data()->at(0)->value, 40.0);
+    QCOMPARE(plot.metric_graph(QStringLiteral("P@5"))->data()->at(1)->value, 27.0);
+    QVERIFY(plot.metric_visible(QStringLiteral("P@5")));
+    QVERIFY(!plot.metric_visible(QStringLiteral("R@10")));  // R@k is one right click away
+    QCOMPARE(plot.legend->itemCount(), 2);
+    plot.set_metric_visible(QStringLiteral("R@10"), true);
+    QCOMPARE(plot.legend->itemCount(), 3);
+    QCOMPARE(plot.metric_names(), (QStringList{QStringLiteral("P@1"), QStringLiteral("P@5"), QStringLiteral("R@10")}));
+    QVERIFY(plot.yAxis->range().contains(40) && plot.yAxis->range().contains(55));
+    QVERIFY(plot.yAxis->range().upper <= 100);
+
+    plot.clear();
+    plot.set_evaluations(evaluations(1.0));
+    QCOMPARE(plot.metric_graph(QStringLiteral("P@5"))->dataCount(), 10);
+    screenshot(plot, QStringLiteral("metrics"));
+    plot.set_run_label(QStringLiteral("DEXML (run 7)"));
+    plot.add_comparison_run(QStringLiteral("NGAME (run 5)"), evaluations(0.9));
+    QCOMPARE(plot.comparison_count(), 1);
+    QCPGraph* other = plot.comparison_graph(QStringLiteral("NGAME (run 5)"), QStringLiteral("P@1"));
+    QVERIFY(other);
+    QCOMPARE(other->pen().style(), Qt::DashLine);
+    QCOMPARE(other->dataCount(), 10);
+    QCOMPARE(other->visible(), true);
+    QCOMPARE(plot.comparison_graph(QStringLiteral("NGAME (run 5)"), QStringLiteral("R@10"))->visible(), true);
+    screenshot(plot, QStringLiteral("metrics_compared"));
+    screenshot(plot, QStringLiteral("metrics_compared_small"), static_cast<QWidget&>(plot).minimumSizeHint());
+    plot.clear_comparisons();
+    QCOMPARE(plot.comparison_count(), 0);
+  }
+
+  void decile_plot_bars_in_percent_and_overlay() {
+    DecilePlot plot;
+    const std::array<double, 10> run = {0.082, 0.051, 0.034, 0.026, 0.019, 0.012, 0.008, 0.004, 0.0025, 0.0008};
+    const std::array<double, 10> other = {0.091, 0.049, 0.030, 0.021, 0.014, 0.008, 0.004, 0.002, 0.0009, 0.0002};
+    plot.set_bars(QStringLiteral("DEXML (run 7)"), run);
+    QCOMPARE(plot.bars()->dataCount(), 10);
+    for (int i = 0; i < 10; ++i) {
+      QCOMPARE(plot.bars()->data()->at(i)->key, i + 1.0);
+      QVERIFY(std::abs(plot.bars()->data()->at(i)->value - 100 * run[static_cast<std::size_t>(i)]) < 1e-9);
+    }
+    QVERIFY(!plot.overlay_bars());
+    screenshot(plot, QStringLiteral("deciles"));
+    plot.set_overlay(QStringLiteral("NGAME (run 5)"), other);
+    QVERIFY(plot.overlay_bars());
+    QCOMPARE(plot.overlay_bars()->dataCount(), 10);
+    QCOMPARE(plot.bars()->barsGroup(), plot.overlay_bars()->barsGroup());
+    QCOMPARE(plot.bars()->barsGroup()->size(), 2);
+    QCOMPARE(plot.legend->itemCount(), 2);
+    screenshot(plot, QStringLiteral("deciles_compared"));
+    screenshot(plot, QStringLiteral("deciles_compared_small"), static_cast<QWidget&>(plot).minimumSizeHint());
+    plot.clear_overlay();
+    QVERIFY(!plot.overlay_bars());
+    QCOMPARE(plot.legend->itemCount(), 1);
+  }
+
+  void tsne_plot_groups_and_hover_text() {
+    TsnePlot plot;
+    QVERIFY(plot.set_snapshot(six_group_snapshot()));
+    QCOMPARE(plot.group_count(), 6);
+    QCOMPARE(plot.point_count(), 1 + 4 + 20 + 60 + 6 + 5);
+    QCOMPARE(plot.legend->itemCount(), 6);
+    QCOMPARE(plot.text_at(0.001, -0.001), QStringLiteral("wireless optical mouse with usb receiver"));
+    const QCPGraph* hard = plot.group_graph(QStringLiteral("ann_hard"));
+    QCOMPARE(hard->dataCount(), 6);
+    QVERIFY(plot.text_at(hard->data()->at(0)->key, hard->data()->at(0)->value).startsWith(QStringLiteral("keyboards")));
+    QCOMPARE(TsnePlot::group_title(QStringLiteral("missed_hard")), QStringLiteral("hard negatives missed by the batch"));
+    screenshot(plot, QStringLiteral("tsne"));
+
+    // Hovering the query's star shows its text (and which group it is in).
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    plot.replot();
+    const QPoint star(static_cast<int>(plot.xAxis->coordToPixel(0)), static_cast<int>(plot.yAxis->coordToPixel(0)));
+    QTest::mouseMove(&plot, star + QPoint(3, -2));
+    QTRY_VERIFY(QToolTip::isVisible());
+    QVERIFY(QToolTip::text().contains(QStringLiteral("wireless optical mouse")));
+    QVERIFY(QToolTip::text().contains(QStringLiteral("query")));
+    QTest::mouseMove(&plot, QPoint(2, 2));  // far from every point (in the title)
+    QTRY_VERIFY(!QToolTip::isVisible());
+    plot.hide();
+    screenshot(plot, QStringLiteral("tsne_small"), static_cast<QWidget&>(plot).minimumSizeHint());
+
+    QString error;
+    QVERIFY(!plot.set_snapshot("{\"points\": [", &error));
+    QVERIFY(!error.isEmpty());
+    QVERIFY(!plot.set_snapshot(R"({"points": [{"x": "a", "y": 1, "group": "query"}]})", &error));
+    QVERIFY(error.contains(QStringLiteral("points[0]")));
+    QVERIFY(!plot.set_snapshot(R"({"query": 1})"));
+    QCOMPARE(plot.group_count(), 6);  // the old snapshot stays
+    QCOMPARE(plot.point_count(), 96);
+
+    QVERIFY(plot.set_snapshot(R"({"points": [{"x": 1, "y": 2, "group": "positive", "text": "a"},
+                                              {"x": 5, "y": 2, "group": "shiny", "text": "b"}]})"));
+    QCOMPARE(plot.group_count(), 2);  // unknown groups are drawn as "other"
+    QCOMPARE(plot.text_at(4.5, 2), QStringLiteral("b"));
+    plot.clear();
+    QCOMPARE(plot.point_count(), 0);
+    QCOMPARE(plot.text_at(0, 0), QString());
+  }
+
+  void export_writes_png_svg_pdf() {
+    DecilePlot decile;
+    decile.set_bars(QStringLiteral("run"), {0.1, 0.05, 0.04, 0.03, 0.02, 0.01, 0.01, 0.005, 0.002, 0.001});
+    TsnePlot tsne;
+    QVERIFY(tsne.set_snapshot(six_group_snapshot()));
+    for (QCustomPlot* plot : {static_cast<QCustomPlot*>(&decile), static_cast<QCustomPlot*>(&tsne)}) {
+      const QString stem = QDir(shots_).filePath(plot == &decile ? QStringLiteral("export_deciles") : QStringLiteral("export_tsne"));
+      QString error;
+      QVERIFY2(export_plot(plot, stem + QStringLiteral(".png"), 800, 450, &error), qPrintable(error));
+      QVERIFY(read_file(stem + QStringLiteral(".png")).startsWith("\x89PNG\r\n\x1a\n"));
+      QCOMPARE(QImage(stem + QStringLiteral(".png")).size(), QSize(1600, 900));  // 2× for crispness
+      QVERIFY2(export_plot(plot, stem + QStringLiteral(".SVG"), 800, 450, &error), qPrintable(error));
+      const QByteArray svg = read_file(stem + QStringLiteral(".SVG"));
+      QVERIFY(svg.startsWith("<?xml") || svg.startsWith("<svg"));
+      QVERIFY(svg.contains("<svg"));
+      QVERIFY(svg.contains("</svg>"));
+      QVERIFY(svg.size() > 2000);  // drawn, not an empty canvas
+      // Qt reads it back as a valid SVG of the requested size that draws more than a white page.
+      QSvgRenderer renderer(svg);
+      QVERIFY(renderer.isValid());
+      QCOMPARE(renderer.viewBox(), QRect(0, 0, 800, 450));
+      QImage page(800, 450, QImage::Format_RGB32);
+      page.fill(Qt::white);
+      QPainter painter(&page);
+      renderer.render(&painter);
+      painter.end();
+      int ink = 0;
+      for (int y = 0; y < page.height(); y += 3)
+        for (int x = 0; x < page.width(); x += 3) ink += page.pixel(x, y) != qRgb(255, 255, 255) ? 1 : 0;
+      QVERIFY2(ink > 500, qPrintable(QString::number(ink)));
+      QVERIFY(page.save(stem + QStringLiteral("_svg_rendered.png")));
+      QVERIFY2(export_plot(plot, stem + QStringLiteral(".pdf"), 0, 0, &error), qPrintable(error));
+      QVERIFY(read_file(stem + QStringLiteral(".pdf")).startsWith("%PDF"));
+    }
+    // The SVG carries the title as text (vector, searchable).
+    QVERIFY(read_file(QDir(shots_).filePath(QStringLiteral("export_deciles.SVG"))).contains("Decile-wise P@5"));
+
+    QString error;
+    QVERIFY(!export_plot(&decile, temp_.filePath(QStringLiteral("deciles.bmp")), 0, 0, &error));
+    QVERIFY(error.contains(QStringLiteral(".bmp")));
+    QVERIFY(!QFile::exists(temp_.filePath(QStringLiteral("deciles.bmp"))));
+    QVERIFY(!export_plot(&decile, temp_.filePath(QStringLiteral("deciles")), 0, 0, &error));
+    QVERIFY(!export_plot(&decile, temp_.filePath(QStringLiteral("no/such/folder/deciles.png")), 0, 0, &error));
+    QVERIFY(error.contains(QStringLiteral("does not exist")));
+    QVERIFY(!export_plot(nullptr, temp_.filePath(QStringLiteral("x.png")), 0, 0, &error));
+  }
+
+  void every_plot_has_export_menu_and_size_hints() {
+    LossPlot loss;
+    MetricPlot metrics;
+    DecilePlot deciles;
+    TsnePlot tsne;
+    for (QCustomPlot* p : std::initializer_list<QCustomPlot*>{&loss, &metrics, &deciles, &tsne}) {
+      QCOMPARE(p->contextMenuPolicy(), Qt::CustomContextMenu);
+      const QSize min = static_cast<QWidget*>(p)->minimumSizeHint();  // public in QWidget
+      QVERIFY(min.width() >= 300 && min.height() >= 200);
+      QVERIFY(!p->windowTitle().isEmpty());
+    }
+  }
+};
+
+QTEST_MAIN(PlotsTest)
+#include "plots_test.moc"

@@ -1,0 +1,453 @@
+// Runs browsing, comparing and reports: RunTableModel, RunsBrowser, CompareView and report_export over a
+// temporary RunStore, including runs written by another process (fork()).
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <QAbstractItemModel>
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QFont>
+#include <QPixmap>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/data/csr_matrix.h"
+#include "engine/data/dataset.h"
+#include "engine/store/run_store.h"
+#include "widgets/compare_view.h"
+#include "widgets/decile_plot.h"
+#include "widgets/metric_plot.h"
+#include "widgets/report_export.h"
+#include "widgets/run_table_model.h"
+#include "widgets/runs_browser.h"
+
+using xmc::gui::CompareView;
+using xmc::gui::RunsBrowser;
+using xmc::gui::RunTableModel;
+
+namespace {
+
+const QString kShots = QStringLiteral("/tmp/xmc-runs-shots");
+
+const char* kTsnePayload =
+    R"({"query":1,"query_text":"q","epoch":1,"step":10,"points":[{"x":0,"y":0,"group":"query","label":-1,"text":"q"},)"
+    R"({"x":1,"y":1,"group":"positive","label":3,"text":"lbl"}]})";
+
+/// Runs `body` in a forked child with its own RunStore on `db`; the child exits without cleaning up (as a
+/// crashed or finished `xmc train` would). Returns the child's exit status (0 = body ran without throwing).
+template <typename Body>
+int in_child_process(const std::filesystem::path& db, Body body) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int rc = 0;
+    try {
+      xmc::RunStore store(db);
+      body(store);
+    } catch (...) {
+      rc = 3;
+    }
+    _exit(rc);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+QStringList lines_of(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'));
+  if (!lines.isEmpty() && lines.back().isEmpty()) lines.pop_back();
+  return lines;
+}
+
+/// Row of `metric` in the compare model's vertical header ("P@1 (%)"), -1 when absent.
+int metric_row(const QAbstractItemModel* m, const QString& metric) {
+  for (int r = 0; r < m->rowCount(); ++r)
+    if (m->headerData(r, Qt::Vertical).toString() == metric + QStringLiteral(" (%)")) return r;
+  return -1;
+}
+
+}  // namespace
+
+class RunsTest : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir tmp_;
+  std::filesystem::path db_;
+  std::filesystem::path dataset_;
+  std::int64_t alpha_ = 0, beta_ = 0, gamma_ = 0;
+
+  std::filesystem::path path(const char* name) const { return std::filesystem::path(tmp_.path().toStdString()) / name; }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    QDir().mkpath(kShots);
+    db_ = path("runs.sqlite");
+
+    // A tiny dataset folder, so that the report can show its statistics.
+    dataset_ = path("tiny-dataset");
+    xmc::Dataset d;
+    d.meta.name = "tiny";
+    d.train_text = {"red apple", "green pear", "yellow banana"};
+    d.test_text = {"apple", "banana"};
+    d.label_text = {"fruit", "apple", "pear", "banana"};
+    d.train_labels = xmc::csr_from_rows({{0, 1}, {0, 2}, {0, 3}}, 4);
+    d.test_labels = xmc::csr_from_rows({{0, 1}, {3}}, 4);
+    xmc::save_dataset(d, dataset_);
+
+    xmc::RunStore store(db_);
+    const auto metrics = [](double base) {
+      std::vector<std::pair<std::string, double>> m;
+      const std::vector<std::pair<std::string, double>> offsets = {
+          {"P@1", 0.10}, {"P@3", 0.05}, {"P@5", 0.0}, {"nDCG@1", 0.10}, {"nDCG@3", 0.07}, {"nDCG@5", 0.06},
+          {"PSP@1", -0.05}, {"PSP@3", -0.08}, {"PSP@5", -0.10}, {"PSnDCG@1", -0.05}, {"PSnDCG@3", -0.06},
+          {"PSnDCG@5", -0.07}, {"R@1", -0.2}, {"R@3", -0.1}, {"R@5", 0.1}};
+      for (const auto& [name, off] : offsets) m.emplace_back(name, base + off);
+      return m;
+    };
+
+    alpha_ = store.create_run({.name = "alpha-bow",
+                               .config_json = R"({"method":"dexml","encoder":{"kind":"bow","dim":64},"lr":0.001,"epochs":2})",
+                               .dataset_path = dataset_.string(),
+                               .dataset_fingerprint = xmc::dataset_fingerprint(dataset_),
+                               .device = "cpu"});
+    store.set_status(alpha_, xmc::RunStatus::Running);
+    std::vector<xmc::ScalarPoint> scalars;
+    for (int s = 1; s <= 60; ++s) {
+      const double epoch = s / 30.0;
+      scalars.push_back({s, epoch, "loss", 2.0 * std::exp(-s / 20.0) + 0.05 * ((s * 7) % 5) / 5.0, 1.7e9 + s});
+      scalars.push_back({s, epoch, "lr", 1e-3 * std::min(1.0, s / 10.0), 1.7e9 + s});
+    }
+    store.add_scalars(alpha_, scalars);
+    store.add_evaluation(alpha_, 1, 30, metrics(0.40));
+    store.add_evaluation(alpha_, 2, 60, metrics(0.45));  // final P@1 = 55 %, P@5 = 45 %, PSP@5 = 35 %
+    store.add_decile_table(alpha_, 1, "P@5", {0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.03, 0.02, 0.01, 0.01});
+    store.add_decile_table(alpha_, 2, "P@5", {0.09, 0.08, 0.07, 0.05, 0.05, 0.04, 0.03, 0.02, 0.01, 0.01});
+    store.add_tsne_snapshot(alpha_, 1, 1, kTsnePayload);
+    store.add_artifact(alpha_, "checkpoint", path("alpha.ckpt").string());
+    store.set_status(alpha_, xmc::RunStatus::Completed);
+
+    beta_ = store.create_run({.name = "beta-ngame",
+                              .config_json = R"({"method":"ngame","lr":0.0002})",
+                              .dataset_path = path("gone-dataset").string(),
+                              .device = "cuda:0"});
+    store.set_status(beta_, xmc::RunStatus::Running);
+    std::vector<xmc::ScalarPoint> beta_scalars;
+    for (int s = 1; s <= 60; ++s) beta_scalars.push_back({s, s / 30.0, "loss", 1.5 * std::exp(-s / 15.0) + 0.1, 1.7e9 + s});
+    store.add_scalars(beta_, beta_scalars);
+    store.add_evaluation(beta_, 1, 30, metrics(0.38));
+    // Final: P@1 = 50 % (alpha is better), P@5 = 47 % and PSP@5 = 37 % (beta is better).
+    auto m = metrics(0.47);
+    for (auto& [name, value] : m)
+      if (name == "P@1") value = 0.50;
+    store.add_evaluation(beta_, 2, 60, m);
+    store.add_decile_table(beta_, 2, "P@5", {0.10, 0.09, 0.07, 0.06, 0.05, 0.04, 0.03, 0.01, 0.01, 0.01});
+    store.set_status(beta_, xmc::RunStatus::Completed);
+
+    gamma_ = store.create_run({.name = "gamma, \"quoted\"", .dataset_path = dataset_.string()});
+    store.mark_failed(gamma_, "CUDA out of memory\nwhile allocating 2 GiB");
+  }
+
+  void model_lists_runs_with_columns_and_percentages() {
+    RunTableModel model(db_);
+    QCOMPARE(model.last_error(), QString());
+    QCOMPARE(model.rowCount(), 3);
+    QCOMPARE(model.columnCount(), int(RunTableModel::kColumnCount));
+    QCOMPARE(model.headerData(RunTableModel::kName, Qt::Horizontal).toString(), QStringLiteral("Name"));
+    QCOMPARE(model.headerData(RunTableModel::kP1, Qt::Horizontal).toString(), QStringLiteral("P@1 (%)"));
+    QCOMPARE(model.headerData(RunTableModel::kPsp5, Qt::Horizontal).toString(), QStringLiteral("PSP@5 (%)"));
+    // Newest first.
+    QCOMPARE(model.run_id(model.index(0, 0)), gamma_);
+    QCOMPARE(model.run_id(model.index(2, 0)), alpha_);
+
+    const auto text = [&](std::int64_t run, int column) { return model.index_of_run(run, column).data().toString(); };
+    QCOMPARE(text(alpha_, RunTableModel::kId), QString::number(alpha_));
+    QCOMPARE(text(alpha_, RunTableModel::kName), QStringLiteral("alpha-bow"));
+    QCOMPARE(text(alpha_, RunTableModel::kStatus), QStringLiteral("completed"));
+    QCOMPARE(text(alpha_, RunTableModel::kDataset), QStringLiteral("tiny-dataset"));
+    QCOMPARE(text(beta_, RunTableModel::kDevice), QStringLiteral("cuda:0"));
+    QCOMPARE(text(alpha_, RunTableModel::kP1), QStringLiteral("55.00"));
+    QCOMPARE(text(alpha_, RunTableModel::kP5), QStringLiteral("45.00"));
+    QCOMPARE(text(alpha_, RunTableModel::kPsp5), QStringLiteral("35.00"));
+    QCOMPARE(text(beta_, RunTableModel::kP1), QStringLiteral("50.00"));
+    QCOMPARE(text(gamma_, RunTableModel::kP1), QString());  // never evaluated
+    QCOMPARE(text(gamma_, RunTableModel::kStatus), QStringLiteral("failed"));
+    QVERIFY(text(gamma_, RunTableModel::kLastError).startsWith(QStringLiteral("CUDA out of memory")));
+    QVERIFY(!text(gamma_, RunTableModel::kLastError).contains(QLatin1Char('\n')));
+    QVERIFY(!model.index_of_run(gamma_, RunTableModel::kStatus).data(Qt::DecorationRole).isNull());
+    QVERIFY(model.index_of_run(alpha_, RunTableModel::kCreated).data().toString().contains(QLatin1Char(':')));
+    QVERIFY(model.flags(model.index_of_run(alpha_, RunTableModel::kName)) & Qt::ItemIsEditable);
+    QVERIFY(!(model.flags(model.index_of_run(alpha_, RunTableModel::kP1)) & Qt::ItemIsEditable));
+
+    // Best over the evaluations instead of the final one (here equal, since the runs improved).
+    model.set_metric_value(RunTableModel::MetricValue::Best);
+    QCOMPARE(text(alpha_, RunTableModel::kP1), QStringLiteral("55.00"));
+    QVERIFY(model.index_of_run(alpha_, RunTableModel::kP1).data(Qt::ToolTipRole).toString().contains(QStringLiteral("epoch 2")));
+  }
+
+  void refresh_without_changes_keeps_the_model() {
+    RunTableModel model(db_);
+    QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+    QVERIFY(model.refresh());
+    QCOMPARE(reset.count(), 0);
+    QCOMPARE(changed.count(), 0);
+    QCOMPARE(inserted.count(), 0);
+  }
+
+  void run_written_by_another_process_appears_after_refresh() {
+    RunsBrowser browser(db_);
+    RunTableModel& model = *browser.model();
+    const int before = model.rowCount();
+    QVERIFY(browser.select_run(beta_));
+    QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
+    QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+
+    QCOMPARE(in_child_process(db_, [](xmc::RunStore& store) {
+               const std::int64_t run = store.create_run({.name = "from-another-process"});
+               store.add_evaluation(run, 1, 5, {{"P@1", 0.123}});
+               store.set_status(run, xmc::RunStatus::Completed);
+             }),
+             0);
+    QCOMPARE(model.rowCount(), before);
+    QVERIFY(model.refresh());
+    QCOMPARE(model.rowCount(), before + 1);
+    QCOMPARE(reset.count(), 0);
+    QCOMPARE(inserted.count(), 1);
+    QCOMPARE(model.index(0, RunTableModel::kName).data().toString(), QStringLiteral("from-another-process"));
+    QCOMPARE(model.index(0, RunTableModel::kP1).data().toString(), QStringLiteral("12.30"));
+    // The selection stayed on the same run.
+    QCOMPARE(browser.selected_runs(), std::vector<std::int64_t>{beta_});
+
+    QVERIFY(model.delete_run(model.run_id(model.index(0, 0))));
+    QCOMPARE(model.rowCount(), before);
+  }
+
+  void follow_mode_picks_up_other_processes_and_reaps_crashed_runs() {
+    RunTableModel model(db_);
+    const int before = model.rowCount();
+    model.set_follow(true, 50);
+    QVERIFY(model.following());
+    std::int64_t crashed = -1;
+    // A trainer that marks its run running and dies without finishing it.
+    int pipe_fds[2];
+    QCOMPARE(pipe(pipe_fds), 0);
+    QCOMPARE(in_child_process(db_, [&](xmc::RunStore& store) {
+               const std::int64_t run = store.create_run({.name = "crashes"});
+               store.set_status(run, xmc::RunStatus::Running);  // owner = this child
+               store.add_scalars(run, {{1, 0.1, "loss", 3.0, xmc::RunStore::now_seconds()}});
+               if (write(pipe_fds[1], &run, sizeof run) != sizeof run) _exit(4);
+             }),
+             0);
+    QCOMPARE(read(pipe_fds[0], &crashed, sizeof crashed), static_cast<ssize_t>(sizeof crashed));
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    QTRY_COMPARE_WITH_TIMEOUT(model.rowCount(), before + 1, 5000);
+    const QModelIndex status = model.index_of_run(crashed, RunTableModel::kStatus);
+    QCOMPARE(status.data().toString(), QStringLiteral("failed"));
+    QVERIFY(model.index_of_run(crashed, RunTableModel::kLastError).data().toString().contains(QStringLiteral("ended without finishing")));
+    model.set_follow(false);
+    QVERIFY(!model.following());
+    QVERIFY(model.delete_run(crashed));
+  }
+
+  void rename_through_the_model_edits_the_store() {
+    RunTableModel model(db_);
+    const QModelIndex name = model.index_of_run(beta_, RunTableModel::kName);
+    QVERIFY(model.setData(name, QStringLiteral("  beta renamed ")));
+    QCOMPARE(name.data().toString(), QStringLiteral("beta renamed"));
+    QCOMPARE(xmc::RunStore(db_).get_run(beta_).name, std::string("beta renamed"));
+    QSignalSpy errors(&model, &RunTableModel::error_occurred);
+    QVERIFY(!model.setData(name, QStringLiteral("   ")));
+    QCOMPARE(errors.count(), 1);
+    QCOMPARE(xmc::RunStore(db_).get_run(beta_).name, std::string("beta renamed"));
+    QVERIFY(model.rename_run(beta_, QStringLiteral("beta-ngame")));
+  }
+
+  void browser_filters_compares_and_exports() {
+    RunsBrowser browser(db_);
+    QCOMPARE(browser.proxy()->rowCount(), 3);
+    browser.set_filter_text(QStringLiteral("BETA"));
+    QCOMPARE(browser.proxy()->rowCount(), 1);
+    browser.set_filter_text(QStringLiteral("failed"));  // status
+    QCOMPARE(browser.proxy()->rowCount(), 1);
+    browser.set_filter_text(QStringLiteral("tiny-dataset"));  // dataset path
+    QCOMPARE(browser.proxy()->rowCount(), 2);
+    browser.set_filter_text(QString());
+
+    QSignalSpy compare(&browser, &RunsBrowser::compare_requested);
+    QSignalSpy selection(&browser, &RunsBrowser::selection_changed);
+    QVERIFY(browser.select_run(alpha_));
+    browser.compare_selected();
+    QCOMPARE(compare.count(), 0);  // one run is not a comparison
+    browser.view()->selectAll();
+    QVERIFY(selection.count() >= 2);
+    QCOMPARE(browser.selected_runs().size(), std::size_t(3));
+    browser.compare_selected();
+    QCOMPARE(compare.count(), 1);
+    QCOMPARE(compare.front().front().value<std::vector<std::int64_t>>().size(), std::size_t(3));
+
+    QSignalSpy activated(&browser, &RunsBrowser::run_activated);
+    const QModelIndex cell = browser.proxy()->mapFromSource(browser.model()->index_of_run(alpha_, RunTableModel::kName));
+    Q_EMIT browser.view()->doubleClicked(cell);
+    QCOMPARE(activated.count(), 1);
+    QCOMPARE(activated.front().front().value<std::int64_t>(), alpha_);
+
+    const QString csv = tmp_.filePath(QStringLiteral("runs-table.csv"));
+    QString error;
+    QVERIFY2(browser.export_table_csv(csv, &error), qPrintable(error));
+    const QStringList lines = lines_of(csv);
+    QVERIFY(lines.size() >= 4);  // header + 3 runs (the failed run's error has a quoted line break)
+    QVERIFY(lines.front().startsWith(QStringLiteral("ID,Name,Status,Created,Dataset,Device,P@1 (%)")));
+    QVERIFY(lines.join(QLatin1Char('\n')).contains(QStringLiteral("\"gamma, \"\"quoted\"\"\"")));
+
+    browser.resize(1250, 300);
+    browser.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&browser));
+    QVERIFY(browser.select_run(beta_));
+    QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-browser.png")));
+  }
+
+  void delete_asks_with_the_run_name_and_removes_it() {
+    RunsBrowser browser(db_);
+    const std::int64_t doomed = xmc::RunStore(db_).create_run({.name = "doomed run"});
+    browser.refresh();
+    QStringList asked;
+    bool answer = false;
+    browser.set_delete_confirmation([&](QWidget*, const QStringList& runs) {
+      asked = runs;
+      return answer;
+    });
+    QVERIFY(browser.select_run(doomed));
+    QCOMPARE(browser.delete_selected(), 0);  // declined
+    QCOMPARE(asked.size(), 1);
+    QVERIFY(asked.front().contains(QStringLiteral("doomed run")));
+    QVERIFY(xmc::RunStore(db_).find_run(doomed).has_value());
+
+    answer = true;
+    QCOMPARE(browser.delete_selected(), 1);
+    QVERIFY(!xmc::RunStore(db_).find_run(doomed).has_value());
+    QVERIFY(!browser.model()->index_of_run(doomed).isValid());
+    QVERIFY(browser.selected_runs().empty());
+  }
+
+  void compare_view_shows_both_runs_with_bold_best_values() {
+    xmc::RunStore store(db_);
+    CompareView view;
+    view.set_runs(store, {alpha_, beta_, 9999});
+    QCOMPARE(view.runs(), (std::vector<std::int64_t>{alpha_, beta_}));
+    QVERIFY(view.note().contains(QStringLiteral("9999")));
+    const QAbstractItemModel* m = view.metric_model();
+    QCOMPARE(m->columnCount(), 2);
+    QVERIFY(m->headerData(0, Qt::Horizontal).toString().contains(QStringLiteral("alpha-bow")));
+    QVERIFY(m->headerData(1, Qt::Horizontal).toString().contains(QStringLiteral("beta-ngame")));
+    QCOMPARE(m->rowCount(), 15);
+    // Papers' order: P@k first, then nDCG, PSP, PSnDCG, R.
+    QCOMPARE(m->headerData(0, Qt::Vertical).toString(), QStringLiteral("P@1 (%)"));
+    QCOMPARE(m->headerData(3, Qt::Vertical).toString(), QStringLiteral("nDCG@1 (%)"));
+    QCOMPARE(m->headerData(14, Qt::Vertical).toString(), QStringLiteral("R@5 (%)"));
+
+    const auto bold = [&](int row, int column) { return m->index(row, column).data(Qt::FontRole).value<QFont>().bold(); };
+    const int p1 = metric_row(m, QStringLiteral("P@1"));
+    const int p5 = metric_row(m, QStringLiteral("P@5"));
+    const int psp5 = metric_row(m, QStringLiteral("PSP@5"));
+    QVERIFY(p1 >= 0 && p5 >= 0 && psp5 >= 0);
+    QCOMPARE(m->index(p1, 0).data().toString(), QStringLiteral("55.00"));
+    QCOMPARE(m->index(p1, 1).data().toString(), QStringLiteral("50.00"));
+    QVERIFY(bold(p1, 0) && !bold(p1, 1));
+    QCOMPARE(m->index(p5, 1).data().toString(), QStringLiteral("47.00"));
+    QVERIFY(!bold(p5, 0) && bold(p5, 1));
+    QVERIFY(!bold(psp5, 0) && bold(psp5, 1));
+
+    QVERIFY(view.metric_plot()->comparison_count() == 1);
+    QVERIFY(view.decile_plot()->bars() != nullptr && view.decile_plot()->overlay_bars() != nullptr);
+    QCOMPARE(view.loss_plot()->graphCount(), 2);
+
+    view.resize(1300, 820);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-view.png")));
+
+    // Three runs: all in the table, the decile bars say they show the first two.
+    view.set_runs(store, {alpha_, beta_, gamma_});
+    QCOMPARE(view.metric_model()->columnCount(), 3);
+    QVERIFY(view.note().contains(QStringLiteral("first two")));
+  }
+
+  void html_report_is_self_contained() {
+    const QString html_path = kShots + QStringLiteral("/report.html");
+    QString error;
+    QVERIFY2(xmc::gui::export_run_report_html(db_, alpha_, html_path, &error), qPrintable(error));
+    QFile f(html_path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString html = QString::fromUtf8(f.readAll());
+    QVERIFY(html.contains(QStringLiteral("alpha-bow")));
+    QVERIFY(html.contains(QStringLiteral("Final metrics")));
+    QVERIFY(html.contains(QStringLiteral("PSP@k")));
+    QVERIFY(html.contains(QStringLiteral("<td class=\"num\" title=\"P@1\">55.00</td>")));
+    QVERIFY(html.contains(QStringLiteral("encoder.kind")));  // the configuration, flattened
+    QVERIFY(html.contains(QStringLiteral("labels (L)")));    // the dataset statistics
+    QVERIFY(html.count(QStringLiteral("data:image/png;base64,")) >= 4);  // loss, metrics, deciles, t-SNE
+    QVERIFY(!html.contains(QStringLiteral("src=\"file:")));
+
+    // The beta run's dataset folder is gone: the report says so.
+    const QString beta_path = tmp_.filePath(QStringLiteral("beta.html"));
+    QVERIFY2(xmc::gui::export_run_report_html(db_, beta_, beta_path, &error), qPrintable(error));
+    QFile b(beta_path);
+    QVERIFY(b.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(b.readAll()).contains(QStringLiteral("no longer exists")));
+
+    QVERIFY(!xmc::gui::export_run_report_html(db_, 424242, html_path, &error));
+    QVERIFY(error.contains(QStringLiteral("424242")));
+  }
+
+  void pdf_report_has_pages_and_images() {
+    const QString pdf_path = kShots + QStringLiteral("/report.pdf");
+    QString error;
+    QVERIFY2(xmc::gui::export_run_report_pdf(db_, alpha_, pdf_path, &error), qPrintable(error));
+    QFile f(pdf_path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    QVERIFY(bytes.startsWith("%PDF"));
+    QVERIFY2(bytes.size() > 30000, qPrintable(QString::number(bytes.size())));
+    QVERIFY(bytes.contains("/Image"));
+  }
+
+  void csv_has_headers_and_one_line_per_record() {
+    const QString scalars = tmp_.filePath(QStringLiteral("scalars.csv"));
+    const QString metrics = tmp_.filePath(QStringLiteral("metrics.csv"));
+    QString error;
+    QVERIFY2(xmc::gui::export_run_csv(db_, alpha_, scalars, metrics, &error), qPrintable(error));
+    const QStringList s = lines_of(scalars);
+    QCOMPARE(s.size(), 1 + 120);
+    QCOMPARE(s.front(), QStringLiteral("step,epoch,key,value,wall_time"));
+    QVERIFY(s[1].startsWith(QStringLiteral("1,")));
+    QCOMPARE(s[1].split(QLatin1Char(',')).size(), 5);
+    const QStringList m = lines_of(metrics);
+    QCOMPARE(m.size(), 1 + 30);
+    QCOMPARE(m.front(), QStringLiteral("epoch,step,metric,value"));
+    QCOMPARE(m[1], QStringLiteral("1,30,P@1,0.5"));
+
+    QCOMPARE(xmc::gui::csv_field(QStringLiteral("plain")), QStringLiteral("plain"));
+    QCOMPARE(xmc::gui::csv_field(QStringLiteral("a,b")), QStringLiteral("\"a,b\""));
+    QCOMPARE(xmc::gui::csv_field(QStringLiteral("say \"hi\"\n")), QStringLiteral("\"say \"\"hi\"\"\n\""));
+    QVERIFY(!xmc::gui::export_run_csv(db_, 424242, scalars, metrics, &error));
+  }
+};
+
+QTEST_MAIN(RunsTest)
+#include "runs_test.moc"

@@ -1,0 +1,117 @@
+// The whole workbench window on a tiny dataset, as a user drives it: fill the launch form, start, watch
+// the live plots fill, search labels when the run is done, save a screenshot.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include "app/main_window.h"
+#include "engine/data/dataset.h"
+#include "engine/store/run_store.h"
+#include "widgets/decile_plot.h"
+#include "widgets/launch_form.h"
+#include "widgets/loss_plot.h"
+#include "widgets/metric_plot.h"
+#include "widgets/search_panel.h"
+#include "widgets/training_worker.h"
+#include "widgets/tsne_plot.h"
+
+namespace {
+
+// Eight labels named by keywords; each query names two of them.
+void write_keyword_dataset(const std::filesystem::path& dir) {
+  xmc::Dataset d;
+  d.meta.name = "keywords";
+  for (int l = 0; l < 8; ++l) d.label_text.push_back("key" + std::to_string(l) + " topic");
+  std::vector<std::vector<std::int32_t>> train, test;
+  for (int i = 0; i < 160; ++i) {
+    const int a = i % 8, b = (i / 8) % 8;
+    d.train_text.push_back("key" + std::to_string(a) + " key" + std::to_string(b) + " filler" + std::to_string(i % 5));
+    train.push_back({a, b});
+  }
+  for (int i = 0; i < 24; ++i) {
+    d.test_text.push_back("key" + std::to_string(i % 8) + " filler1");
+    test.push_back({i % 8});
+  }
+  d.train_labels = xmc::csr_from_rows(train, 8);
+  d.test_labels = xmc::csr_from_rows(test, 8);
+  xmc::save_dataset(d, dir);
+}
+
+}  // namespace
+
+class WorkbenchTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void trainsWatchesAndSearches() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::filesystem::path data = dir.filePath("data").toStdString();
+    write_keyword_dataset(data);
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    options.dataset = QString::fromStdString(data.string());
+    options.presets_dir = XMC_SOURCE_DIR "/datasets/configs";
+    xmc::app::MainWindow window(options);
+    window.show();
+
+    auto* form = window.findChild<xmc::gui::LaunchForm*>();
+    QVERIFY(form);
+    form->set_field_text("encoder.dim", "16");
+    form->set_field_text("batch_size", "16");
+    form->set_field_text("epochs", "3");
+    form->set_field_text("lr", "0.02");
+    form->set_field_text("sampler.type", "cluster");
+    form->set_field_text("sampler.cluster_size", "4");
+    form->set_field_text("eval.k", "1, 3, 5");
+    form->set_field_text("eval.top", "8");
+    QCOMPARE(form->config().epochs, 3);
+
+    auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
+    QVERIFY(worker);
+    QSignalSpy ended(worker, &xmc::gui::TrainingWorker::ended);
+    window.start_training();
+    QVERIFY(worker->running());
+    QVERIFY(ended.wait(120000));
+    QCOMPARE(ended.at(0).at(1).toBool(), true);
+    QCoreApplication::processEvents();
+
+    // The live view filled while training ran.
+    auto* loss = window.findChild<xmc::gui::LossPlot*>();
+    QVERIFY(loss->point_count() >= 3 * 10);  // 160 queries / 16 = 10 steps per epoch
+    auto* tsne = window.findChild<xmc::gui::TsnePlot*>();
+    // With 8 labels every label is within the 50 nearest, so the map shows the query and all 8 labels,
+    // split into positives and hard negatives (in or missed by the batch).
+    QCOMPARE(tsne->point_count(), 1 + 8);
+    QVERIFY(tsne->group_count() >= 3);
+    const auto run = worker->run_id();
+    const xmc::RunStore store(options.db.toStdString());
+    QCOMPARE(store.get_run(run).status, xmc::RunStatus::Completed);
+    QCOMPARE(static_cast<int>(store.latest_decile_table(run, "P@5").size()), 10);
+
+    // The search panel loads the finished run; a dataset query shows its true label highlighted.
+    auto* search = window.findChild<xmc::gui::SearchPanel*>();
+    if (!search->ready()) {
+      QSignalSpy loaded(search, &xmc::gui::SearchPanel::run_loaded);
+      QVERIFY(loaded.wait(60000));
+    }
+    search->search("key3 filler1");
+    const QStringList results = search->result_texts(search->modes().front());
+    QVERIFY(!results.isEmpty());
+    QCOMPARE(results.front(), QString("key3 topic"));
+    QVERIFY(search->highlighted_count() >= 1);
+    // A label the run never saw is ranked once added: one that names both keys of a query ranks high.
+    QCOMPARE(search->add_label("key3 key5 topic"), 8);
+    search->search("key3 key5");
+    QVERIFY(search->result_texts(search->modes().front()).mid(0, 3).contains("key3 key5 topic"));
+
+    const QString shot = dir.filePath("window.png");
+    QVERIFY(window.save_screenshot(shot));
+    QImage image(shot);
+    QVERIFY(!image.isNull());
+    QVERIFY(image.width() >= 800);
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) QFile::copy(shot, QString(keep) + "/workbench.png");
+  }
+};
+
+QTEST_MAIN(WorkbenchTest)
+#include "workbench_test.moc"

@@ -1,0 +1,409 @@
+#include "widgets/compare_view.h"
+
+#include <QAbstractTableModel>
+#include <QFont>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPainter>
+#include <QPixmap>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+
+#include "engine/store/run_store.h"
+#include "widgets/decile_plot.h"
+#include "widgets/metric_plot.h"
+#include "widgets/plot_export.h"
+
+namespace xmc::gui {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+QString qstr(const std::string& s) { return QString::fromStdString(s); }
+
+/// One colour per run, the same in the table header and the loss plot (Tableau 10).
+QColor run_colour(std::size_t i) {
+  static const std::array<QColor, 10> palette = {
+      QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
+      QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b), QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
+      QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
+  return palette[i % palette.size()];
+}
+
+QIcon colour_swatch(const QColor& colour) {
+  QPixmap pixmap(12, 12);
+  pixmap.fill(Qt::transparent);
+  QPainter p(&pixmap);
+  p.fillRect(QRect(1, 1, 10, 10), colour);
+  return QIcon(pixmap);
+}
+
+/// Metric order as papers print them: family (P, nDCG, PSP, PSnDCG, R, others), then k; metrics with a
+/// prefix ("emb/P@1", NGAME's separate heads) after the plain ones.
+struct MetricOrder {
+  bool prefixed = false;
+  std::string prefix;
+  int family_rank = 0;
+  std::string family;
+  int k = 0;
+  auto key() const { return std::tie(prefixed, prefix, family_rank, family, k); }
+};
+
+MetricOrder metric_order(const std::string& name) {
+  static const std::array<const char*, 5> families = {"P", "nDCG", "PSP", "PSnDCG", "R"};
+  MetricOrder o;
+  std::string rest = name;
+  if (const auto slash = rest.rfind('/'); slash != std::string::npos) {
+    o.prefixed = true;
+    o.prefix = rest.substr(0, slash + 1);
+    rest = rest.substr(slash + 1);
+  }
+  const auto at = rest.rfind('@');
+  o.family = rest.substr(0, at);
+  o.k = std::numeric_limits<int>::max();
+  if (at != std::string::npos) {
+    int k = 0;
+    const char* last = rest.data() + rest.size();
+    const auto r = std::from_chars(rest.data() + at + 1, last, k);
+    if (r.ec == std::errc() && r.ptr == last) o.k = k;
+    else o.family = rest;
+  }
+  o.family_rank = static_cast<int>(families.size());
+  for (std::size_t i = 0; i < families.size(); ++i)
+    if (o.family == families[i]) o.family_rank = static_cast<int>(i);
+  return o;
+}
+
+bool metric_less(const std::string& a, const std::string& b) {
+  const MetricOrder x = metric_order(a);
+  const MetricOrder y = metric_order(b);
+  return x.key() < y.key() || (x.key() == y.key() && a < b);
+}
+
+}  // namespace
+
+// ---- the metric table ---------------------------------------------------------------------------------
+
+class CompareView::MetricTableModel : public QAbstractTableModel {
+ public:
+  struct Value {
+    double final_value = kNaN, final_epoch = kNaN, best_value = kNaN, best_epoch = kNaN;
+  };
+  struct Run {
+    std::int64_t id = 0;
+    QString label;  ///< "name (#id)"
+    QColor colour;
+    std::map<std::string, Value> metrics;
+  };
+
+  using QAbstractTableModel::QAbstractTableModel;
+
+  void set_runs(std::vector<Run> runs) {
+    beginResetModel();
+    runs_ = std::move(runs);
+    std::set<std::string, decltype(&metric_less)> names(&metric_less);
+    for (const Run& r : runs_)
+      for (const auto& [name, value] : r.metrics) names.insert(name);
+    metrics_.assign(names.begin(), names.end());
+    best_.assign(metrics_.size(), kNaN);
+    for (std::size_t m = 0; m < metrics_.size(); ++m)
+      for (const Run& r : runs_) {
+        auto it = r.metrics.find(metrics_[m]);
+        if (it == r.metrics.end() || std::isnan(it->second.final_value)) continue;
+        if (std::isnan(best_[m]) || it->second.final_value > best_[m]) best_[m] = it->second.final_value;
+      }
+    endResetModel();
+  }
+
+  int rowCount(const QModelIndex& parent = {}) const override {
+    return parent.isValid() ? 0 : static_cast<int>(metrics_.size());
+  }
+  int columnCount(const QModelIndex& parent = {}) const override {
+    return parent.isValid() ? 0 : static_cast<int>(runs_.size());
+  }
+
+  QVariant data(const QModelIndex& index, int role) const override {
+    if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
+    const std::size_t m = static_cast<std::size_t>(index.row());
+    const Run& run = runs_[static_cast<std::size_t>(index.column())];
+    auto it = run.metrics.find(metrics_[m]);
+    const Value v = it == run.metrics.end() ? Value{} : it->second;
+    const bool missing = std::isnan(v.final_value);
+    switch (role) {
+      case Qt::DisplayRole: return missing ? QStringLiteral("—") : QString::number(v.final_value * 100.0, 'f', 2);
+      case Qt::UserRole: return missing ? QVariant() : QVariant(v.final_value);
+      case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      case Qt::FontRole: {
+        if (missing || runs_.size() < 2 || v.final_value != best_[m]) return {};
+        QFont font;
+        font.setBold(true);
+        return font;
+      }
+      case Qt::ToolTipRole:
+        if (missing) return QObject::tr("%1 did not report %2").arg(run.label, qstr(metrics_[m]));
+        return QObject::tr("%1 — %2: final %3 % (epoch %4), best %5 % (epoch %6)")
+            .arg(run.label, qstr(metrics_[m]), QString::number(v.final_value * 100.0, 'f', 2),
+                 QString::number(v.final_epoch, 'g', 4), QString::number(v.best_value * 100.0, 'f', 2),
+                 QString::number(v.best_epoch, 'g', 4));
+      default: return {};
+    }
+  }
+
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override {
+    if (orientation == Qt::Horizontal) {
+      if (section < 0 || section >= columnCount()) return {};
+      const Run& run = runs_[static_cast<std::size_t>(section)];
+      if (role == Qt::DisplayRole) return run.label;
+      if (role == Qt::DecorationRole) return colour_swatch(run.colour);
+      if (role == Qt::ToolTipRole) return QObject::tr("Final values of run %1, in %").arg(run.label);
+      return {};
+    }
+    if (section < 0 || section >= rowCount()) return {};
+    if (role == Qt::DisplayRole) return qstr(metrics_[static_cast<std::size_t>(section)]) + QStringLiteral(" (%)");
+    return {};
+  }
+
+ private:
+  std::vector<Run> runs_;
+  std::vector<std::string> metrics_;  ///< rows, in metric_less order
+  std::vector<double> best_;          ///< best final value of each row
+};
+
+// ---- the view -------------------------------------------------------------------------------------------
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent) {
+  model_ = new MetricTableModel(this);
+
+  title_ = new QLabel(tr("Select two or more runs to compare."), this);
+  QFont title_font = title_->font();
+  title_font.setBold(true);
+  title_font.setPointSizeF(title_font.pointSizeF() * 1.15);
+  title_->setFont(title_font);
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  note_->setStyleSheet(QStringLiteral("color: #666;"));
+  note_->hide();
+
+  table_ = new QTableView(this);
+  table_->setModel(model_);
+  table_->setSelectionMode(QAbstractItemView::ContiguousSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setAlternatingRowColors(true);
+  table_->setWordWrap(false);
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setDefaultAlignment(Qt::AlignRight | Qt::AlignVCenter);
+
+  metric_plot_ = new MetricPlot(this);
+  decile_plot_ = new DecilePlot(this);
+
+  loss_plot_ = new QCustomPlot(this);
+  loss_plot_->setWindowTitle(tr("Training loss"));
+  loss_plot_->plotLayout()->insertRow(0);
+  loss_plot_->plotLayout()->addElement(
+      0, 0, new QCPTextElement(loss_plot_, tr("Training loss (smoothed)"), QFont(font().family(), 11, QFont::Bold)));
+  loss_plot_->xAxis->setLabel(tr("step"));
+  loss_plot_->yAxis->setLabel(tr("loss"));
+  loss_plot_->legend->setVisible(true);
+  loss_plot_->legend->setBrush(QColor(255, 255, 255, 220));
+  loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  loss_plot_->setMinimumSize(320, 220);
+  add_export_menu(loss_plot_, this);
+
+  top_ = new QSplitter(Qt::Horizontal, this);
+  top_->addWidget(table_);
+  top_->addWidget(metric_plot_);
+  top_->setStretchFactor(0, 0);
+  top_->setStretchFactor(1, 1);
+  auto* bottom = new QSplitter(Qt::Horizontal, this);
+  bottom->addWidget(decile_plot_);
+  bottom->addWidget(loss_plot_);
+  bottom->setStretchFactor(0, 1);
+  bottom->setStretchFactor(1, 1);
+  bottom->setSizes({600, 600});
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(top_);
+  split->addWidget(bottom);
+  split->setChildrenCollapsible(false);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(title_);
+  layout->addWidget(note_);
+  layout->addWidget(split, 1);
+}
+
+CompareView::~CompareView() = default;
+
+QAbstractItemModel* CompareView::metric_model() const { return model_; }
+
+QString CompareView::note() const { return note_->text(); }
+
+void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs) {
+  QStringList notes;
+  std::vector<MetricTableModel::Run> columns;
+  std::vector<std::vector<EvalPoint>> evaluations;
+  std::vector<std::int64_t> shown;
+  std::unordered_set<std::int64_t> seen;
+  for (std::int64_t id : runs) {
+    if (!seen.insert(id).second) continue;
+    try {
+      const std::optional<RunInfo> info = store.find_run(id);
+      if (!info) {
+        notes << tr("Run %1 does not exist (deleted?).").arg(id);
+        continue;
+      }
+      MetricTableModel::Run column;
+      column.id = id;
+      column.label = tr("%1 (#%2)").arg(qstr(info->name)).arg(id);
+      column.colour = run_colour(columns.size());
+      std::vector<EvalPoint> points = store.evaluations(id);
+      for (const EvalPoint& p : points) {
+        auto& v = column.metrics[p.metric];
+        v.final_value = p.value;  // by step: the last one is the final one
+        v.final_epoch = p.epoch;
+        if (!std::isnan(p.value) && (std::isnan(v.best_value) || p.value > v.best_value)) {
+          v.best_value = p.value;
+          v.best_epoch = p.epoch;
+        }
+      }
+      columns.push_back(std::move(column));
+      evaluations.push_back(std::move(points));
+      shown.push_back(id);
+    } catch (const std::exception& e) {
+      notes << QString::fromUtf8(e.what());
+    }
+  }
+  runs_ = shown;
+
+  // The metric curves: the first run solid, the others dashed; only the table's headline metrics by default.
+  metric_plot_->clear();
+  const std::size_t overlaid = std::min<std::size_t>(columns.size(), kMaxOverlaidRuns);
+  if (!columns.empty()) {
+    metric_plot_->set_run_label(columns.front().label);
+    metric_plot_->set_evaluations(evaluations.front());
+    for (std::size_t i = 1; i < overlaid; ++i) metric_plot_->add_comparison_run(columns[i].label, evaluations[i]);
+    // Two runs of nine curves each are unreadable: start with the runs table's headline metrics (P@1, P@5,
+    // PSP@5); the others are one right click away.
+    const QStringList headline = {QStringLiteral("P@1"), QStringLiteral("P@5"), QStringLiteral("PSP@5")};
+    const QStringList names = metric_plot_->metric_names();
+    const bool has_headline = std::any_of(headline.begin(), headline.end(), [&](const QString& m) { return names.contains(m); });
+    if (has_headline)
+      for (const QString& m : names) metric_plot_->set_metric_visible(m, headline.contains(m));
+  }
+  if (columns.size() > overlaid)
+    notes << tr("The curves show the first %1 of the %2 runs.").arg(overlaid).arg(columns.size());
+
+  // Decile bars: P@5 of the first two runs (the first metric both have when P@5 is missing).
+  std::vector<std::pair<std::size_t, std::vector<double>>> bars;
+  std::string decile_metric = "P@5";
+  try {
+    for (std::size_t i = 0; i < columns.size() && bars.size() < 2; ++i) {
+      std::vector<double> bins = store.latest_decile_table(columns[i].id, decile_metric);
+      if (bins.size() != 10 && bars.empty()) {
+        const std::vector<DecileTable> tables = store.decile_tables(columns[i].id);
+        if (!tables.empty()) {
+          decile_metric = tables.back().metric;
+          bins = store.latest_decile_table(columns[i].id, decile_metric);
+        }
+      }
+      if (bins.size() == 10) bars.emplace_back(i, std::move(bins));
+    }
+  } catch (const std::exception& e) {
+    notes << QString::fromUtf8(e.what());
+  }
+  const auto as_array = [](const std::vector<double>& v) {
+    std::array<double, 10> a{};
+    std::copy(v.begin(), v.end(), a.begin());
+    return a;
+  };
+  decile_plot_->clear();
+  decile_plot_->set_metric(QString::fromStdString(decile_metric));
+  if (!bars.empty()) decile_plot_->set_bars(columns[bars[0].first].label, as_array(bars[0].second));
+  if (bars.size() > 1) decile_plot_->set_overlay(columns[bars[1].first].label, as_array(bars[1].second));
+  if (columns.size() > 2 && bars.size() == 2)
+    notes << tr("The decile bars show the first two runs (%1 and %2).")
+                 .arg(columns[bars[0].first].label, columns[bars[1].first].label);
+  else if (columns.size() >= 2 && bars.size() < 2)
+    notes << tr("Decile tables: %1 of the runs recorded one.").arg(bars.size());
+
+  model_->set_runs(std::move(columns));
+  table_->resizeColumnsToContents();
+  // Wide enough for every run's column (up to a limit; more runs scroll), the plot takes the rest.
+  int table_width = table_->verticalHeader()->sizeHint().width() + 2 * table_->frameWidth() +
+                    table_->verticalScrollBar()->sizeHint().width() + 4;
+  for (int c = 0; c < model_->columnCount(); ++c) table_width += table_->columnWidth(c);
+  table_->setMinimumWidth(std::min(table_width, 720));
+  top_->setSizes({table_width, std::max(400, width() - table_width)});
+
+  show_loss(store);
+
+  title_->setText(runs_.size() >= 2 ? tr("Comparing %1 runs — final metrics in %; the best value of each row in bold").arg(runs_.size())
+                                    : tr("Select two or more runs to compare."));
+  note_->setText(notes.join(QLatin1Char(' ')));
+  note_->setVisible(!notes.isEmpty());
+}
+
+void CompareView::show_loss(const RunStore& store) {
+  loss_plot_->clearGraphs();
+  std::vector<double> all;
+  double max_step = 0;
+  const std::size_t overlaid = std::min<std::size_t>(runs_.size(), kMaxOverlaidRuns);
+  for (std::size_t i = 0; i < overlaid; ++i) {
+    std::vector<ScalarPoint> points;
+    try {
+      points = store.scalars(runs_[i], "loss");
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (points.empty()) continue;
+    // Bias-corrected EMA (TensorBoard's smoothing), so runs with noisy losses stay comparable.
+    constexpr double kWeight = 0.9;
+    QVector<double> x, y;
+    x.reserve(static_cast<qsizetype>(points.size()));
+    y.reserve(static_cast<qsizetype>(points.size()));
+    double ema = 0, power = 1;
+    for (const ScalarPoint& p : points) {
+      if (!std::isfinite(p.value)) continue;
+      ema = kWeight * ema + (1 - kWeight) * p.value;
+      power *= kWeight;
+      x.push_back(static_cast<double>(p.step));
+      y.push_back(ema / (1 - power));
+      all.push_back(y.back());
+      max_step = std::max(max_step, x.back());
+    }
+    QCPGraph* graph = loss_plot_->addGraph();
+    graph->setName(model_->headerData(static_cast<int>(i), Qt::Horizontal, Qt::DisplayRole).toString());
+    graph->setPen(QPen(run_colour(i), 1.6));
+    graph->setData(x, y, true);
+  }
+  if (!all.empty()) {
+    // Up to the 99th percentile: the first steps' huge losses do not flatten the rest.
+    std::sort(all.begin(), all.end());
+    const auto at = [&](double q) { return all[static_cast<std::size_t>(q * static_cast<double>(all.size() - 1))]; };
+    const double lo = at(0.0);
+    const double hi = at(0.99);
+    const double pad = std::max(1e-6, (hi - lo) * 0.08);
+    loss_plot_->yAxis->setRange(lo - pad, hi + pad);
+    loss_plot_->xAxis->setRange(0, std::max(1.0, max_step));
+  }
+  loss_plot_->legend->setVisible(loss_plot_->graphCount() > 0);
+  loss_plot_->replot();
+}
+
+}  // namespace xmc::gui

@@ -1,0 +1,71 @@
+#pragma once
+// CompareView: two or more runs side by side.
+//   - a metric table: one row per metric (P@1, P@3, P@5, nDCG@k, PSP@k, PSnDCG@k, R@k, ...), one column
+//     per run, each run's final value in %, the best value of every row in bold;
+//   - the metric curves of all runs overlaid (MetricPlot: the first run solid, the others dashed),
+//     starting with P@1, P@5 and PSP@5 shown (right click shows the others);
+//   - the decile-wise P@5 bars of the first two runs side by side (DecilePlot);
+//   - the (smoothed) training-loss curves of all runs overlaid.
+// The plots overlay at most kMaxOverlaidRuns runs and the decile bars the first two; the view says so
+// when it leaves runs out. The table always shows every run.
+#include <QWidget>
+#include <cstdint>
+#include <vector>
+
+class QAbstractItemModel;
+class QCustomPlot;
+class QLabel;
+class QSplitter;
+class QTableView;
+
+namespace xmc {
+class RunStore;
+}
+
+namespace xmc::gui {
+
+class DecilePlot;
+class MetricPlot;
+
+class CompareView : public QWidget {
+  Q_OBJECT
+ public:
+  /// Runs the curve plots overlay (the metric plot has four line styles).
+  static constexpr int kMaxOverlaidRuns = 4;
+
+  explicit CompareView(QWidget* parent = nullptr);
+  ~CompareView() override;
+
+  /// Reads the runs from `store` (in the order given; duplicates and unknown ids are left out and
+  /// named in the note) and shows them. Store errors show in the note, never as exceptions.
+  void set_runs(const RunStore& store, std::vector<std::int64_t> runs);
+  /// The runs shown, in column order.
+  const std::vector<std::int64_t>& runs() const { return runs_; }
+  /// What the view says about runs it left out of plots, unknown ids or store errors ("" when none).
+  QString note() const;
+
+  /// The metric table's model: rows = metrics, columns = runs; DisplayRole is the final value in % with
+  /// two decimals, Qt::FontRole bold marks the best value of the row, Qt::UserRole the raw fraction.
+  QAbstractItemModel* metric_model() const;
+  QTableView* metric_table() const { return table_; }
+  MetricPlot* metric_plot() const { return metric_plot_; }
+  DecilePlot* decile_plot() const { return decile_plot_; }
+  QCustomPlot* loss_plot() const { return loss_plot_; }
+
+ private:
+  class MetricTableModel;
+
+  void show_loss(const RunStore& store);
+
+  std::vector<std::int64_t> runs_;
+  MetricTableModel* model_ = nullptr;
+  QLabel* title_ = nullptr;
+  QLabel* note_ = nullptr;
+  QTableView* table_ = nullptr;
+  QSplitter* top_ = nullptr;
+  MetricPlot* metric_plot_ = nullptr;
+  DecilePlot* decile_plot_ = nullptr;
+  QCustomPlot* loss_plot_ = nullptr;
+};
+
+}  // namespace xmc::gui

@@ -1,0 +1,259 @@
+#include "widgets/decile_plot.h"
+
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+#include "widgets/plot_style.h"
+
+namespace xmc::gui {
+namespace {
+
+namespace style = plot_style;
+
+constexpr int kBins = 10;
+constexpr double kSingleWidth = 0.7;  // bar width in bins when one run is shown
+constexpr double kPairWidth = 0.4;    // ... and when two are
+constexpr double kPairSpacing = 0.04;
+
+// Percent value as written above a bar (the axis carries the unit).
+QString bar_text(double percent) { return QString::number(percent, 'f', std::abs(percent) < 1 ? 2 : 1); }
+
+void style_bars(QCPBars* bars, const QColor& colour) {
+  bars->setPen(QPen(colour.darker(125), 1));
+  bars->setBrush(colour);
+  bars->setWidthType(QCPBars::wtPlotCoords);
+}
+
+}  // namespace
+
+DecilePlot::DecilePlot(QWidget* parent) : QCustomPlot(parent) {
+  style::style_plot(this, QString());
+  QCPAxisRect* rect = axisRect();
+  title_ = style::make_title(this, QString());
+  subtitle_ = style::make_subtitle(this);
+  plotLayout()->insertRow(0);
+  plotLayout()->addElement(0, 0, title_);
+  plotLayout()->insertRow(1);
+  plotLayout()->addElement(1, 0, subtitle_);
+  plotLayout()->setRowStretchFactor(0, 0.001);
+  plotLayout()->setRowStretchFactor(1, 0.001);
+  plotLayout()->setRowSpacing(0);
+
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  for (int bin = 1; bin <= kBins; ++bin) {
+    QString text = QString::number(bin);
+    if (bin == 1) text += tr("\nhead");
+    if (bin == kBins) text += tr("\ntail");
+    ticker->addTick(bin, text);
+  }
+  xAxis->setTicker(ticker);
+  xAxis->setRange(0.4, kBins + 0.6);
+  xAxis->setTickLength(0, 4);
+  xAxis->setSubTicks(false);
+  yAxis->setRange(0, 1);
+
+  group_ = new QCPBarsGroup(this);
+  group_->setSpacingType(QCPBarsGroup::stPlotCoords);
+  group_->setSpacing(kPairSpacing);
+  bars_ = new QCPBars(xAxis, yAxis);
+  style_bars(bars_, style::kBlue);
+  bars_->setWidth(kSingleWidth);
+  bars_->setBarsGroup(group_);
+
+  rect->insetLayout()->take(legend);
+  style::style_legend(legend);
+  style::add_centred_row(this, 3, legend);
+  style::keep_legend_fitting(this, legend, 4);
+  bars_->removeFromLegend();
+
+  // Subtitle lines and value labels depend on the width: settle them before every replot.
+  connect(this, &QCustomPlot::beforeReplot, this, [this] {
+    update_texts();
+    update_labels();
+  });
+  set_metric(metric_);  // title, axis labels, refresh
+  xAxis->grid()->setVisible(false);
+  add_export_menu(this, this);
+  setMouseTracking(true);
+  connect(this, &QCustomPlot::mouseMove, this, &DecilePlot::show_tooltip);
+}
+
+QSize DecilePlot::minimumSizeHint() const { return {420, 300}; }
+QSize DecilePlot::sizeHint() const { return {720, 440}; }
+
+void DecilePlot::set_metric(const QString& metric) {
+  metric_ = metric.isEmpty() ? QStringLiteral("P@5") : metric;
+  setWindowTitle(tr("Decile-wise %1").arg(metric_));
+  title_->setText(tr("Decile-wise %1 (bin 1 = head labels)").arg(metric_));
+  style::style_axis(xAxis, tr("label decile (by train frequency)"));
+  style::style_axis(yAxis, tr("contribution to %1 (%)").arg(metric_));
+  refresh();
+}
+
+void DecilePlot::set_bars(const QString& run_label, const std::array<double, 10>& bars) {
+  QVector<double> keys, values;
+  for (int bin = 0; bin < kBins; ++bin) {
+    keys.append(bin + 1);
+    values.append(100 * bars[static_cast<std::size_t>(bin)]);
+  }
+  bars_->setName(run_label);
+  bars_->setData(keys, values, true);
+  bars_->addToLegend(legend);
+  refresh();
+}
+
+void DecilePlot::set_overlay(const QString& run_label, const std::array<double, 10>& bars) {
+  if (!overlay_) {
+    overlay_ = new QCPBars(xAxis, yAxis);
+    style_bars(overlay_, style::kOrange);
+    overlay_->setBarsGroup(group_);
+  }
+  QVector<double> keys, values;
+  for (int bin = 0; bin < kBins; ++bin) {
+    keys.append(bin + 1);
+    values.append(100 * bars[static_cast<std::size_t>(bin)]);
+  }
+  overlay_->setName(run_label);
+  overlay_->setData(keys, values, true);
+  overlay_->addToLegend(legend);  // after the run's own bars
+  refresh();
+}
+
+void DecilePlot::clear_overlay() {
+  if (!overlay_) return;
+  removePlottable(overlay_);  // also leaves the group and the legend
+  overlay_ = nullptr;
+  refresh();
+}
+
+void DecilePlot::clear() {
+  bars_->data()->clear();
+  bars_->removeFromLegend();
+  if (overlay_) {
+    removePlottable(overlay_);
+    overlay_ = nullptr;
+  }
+  refresh();
+}
+
+void DecilePlot::refresh() {
+  const bool pair = overlay_ != nullptr;
+  for (QCPBars* b : {bars_, overlay_})
+    if (b) b->setWidth(pair ? kPairWidth : kSingleWidth);
+
+  double top = 0;
+  for (QCPBars* b : {bars_, overlay_}) {
+    if (!b || b->data()->isEmpty()) continue;
+    bool ok = false;
+    top = std::max(top, b->data()->valueRange(ok).upper);
+  }
+  yAxis->setRange(0, top > 0 ? top * 1.18 : 1);  // headroom for the value labels
+  update_texts();
+  update_labels();
+  legend->setVisible(legend->itemCount() > 0);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+// "bars add up to P@5 — DEXML: 23.9 %  ·  NGAME: 22.0 %", one run per line when that is too wide.
+void DecilePlot::update_texts() {
+  QStringList sums, lines;
+  for (QCPBars* b : {bars_, overlay_}) {
+    if (!b || b->data()->isEmpty()) continue;
+    double sum = 0;
+    for (const auto& d : *b->data()) sum += d.value;
+    const QString value = QString::number(sum, 'f', 2) + QStringLiteral(" %");
+    sums.append(b->name().isEmpty() ? value : b->name() + QStringLiteral(": ") + value);
+    lines.append(b->name().isEmpty() ? tr("%1 = %2").arg(metric_, value) : tr("%1 of %2: %3").arg(metric_, b->name(), value));
+  }
+  if (sums.isEmpty()) {
+    subtitle_->setText(tr("no evaluation yet"));
+    return;
+  }
+  const QFontMetrics metrics(subtitle_->font());
+  const int room = std::max(100, width() - 24);
+  const QString joined = sums.join(QStringLiteral("  ·  "));
+  const QString one_line = tr("the ten bars add up to %1 — %2").arg(metric_, joined);
+  const QString short_line = tr("%1 — %2").arg(metric_, joined);
+  if (metrics.horizontalAdvance(one_line) <= room) {
+    subtitle_->setText(one_line);
+  } else if (metrics.horizontalAdvance(short_line) <= room) {
+    subtitle_->setText(short_line);
+  } else {  // one run per line
+    for (QString& line : lines) line = metrics.elidedText(line, Qt::ElideMiddle, room);
+    subtitle_->setText(lines.join(QLatin1Char('\n')));
+  }
+}
+
+// One text item above every bar; all hidden when they would not fit the bar width at this size.
+void DecilePlot::update_labels() {
+  const bool pair = overlay_ != nullptr;
+  const QFont label_font = style::font(this, 9);
+  const QFontMetrics metrics(label_font);
+  // Axis-rect width at the widget's current size: the width less the axis margins of the last layout
+  // (about 80 px before the first one).
+  const QMargins m = axisRect()->margins();
+  const int margin_px = m.left() + m.right() > 0 ? m.left() + m.right() : 80;
+  const double axis_px = std::max(1, width() - margin_px);
+  const double bin_px = axis_px / (kBins + 0.2);
+  const double room_px = (pair ? kPairWidth + kPairSpacing : 0.95) * bin_px;
+
+  bool fits = true;
+  for (QCPBars* b : {bars_, overlay_}) {
+    if (!b) continue;
+    for (const auto& d : *b->data()) fits = fits && metrics.horizontalAdvance(bar_text(d.value)) + 2 <= room_px;
+  }
+
+  auto place = [&](QCPBars* b, std::vector<QCPItemText*>& labels, double offset) {
+    const int n = b ? static_cast<int>(b->data()->size()) : 0;
+    while (static_cast<int>(labels.size()) > n) {
+      removeItem(labels.back());
+      labels.pop_back();
+    }
+    while (static_cast<int>(labels.size()) < n) {
+      auto* t = new QCPItemText(this);
+      t->setFont(label_font);
+      t->setColor(QColor(0x22, 0x22, 0x22));
+      t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+      t->setPadding(QMargins(0, 0, 0, 2));
+      t->setSelectable(false);
+      labels.push_back(t);
+    }
+    for (int i = 0; i < n; ++i) {
+      const auto& d = *(b->data()->constBegin() + i);
+      labels[static_cast<std::size_t>(i)]->position->setCoords(d.key + offset, std::max(0.0, d.value));
+      labels[static_cast<std::size_t>(i)]->setText(bar_text(d.value));
+      labels[static_cast<std::size_t>(i)]->setVisible(fits);
+    }
+  };
+  const double half = pair ? (kPairWidth + kPairSpacing) / 2 : 0;
+  place(bars_, labels_, -half);
+  place(overlay_, overlay_labels_, half);
+}
+
+void DecilePlot::show_tooltip(QMouseEvent* event) {
+  const QPointF pos = event->position();
+  if (!axisRect()->rect().contains(pos.toPoint())) {
+    QToolTip::hideText();
+    return;
+  }
+  const double key = xAxis->pixelToCoord(pos.x());
+  const int bin = static_cast<int>(std::lround(key));
+  const bool pair = overlay_ != nullptr;
+  const double half = pair ? (kPairWidth + kPairSpacing) / 2 : 0;
+  const double width = pair ? kPairWidth : kSingleWidth;
+  QString text;
+  for (auto [b, offset] : {std::pair{bars_, -half}, std::pair{overlay_, half}}) {
+    if (!b || bin < 1 || bin > kBins || std::abs(key - (bin + offset)) > width / 2) continue;
+    auto it = b->data()->findBegin(bin, false);
+    if (it == b->data()->constEnd() || it->key != bin) continue;
+    text = tr("bin %1 of %2 (1 = head): %3 % of %4").arg(bin).arg(kBins).arg(bar_text(it->value), metric_);
+    if (!b->name().isEmpty()) text += QStringLiteral(" — ") + b->name();
+  }
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(event->globalPosition().toPoint(), text, this);
+}
+
+}  // namespace xmc::gui

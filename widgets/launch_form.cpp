@@ -1,0 +1,283 @@
+#include "widgets/launch_form.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QFutureWatcher>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrent>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/dataset_summary.h"
+#include "engine/session/devices.h"
+
+namespace xmc::gui {
+namespace {
+
+/// The group a key's field appears in, from its dotted prefix.
+QString group_of(const std::string& key) {
+  static const std::map<std::string, QString> groups{
+      {"encoder", "Encoder"}, {"sampler", "Batching"}, {"hard", "Negatives"}, {"all", "Negatives"},
+      {"ngame", "NGAME"},     {"eval", "Evaluation"},  {"checkpoint", "Evaluation"}, {"tsne", "Evaluation"}};
+  const auto dot = key.find('.');
+  if (dot != std::string::npos)
+    if (auto it = groups.find(key.substr(0, dot)); it != groups.end()) return it->second;
+  static const std::set<std::string> loss{"loss", "negatives", "temperature", "margin", "hardest_k", "topk_k"};
+  static const std::set<std::string> optimisation{"epochs", "batch_size", "lr", "head_lr_scale", "weight_decay", "warmup",
+                                                  "schedule", "grad_clip", "max_steps"};
+  if (loss.count(key)) return "Loss and negatives";
+  if (optimisation.count(key)) return "Optimisation";
+  return "Run";
+}
+
+QString json_to_text(const nlohmann::json& v) {
+  if (v.is_string()) return QString::fromStdString(v.get<std::string>());
+  if (v.is_array()) {
+    QStringList parts;
+    for (const auto& e : v) parts << QString::fromStdString(e.dump());
+    return parts.join(", ");
+  }
+  return QString::fromStdString(v.dump());
+}
+
+}  // namespace
+
+LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(parent) {
+  auto* outer = new QVBoxLayout(this);
+
+  auto* top = new QFormLayout;
+  auto* dataset_row = new QHBoxLayout;
+  dataset_ = new QLineEdit;
+  dataset_->setPlaceholderText("dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)");
+  dataset_->setToolTip("The dataset to train on: a folder in the Extreme Classification Repository raw-text layout");
+  auto* browse = new QPushButton("Browse…");
+  dataset_row->addWidget(dataset_, 1);
+  dataset_row->addWidget(browse);
+  top->addRow("Dataset", dataset_row);
+  presets_ = new QComboBox;
+  presets_->setToolTip("Start from an example configuration (datasets/configs)");
+  top->addRow("Preset", presets_);
+  outer->addLayout(top);
+
+  auto* splitter = new QSplitter(Qt::Horizontal);
+  // Left: the generated config form, in groups.
+  auto* form_host = new QWidget;
+  auto* form_layout = new QVBoxLayout(form_host);
+  std::map<QString, QFormLayout*> group_layouts;
+  const QStringList order{"Run", "Loss and negatives", "Encoder", "Batching", "Negatives", "Optimisation", "NGAME", "Evaluation"};
+  for (const auto& name : order) {
+    auto* box = new QGroupBox(name);
+    auto* layout = new QFormLayout(box);
+    layout->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    group_layouts[name] = layout;
+    form_layout->addWidget(box);
+  }
+  form_layout->addStretch();
+  const auto devices = available_devices();
+  for (const auto& info : train_config_keys()) {
+    if (info.key == "dataset") continue;  // the dataset row above
+    QWidget* editor = nullptr;
+    const auto default_value = nlohmann::json::parse(info.default_value);
+    if (!info.choices.empty() || info.key == "device") {
+      auto* combo = new QComboBox;
+      const auto& values = info.key == "device" ? devices : info.choices;
+      for (const auto& c : values) combo->addItem(QString::fromStdString(c));
+      combo->setCurrentText(json_to_text(default_value));
+      connect(combo, &QComboBox::currentTextChanged, this, [this] { validate(); });
+      editor = combo;
+    } else {
+      auto* line = new QLineEdit(json_to_text(default_value));
+      if (info.type == "int_list") line->setPlaceholderText("e.g. 1, 3, 5");
+      connect(line, &QLineEdit::textChanged, this, [this] { validate(); });
+      editor = line;
+    }
+    const QString tip = QString::fromStdString(info.description) + "\n(" + QString::fromStdString(info.key) + ", " +
+                        QString::fromStdString(info.type) + ", default " + QString::fromStdString(info.default_value) + ")";
+    editor->setToolTip(tip);
+    editor->setObjectName(QString::fromStdString(info.key));
+    auto* label = new QLabel(QString::fromStdString(info.key));
+    label->setToolTip(tip);
+    group_layouts[group_of(info.key)]->addRow(label, editor);
+    fields_[info.key] = editor;
+  }
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(form_host);
+  scroll->setWidgetResizable(true);
+  splitter->addWidget(scroll);
+  // Right: dataset statistics.
+  summary_ = new QPlainTextEdit;
+  summary_->setReadOnly(true);
+  summary_->setPlaceholderText("Choose a dataset folder to see its statistics.");
+  QFont mono("monospace");
+  mono.setStyleHint(QFont::Monospace);
+  summary_->setFont(mono);
+  splitter->addWidget(summary_);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  outer->addWidget(splitter, 1);
+
+  error_ = new QLabel;
+  error_->setStyleSheet("color: #b00020;");
+  error_->setWordWrap(true);
+  outer->addWidget(error_);
+  auto* buttons = new QHBoxLayout;
+  start_ = new QPushButton("Start");
+  pause_ = new QPushButton("Pause");
+  resume_ = new QPushButton("Resume");
+  stop_ = new QPushButton("Stop");
+  start_->setToolTip("Record a new run in the store and train it");
+  pause_->setToolTip("Hold training between steps");
+  resume_->setToolTip("Continue a paused run");
+  stop_->setToolTip("Stop after the current step; a checkpoint is written so the run can be resumed");
+  buttons->addStretch();
+  for (auto* b : {start_, pause_, resume_, stop_}) buttons->addWidget(b);
+  outer->addLayout(buttons);
+  connect(start_, &QPushButton::clicked, this, &LaunchForm::start_requested);
+  connect(pause_, &QPushButton::clicked, this, &LaunchForm::pause_requested);
+  connect(resume_, &QPushButton::clicked, this, &LaunchForm::resume_requested);
+  connect(stop_, &QPushButton::clicked, this, &LaunchForm::stop_requested);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, "Dataset folder", dataset_->text());
+    if (!dir.isEmpty()) set_dataset(dir);
+  });
+  connect(dataset_, &QLineEdit::editingFinished, this, [this] { show_dataset_summary(); });
+  connect(presets_, &QComboBox::activated, this, [this](int index) { apply_preset(index); });
+  load_presets(presets_dir);
+  set_state(State::Idle);
+  validate();
+}
+
+void LaunchForm::load_presets(const QString& dir) {
+  presets_->addItem("(defaults)");
+  preset_paths_ << QString();
+  for (const auto& file : QDir(dir).entryInfoList({"*.json"}, QDir::Files, QDir::Name)) {
+    presets_->addItem(file.completeBaseName());
+    preset_paths_ << file.absoluteFilePath();
+  }
+}
+
+void LaunchForm::apply_preset(int index) {
+  if (index < 0 || index >= preset_paths_.size()) return;
+  const QString dataset = dataset_->text();
+  try {
+    TrainConfig config = preset_paths_[index].isEmpty() ? TrainConfig{} : load_train_config(preset_paths_[index].toStdString());
+    // A preset describes the method; keep the dataset the user chose.
+    if (!dataset.isEmpty()) config.dataset = dataset.toStdString();
+    set_config(config);
+  } catch (const std::exception& e) {
+    error_->setText(QString::fromUtf8(e.what()));
+  }
+}
+
+void LaunchForm::set_config(const TrainConfig& config) {
+  const auto values = nlohmann::json::parse(to_json(config));
+  for (auto& [key, editor] : fields_) {
+    const QString text = json_to_text(values.at(key));
+    if (auto* combo = qobject_cast<QComboBox*>(editor)) combo->setCurrentText(text);
+    else if (auto* line = qobject_cast<QLineEdit*>(editor)) line->setText(text);
+  }
+  if (!config.dataset.empty()) set_dataset(QString::fromStdString(config.dataset.string()));
+  validate();
+}
+
+void LaunchForm::set_dataset(const QString& folder) {
+  dataset_->setText(folder);
+  show_dataset_summary();
+  validate();
+}
+
+QString LaunchForm::dataset() const { return dataset_->text(); }
+
+QString LaunchForm::field_text(const QString& key) const {
+  const auto it = fields_.find(key.toStdString());
+  if (it == fields_.end()) return key == "dataset" ? dataset_->text() : QString();
+  if (auto* combo = qobject_cast<QComboBox*>(it->second)) return combo->currentText();
+  return qobject_cast<QLineEdit*>(it->second)->text();
+}
+
+void LaunchForm::set_field_text(const QString& key, const QString& text) {
+  if (key == "dataset") return set_dataset(text);
+  const auto it = fields_.find(key.toStdString());
+  if (it == fields_.end()) return;
+  if (auto* combo = qobject_cast<QComboBox*>(it->second)) combo->setCurrentText(text);
+  else qobject_cast<QLineEdit*>(it->second)->setText(text);
+}
+
+TrainConfig LaunchForm::config() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& info : train_config_keys()) {
+    if (info.key == "dataset") continue;
+    const std::string text = field_text(QString::fromStdString(info.key)).trimmed().toStdString();
+    if (info.type == "string" || info.type == "path") {
+      j[info.key] = text;
+    } else if (info.type == "int_list") {
+      nlohmann::json list = nlohmann::json::parse("[" + text + "]", nullptr, false);
+      if (list.is_discarded()) throw ConfigError(info.key + ": got \"" + text + "\", expected numbers separated by commas");
+      j[info.key] = list;
+    } else {
+      nlohmann::json number = nlohmann::json::parse(text, nullptr, false);
+      if (number.is_discarded() || !number.is_number())
+        throw ConfigError(info.key + ": got \"" + text + "\", expected a number");
+      j[info.key] = number;
+    }
+  }
+  j["dataset"] = dataset_->text().trimmed().toStdString();
+  return parse_train_config(j.dump(), "launch form");
+}
+
+void LaunchForm::validate() {
+  try {
+    const TrainConfig c = config();
+    if (!c.dataset.empty()) xmc::validate(c);
+    error_->clear();
+    start_->setEnabled(!c.dataset.empty());
+  } catch (const std::exception& e) {
+    error_->setText(QString::fromUtf8(e.what()));
+    start_->setEnabled(false);
+  }
+}
+
+void LaunchForm::show_dataset_summary() {
+  const QString folder = dataset_->text().trimmed();
+  if (folder.isEmpty()) return;
+  summary_->setPlainText("Reading " + folder + " …");
+  auto* watcher = new QFutureWatcher<QString>(this);
+  connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, folder] {
+    if (dataset_->text().trimmed() == folder) summary_->setPlainText(watcher->result());
+    watcher->deleteLater();
+  });
+  watcher->setFuture(QtConcurrent::run([folder]() -> QString {
+    try {
+      const Dataset d = load_dataset(folder.toStdString(), {.load_features = false});
+      return QString::fromStdString(to_text(summarize_dataset(d)));
+    } catch (const std::exception& e) {
+      return QString("Cannot read this dataset:\n") + QString::fromUtf8(e.what());
+    }
+  }));
+}
+
+void LaunchForm::set_state(State state) {
+  start_->setVisible(state == State::Idle);
+  pause_->setVisible(state == State::Running);
+  resume_->setVisible(state == State::Paused);
+  stop_->setVisible(state != State::Idle);
+  for (auto& [key, editor] : fields_) editor->setEnabled(state == State::Idle);
+  dataset_->setEnabled(state == State::Idle);
+  presets_->setEnabled(state == State::Idle);
+  if (state == State::Idle) validate();
+}
+
+}  // namespace xmc::gui

@@ -1,0 +1,61 @@
+#pragma once
+// The form that launches a training run: dataset folder (with its statistics), a preset, and every
+// config key as a validated field with the key's description as tooltip; Start / Pause / Resume / Stop.
+// The fields are generated from xmc::train_config_keys(), so the form always matches the engine.
+#include <QWidget>
+#include <map>
+
+#include "engine/train/train_config.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QPlainTextEdit;
+class QFormLayout;
+
+namespace xmc::gui {
+
+class LaunchForm : public QWidget {
+  Q_OBJECT
+ public:
+  /// @param presets_dir folder of *.json configs offered as presets (may not exist)
+  explicit LaunchForm(const QString& presets_dir, QWidget* parent = nullptr);
+
+  /// The config the form describes; throws xmc::ConfigError naming the key of the first bad field.
+  TrainConfig config() const;
+  /// Fills every field from `config` (e.g. a preset or --config).
+  void set_config(const TrainConfig& config);
+  void set_dataset(const QString& folder);
+  QString dataset() const;
+
+  /// Buttons follow the run: idle (Start), running (Pause, Stop), paused (Resume, Stop).
+  enum class State { Idle, Running, Paused };
+  void set_state(State state);
+
+  /// The value shown for `key` (tests and scripting).
+  QString field_text(const QString& key) const;
+  void set_field_text(const QString& key, const QString& text);
+
+ Q_SIGNALS:
+  void start_requested();
+  void pause_requested();
+  void resume_requested();
+  void stop_requested();
+
+ private:
+  void load_presets(const QString& dir);
+  void apply_preset(int index);
+  void show_dataset_summary();
+  void validate();
+
+  std::map<std::string, QWidget*> fields_;  ///< config key -> editor
+  QLineEdit* dataset_ = nullptr;
+  QPlainTextEdit* summary_ = nullptr;
+  QComboBox* presets_ = nullptr;
+  QLabel* error_ = nullptr;
+  QPushButton *start_ = nullptr, *pause_ = nullptr, *resume_ = nullptr, *stop_ = nullptr;
+  QStringList preset_paths_;
+};
+
+}  // namespace xmc::gui

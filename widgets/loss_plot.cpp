@@ -1,0 +1,345 @@
+#include "widgets/loss_plot.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "widgets/plot_style.h"
+
+namespace xmc::gui {
+namespace {
+
+namespace style = plot_style;
+
+constexpr int kRefreshIntervalMs = 100;  // at most 10 redraws per second
+constexpr int kMaxWindow = 50;           // automatic smoothing: at most a 50-point window (weight 0.98)
+constexpr int kPointsPerWindow = 25;     // ... and about 1/25 of the points
+constexpr int kMinHeightForStrip = 330;  // lower plots leave the throughput strip out
+
+QPen pen(QColor color, double width, Qt::PenStyle style = Qt::SolidLine) {
+  QPen p(color, width, style);
+  p.setCapStyle(Qt::RoundCap);
+  p.setJoinStyle(Qt::RoundJoin);
+  return p;
+}
+
+bool usable(double v) { return std::isfinite(v) && v > 0; }
+
+// q-quantile of `values` (reorders them), 0 <= q <= 1.
+double quantile(std::vector<double>& values, double q) {
+  const auto n = values.size();
+  auto k = static_cast<std::size_t>(q * static_cast<double>(n - 1) + 0.5);
+  k = std::min(k, n - 1);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+}  // namespace
+
+double LossPlot::Ema::next(double x, double weight) {
+  value = weight * value + (1 - weight) * x;
+  weight_power *= weight;
+  const double correction = 1 - weight_power;
+  return correction > 0 ? value / correction : x;
+}
+
+LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
+  style::style_plot(this, tr("Training loss"));
+  main_rect_ = axisRect();
+  title_ = style::make_title(this, tr("Training loss"));
+
+  // Main rect: loss (left) and learning rate (right) against the step.
+  style::style_axis(xAxis, tr("step"));
+  style::style_axis(yAxis, tr("loss"));
+  style::style_axis(yAxis2, tr("learning rate"));
+  yAxis2->setVisible(true);
+  yAxis2->grid()->setVisible(false);
+  yAxis2->setNumberFormat(QStringLiteral("gbc"));
+  yAxis2->setNumberPrecision(2);
+  yAxis2->setRange(0, 1);
+  xAxis->setNumberFormat(QStringLiteral("f"));
+  xAxis->setNumberPrecision(0);
+
+  // Throughput strip below, put into the layout once throughput data exist.
+  throughput_rect_ = new QCPAxisRect(this);
+  throughput_rect_->setVisible(false);
+  QCPAxis* tp_x = throughput_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* tp_y = throughput_rect_->axis(QCPAxis::atLeft);
+  style::style_axis(tp_x, tr("step"));
+  style::style_axis(tp_y, tr("queries/s"));
+  tp_x->setNumberFormat(QStringLiteral("f"));
+  tp_x->setNumberPrecision(0);
+  tp_y->ticker()->setTickCount(2);
+  tp_y->setSubTicks(false);
+  QCPAxis* tp_right = throughput_rect_->addAxis(QCPAxis::atRight);  // a closed frame, like the rect above
+  tp_right->setTicks(false);
+  tp_right->setSubTicks(false);
+  tp_right->setTickLabels(false);
+  auto* margins = new QCPMarginGroup(this);
+  main_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+  throughput_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+  connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), tp_x, qOverload<const QCPRange&>(&QCPAxis::setRange));
+
+  raw_ = addGraph(xAxis, yAxis);
+  raw_->setName(tr("loss"));
+  raw_->setPen(pen(QColor(0x56, 0xB4, 0xE9, 150), 1));
+  m4_raw_ = addGraph(xAxis, yAxis);
+  m4_raw_->setName(tr("M4 loss"));
+  m4_raw_->setPen(pen(QColor(0x66, 0xC5, 0xAB, 150), 1));
+  lr_ = addGraph(xAxis, yAxis2);
+  lr_->setName(tr("learning rate"));
+  lr_->setPen(pen(style::kOrange, 1.6, Qt::DashLine));
+  smoothed_ = addGraph(xAxis, yAxis);
+  smoothed_->setPen(pen(style::kBlue, 2.5));
+  m4_smoothed_ = addGraph(xAxis, yAxis);
+  m4_smoothed_->setPen(pen(style::kGreen, 2.5));
+  throughput_ = addGraph(tp_x, tp_y);
+  throughput_->setName(tr("throughput"));
+  throughput_->setPen(pen(style::kPurple, 1.5));
+
+  // Legend in its own row under the plot, so it never covers a curve.
+  main_rect_->insetLayout()->take(legend);
+  style::style_legend(legend);
+  legend_row_ = style::add_centred_row(this, 1, legend);
+  // The strip comes and goes with the data, the user's choice and the plot's height; the legend follows.
+  connect(this, &QCustomPlot::beforeReplot, this, [this] {
+    arrange_layout();
+    update_legend();
+  });
+  style::keep_legend_fitting(this, legend, 4);
+  arrange_layout();
+
+  // Any range change that rescale() did not make is the user's (drag, wheel): stop following the data
+  // until a double click.
+  setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  for (QCPAxis* axis : {xAxis, yAxis})
+    connect(axis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
+      if (!rescaling_) follow_data_ = false;
+    });
+  connect(this, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) {
+    follow_data_ = true;
+    refresh();
+  });
+
+  throughput_action_ = new QAction(tr("Show throughput"), this);
+  throughput_action_->setCheckable(true);
+  throughput_action_->setChecked(true);
+  connect(throughput_action_, &QAction::toggled, this, &LossPlot::set_throughput_visible);
+  addAction(throughput_action_);
+  add_export_menu(this, this);
+
+  refresh_timer_.setSingleShot(true);
+  refresh_timer_.setInterval(kRefreshIntervalMs);
+  connect(&refresh_timer_, &QTimer::timeout, this, &LossPlot::refresh);
+  refresh();
+}
+
+QSize LossPlot::minimumSizeHint() const { return {400, 280}; }
+QSize LossPlot::sizeHint() const { return {720, 440}; }
+
+void LossPlot::add_loss(QCPGraph* raw, QCPGraph* smoothed, Ema& ema, double step, double loss) {
+  raw->addData(step, loss);
+  if (std::isfinite(loss)) smoothed->addData(step, ema.next(loss, ema_weight_));
+}
+
+void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s) {
+  const auto x = static_cast<double>(step);
+  add_loss(raw_, smoothed_, ema_, x, loss);
+  if (std::isfinite(lr) && lr >= 0) lr_->addData(x, lr);
+  if (usable(samples_per_s)) throughput_->addData(x, samples_per_s);
+  schedule_refresh();
+}
+
+void LossPlot::append_point(const xmc::ScalarPoint& point) {
+  const auto x = static_cast<double>(point.step);
+  if (point.key == "loss") {
+    add_loss(raw_, smoothed_, ema_, x, point.value);
+  } else if (point.key == "m4_loss") {
+    add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, point.value);
+  } else if (point.key == "lr") {
+    if (std::isfinite(point.value) && point.value >= 0) lr_->addData(x, point.value);
+  } else if (point.key == "samples_per_s") {
+    if (usable(point.value)) throughput_->addData(x, point.value);
+  } else {
+    return;
+  }
+  schedule_refresh();
+}
+
+void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
+  clear();
+  for (const auto& p : points) append_point(p);
+  refresh_timer_.stop();
+  refresh();
+}
+
+void LossPlot::clear() {
+  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_}) g->data()->clear();
+  ema_ = {};
+  m4_ema_ = {};
+  follow_data_ = true;
+  refresh_timer_.stop();
+  refresh();
+}
+
+std::size_t LossPlot::point_count() const {
+  return static_cast<std::size_t>(raw_->dataCount()) + static_cast<std::size_t>(m4_raw_->dataCount());
+}
+
+void LossPlot::set_smoothing(double weight) {
+  smoothing_ = weight < 0 ? -1 : std::min(weight, 0.999);
+  refresh();
+}
+
+double LossPlot::wanted_weight() const {
+  if (smoothing_ >= 0) return smoothing_;
+  const int n = std::max(raw_->dataCount(), m4_raw_->dataCount());
+  int window = 1;
+  while (window * 2 <= n / kPointsPerWindow && window * 2 <= kMaxWindow) window *= 2;
+  if (n / kPointsPerWindow >= kMaxWindow) window = kMaxWindow;
+  return 1.0 - 1.0 / (window + 1);
+}
+
+// Recomputes both smoothed curves from the raw ones with ema_weight_.
+void LossPlot::resmooth() {
+  const struct {
+    QCPGraph* raw;
+    QCPGraph* smoothed;
+    Ema* ema;
+  } pairs[] = {{raw_, smoothed_, &ema_}, {m4_raw_, m4_smoothed_, &m4_ema_}};
+  for (const auto& p : pairs) {
+    *p.ema = {};
+    QVector<double> keys, values;
+    keys.reserve(p.raw->dataCount());
+    values.reserve(p.raw->dataCount());
+    for (const auto& d : *p.raw->data()) {
+      if (!std::isfinite(d.value)) continue;
+      keys.append(d.key);
+      values.append(p.ema->next(d.value, ema_weight_));
+    }
+    p.smoothed->setData(keys, values, true);
+  }
+}
+
+void LossPlot::set_throughput_visible(bool visible) {
+  throughput_visible_ = visible;
+  if (throughput_action_->isChecked() != visible) throughput_action_->setChecked(visible);
+  refresh();
+}
+
+void LossPlot::schedule_refresh() {
+  if (!refresh_timer_.isActive()) refresh_timer_.start();
+}
+
+void LossPlot::refresh() {
+  if (const double w = wanted_weight(); w != ema_weight_) {
+    ema_weight_ = w;
+    resmooth();
+  }
+  const QString ema = tr("EMA %1").arg(ema_weight_, 0, 'g', 3);
+  smoothed_->setName(tr("loss, %1").arg(ema));
+  m4_smoothed_->setName(tr("M4 loss, %1").arg(ema));
+  arrange_layout();
+  update_legend();
+  if (follow_data_) rescale();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Title / loss rect / [throughput strip] / legend, top to bottom.
+void LossPlot::arrange_layout() {
+  const bool show = throughput_visible_ && !throughput_->data()->isEmpty() && height() >= kMinHeightForStrip;
+  QCPLayoutGrid* layout = plotLayout();
+  if (show == throughput_shown_ && layout->hasElement(0, 0) && layout->element(0, 0) == title_) return;
+  const QList<QCPLayoutElement*> present = layout->elements(false);
+  for (QCPLayoutElement* e : {static_cast<QCPLayoutElement*>(title_), static_cast<QCPLayoutElement*>(main_rect_),
+                              static_cast<QCPLayoutElement*>(throughput_rect_), static_cast<QCPLayoutElement*>(legend_row_)})
+    if (present.contains(e)) layout->take(e);
+  layout->simplify();
+  int row = 0;
+  layout->addElement(row, 0, title_);
+  layout->setRowStretchFactor(row++, 0.001);
+  layout->addElement(row, 0, main_rect_);
+  layout->setRowStretchFactor(row++, 1);
+  if (show) {
+    layout->addElement(row, 0, throughput_rect_);
+    layout->setRowStretchFactor(row++, 0.3);
+  }
+  layout->addElement(row, 0, legend_row_);
+  layout->setRowStretchFactor(row, 0.001);
+  layout->setRowSpacing(0);
+  throughput_rect_->setVisible(show);
+  // With the strip shown, the step axis is labelled once, at the bottom.
+  xAxis->setTickLabels(!show);
+  xAxis->setLabel(show ? QString() : tr("step"));
+  throughput_shown_ = show;
+}
+
+// The legend lists only curves that have data, always in the same order.
+void LossPlot::update_legend() {
+  const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_};
+  QList<QCPGraph*> wanted;
+  for (QCPGraph* g : order) {
+    const bool has_data = !g->data()->isEmpty();
+    const bool shown = g != throughput_ || throughput_shown_;
+    if (has_data && shown) wanted.append(g);
+  }
+  bool same = legend->itemCount() == wanted.size();
+  for (int i = 0; same && i < wanted.size(); ++i) same = legend->itemWithPlottable(wanted[i]) == legend->item(i);
+  if (same) return;
+  legend->clearItems();
+  for (QCPGraph* g : wanted) g->addToLegend(legend);
+  legend->setVisible(!wanted.isEmpty());
+}
+
+void LossPlot::rescale() {
+  rescaling_ = true;
+  // Steps.
+  bool found = false;
+  QCPRange steps;
+  for (QCPGraph* g : {raw_, m4_raw_, lr_, throughput_}) {
+    bool ok = false;
+    const QCPRange r = g->data()->keyRange(ok);
+    if (!ok) continue;
+    steps = found ? QCPRange(std::min(steps.lower, r.lower), std::max(steps.upper, r.upper)) : r;
+    found = true;
+  }
+  if (!found) {
+    xAxis->setRange(0, 100);
+  } else if (steps.size() <= 0) {
+    xAxis->setRange(steps.lower - 1, steps.upper + 1);
+  } else {
+    xAxis->setRange(steps.lower, steps.upper + 0.01 * steps.size());
+  }
+
+  // Loss: the 1st–98th percentile of all finite losses, so a huge first step does not squash the rest.
+  scratch_.clear();
+  for (QCPGraph* g : {raw_, m4_raw_})
+    for (const auto& d : *g->data())
+      if (std::isfinite(d.value)) scratch_.push_back(d.value);
+  if (scratch_.empty()) {
+    yAxis->setRange(0, 1);
+  } else {
+    const bool robust = scratch_.size() >= 20;
+    double lo = robust ? quantile(scratch_, 0.01) : *std::min_element(scratch_.begin(), scratch_.end());
+    double hi = robust ? quantile(scratch_, 0.98) : *std::max_element(scratch_.begin(), scratch_.end());
+    for (QCPGraph* g : {smoothed_, m4_smoothed_}) {  // the smoothed curve's tail must stay in view
+      if (g->data()->isEmpty()) continue;
+      const double last = (g->data()->constEnd() - 1)->value;
+      lo = std::min(lo, last);
+      hi = std::max(hi, last);
+    }
+    const double pad = hi > lo ? 0.06 * (hi - lo) : std::max(std::abs(hi) * 0.1, 1e-3);
+    double lower = lo - pad;
+    if (lo >= 0) lower = std::max(0.0, lower);
+    yAxis->setRange(lower, hi + pad);
+  }
+
+  bool ok = false;
+  const QCPRange lr = lr_->data()->valueRange(ok);
+  yAxis2->setRange(0, ok && lr.upper > 0 ? lr.upper * 1.08 : 1);
+  yAxis2->setTickLabels(ok);  // no made-up 0…1 scale before the first learning rate
+  const QCPRange tp = throughput_->data()->valueRange(ok);
+  throughput_rect_->axis(QCPAxis::atLeft)->setRange(0, ok && tp.upper > 0 ? tp.upper * 1.12 : 1);
+  rescaling_ = false;
+}
+
+}  // namespace xmc::gui

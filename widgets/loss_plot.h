@@ -1,0 +1,104 @@
+#pragma once
+// LossPlot: the live training-loss chart. Raw loss (thin, light) and its exponential moving average
+// (bold) against the optimiser step, the learning-rate schedule on the right axis, and — once the run
+// reports it — throughput (queries/s) in a strip below that shares the step axis. NGAME's M4 classifier
+// loss ("m4_loss") gets its own pair of curves. The strip is left out while the plot is too low to show
+// both readably.
+//
+// Feed it either live (append(), up to ~50 calls/s: data is added at once, redraws are coalesced to at
+// most 10/s) or from the run store (set_series()). The view follows the data: x spans all steps, the loss
+// axis spans the typical range (1st–98th percentile, so the huge first-step losses do not flatten the
+// rest). Dragging or wheel-zooming freezes the view; a double click resumes following. Right click
+// exports (PNG/SVG/PDF) and toggles the throughput strip.
+#include <QTimer>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/store/run_store.h"
+#include "widgets/plot_export.h"
+
+namespace xmc::gui {
+
+class LossPlot : public QCustomPlot {
+  Q_OBJECT
+ public:
+  explicit LossPlot(QWidget* parent = nullptr);
+
+  /// One optimiser step of a live run. A non-finite loss leaves a gap in the raw curve (the average
+  /// skips it); lr and samples_per_s that are not finite or ≤ 0 are treated as "not reported".
+  void append(std::int64_t step, double loss, double lr, double samples_per_s);
+  /// One stored scalar: keys "loss", "m4_loss", "lr" and "samples_per_s" are drawn, others ignored.
+  /// Use it to follow a run through RunStore::scalars(run, "", after_step).
+  void append_point(const xmc::ScalarPoint& point);
+  /// Replaces everything with the run store's scalars (ordered by step) and redraws at once.
+  void set_series(const std::vector<xmc::ScalarPoint>& points);
+  /// Removes all data and redraws.
+  void clear();
+
+  /// Number of loss points drawn (training loss and M4 classifier loss, non-finite ones included).
+  std::size_t point_count() const;
+
+  /// EMA weight of the smoothed curves, in [0, 1); negative (the default) = automatic: the averaging
+  /// window grows with the run (≈ 1/25 of its points, in powers of two) up to 50 points (weight 0.98), so
+  /// a short run is not drawn with a curve lagging far behind its data. The first points are
+  /// bias-corrected (as TensorBoard does), so the average does not start at 0.
+  void set_smoothing(double weight);
+  /// The EMA weight in use.
+  double smoothing() const { return ema_weight_; }
+
+  /// Shows or hides the throughput strip (shown by default once throughput data exist).
+  void set_throughput_visible(bool visible);
+  bool throughput_visible() const { return throughput_visible_; }
+
+  /// The curves, for tests and for callers that want to restyle them.
+  QCPGraph* raw_loss_graph() const { return raw_; }
+  QCPGraph* smoothed_loss_graph() const { return smoothed_; }
+  QCPGraph* m4_raw_loss_graph() const { return m4_raw_; }
+  QCPGraph* m4_smoothed_loss_graph() const { return m4_smoothed_; }
+  QCPGraph* lr_graph() const { return lr_; }
+  QCPGraph* throughput_graph() const { return throughput_; }
+
+  QSize minimumSizeHint() const override;
+  QSize sizeHint() const override;
+
+ private:
+  // Bias-corrected exponential moving average.
+  struct Ema {
+    double value = 0;
+    double weight_power = 1;  // weight^n
+    double next(double x, double weight);
+  };
+
+  void add_loss(QCPGraph* raw, QCPGraph* smoothed, Ema& ema, double step, double loss);
+  double wanted_weight() const;
+  void resmooth();
+  void schedule_refresh();
+  void refresh();
+  void arrange_layout();
+  void update_legend();
+  void rescale();
+
+  double smoothing_ = -1;   // requested weight; < 0 = automatic
+  double ema_weight_ = 0.5;  // weight the smoothed curves were computed with
+  bool throughput_visible_ = true;
+  bool throughput_shown_ = false;  // whether the strip is in the layout now
+  bool follow_data_ = true;        // false once the user drags or zooms
+  bool rescaling_ = false;         // rescale() is setting the ranges
+  Ema ema_, m4_ema_;
+  QCPTextElement* title_ = nullptr;
+  QCPAxisRect* main_rect_ = nullptr;  // loss and learning rate (QCustomPlot::axisRect() only finds laid-out rects)
+  QCPAxisRect* throughput_rect_ = nullptr;
+  QCPLayoutGrid* legend_row_ = nullptr;
+  QCPGraph* raw_ = nullptr;
+  QCPGraph* smoothed_ = nullptr;
+  QCPGraph* m4_raw_ = nullptr;
+  QCPGraph* m4_smoothed_ = nullptr;
+  QCPGraph* lr_ = nullptr;
+  QCPGraph* throughput_ = nullptr;
+  QAction* throughput_action_ = nullptr;
+  QTimer refresh_timer_;
+  std::vector<double> scratch_;  // reused by rescale()
+};
+
+}  // namespace xmc::gui

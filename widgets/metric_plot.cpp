@@ -1,0 +1,364 @@
+#include "widgets/metric_plot.h"
+
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "widgets/plot_style.h"
+
+
+namespace xmc::gui {
+namespace {
+
+namespace style = plot_style;
+
+constexpr double kHoverRadiusPx = 8;
+constexpr int kMinWidthForValues = 600;  // narrower plots name metrics in the legend without their latest value
+
+// "nDCG@5" → ("nDCG", 5); a name without "@k" has k = 0.
+std::pair<QString, int> split_metric(const QString& metric) {
+  const auto at = metric.lastIndexOf(QLatin1Char('@'));
+  if (at < 0) return {metric, 0};
+  bool ok = false;
+  const int k = metric.mid(at + 1).toInt(&ok);
+  return {metric.left(at), ok ? k : 0};
+}
+
+int family_rank(const QString& family) {
+  static const QStringList order = {QStringLiteral("P"), QStringLiteral("nDCG"), QStringLiteral("PSP"),
+                                    QStringLiteral("PSnDCG"), QStringLiteral("R")};
+  const auto i = order.indexOf(family);
+  return i < 0 ? static_cast<int>(order.size()) : static_cast<int>(i);
+}
+
+auto sort_key(const QString& metric) {
+  const auto [family, k] = split_metric(metric);
+  return std::make_tuple(family_rank(family), family, k);
+}
+
+// Okabe–Ito colours per family; k is told apart by marker shape (and a slight shade).
+QColor family_colour(const QString& family) {
+  switch (family_rank(family)) {
+    case 0: return style::kBlue;        // P
+    case 1: return style::kVermillion;  // nDCG
+    case 2: return style::kGreen;       // PSP
+    case 3: return style::kPurple;      // PSnDCG
+    case 4: return style::kOrange;      // R
+    default: return {0x55, 0x55, 0x55};
+  }
+}
+
+QCPScatterStyle::ScatterShape shape_for_k(int k) {
+  switch (k) {
+    case 1: return QCPScatterStyle::ssDisc;
+    case 3: return QCPScatterStyle::ssSquare;
+    case 5: return QCPScatterStyle::ssTriangle;
+    case 10: return QCPScatterStyle::ssDiamond;
+    default: return QCPScatterStyle::ssCross;
+  }
+}
+
+QColor shade_for_k(QColor c, int k) {
+  if (k == 1) return c.darker(130);
+  if (k == 3) return c.darker(110);
+  if (k >= 10) return c.lighter(118);
+  return c;
+}
+
+// Integer epochs: tick steps of 1, 2, 5, 10, ...
+class EpochTicker : public QCPAxisTicker {
+ protected:
+  double getTickStep(const QCPRange& range) override {
+    const double raw = QCPAxisTicker::getTickStep(range);
+    if (raw <= 1) return 1;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+    const double m = raw / magnitude;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * magnitude;
+  }
+};
+
+QString percent_text(double percent) { return QString::number(percent, 'f', percent < 10 ? 2 : 1) + QLatin1Char('%'); }
+
+}  // namespace
+
+MetricPlot::MetricPlot(QWidget* parent) : QCustomPlot(parent), run_label_(tr("this run")) {
+  style::style_plot(this, tr("Evaluation"));
+  QCPAxisRect* rect = axisRect();
+  plotLayout()->insertRow(0);
+  plotLayout()->addElement(0, 0, style::make_title(this, tr("Evaluation")));
+  plotLayout()->setRowStretchFactor(0, 0.001);
+  plotLayout()->setRowSpacing(0);
+
+  style::style_axis(xAxis, tr("epoch"));
+  style::style_axis(yAxis, tr("metric (%)"));
+  xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new EpochTicker));
+  xAxis->setNumberFormat(QStringLiteral("f"));
+  xAxis->setNumberPrecision(0);
+  yAxis->setNumberFormat(QStringLiteral("f"));
+  yAxis->setNumberPrecision(0);
+  for (QCPAxis* frame : {xAxis2, yAxis2}) {  // a closed frame reads better around few points
+    frame->setVisible(true);
+    frame->setTicks(false);
+    frame->setSubTicks(false);
+    frame->setTickLabels(false);
+  }
+
+  // Metrics legend, then the line-style legend of compared runs, each in a centred row of its own.
+  setAutoAddPlottableToLegend(false);
+  rect->insetLayout()->take(legend);
+  style::style_legend(legend);
+  style::add_centred_row(this, 2, legend);
+  run_legend_ = new QCPLegend;
+  style::add_centred_row(this, 3, nullptr)->addElement(0, 1, run_legend_);
+  run_legend_->setLayer(QStringLiteral("legend"));
+  style::style_legend(run_legend_);
+  for (QCPLegend* l : {legend, run_legend_}) l->setIconSize(26, 14);
+  connect(this, &QCustomPlot::beforeReplot, this, [this] {
+    update_legend();  // entries carry the latest value only where there is room for it
+    style::fit_legend_columns(this, legend, 5);
+    style::fit_legend_columns(this, run_legend_, 4);
+  });
+
+  run_legend_key_ = addGraph();
+  run_legend_key_->setPen(QPen(QColor(0x44, 0x44, 0x44), 2, Qt::SolidLine));
+
+  metrics_menu_ = new QMenu(tr("Show metrics"), this);
+  addAction(metrics_menu_->menuAction());
+  add_export_menu(this, this);
+
+  setMouseTracking(true);
+  connect(this, &QCustomPlot::mouseMove, this, &MetricPlot::show_tooltip);
+  refresh();
+}
+
+QSize MetricPlot::minimumSizeHint() const { return {440, 340}; }
+QSize MetricPlot::sizeHint() const { return {720, 440}; }
+
+bool MetricPlot::shown_by_default(const QString& metric) {
+  const auto family = split_metric(metric).first;
+  return family == QLatin1String("P") || family == QLatin1String("nDCG") || family == QLatin1String("PSP");
+}
+
+QCPGraph* MetricPlot::make_graph(const QString& metric, Qt::PenStyle style) {
+  const auto [family, k] = split_metric(metric);
+  const QColor colour = shade_for_k(family_colour(family), k);
+  QCPGraph* g = addGraph();
+  QPen pen(colour, style == Qt::SolidLine ? 2.0 : 1.8, style);
+  g->setPen(pen);
+  const bool solid = style == Qt::SolidLine;
+  g->setScatterStyle(QCPScatterStyle(shape_for_k(k), QPen(colour, 1.5), solid ? QBrush(colour) : QBrush(Qt::white), 7));
+  g->setName(metric);
+  return g;
+}
+
+const MetricPlot::Series* MetricPlot::find_series(const QString& metric) const {
+  for (const auto& s : series_)
+    if (s.metric == metric) return &s;
+  return nullptr;
+}
+
+MetricPlot::Series& MetricPlot::series(const QString& metric) {
+  for (auto& s : series_)
+    if (s.metric == metric) return s;
+  Series s;
+  s.metric = metric;
+  s.graph = make_graph(metric, Qt::SolidLine);
+  s.toggle = new QAction(metric, this);
+  s.toggle->setCheckable(true);
+  s.toggle->setChecked(shown_by_default(metric));
+  s.graph->setVisible(s.toggle->isChecked());
+  connect(s.toggle, &QAction::toggled, this, [this, metric](bool on) { set_metric_visible(metric, on); });
+  const auto pos = std::find_if(series_.begin(), series_.end(),
+                                [&](const Series& other) { return sort_key(metric) < sort_key(other.metric); });
+  QAction* before = pos == series_.end() ? nullptr : pos->toggle;
+  metrics_menu_->insertAction(before, s.toggle);
+  return *series_.insert(pos, s);
+}
+
+void MetricPlot::add_evaluation(double epoch, const std::vector<std::pair<std::string, double>>& metrics) {
+  for (const auto& [name, value] : metrics) series(QString::fromStdString(name)).graph->addData(epoch, 100 * value);
+  refresh();
+}
+
+void MetricPlot::set_evaluations(const std::vector<xmc::EvalPoint>& points) {
+  for (auto& s : series_) s.graph->data()->clear();
+  for (const auto& p : points) series(QString::fromStdString(p.metric)).graph->addData(p.epoch, 100 * p.value);
+  refresh();
+}
+
+void MetricPlot::add_comparison_run(const QString& run_label, const std::vector<xmc::EvalPoint>& points) {
+  static const Qt::PenStyle styles[] = {Qt::DashLine, Qt::DotLine, Qt::DashDotLine, Qt::DashDotDotLine};
+  auto it = std::find_if(comparisons_.begin(), comparisons_.end(), [&](const Comparison& c) { return c.label == run_label; });
+  if (it == comparisons_.end()) {
+    Comparison c;
+    c.label = run_label;
+    c.style = styles[comparisons_.size() % std::size(styles)];
+    c.legend_key = addGraph();
+    c.legend_key->setPen(QPen(QColor(0x44, 0x44, 0x44), 1.8, c.style));
+    c.legend_key->setName(run_label);
+    comparisons_.push_back(c);
+    it = comparisons_.end() - 1;
+  }
+  for (auto& [metric, graph] : it->graphs) graph->data()->clear();
+  for (const auto& p : points) {
+    const QString metric = QString::fromStdString(p.metric);
+    const bool visible = series(metric).toggle->isChecked();  // creates the toggle for a metric new to this plot
+    auto g = std::find_if(it->graphs.begin(), it->graphs.end(), [&](const auto& e) { return e.first == metric; });
+    if (g == it->graphs.end()) {
+      QCPGraph* graph = make_graph(metric, it->style);
+      graph->setName(metric + QStringLiteral(" — ") + run_label);
+      graph->setVisible(visible);
+      it->graphs.emplace_back(metric, graph);
+      g = it->graphs.end() - 1;
+    }
+    g->second->addData(p.epoch, 100 * p.value);
+  }
+  refresh();
+}
+
+void MetricPlot::clear_comparisons() {
+  for (auto& c : comparisons_) {
+    for (auto& [metric, graph] : c.graphs) removeGraph(graph);
+    removeGraph(c.legend_key);
+  }
+  comparisons_.clear();
+  refresh();
+}
+
+void MetricPlot::clear() {
+  for (auto& s : series_) s.graph->data()->clear();
+  clear_comparisons();
+}
+
+void MetricPlot::set_run_label(const QString& label) {
+  run_label_ = label.isEmpty() ? tr("this run") : label;
+  refresh();
+}
+
+void MetricPlot::set_metric_visible(const QString& metric, bool visible) {
+  Series& s = series(metric);
+  if (s.toggle->isChecked() != visible) s.toggle->setChecked(visible);  // re-enters once through toggled()
+  s.graph->setVisible(visible);
+  for (auto& c : comparisons_)
+    for (auto& [name, graph] : c.graphs)
+      if (name == metric) graph->setVisible(visible);
+  refresh();
+}
+
+bool MetricPlot::metric_visible(const QString& metric) const {
+  const Series* s = find_series(metric);
+  return s ? s->toggle->isChecked() : shown_by_default(metric);
+}
+
+QStringList MetricPlot::metric_names() const {
+  QStringList names;
+  for (const auto& s : series_) names.append(s.metric);
+  return names;
+}
+
+QCPGraph* MetricPlot::metric_graph(const QString& metric) const {
+  const Series* s = find_series(metric);
+  return s ? s->graph : nullptr;
+}
+
+QCPGraph* MetricPlot::comparison_graph(const QString& run_label, const QString& metric) const {
+  for (const auto& c : comparisons_)
+    if (c.label == run_label)
+      for (const auto& [name, graph] : c.graphs)
+        if (name == metric) return graph;
+  return nullptr;
+}
+
+void MetricPlot::refresh() {
+  update_legend();
+  rescale();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Visible metrics that have data (named with the run's latest value), then — when runs are compared —
+// one entry per line style.
+void MetricPlot::update_legend() {
+  legend->clearItems();
+  for (auto& s : series_) {
+    if (!s.toggle->isChecked()) continue;
+    bool has_data = !s.graph->data()->isEmpty();
+    for (const auto& c : comparisons_)
+      for (const auto& [name, graph] : c.graphs)
+        if (name == s.metric && !graph->data()->isEmpty()) has_data = true;
+    if (!has_data) continue;
+    QString name = s.metric;
+    if (!s.graph->data()->isEmpty() && width() >= kMinWidthForValues)
+      name += QStringLiteral("  ") + percent_text((s.graph->data()->constEnd() - 1)->value);
+    s.graph->setName(name);
+    s.graph->addToLegend(legend);
+  }
+  run_legend_->clearItems();
+  if (!comparisons_.empty()) {
+    run_legend_key_->setName(run_label_);
+    run_legend_key_->addToLegend(run_legend_);
+    for (auto& c : comparisons_) c.legend_key->addToLegend(run_legend_);
+  }
+  legend->setVisible(legend->itemCount() > 0);
+  run_legend_->setVisible(run_legend_->itemCount() > 0);
+}
+
+void MetricPlot::rescale() {
+  double x_lo = std::numeric_limits<double>::max(), x_hi = std::numeric_limits<double>::lowest();
+  double y_lo = x_lo, y_hi = x_hi;
+  for (int i = 0; i < graphCount(); ++i) {
+    QCPGraph* g = graph(i);
+    if (!g->visible() || g->data()->isEmpty()) continue;
+    bool ok = false;
+    const QCPRange keys = g->data()->keyRange(ok);
+    const QCPRange values = g->data()->valueRange(ok);
+    x_lo = std::min(x_lo, keys.lower);
+    x_hi = std::max(x_hi, keys.upper);
+    y_lo = std::min(y_lo, values.lower);
+    y_hi = std::max(y_hi, values.upper);
+  }
+  if (x_lo > x_hi) {  // nothing to show
+    xAxis->setRange(0, 10);
+    yAxis->setRange(0, 100);
+    return;
+  }
+  const double x_pad = std::max(0.3, 0.03 * (x_hi - x_lo));
+  xAxis->setRange(x_lo - x_pad, x_hi + x_pad);
+  // Zoom to the values (metrics of one run usually sit within a few points of each other), kept in
+  // [0, 100] and at least 5 points tall.
+  double pad = std::max(1.0, 0.08 * (y_hi - y_lo));
+  double lo = std::max(0.0, y_lo - pad), hi = std::min(100.0, y_hi + pad);
+  if (y_hi > 100) hi = y_hi + pad;
+  if (hi - lo < 5) {
+    const double mid = (hi + lo) / 2;
+    lo = std::max(0.0, mid - 2.5);
+    hi = lo + 5;
+  }
+  yAxis->setRange(lo, hi);
+}
+
+void MetricPlot::show_tooltip(QMouseEvent* event) {
+  const QPointF pos = event->position();
+  double best = kHoverRadiusPx * kHoverRadiusPx;
+  QString text;
+  auto consider = [&](QCPGraph* g, const QString& metric, const QString& run) {
+    if (!g->visible()) return;
+    for (const auto& d : *g->data()) {
+      const double dx = xAxis->coordToPixel(d.key) - pos.x(), dy = yAxis->coordToPixel(d.value) - pos.y();
+      if (dx * dx + dy * dy >= best) continue;
+      best = dx * dx + dy * dy;
+      text = tr("%1 = %2 at epoch %3").arg(metric, percent_text(d.value), QString::number(d.key, 'g', 4));
+      if (!run.isEmpty()) text += QStringLiteral(" (") + run + QLatin1Char(')');
+    }
+  };
+  for (auto& s : series_) consider(s.graph, s.metric, comparisons_.empty() ? QString() : run_label_);
+  for (auto& c : comparisons_)
+    for (auto& [metric, graph] : c.graphs) consider(graph, metric, c.label);
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(event->globalPosition().toPoint(), text, this);
+}
+
+}  // namespace xmc::gui

@@ -1,0 +1,86 @@
+#pragma once
+// MetricPlot: evaluation metrics of a run against the epoch, in percent as papers report them.
+// One curve per metric (P@k, nDCG@k, PSP@k shown by default; PSnDCG@k, R@k and others one right click
+// away under "Show metrics"). A metric family shares a hue and k is told apart by marker shape, so
+// P@1/P@3/P@5 read as one family. Other runs can be overlaid for comparison as dashed curves in the same
+// colours; the legend then explains the line styles. Hovering a point shows its exact value.
+#include <QMenu>
+#include <QString>
+#include <QStringList>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/store/run_store.h"
+#include "widgets/plot_export.h"
+
+namespace xmc::gui {
+
+class MetricPlot : public QCustomPlot {
+  Q_OBJECT
+ public:
+  explicit MetricPlot(QWidget* parent = nullptr);
+
+  /// One evaluation of the run: metric name → value as a fraction (0.4 is drawn at 40 %).
+  /// Re-adding an epoch adds a second point at that epoch (the store never does).
+  void add_evaluation(double epoch, const std::vector<std::pair<std::string, double>>& metrics);
+  /// Replaces the run's curves with the run store's evaluations (fractions).
+  void set_evaluations(const std::vector<xmc::EvalPoint>& points);
+  /// Overlays another run as dashed curves (dotted, dash-dotted for a third and fourth); adding a run
+  /// with a label already shown replaces its curves.
+  void add_comparison_run(const QString& run_label, const std::vector<xmc::EvalPoint>& points);
+  /// Removes every overlaid run.
+  void clear_comparisons();
+  /// Removes everything (curves of the run and of the overlaid runs).
+  void clear();
+
+  /// Names the plotted run in the legend when runs are compared ("this run" by default).
+  void set_run_label(const QString& label);
+
+  /// Shows or hides a metric (and its curves in the overlaid runs); also reachable by right click.
+  void set_metric_visible(const QString& metric, bool visible);
+  bool metric_visible(const QString& metric) const;
+  /// Every metric seen so far, in display order (P, nDCG, PSP, PSnDCG, R, others; then by k).
+  QStringList metric_names() const;
+  /// True for the families shown until the user decides otherwise: P@k, nDCG@k and PSP@k.
+  static bool shown_by_default(const QString& metric);
+
+  /// The run's curve of `metric` (values in percent), nullptr when unknown. For tests and restyling.
+  QCPGraph* metric_graph(const QString& metric) const;
+  /// An overlaid run's curve of `metric`, nullptr when unknown.
+  QCPGraph* comparison_graph(const QString& run_label, const QString& metric) const;
+  int comparison_count() const { return static_cast<int>(comparisons_.size()); }
+
+  QSize minimumSizeHint() const override;
+  QSize sizeHint() const override;
+
+ private:
+  struct Series {
+    QString metric;
+    QCPGraph* graph = nullptr;   // this run
+    QAction* toggle = nullptr;   // "Show metrics" entry
+  };
+  struct Comparison {
+    QString label;
+    Qt::PenStyle style = Qt::DashLine;
+    std::vector<std::pair<QString, QCPGraph*>> graphs;  // metric → curve
+    QCPGraph* legend_key = nullptr;                     // data-less curve explaining the line style
+  };
+
+  Series& series(const QString& metric);
+  const Series* find_series(const QString& metric) const;
+  QCPGraph* make_graph(const QString& metric, Qt::PenStyle style);
+  void refresh();
+  void update_legend();
+  void rescale();
+  void show_tooltip(QMouseEvent* event);
+
+  QString run_label_;
+  std::vector<Series> series_;  // sorted in display order
+  std::vector<Comparison> comparisons_;
+  QCPGraph* run_legend_key_ = nullptr;
+  QCPLegend* run_legend_ = nullptr;  // line styles of the compared runs, in a row under the metrics
+  QMenu* metrics_menu_ = nullptr;
+};
+
+}  // namespace xmc::gui

@@ -1,0 +1,129 @@
+#include "widgets/plot_export.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPointer>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QSvgGenerator>
+
+namespace xmc::gui {
+namespace {
+
+constexpr int kFallbackWidth = 900;
+constexpr int kFallbackHeight = 500;
+
+// The size to export at: the requested one, else the on-screen one, else a paper-friendly default
+// (a plot that was never shown is 100 × 30 or 640 × 480 depending on whether it has a parent).
+QSize export_size(const QCustomPlot* plot, int width, int height) {
+  const bool sized = plot->width() >= 100 && plot->height() >= 80;
+  const int w = width > 0 ? width : (sized ? plot->width() : kFallbackWidth);
+  const int h = height > 0 ? height : (sized ? plot->height() : kFallbackHeight);
+  return {w, h};
+}
+
+bool fail(QString* error, const QString& message) {
+  if (error) *error = message;
+  return false;
+}
+
+bool save_svg(QCustomPlot* plot, const QString& path, QSize size) {
+  QSvgGenerator generator;
+  generator.setFileName(path);
+  generator.setSize(size);
+  generator.setViewBox(QRect(QPoint(0, 0), size));
+  generator.setResolution(plot->logicalDpiX());  // text in points comes out as large as on screen
+  generator.setTitle(plot->windowTitle().isEmpty() ? QStringLiteral("plot") : plot->windowTitle());
+  generator.setDescription(QStringLiteral("Exported by XMC Workbench"));
+  QCPPainter painter;
+  if (!painter.begin(&generator)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  painter.setMode(QCPPainter::pmNoCaching);
+  plot->toPainter(&painter, size.width(), size.height());
+  return painter.end();
+}
+
+// "Training loss" -> "training-loss".
+QString file_stem(const QCustomPlot* plot) {
+  QString stem = plot->windowTitle().toLower();
+  stem.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+  stem.remove(QRegularExpression(QStringLiteral("^-+|-+$")));
+  return stem.isEmpty() ? QStringLiteral("plot") : stem;
+}
+
+QString& last_export_dir() {
+  static QString dir;
+  return dir;
+}
+
+void export_with_dialog(QCustomPlot* plot, QWidget* parent, const QString& format, const QString& filter) {
+  const QString ext = format.toLower();
+  QString dir = last_export_dir();
+  if (dir.isEmpty()) dir = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
+  if (dir.isEmpty()) dir = QDir::homePath();
+  QString path = QFileDialog::getSaveFileName(parent, QObject::tr("Export plot as %1").arg(format),
+                                              QDir(dir).filePath(file_stem(plot) + QLatin1Char('.') + ext), filter);
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QLatin1Char('.') + ext;
+  last_export_dir() = QFileInfo(path).absolutePath();
+  QString error;
+  if (!export_plot(plot, path, 0, 0, &error))
+    QMessageBox::warning(parent, QObject::tr("Export failed"), error);
+}
+
+}  // namespace
+
+bool export_plot(QCustomPlot* plot, const QString& path, int width, int height, QString* error) {
+  if (!plot) return fail(error, QObject::tr("cannot export '%1': no plot given").arg(path));
+  const QFileInfo info(path);
+  const QString ext = info.suffix().toLower();
+  if (ext != QLatin1String("png") && ext != QLatin1String("svg") && ext != QLatin1String("pdf"))
+    return fail(error, QObject::tr("cannot export plot to '%1': unknown format '%2'; use a .png, .svg or .pdf file name")
+                           .arg(path, ext.isEmpty() ? QObject::tr("(no extension)") : QLatin1Char('.') + ext));
+  if (!info.absoluteDir().exists())
+    return fail(error, QObject::tr("cannot export plot to '%1': folder '%2' does not exist").arg(path, info.absolutePath()));
+
+  const QSize size = export_size(plot, width, height);
+  bool ok = false;
+  if (ext == QLatin1String("png")) {
+    ok = plot->savePng(path, size.width(), size.height(), 2.0);
+  } else if (ext == QLatin1String("pdf")) {
+    ok = plot->savePdf(path, size.width(), size.height(), QCP::epAllowCosmetic, QStringLiteral("XMC Workbench"),
+                       plot->windowTitle());
+  } else {
+    ok = save_svg(plot, path, size);
+  }
+  if (!ok || QFileInfo(path).size() <= 0)
+    return fail(error, QObject::tr("cannot write %1 file '%2': check that the folder is writable and the disk not full")
+                           .arg(ext.toUpper(), path));
+  return true;
+}
+
+void add_export_menu(QCustomPlot* plot, QWidget* owner) {
+  if (!plot) return;
+  plot->setContextMenuPolicy(Qt::CustomContextMenu);
+  QPointer<QWidget> parent_widget = owner ? owner : plot;
+  QObject::connect(plot, &QWidget::customContextMenuRequested, plot, [plot, parent_widget](const QPoint& pos) {
+    QMenu menu(plot);
+    const auto own_actions = plot->actions();
+    for (QAction* action : own_actions) menu.addAction(action);
+    if (!own_actions.isEmpty()) menu.addSeparator();
+    QWidget* parent = parent_widget ? parent_widget.data() : plot;
+    const struct {
+      const char* format;
+      const char* filter;
+    } formats[] = {{"PNG", "PNG image (*.png)"}, {"SVG", "SVG vector image (*.svg)"}, {"PDF", "PDF document (*.pdf)"}};
+    for (const auto& f : formats) {
+      const QString format = QString::fromLatin1(f.format);
+      const QString filter = QObject::tr(f.filter);
+      QObject::connect(menu.addAction(QObject::tr("Export as %1…").arg(format)), &QAction::triggered, plot,
+                       [plot, parent, format, filter] { export_with_dialog(plot, parent, format, filter); });
+    }
+    menu.exec(plot->mapToGlobal(pos));
+  });
+}
+
+}  // namespace xmc::gui

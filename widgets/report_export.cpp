@@ -1,0 +1,437 @@
+#include "widgets/report_export.h"
+
+#include <QBuffer>
+#include <QByteArray>
+#include <QDateTime>
+#include <QImage>
+#include <QPageLayout>
+#include <QPageSize>
+#include <QPixmap>
+#include <QPrinter>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QTextDocument>
+#include <QUrl>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/dataset_summary.h"
+#include "engine/store/run_store.h"
+#include "widgets/decile_plot.h"
+#include "widgets/loss_plot.h"
+#include "widgets/metric_plot.h"
+#include "widgets/tsne_plot.h"
+
+namespace xmc::gui {
+
+namespace {
+
+// Size the plots are rendered at (logical pixels; PNGs are 2× that) and shown at in the report.
+constexpr int kPlotWidth = 760;
+constexpr int kPlotHeight = 400;
+constexpr double kPlotScale = 2.0;
+constexpr int kShownWidth = 620;  // fits an A4 page inside 2 cm margins
+
+QString qstr(const std::string& s) { return QString::fromStdString(s); }
+
+QString html(const QString& text) { return text.toHtmlEscaped(); }
+QString html(const std::string& text) { return qstr(text).toHtmlEscaped(); }
+
+/// Shortest text that reads back as the same double ("0.1", "1e-05", "nan", "inf").
+QString number_text(double v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  std::array<char, 32> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), v);
+  return QString::fromLatin1(buffer.data(), static_cast<qsizetype>(result.ptr - buffer.data()));
+}
+
+QString percent(double fraction) {
+  return std::isfinite(fraction) ? QString::number(fraction * 100.0, 'f', 2) : QStringLiteral("—");
+}
+
+bool fail(QString* error, const QString& message) {
+  if (error) *error = message;
+  return false;
+}
+
+bool write_file(const QString& path, const QByteArray& bytes, QString* error) {
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return fail(error, QObject::tr("%1: %2").arg(path, file.errorString()));
+  if (file.write(bytes) != bytes.size() || !file.commit())
+    return fail(error, QObject::tr("%1: %2").arg(path, file.errorString()));
+  return true;
+}
+
+// ---- what a report shows ------------------------------------------------------------------------
+
+struct ReportData {
+  RunInfo info;
+  std::vector<ScalarPoint> scalars;
+  std::vector<EvalPoint> evaluations;
+  std::vector<DecileTable> deciles;
+  std::vector<Artifact> artifacts;
+  std::optional<TsneSnapshot> tsne;
+  std::optional<DatasetSummary> dataset;
+  QString dataset_note;  ///< why there are no dataset statistics
+};
+
+ReportData load_report(const std::filesystem::path& db, std::int64_t run) {
+  // Open an existing store only: a report of a typo'd path should not create an empty database.
+  if (!std::filesystem::exists(db)) throw Error(db.string() + ": no run store at this path");
+  RunStore store(db);
+  ReportData d;
+  d.info = store.get_run(run);
+  d.scalars = store.scalars(run);
+  d.evaluations = store.evaluations(run);
+  d.deciles = store.decile_tables(run);
+  d.artifacts = store.artifacts(run);
+  d.tsne = store.latest_tsne_snapshot(run);
+  const std::filesystem::path dir = d.info.dataset_path;
+  std::error_code ec;
+  if (dir.empty()) {
+    d.dataset_note = QObject::tr("The run records no dataset folder.");
+  } else if (!std::filesystem::is_directory(dir, ec)) {
+    d.dataset_note = QObject::tr("The dataset folder %1 no longer exists: statistics are not available.").arg(qstr(dir.string()));
+  } else {
+    try {
+      DatasetLoadOptions options;
+      options.load_features = false;
+      d.dataset = summarize_dataset(load_dataset(dir, options));
+      const std::string fingerprint = dataset_fingerprint(dir);
+      if (!d.info.dataset_fingerprint.empty() && fingerprint != d.info.dataset_fingerprint)
+        d.dataset_note = QObject::tr("The dataset folder changed since the run was created (fingerprint %1, the run "
+                                     "recorded %2): these statistics describe it as it is now.")
+                             .arg(qstr(fingerprint), qstr(d.info.dataset_fingerprint));
+    } catch (const std::exception& e) {
+      d.dataset_note = QObject::tr("The dataset folder could not be loaded: %1").arg(QString::fromUtf8(e.what()));
+    }
+  }
+  return d;
+}
+
+/// JSON flattened into (dotted key, text) rows: nested objects as "a.b", arrays and scalars as text.
+void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    return;
+  }
+  out.emplace_back(prefix.empty() ? std::string("(value)") : prefix, j.is_string() ? j.get<std::string>() : j.dump());
+}
+
+/// Two-column table; `code_keys` sets the keys in a monospace font (configuration keys).
+QString key_value_table(const std::vector<std::pair<std::string, std::string>>& rows, bool code_keys = true) {
+  QString s = QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" class=\"kv\">\n");
+  const QString row = code_keys ? QStringLiteral("<tr><td class=\"key\"><code>%1</code></td><td>%2</td></tr>\n")
+                                : QStringLiteral("<tr><td class=\"key\">%1</td><td>%2</td></tr>\n");
+  for (const auto& [key, value] : rows) s += row.arg(html(key), html(value));
+  return s + QStringLiteral("</table>\n");
+}
+
+/// Metric families in the order papers print them; others follow alphabetically.
+int family_rank(const std::string& family) {
+  static const std::array<const char*, 5> order = {"P", "nDCG", "PSP", "PSnDCG", "R"};
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (family == order[i]) return static_cast<int>(i);
+  return static_cast<int>(order.size());
+}
+
+/// "emb/P@5" -> ("emb/", "P", 5); k = -1 when the name has no "@k".
+struct MetricName {
+  std::string prefix, family;
+  int k = -1;
+};
+MetricName parse_metric(const std::string& name) {
+  MetricName m;
+  std::string rest = name;
+  if (const auto slash = rest.rfind('/'); slash != std::string::npos) {
+    m.prefix = rest.substr(0, slash + 1);
+    rest = rest.substr(slash + 1);
+  }
+  const auto at = rest.rfind('@');
+  m.family = rest.substr(0, at);
+  if (at != std::string::npos) {
+    int k = 0;
+    const char* first = rest.data() + at + 1;
+    const char* last = rest.data() + rest.size();
+    const auto r = std::from_chars(first, last, k);
+    if (r.ec == std::errc() && r.ptr == last) m.k = k;
+    else m.family = rest;
+  }
+  return m;
+}
+
+/// The final evaluation's metrics as a paper table: one row per family (and prefix), one column per k.
+QString final_metric_table(const std::vector<EvalPoint>& evaluations) {
+  if (evaluations.empty()) return QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("The run has no evaluations."));
+  const std::int64_t last_step = evaluations.back().step;
+  double epoch = evaluations.back().epoch;
+  // (prefix rank, family rank, prefix, family) -> k -> value
+  using RowKey = std::tuple<bool, int, std::string, std::string>;
+  std::map<RowKey, std::map<int, double>> rows;
+  std::set<int> ks;
+  for (const EvalPoint& p : evaluations) {
+    if (p.step != last_step) continue;
+    epoch = p.epoch;
+    const MetricName m = parse_metric(p.metric);
+    rows[{!m.prefix.empty(), family_rank(m.family), m.prefix, m.family}][m.k] = p.value;
+    ks.insert(m.k);
+  }
+  QString s = QStringLiteral("<p>%1</p>\n").arg(
+      QObject::tr("Final evaluation at epoch %1 (step %2), in %.").arg(number_text(epoch)).arg(last_step));
+  s += QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"4\" class=\"metrics\">\n<tr><th>%1</th>")
+           .arg(QObject::tr("Metric"));
+  for (int k : ks) s += k < 0 ? QStringLiteral("<th>—</th>") : QStringLiteral("<th>@%1</th>").arg(k);
+  s += QStringLiteral("</tr>\n");
+  for (const auto& [key, values] : rows) {
+    const std::string& prefix = std::get<2>(key);
+    const std::string& family = std::get<3>(key);
+    s += QStringLiteral("<tr><th class=\"metric\">%1</th>").arg(html(prefix + family + "@k"));
+    for (int k : ks) {
+      auto it = values.find(k);
+      s += QStringLiteral("<td class=\"num\" title=\"%1\">%2</td>")
+               .arg(html(prefix + family + (k < 0 ? std::string() : "@" + std::to_string(k))),
+                    it == values.end() ? QStringLiteral("") : percent(it->second));
+    }
+    s += QStringLiteral("</tr>\n");
+  }
+  return s + QStringLiteral("</table>\n");
+}
+
+// ---- plots ----------------------------------------------------------------------------------------
+
+struct ReportImage {
+  QString title;
+  QString caption;
+  QImage image;
+};
+
+QImage render(QCustomPlot& plot) {
+  plot.resize(kPlotWidth, kPlotHeight);
+  plot.replot(QCustomPlot::rpImmediateRefresh);
+  return plot.toPixmap(kPlotWidth, kPlotHeight, kPlotScale).toImage();
+}
+
+std::vector<ReportImage> render_plots(const ReportData& d) {
+  std::vector<ReportImage> images;
+  if (!d.scalars.empty()) {
+    LossPlot plot;
+    plot.set_series(d.scalars);
+    if (plot.point_count() > 0)
+      images.push_back({QObject::tr("Training loss"),
+                        QObject::tr("Loss per optimiser step (raw and smoothed) with the learning rate."), render(plot)});
+  }
+  if (!d.evaluations.empty()) {
+    MetricPlot plot;
+    plot.set_evaluations(d.evaluations);
+    images.push_back({QObject::tr("Metrics over training"), QObject::tr("Evaluation metrics (%) by epoch."), render(plot)});
+  }
+  // The latest table of each decile metric, P@5 first.
+  std::map<std::string, const DecileTable*> latest;
+  for (const DecileTable& t : d.deciles)
+    if (t.bins.size() == 10) latest[t.metric] = &t;  // tables come by epoch: the last one wins
+  std::vector<const DecileTable*> tables;
+  if (auto it = latest.find("P@5"); it != latest.end()) tables.push_back(it->second);
+  for (const auto& [metric, table] : latest)
+    if (metric != "P@5") tables.push_back(table);
+  for (const DecileTable* t : tables) {
+    DecilePlot plot;
+    std::array<double, 10> bins{};
+    std::copy(t->bins.begin(), t->bins.end(), bins.begin());
+    plot.set_metric(qstr(t->metric));
+    plot.set_bars(qstr(d.info.name), bins);
+    images.push_back({QObject::tr("Decile-wise %1").arg(qstr(t->metric)),
+                      QObject::tr("%1 per label decile at epoch %2: decile 1 holds the most frequent (head) labels, "
+                                  "decile 10 the rarest (tail).")
+                          .arg(qstr(t->metric), number_text(t->epoch)),
+                      render(plot)});
+  }
+  if (d.tsne) {
+    TsnePlot plot;
+    plot.set_snapshot(d.tsne->payload_json);
+    images.push_back({QObject::tr("t-SNE snapshot"),
+                      QObject::tr("Latest t-SNE snapshot (epoch %1, query %2).").arg(number_text(d.tsne->epoch)).arg(d.tsne->query),
+                      render(plot)});
+  }
+  return images;
+}
+
+QByteArray png_bytes(const QImage& image) {
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  image.save(&buffer, "PNG");
+  return bytes;
+}
+
+// ---- the document -----------------------------------------------------------------------------------
+
+/// The whole report as HTML; `image_src(i)` gives the src of images[i] (data URI or resource name).
+QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
+                    const std::function<QString(std::size_t)>& image_src) {
+  const RunInfo& r = d.info;
+  const QString title = QObject::tr("Run %1 — %2").arg(r.id).arg(qstr(r.name));
+  QString s;
+  s += QStringLiteral(
+           "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>") + html(title) + QStringLiteral("</title>\n<style>\n"
+           "body { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; font-size: 10pt; max-width: 52em; margin: 2em auto; color: #222; }\n"
+           "h1 { font-size: 17pt; margin-bottom: 0.2em; } h2 { font-size: 13pt; margin-top: 1.4em; border-bottom: 1px solid #bbb; }\n"
+           "table { border-collapse: collapse; margin: 0.4em 0; } th, td { border: 1px solid #bbb; padding: 3px 6px; }\n"
+           "th { background: #f0f0f0; text-align: left; } td.num { text-align: right; font-family: 'DejaVu Sans Mono', monospace; }\n"
+           "td.key { color: #444; } .note { color: #666; font-style: italic; } .failed { color: #c62828; }\n"
+           "img { max-width: 100%; } p.caption { color: #444; margin-bottom: 1.2em; }\n"
+           "</style></head><body>\n");
+  s += QStringLiteral("<h1>%1</h1>\n").arg(html(title));
+  s += QStringLiteral("<p class=\"note\">%1</p>\n")
+           .arg(html(QObject::tr("XMC Workbench report, generated %1")
+                         .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")))));
+
+  s += QStringLiteral("<h2>%1</h2>\n").arg(QObject::tr("Run"));
+  std::vector<std::pair<std::string, std::string>> run_rows = {
+      {"name", r.name},
+      {"id", std::to_string(r.id)},
+      {"status", to_string(r.status)},
+      {"created", r.created},
+      {"updated", r.updated},
+      {"code version", r.code_version},
+      {"device", r.device},
+      {"host", r.host},
+      {"dataset", r.dataset_path},
+      {"dataset fingerprint", r.dataset_fingerprint},
+  };
+  if (!r.last_error.empty()) run_rows.emplace_back("last error", r.last_error);
+  for (const Artifact& a : d.artifacts) run_rows.emplace_back("artifact: " + a.kind, a.path);
+  s += key_value_table(run_rows, false);
+
+  s += QStringLiteral("<h2>%1</h2>\n").arg(QObject::tr("Final metrics"));
+  s += final_metric_table(d.evaluations);
+
+  // Plots start a page: printed, they never leave their section heading alone at a page's bottom.
+  s += QStringLiteral("<h2 style=\"page-break-before: always\">%1</h2>\n").arg(QObject::tr("Plots"));
+  if (images.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("The run recorded nothing to plot yet."));
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const ReportImage& img = images[i];
+    // The plot carries its own title; the caption follows it (no heading that printing could strand at
+    // the bottom of a page with its plot on the next).
+    s += QStringLiteral("<p class=\"figure\"><img src=\"%1\" width=\"%2\" alt=\"%3\"></p>\n"
+                        "<p class=\"caption\"><b>%4 %5.</b> %3. %6</p>\n")
+             .arg(image_src(i), QString::number(kShownWidth), html(img.title), QObject::tr("Figure"),
+                  QString::number(i + 1), html(img.caption));
+  }
+
+  s += QStringLiteral("<h2>%1</h2>\n").arg(QObject::tr("Configuration"));
+  try {
+    const nlohmann::json config = nlohmann::json::parse(r.config_json.empty() ? std::string("{}") : r.config_json);
+    std::vector<std::pair<std::string, std::string>> rows;
+    flatten(config, "", rows);
+    if (config.is_object() && config.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("Empty configuration."));
+    else s += key_value_table(rows);
+  } catch (const std::exception&) {
+    s += QStringLiteral("<pre>%1</pre>\n").arg(html(r.config_json));
+  }
+
+  s += QStringLiteral("<h2>%1</h2>\n").arg(QObject::tr("Dataset"));
+  if (d.dataset) {
+    // to_text's lines are "what        value": the readable names ("train points (N)") become the keys.
+    std::vector<std::pair<std::string, std::string>> rows;
+    static const QRegularExpression split(QStringLiteral("^(\\S.*?\\S)\\s{2,}(\\S.*)$"));
+    for (const QString& line : qstr(to_text(*d.dataset)).split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+      const QRegularExpressionMatch m = split.match(line);
+      if (m.hasMatch()) rows.emplace_back(m.captured(1).toStdString(), m.captured(2).toStdString());
+      else rows.emplace_back(line.trimmed().toStdString(), std::string());
+    }
+    s += key_value_table(rows, false);
+  }
+  if (!d.dataset_note.isEmpty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(html(d.dataset_note));
+
+  s += QStringLiteral("</body></html>\n");
+  return s;
+}
+
+QString error_text(const std::exception& e) { return QString::fromUtf8(e.what()); }
+
+}  // namespace
+
+QString csv_field(const QString& text) {
+  if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"')) && !text.contains(QLatin1Char('\n')) &&
+      !text.contains(QLatin1Char('\r')))
+    return text;
+  QString quoted = text;
+  quoted.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+  return QLatin1Char('"') + quoted + QLatin1Char('"');
+}
+
+bool export_run_report_html(const std::filesystem::path& db, std::int64_t run, const QString& path, QString* error) {
+  try {
+    const ReportData d = load_report(db, run);
+    const std::vector<ReportImage> images = render_plots(d);
+    const QString text = report_html(d, images, [&](std::size_t i) {
+      return QStringLiteral("data:image/png;base64,") + QString::fromLatin1(png_bytes(images[i].image).toBase64());
+    });
+    return write_file(path, text.toUtf8(), error);
+  } catch (const std::exception& e) {
+    return fail(error, error_text(e));
+  }
+}
+
+bool export_run_report_pdf(const std::filesystem::path& db, std::int64_t run, const QString& path, QString* error) {
+  try {
+    const ReportData d = load_report(db, run);
+    const std::vector<ReportImage> images = render_plots(d);
+    QTextDocument doc;
+    QFont font = doc.defaultFont();
+    font.setPointSizeF(9.5);
+    doc.setDefaultFont(font);
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      QImage shown = images[i].image;
+      shown.setDevicePixelRatio(kPlotScale);  // laid out at the logical size, printed at full resolution
+      doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("xmc-report-image-%1.png").arg(i)), shown);
+    }
+    doc.setHtml(report_html(d, images, [](std::size_t i) { return QStringLiteral("xmc-report-image-%1.png").arg(i); }));
+
+    QPrinter printer(QPrinter::HighResolution);
+    printer.setOutputFormat(QPrinter::PdfFormat);
+    printer.setOutputFileName(path);
+    printer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+    printer.setDocName(QObject::tr("Run %1 — %2").arg(d.info.id).arg(qstr(d.info.name)));
+    printer.setCreator(QStringLiteral("XMC Workbench"));
+    doc.print(&printer);
+    if (printer.printerState() == QPrinter::Error) return fail(error, QObject::tr("%1: could not write the PDF").arg(path));
+    return true;
+  } catch (const std::exception& e) {
+    return fail(error, error_text(e));
+  }
+}
+
+bool export_run_csv(const std::filesystem::path& db, std::int64_t run, const QString& scalars_path,
+                    const QString& metrics_path, QString* error) {
+  try {
+    if (!std::filesystem::exists(db)) return fail(error, QObject::tr("%1: no run store at this path").arg(qstr(db.string())));
+    RunStore store(db);
+    store.get_run(run);  // names the run when it does not exist
+    QString scalars = QStringLiteral("step,epoch,key,value,wall_time\n");
+    for (const ScalarPoint& p : store.scalars(run))
+      scalars += QStringLiteral("%1,%2,%3,%4,%5\n")
+                     .arg(p.step)
+                     .arg(number_text(p.epoch), csv_field(qstr(p.key)), number_text(p.value), number_text(p.wall_time));
+    QString metrics = QStringLiteral("epoch,step,metric,value\n");
+    for (const EvalPoint& p : store.evaluations(run))
+      metrics += QStringLiteral("%1,%2,%3,%4\n").arg(number_text(p.epoch)).arg(p.step).arg(csv_field(qstr(p.metric)), number_text(p.value));
+    return write_file(scalars_path, scalars.toUtf8(), error) && write_file(metrics_path, metrics.toUtf8(), error);
+  } catch (const std::exception& e) {
+    return fail(error, error_text(e));
+  }
+}
+
+}  // namespace xmc::gui

@@ -1,0 +1,443 @@
+#include "widgets/run_table_model.h"
+
+#include <QColor>
+#include <QDateTime>
+#include <QFileInfo>
+#include <QIcon>
+#include <QPainter>
+#include <QPixmap>
+#include <QTimer>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace xmc::gui {
+
+namespace {
+
+/// The metrics of the metric columns kP1..kPsp5, as stored by the evaluator (fractions).
+constexpr std::array<const char*, 3> kMetricNames = {"P@1", "P@5", "PSP@5"};
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+QString qstr(const std::string& s) { return QString::fromStdString(s); }
+
+QColor status_colour(RunStatus status) {
+  switch (status) {
+    case RunStatus::Created: return QColor(0x80, 0x80, 0x80);
+    case RunStatus::Running: return QColor(0x1f, 0x6f, 0xc4);
+    case RunStatus::Paused: return QColor(0xd9, 0x7a, 0x00);
+    case RunStatus::Completed: return QColor(0x2a, 0x8c, 0x2a);
+    case RunStatus::Failed: return QColor(0xc6, 0x28, 0x28);
+    case RunStatus::Stopped: return QColor(0x6d, 0x5a, 0x4f);
+  }
+  return QColor(Qt::gray);
+}
+
+/// A filled dot in the status colour (a ring for states that are not final yet).
+QIcon make_status_icon(RunStatus status) {
+  QPixmap pixmap(16, 16);
+  pixmap.fill(Qt::transparent);
+  QPainter p(&pixmap);
+  p.setRenderHint(QPainter::Antialiasing);
+  const QColor c = status_colour(status);
+  const bool pending = status == RunStatus::Created || status == RunStatus::Paused;
+  p.setPen(QPen(c, 2));
+  p.setBrush(pending ? QBrush(Qt::NoBrush) : QBrush(c));
+  p.drawEllipse(QRectF(3, 3, 10, 10));
+  p.end();
+  return QIcon(pixmap);
+}
+
+/// Runs whose evaluations may still grow: re-read them on every poll.
+bool is_active(RunStatus status) { return status == RunStatus::Running || status == RunStatus::Created; }
+
+/// "2025-01-31T12:00:00.123Z" as local time "2025-01-31 13:00:00"; the text itself when unparsable.
+QString local_time(const std::string& iso) {
+  const QDateTime t = QDateTime::fromString(qstr(iso), Qt::ISODateWithMs);
+  return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) : qstr(iso);
+}
+
+QString first_line(const std::string& text) {
+  const QString s = qstr(text);
+  const qsizetype nl = s.indexOf(QLatin1Char('\n'));
+  return nl < 0 ? s : s.left(nl) + QStringLiteral(" …");
+}
+
+QString percent(double fraction) { return QString::number(fraction * 100.0, 'f', 2); }
+
+QString epoch_text(double epoch) { return QString::number(epoch, 'g', 4); }
+
+}  // namespace
+
+bool RunTableModel::Row::operator==(const Row& other) const {
+  const auto same_number = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  if (metrics.size() != other.metrics.size()) return false;
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    const MetricSummary& a = metrics[i];
+    const MetricSummary& b = other.metrics[i];
+    if (!same_number(a.final_value, b.final_value) || !same_number(a.final_epoch, b.final_epoch) ||
+        !same_number(a.best_value, b.best_value) || !same_number(a.best_epoch, b.best_epoch))
+      return false;
+  }
+  // Only what the table shows: heartbeats alone do not repaint rows.
+  return info.id == other.info.id && info.name == other.info.name && info.status == other.info.status &&
+         info.created == other.info.created && info.dataset_path == other.info.dataset_path &&
+         info.device == other.info.device && info.last_error == other.info.last_error &&
+         info.host == other.info.host && info.updated == other.info.updated;
+}
+
+RunTableModel::RunTableModel(std::filesystem::path db, QObject* parent)
+    : QAbstractTableModel(parent), db_(std::move(db)) {
+  timer_ = new QTimer(this);
+  connect(timer_, &QTimer::timeout, this, [this] { reload(false); });
+  refresh();
+}
+
+RunTableModel::~RunTableModel() = default;
+
+bool RunTableModel::open_store() {
+  try {
+    store_ = std::make_unique<RunStore>(db_);
+    return true;
+  } catch (const std::exception& e) {
+    fail(QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+void RunTableModel::fail(const QString& message) {
+  last_error_ = message;
+  Q_EMIT error_occurred(message);
+}
+
+bool RunTableModel::refresh() { return reload(true); }
+
+void RunTableModel::set_follow(bool on, int interval_ms) {
+  if (!on) {
+    timer_->stop();
+    return;
+  }
+  timer_->start(std::max(50, interval_ms));
+}
+
+bool RunTableModel::following() const { return timer_->isActive(); }
+
+void RunTableModel::set_metric_value(MetricValue which) {
+  if (which == metric_value_) return;
+  metric_value_ = which;
+  if (!rows_.empty()) Q_EMIT dataChanged(index(0, kP1), index(rowCount() - 1, kPsp5));
+  Q_EMIT headerDataChanged(Qt::Horizontal, kP1, kPsp5);
+}
+
+bool RunTableModel::reload(bool all_evaluations) {
+  if (!store_ && !open_store()) return false;
+  try {
+    // A read-only store still lists its runs: reaping is best effort.
+    try {
+      store_->reap_orphaned_runs();
+    } catch (const std::exception&) {
+    }
+    std::vector<RunInfo> infos = store_->list_runs();
+    std::unordered_map<std::int64_t, std::size_t> previous;
+    for (std::size_t r = 0; r < rows_.size(); ++r) previous.emplace(rows_[r].info.id, r);
+    std::vector<Row> fresh;
+    fresh.reserve(infos.size());
+    for (RunInfo& info : infos) {
+      auto it = previous.find(info.id);
+      fresh.push_back(make_row(std::move(info), it == previous.end() ? nullptr : &rows_[it->second], all_evaluations));
+    }
+    apply(std::move(fresh));
+  } catch (const std::exception& e) {
+    fail(QString::fromUtf8(e.what()));
+    return false;
+  }
+  last_error_.clear();
+  Q_EMIT refreshed();
+  return true;
+}
+
+RunTableModel::Row RunTableModel::make_row(RunInfo info, const Row* previous, bool read_evaluations) const {
+  Row row;
+  const bool reuse = !read_evaluations && previous != nullptr && !is_active(info.status) &&
+                     previous->info.updated == info.updated && previous->info.status == info.status;
+  if (reuse) {
+    row.metrics = previous->metrics;
+  } else {
+    row.metrics.assign(kMetricNames.size(), MetricSummary{kNaN, kNaN, kNaN, kNaN});
+    for (const EvalPoint& p : store_->evaluations(info.id)) {
+      for (std::size_t m = 0; m < kMetricNames.size(); ++m) {
+        if (p.metric != kMetricNames[m]) continue;
+        MetricSummary& s = row.metrics[m];
+        s.final_value = p.value;  // evaluations come by step: the last one is the final one
+        s.final_epoch = p.epoch;
+        if (!std::isnan(p.value) && (std::isnan(s.best_value) || p.value > s.best_value)) {
+          s.best_value = p.value;
+          s.best_epoch = p.epoch;
+        }
+      }
+    }
+  }
+  row.info = std::move(info);
+  return row;
+}
+
+void RunTableModel::apply(std::vector<Row> fresh) {
+  // 1. Remove rows of runs that are gone, in contiguous blocks from the bottom.
+  std::unordered_set<std::int64_t> fresh_ids;
+  for (const Row& r : fresh) fresh_ids.insert(r.info.id);
+  for (int r = static_cast<int>(rows_.size()) - 1; r >= 0; --r) {
+    if (fresh_ids.count(rows_[static_cast<std::size_t>(r)].info.id)) continue;
+    const int last = r;
+    while (r > 0 && !fresh_ids.count(rows_[static_cast<std::size_t>(r - 1)].info.id)) --r;
+    beginRemoveRows({}, r, last);
+    rows_.erase(rows_.begin() + r, rows_.begin() + last + 1);
+    endRemoveRows();
+  }
+
+  // 2. The remaining rows must appear in the same order in the fresh list (ids only grow, the list
+  //    is newest first); anything else is a store we do not understand: reset.
+  std::unordered_set<std::int64_t> kept;
+  for (const Row& r : rows_) kept.insert(r.info.id);
+  {
+    std::size_t i = 0;
+    bool same_order = true;
+    for (const Row& r : fresh) {
+      if (!kept.count(r.info.id)) continue;
+      if (i >= rows_.size() || rows_[i].info.id != r.info.id) {
+        same_order = false;
+        break;
+      }
+      ++i;
+    }
+    if (!same_order) {
+      beginResetModel();
+      rows_ = std::move(fresh);
+      endResetModel();
+      return;
+    }
+  }
+
+  // 3. Merge: update kept rows in place, insert new runs in blocks.
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (j < fresh.size()) {
+    if (i < rows_.size() && rows_[i].info.id == fresh[j].info.id) {
+      if (rows_[i] == fresh[j]) {
+        rows_[i].info = std::move(fresh[j].info);  // heartbeat etc.: not shown, no repaint
+      } else {
+        rows_[i] = std::move(fresh[j]);
+        const int r = static_cast<int>(i);
+        Q_EMIT dataChanged(index(r, 0), index(r, kColumnCount - 1));
+      }
+      ++i;
+      ++j;
+      continue;
+    }
+    std::size_t k = j;
+    while (k < fresh.size() && !kept.count(fresh[k].info.id)) ++k;
+    const int first = static_cast<int>(i);
+    const int count = static_cast<int>(k - j);
+    beginInsertRows({}, first, first + count - 1);
+    rows_.insert(rows_.begin() + first, std::make_move_iterator(fresh.begin() + static_cast<std::ptrdiff_t>(j)),
+                 std::make_move_iterator(fresh.begin() + static_cast<std::ptrdiff_t>(k)));
+    endInsertRows();
+    i += k - j;
+    j = k;
+  }
+}
+
+int RunTableModel::row_of(std::int64_t run) const {
+  for (std::size_t r = 0; r < rows_.size(); ++r)
+    if (rows_[r].info.id == run) return static_cast<int>(r);
+  return -1;
+}
+
+std::int64_t RunTableModel::run_id(const QModelIndex& index) const {
+  if (!index.isValid() || index.model() != this || index.row() < 0 || index.row() >= rowCount()) return -1;
+  return rows_[static_cast<std::size_t>(index.row())].info.id;
+}
+
+QModelIndex RunTableModel::index_of_run(std::int64_t run, int column) const {
+  const int r = row_of(run);
+  return r < 0 ? QModelIndex() : index(r, column);
+}
+
+const RunInfo* RunTableModel::run_info(std::int64_t run) const {
+  const int r = row_of(run);
+  return r < 0 ? nullptr : &rows_[static_cast<std::size_t>(r)].info;
+}
+
+bool RunTableModel::rename_run(std::int64_t run, const QString& name, QString* error) {
+  const QString trimmed = name.trimmed();
+  const auto failed = [&](const QString& message) {
+    if (error) *error = message;
+    fail(message);
+    return false;
+  };
+  if (trimmed.isEmpty()) return failed(tr("A run name cannot be empty."));
+  if (!store_ && !open_store()) return failed(last_error_);
+  try {
+    store_->rename_run(run, trimmed.toStdString());
+  } catch (const std::exception& e) {
+    return failed(QString::fromUtf8(e.what()));
+  }
+  const int r = row_of(run);
+  if (r >= 0) {
+    Row& row = rows_[static_cast<std::size_t>(r)];
+    if (auto info = store_->find_run(run)) row.info = std::move(*info);
+    else row.info.name = trimmed.toStdString();
+    Q_EMIT dataChanged(index(r, 0), index(r, kColumnCount - 1));
+  }
+  return true;
+}
+
+bool RunTableModel::delete_run(std::int64_t run, QString* error) {
+  if (!store_ && !open_store()) {
+    if (error) *error = last_error_;
+    return false;
+  }
+  try {
+    store_->delete_run(run);
+  } catch (const std::exception& e) {
+    const QString message = QString::fromUtf8(e.what());
+    if (error) *error = message;
+    fail(message);
+    return false;
+  }
+  const int r = row_of(run);
+  if (r >= 0) {
+    beginRemoveRows({}, r, r);
+    rows_.erase(rows_.begin() + r);
+    endRemoveRows();
+  }
+  return true;
+}
+
+int RunTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int RunTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumnCount; }
+
+QVariant RunTableModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() < 0 || index.row() >= rowCount()) return {};
+  const Row& row = rows_[static_cast<std::size_t>(index.row())];
+  const RunInfo& info = row.info;
+  const int column = index.column();
+  if (role == kRunIdRole) return QVariant::fromValue<qint64>(info.id);
+  if (role == kFilterRole)
+    return qstr(info.name) + QLatin1Char('\n') + qstr(info.dataset_path) + QLatin1Char('\n') + qstr(to_string(info.status));
+
+  if (column >= kP1 && column <= kPsp5) {
+    const MetricSummary& m = row.metrics[static_cast<std::size_t>(column - kP1)];
+    const bool best = metric_value_ == MetricValue::Best;
+    const double value = best ? m.best_value : m.final_value;
+    switch (role) {
+      case Qt::DisplayRole: return std::isnan(value) ? QString() : percent(value);
+      case kSortRole: return std::isnan(value) ? -1.0 : value;
+      case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      case Qt::ToolTipRole:
+        if (std::isnan(m.final_value)) return tr("%1: not evaluated yet").arg(QLatin1String(kMetricNames[static_cast<std::size_t>(column - kP1)]));
+        return tr("%1: final %2 % (epoch %3), best %4 % (epoch %5)")
+            .arg(QLatin1String(kMetricNames[static_cast<std::size_t>(column - kP1)]), percent(m.final_value),
+                 epoch_text(m.final_epoch), percent(m.best_value), epoch_text(m.best_epoch));
+      default: return {};
+    }
+  }
+
+  switch (column) {
+    case kId:
+      if (role == Qt::DisplayRole || role == kSortRole) return QVariant::fromValue<qint64>(info.id);
+      if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      break;
+    case kName:
+      if (role == Qt::DisplayRole || role == Qt::EditRole || role == kSortRole) return qstr(info.name);
+      if (role == Qt::ToolTipRole) return qstr(info.name);
+      break;
+    case kStatus:
+      if (role == Qt::DisplayRole || role == kSortRole) return qstr(to_string(info.status));
+      if (role == Qt::DecorationRole) {
+        QIcon& icon = status_icons_[static_cast<std::size_t>(info.status)];
+        if (icon.isNull()) icon = make_status_icon(info.status);  // made on first use: needs a QGuiApplication
+        return icon;
+      }
+      if (role == Qt::ForegroundRole) return status_colour(info.status);
+      if (role == Qt::ToolTipRole) {
+        QString tip = tr("%1 since %2").arg(qstr(to_string(info.status)), local_time(info.updated));
+        if (!info.host.empty()) tip += tr("\nowner: %1 (pid %2)").arg(qstr(info.host)).arg(info.pid);
+        if (!info.heartbeat.empty()) tip += tr("\nlast heartbeat: %1").arg(local_time(info.heartbeat));
+        return tip;
+      }
+      break;
+    case kCreated:
+      if (role == Qt::DisplayRole) return local_time(info.created);
+      if (role == kSortRole || role == Qt::ToolTipRole) return qstr(info.created);
+      break;
+    case kDataset: {
+      const QString path = qstr(info.dataset_path);
+      if (role == Qt::DisplayRole || role == kSortRole) {
+        const QString name = QFileInfo(path.endsWith(QLatin1Char('/')) ? path.chopped(1) : path).fileName();
+        return name.isEmpty() ? path : name;
+      }
+      if (role == Qt::ToolTipRole) return path;
+      break;
+    }
+    case kDevice:
+      if (role == Qt::DisplayRole || role == kSortRole) return qstr(info.device);
+      if (role == Qt::ToolTipRole && !info.host.empty()) return tr("%1 on %2").arg(qstr(info.device), qstr(info.host));
+      break;
+    case kLastError:
+      if (role == Qt::DisplayRole) return first_line(info.last_error);
+      if (role == kSortRole || role == Qt::ToolTipRole) return qstr(info.last_error);
+      if (role == Qt::ForegroundRole && !info.last_error.empty()) return status_colour(RunStatus::Failed);
+      break;
+    default: break;
+  }
+  return {};
+}
+
+QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal) return QAbstractTableModel::headerData(section, orientation, role);
+  const bool best = metric_value_ == MetricValue::Best;
+  if (role == Qt::DisplayRole) {
+    switch (section) {
+      case kId: return tr("ID");
+      case kName: return tr("Name");
+      case kStatus: return tr("Status");
+      case kCreated: return tr("Created");
+      case kDataset: return tr("Dataset");
+      case kDevice: return tr("Device");
+      case kP1: return tr("P@1 (%)");
+      case kP5: return tr("P@5 (%)");
+      case kPsp5: return tr("PSP@5 (%)");
+      case kLastError: return tr("Last error");
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole && section >= kP1 && section <= kPsp5) {
+    return best ? tr("Best value over all evaluations of the run, in %")
+                : tr("Value at the run's last evaluation, in %");
+  }
+  return {};
+}
+
+Qt::ItemFlags RunTableModel::flags(const QModelIndex& index) const {
+  Qt::ItemFlags f = QAbstractTableModel::flags(index);
+  if (index.isValid() && index.column() == kName) f |= Qt::ItemIsEditable;
+  return f;
+}
+
+bool RunTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (!index.isValid() || index.column() != kName || role != Qt::EditRole) return false;
+  const std::int64_t run = run_id(index);
+  if (run < 0) return false;
+  if (value.toString().trimmed().toStdString() == rows_[static_cast<std::size_t>(index.row())].info.name) return true;
+  return rename_run(run, value.toString());
+}
+
+}  // namespace xmc::gui

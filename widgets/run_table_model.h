@@ -1,0 +1,120 @@
+#pragma once
+// RunTableModel: the runs of one RunStore file as a table (one row per run, newest first).
+//
+// Columns: id, name, status, created, dataset, device, P@1, P@5, PSP@5 (from the run's evaluations,
+// shown in % as papers do; final or best value, see set_metric_value) and last error. refresh()
+// re-reads the store and updates rows in place (insert / remove / dataChanged, never a reset when the
+// list keeps its order), so views keep their selection and scroll position. Follow mode polls the
+// store on a timer, so runs written by another process (`xmc train` on a server writing the same
+// SQLite file) appear and update live; every refresh also marks runs whose owning process on this
+// host died as failed (RunStore::reap_orphaned_runs).
+//
+// The name column is editable: setData() renames the run in the store.
+// Everything runs on the thread that owns the model (SQLite reads of the run list are milliseconds).
+#include <QAbstractTableModel>
+#include <QIcon>
+#include <QString>
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "engine/store/run_store.h"
+
+class QTimer;
+
+namespace xmc::gui {
+
+class RunTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { kId, kName, kStatus, kCreated, kDataset, kDevice, kP1, kP5, kPsp5, kLastError, kColumnCount };
+  /// Which value of an evaluation metric the metric columns show.
+  enum class MetricValue { Final, Best };
+  /// data(index, kSortRole): a value that sorts naturally (numbers as numbers, times as ISO text;
+  /// a missing metric sorts below every value).
+  static constexpr int kSortRole = Qt::UserRole + 1;
+  /// data(index, kRunIdRole): the run id (qint64) on every column.
+  static constexpr int kRunIdRole = Qt::UserRole + 2;
+  /// data(index, kFilterRole): the text a filter matches on every column — name, dataset path and
+  /// status, one per line.
+  static constexpr int kFilterRole = Qt::UserRole + 3;
+
+  /// Opens (or creates) the store at `db` and reads it. When the file cannot be opened the model is
+  /// empty, last_error() says why and refresh() retries.
+  explicit RunTableModel(std::filesystem::path db, QObject* parent = nullptr);
+  ~RunTableModel() override;
+
+  const std::filesystem::path& store_path() const { return db_; }
+  /// The model's own connection to the store; nullptr while the file could not be opened.
+  RunStore* store() const { return store_.get(); }
+
+  /// Re-reads every run and its evaluations; rows are updated in place. Returns false (and emits
+  /// error_occurred) when the store could not be read; the rows then stay as they were.
+  bool refresh();
+  /// Follow mode: poll the store every `interval_ms` (re-reading evaluations only of runs that are
+  /// active or changed since the last poll). Off stops the timer.
+  void set_follow(bool on, int interval_ms = 1000);
+  bool following() const;
+
+  void set_metric_value(MetricValue which);
+  MetricValue metric_value() const { return metric_value_; }
+
+  /// The run shown in `index`'s row (-1 for an invalid index).
+  std::int64_t run_id(const QModelIndex& index) const;
+  /// Index of the run's row (invalid when it is not listed).
+  QModelIndex index_of_run(std::int64_t run, int column = kId) const;
+  /// The run as last read; nullptr when it is not listed.
+  const RunInfo* run_info(std::int64_t run) const;
+
+  /// Renames the run in the store and updates its row. False (with `error`) on an empty name or a
+  /// store error.
+  bool rename_run(std::int64_t run, const QString& name, QString* error = nullptr);
+  /// Deletes the run and everything recorded for it from the store, and removes its row.
+  bool delete_run(std::int64_t run, QString* error = nullptr);
+
+  /// The last store error ("" after a successful refresh).
+  QString last_error() const { return last_error_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+
+ Q_SIGNALS:
+  /// A store error (open, read, rename, delete), as one line.
+  void error_occurred(const QString& message);
+  /// After every successful refresh (manual or by follow mode).
+  void refreshed();
+
+ private:
+  /// Final and best value of one metric over a run's evaluations (NaN = never evaluated).
+  struct MetricSummary {
+    double final_value, final_epoch, best_value, best_epoch;
+  };
+  struct Row {
+    RunInfo info;
+    std::vector<MetricSummary> metrics;  ///< one per metric column
+    bool operator==(const Row& other) const;
+  };
+
+  bool open_store();
+  bool reload(bool all_evaluations);
+  Row make_row(RunInfo info, const Row* previous, bool read_evaluations) const;
+  void apply(std::vector<Row> rows);
+  int row_of(std::int64_t run) const;
+  void fail(const QString& message);
+
+  std::filesystem::path db_;
+  std::unique_ptr<RunStore> store_;
+  std::vector<Row> rows_;
+  QTimer* timer_ = nullptr;
+  MetricValue metric_value_ = MetricValue::Final;
+  QString last_error_;
+  mutable std::array<QIcon, 6> status_icons_;  ///< per RunStatus, made on first use
+};
+
+}  // namespace xmc::gui

@@ -1,0 +1,311 @@
+#include "widgets/runs_browser.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "widgets/report_export.h"
+#include "widgets/run_table_model.h"
+
+namespace xmc::gui {
+
+namespace {
+
+bool default_confirmation(QWidget* parent, const QStringList& runs) {
+  const QString what = runs.size() == 1 ? QObject::tr("run %1").arg(runs.front())
+                                        : QObject::tr("%1 runs:\n%2").arg(runs.size()).arg(runs.join(QLatin1Char('\n')));
+  const auto answer = QMessageBox::question(
+      parent, QObject::tr("Delete runs"),
+      QObject::tr("Delete %1?\n\nIts scalars, evaluations, decile tables and t-SNE snapshots are removed from the "
+                  "store; checkpoint files on disk are kept. This cannot be undone.")
+          .arg(what),
+      QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+  return answer == QMessageBox::Yes;
+}
+
+}  // namespace
+
+RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
+    : QWidget(parent), confirm_(default_confirmation) {
+  model_ = new RunTableModel(db, this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(RunTableModel::kSortRole);
+  proxy_->setFilterRole(RunTableModel::kFilterRole);
+  proxy_->setFilterKeyColumn(RunTableModel::kName);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  proxy_->setDynamicSortFilter(true);
+
+  filter_ = new QLineEdit(this);
+  filter_->setPlaceholderText(tr("Filter by name, dataset or status"));
+  filter_->setClearButtonEnabled(true);
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    proxy_->setFilterFixedString(text);
+    update_count();
+  });
+
+  refresh_ = new QPushButton(tr("Refresh"), this);
+  refresh_->setToolTip(tr("Re-read the run store (F5)"));
+  refresh_->setShortcut(QKeySequence::Refresh);
+  connect(refresh_, &QPushButton::clicked, this, &RunsBrowser::refresh);
+
+  follow_ = new QPushButton(tr("Follow"), this);
+  follow_->setCheckable(true);
+  follow_->setToolTip(tr("Poll the store every second, so runs written by other processes appear and update live"));
+  connect(follow_, &QPushButton::toggled, this, &RunsBrowser::set_follow);
+
+  rename_ = new QPushButton(tr("Rename"), this);
+  rename_->setToolTip(tr("Rename the selected run (F2)"));
+  connect(rename_, &QPushButton::clicked, this, &RunsBrowser::rename_selected);
+
+  delete_ = new QPushButton(tr("Delete…"), this);
+  delete_->setToolTip(tr("Delete the selected runs from the store (asks first)"));
+  connect(delete_, &QPushButton::clicked, this, [this] { delete_selected(); });
+
+  compare_ = new QPushButton(tr("Compare"), this);
+  compare_->setToolTip(tr("Compare the selected runs (select two or more)"));
+  connect(compare_, &QPushButton::clicked, this, &RunsBrowser::compare_selected);
+
+  export_ = new QToolButton(this);
+  export_->setText(tr("Export CSV"));
+  export_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  export_->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(export_);
+  menu->addAction(tr("Runs table as shown…"), this, &RunsBrowser::choose_table_csv);
+  QAction* run_csv = menu->addAction(tr("Selected run's scalars and metrics…"), this, &RunsBrowser::choose_run_csv);
+  connect(menu, &QMenu::aboutToShow, this, [this, run_csv] { run_csv->setEnabled(selected_runs().size() == 1); });
+  export_->setMenu(menu);
+
+  metric_value_ = new QComboBox(this);
+  metric_value_->addItem(tr("Final metrics"));
+  metric_value_->addItem(tr("Best metrics"));
+  metric_value_->setToolTip(tr("Metric columns: value at the last evaluation, or the best over all evaluations"));
+  connect(metric_value_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    model_->set_metric_value(i == 1 ? RunTableModel::MetricValue::Best : RunTableModel::MetricValue::Final);
+  });
+
+  view_ = new QTableView(this);
+  view_->setModel(proxy_);
+  view_->setSortingEnabled(true);
+  view_->sortByColumn(RunTableModel::kId, Qt::DescendingOrder);
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  view_->setEditTriggers(QAbstractItemView::EditKeyPressed);  // double-click opens the run
+  view_->setAlternatingRowColors(true);
+  view_->setWordWrap(false);
+  view_->verticalHeader()->hide();
+  view_->verticalHeader()->setDefaultSectionSize(view_->fontMetrics().height() + 8);
+  QHeaderView* header = view_->horizontalHeader();
+  header->setSectionResizeMode(QHeaderView::Interactive);
+  header->setStretchLastSection(true);
+  header->setHighlightSections(false);
+  view_->resizeColumnsToContents();
+  const int name_width = view_->fontMetrics().horizontalAdvance(QLatin1Char('M')) * 16;
+  if (view_->columnWidth(RunTableModel::kName) < name_width) view_->setColumnWidth(RunTableModel::kName, name_width);
+  connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    const std::int64_t run = model_->run_id(proxy_->mapToSource(index));
+    if (run >= 0) Q_EMIT run_activated(run);
+  });
+  connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    update_actions();
+    Q_EMIT selection_changed(selected_runs());
+  });
+
+  count_ = new QLabel(this);
+  message_ = new QLabel(this);
+  message_->setStyleSheet(QStringLiteral("color: #c62828;"));
+  message_->setWordWrap(true);
+  message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  message_->hide();
+
+  connect(model_, &RunTableModel::error_occurred, this, &RunsBrowser::show_error);
+  connect(model_, &RunTableModel::refreshed, this, [this] {
+    message_->hide();
+    update_count();
+  });
+  connect(model_, &QAbstractItemModel::rowsInserted, this, &RunsBrowser::update_count);
+  connect(model_, &QAbstractItemModel::rowsRemoved, this, &RunsBrowser::update_count);
+  connect(model_, &QAbstractItemModel::modelReset, this, &RunsBrowser::update_count);
+
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(filter_, 1);
+  bar->addWidget(metric_value_);
+  bar->addSpacing(8);
+  for (QWidget* w : std::initializer_list<QWidget*>{refresh_, follow_, rename_, delete_, compare_, export_}) bar->addWidget(w);
+
+  auto* bottom = new QHBoxLayout;
+  bottom->addWidget(message_, 1);
+  bottom->addStretch();
+  bottom->addWidget(count_);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(bar);
+  layout->addWidget(view_, 1);
+  layout->addLayout(bottom);
+
+  if (!model_->last_error().isEmpty()) show_error(model_->last_error());
+  update_actions();
+  update_count();
+}
+
+RunsBrowser::~RunsBrowser() = default;
+
+std::vector<std::int64_t> RunsBrowser::selected_runs() const {
+  QModelIndexList rows = view_->selectionModel()->selectedRows();
+  std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+  std::vector<std::int64_t> runs;
+  for (const QModelIndex& index : rows) {
+    const std::int64_t run = model_->run_id(proxy_->mapToSource(index));
+    if (run >= 0) runs.push_back(run);
+  }
+  return runs;
+}
+
+bool RunsBrowser::select_run(std::int64_t run) {
+  const QModelIndex index = proxy_->mapFromSource(model_->index_of_run(run));
+  if (!index.isValid()) return false;
+  view_->selectionModel()->setCurrentIndex(
+      index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  view_->scrollTo(index);
+  return true;
+}
+
+void RunsBrowser::set_filter_text(const QString& text) { filter_->setText(text); }
+
+void RunsBrowser::set_delete_confirmation(DeleteConfirmation confirm) {
+  confirm_ = confirm ? std::move(confirm) : DeleteConfirmation(default_confirmation);
+}
+
+void RunsBrowser::refresh() { model_->refresh(); }
+
+void RunsBrowser::set_follow(bool on) {
+  model_->set_follow(on);
+  if (follow_->isChecked() != on) follow_->setChecked(on);
+}
+
+void RunsBrowser::rename_selected() {
+  const std::vector<std::int64_t> runs = selected_runs();
+  if (runs.size() != 1) return;
+  const QModelIndex index = proxy_->mapFromSource(model_->index_of_run(runs.front(), RunTableModel::kName));
+  if (!index.isValid()) return;
+  view_->setCurrentIndex(index);
+  view_->edit(index);
+}
+
+int RunsBrowser::delete_selected() {
+  const std::vector<std::int64_t> runs = selected_runs();
+  if (runs.empty()) return 0;
+  QStringList names;
+  for (std::int64_t run : runs) {
+    const RunInfo* info = model_->run_info(run);
+    const QString name = info ? QString::fromStdString(info->name) : QString();
+    if (info && info->status == RunStatus::Running)
+      names << tr("“%1” (#%2, still running: its trainer fails on its next write)").arg(name).arg(run);
+    else
+      names << tr("“%1” (#%2)").arg(name).arg(run);
+  }
+  if (!confirm_(this, names)) return 0;
+  int deleted = 0;
+  QStringList errors;
+  for (std::int64_t run : runs) {
+    QString error;
+    if (model_->delete_run(run, &error)) ++deleted;
+    else errors << error;
+  }
+  if (!errors.isEmpty()) show_error(errors.join(QLatin1Char('\n')));
+  return deleted;
+}
+
+void RunsBrowser::compare_selected() {
+  std::vector<std::int64_t> runs = selected_runs();
+  if (runs.size() >= 2) Q_EMIT compare_requested(std::move(runs));
+}
+
+bool RunsBrowser::export_table_csv(const QString& path, QString* error) const {
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
+    if (error) *error = tr("%1: %2").arg(path, file.errorString());
+    return false;
+  }
+  const int columns = proxy_->columnCount();
+  QString text;
+  for (int c = 0; c < columns; ++c) {
+    if (c) text += QLatin1Char(',');
+    text += csv_field(proxy_->headerData(c, Qt::Horizontal).toString());
+  }
+  text += QLatin1Char('\n');
+  for (int r = 0; r < proxy_->rowCount(); ++r) {
+    for (int c = 0; c < columns; ++c) {
+      if (c) text += QLatin1Char(',');
+      const QModelIndex index = proxy_->index(r, c);
+      // Full texts (error messages, dataset paths) rather than what fits in a cell.
+      const bool full = c == RunTableModel::kLastError || c == RunTableModel::kDataset || c == RunTableModel::kCreated;
+      text += csv_field(proxy_->data(index, full ? RunTableModel::kSortRole : Qt::DisplayRole).toString());
+    }
+    text += QLatin1Char('\n');
+  }
+  file.write(text.toUtf8());
+  if (!file.commit()) {
+    if (error) *error = tr("%1: %2").arg(path, file.errorString());
+    return false;
+  }
+  return true;
+}
+
+void RunsBrowser::choose_table_csv() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export runs table"), QStringLiteral("runs.csv"),
+                                                    tr("CSV files (*.csv)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!export_table_csv(path, &error)) show_error(error);
+}
+
+void RunsBrowser::choose_run_csv() {
+  const std::vector<std::int64_t> runs = selected_runs();
+  if (runs.size() != 1) return;
+  const QString dir = QFileDialog::getExistingDirectory(
+      this, tr("Folder for run-%1-scalars.csv and run-%1-metrics.csv").arg(runs.front()));
+  if (dir.isEmpty()) return;
+  const QString stem = dir + QStringLiteral("/run-%1-").arg(runs.front());
+  QString error;
+  if (!export_run_csv(model_->store_path(), runs.front(), stem + QStringLiteral("scalars.csv"),
+                      stem + QStringLiteral("metrics.csv"), &error))
+    show_error(error);
+}
+
+void RunsBrowser::update_actions() {
+  const std::size_t n = selected_runs().size();
+  rename_->setEnabled(n == 1);
+  delete_->setEnabled(n >= 1);
+  compare_->setEnabled(n >= 2);
+}
+
+void RunsBrowser::update_count() {
+  const int total = model_->rowCount();
+  const int shown = proxy_->rowCount();
+  const QString runs = total == 1 ? tr("1 run") : tr("%1 runs").arg(total);
+  count_->setText(shown == total ? runs : tr("%1 of %2 shown").arg(shown).arg(runs));
+  update_actions();
+}
+
+void RunsBrowser::show_error(const QString& message) {
+  message_->setText(message);
+  message_->setToolTip(message);
+  message_->show();
+}
+
+}  // namespace xmc::gui

@@ -1,0 +1,92 @@
+#pragma once
+// RunsBrowser: the runs of one RunStore file in a sortable, filterable table, with the actions on
+// them — Refresh, Follow (poll the store so runs written by other processes appear live), Rename,
+// Delete (after a confirmation naming the runs), Compare (two or more selected) and Export (the table,
+// or the selected run's scalars and metrics, as CSV). The metric columns show final or best values.
+//
+// The data lives in a RunTableModel (model()); the browser only displays it and wires the actions.
+// Store errors show in a line under the table, never as a modal dialog from a timer.
+#include <QStringList>
+#include <QWidget>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QModelIndex;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTableView;
+class QToolButton;
+
+namespace xmc::gui {
+
+class RunTableModel;
+
+class RunsBrowser : public QWidget {
+  Q_OBJECT
+ public:
+  /// Asked before deleting; `runs` names each run ("“name” (#id)"). True deletes.
+  using DeleteConfirmation = std::function<bool(QWidget* parent, const QStringList& runs)>;
+
+  /// Browses the store at `db` (opened, or created, by the browser's own model).
+  explicit RunsBrowser(const std::filesystem::path& db, QWidget* parent = nullptr);
+  ~RunsBrowser() override;
+
+  RunTableModel* model() const { return model_; }
+  QTableView* view() const { return view_; }
+  QSortFilterProxyModel* proxy() const { return proxy_; }
+
+  /// Selected runs, in the order the table shows them.
+  std::vector<std::int64_t> selected_runs() const;
+  /// Selects (only) this run and scrolls to it; false when it is not shown.
+  bool select_run(std::int64_t run);
+  /// Shows only runs whose name, dataset path or status contains `text` (case-insensitive).
+  void set_filter_text(const QString& text);
+  /// Replaces the delete confirmation (default: a QMessageBox naming the runs) — e.g. for tests.
+  void set_delete_confirmation(DeleteConfirmation confirm);
+  /// Writes the rows as shown (filtered, sorted) with a header line; false with `error` on failure.
+  bool export_table_csv(const QString& path, QString* error = nullptr) const;
+
+ public Q_SLOTS:
+  void refresh();
+  void set_follow(bool on);
+  /// Starts editing the name of the current run in place.
+  void rename_selected();
+  /// Deletes the selected runs after the confirmation; returns how many were deleted.
+  int delete_selected();
+  /// Emits compare_requested with the selected runs when there are two or more.
+  void compare_selected();
+
+ Q_SIGNALS:
+  void run_activated(std::int64_t run);
+  void compare_requested(std::vector<std::int64_t> runs);
+  void selection_changed(std::vector<std::int64_t> runs);
+
+ private:
+  void update_actions();
+  void update_count();
+  void show_error(const QString& message);
+  void choose_table_csv();
+  void choose_run_csv();
+
+  RunTableModel* model_ = nullptr;
+  QSortFilterProxyModel* proxy_ = nullptr;
+  QTableView* view_ = nullptr;
+  QLineEdit* filter_ = nullptr;
+  QPushButton* refresh_ = nullptr;
+  QPushButton* follow_ = nullptr;
+  QPushButton* rename_ = nullptr;
+  QPushButton* delete_ = nullptr;
+  QPushButton* compare_ = nullptr;
+  QToolButton* export_ = nullptr;
+  QComboBox* metric_value_ = nullptr;
+  QLabel* count_ = nullptr;
+  QLabel* message_ = nullptr;
+  DeleteConfirmation confirm_;
+};
+
+}  // namespace xmc::gui

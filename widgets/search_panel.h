@@ -1,0 +1,66 @@
+#pragma once
+// Interactive query-to-label search over a trained run: type a query, see the top-k labels with scores
+// for each inference mode of the run and the latency of each; when the text is a dataset query, its true
+// labels are highlighted. New labels can be added by text and are ranked from then on.
+#include <QWidget>
+#include <filesystem>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+class QHBoxLayout;
+
+namespace xmc {
+class Predictor;
+}
+
+namespace xmc::gui {
+
+class SearchPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SearchPanel(QWidget* parent = nullptr);
+  ~SearchPanel() override;
+
+  /// Loads run `run` of the store `db` in the background (model, label index, dataset queries).
+  void open_run(const QString& db, std::int64_t run);
+  bool ready() const { return predictor_ != nullptr; }
+
+  /// Runs the query in `text` (also what pressing Enter does). Results land in the per-mode tables.
+  void search(const QString& text);
+  /// Adds a label by its text; returns its id (-1 when no run is loaded).
+  std::int64_t add_label(const QString& text);
+
+  /// For tests and scripting: mode names shown, and the rows of a mode's table.
+  QStringList modes() const;
+  QStringList result_texts(const QString& mode) const;
+  /// Labels highlighted as ground truth in the last search.
+  int highlighted_count() const { return highlighted_; }
+
+ Q_SIGNALS:
+  void run_loaded(std::int64_t run);
+  void load_failed(const QString& error);
+
+ private:
+  struct LoadedRun;
+  void install(std::unique_ptr<LoadedRun> loaded);
+
+  std::unique_ptr<Predictor> predictor_;
+  std::unordered_map<std::string, std::vector<std::int32_t>> truth_by_text_;  ///< dataset query -> labels
+  QLabel* status_ = nullptr;
+  QLineEdit* query_ = nullptr;
+  QSpinBox* top_ = nullptr;
+  QLineEdit* new_label_ = nullptr;
+  QPushButton* add_label_ = nullptr;
+  QHBoxLayout* tables_layout_ = nullptr;
+  std::vector<std::pair<QString, QTableWidget*>> tables_;
+  std::vector<QLabel*> latency_labels_;
+  int highlighted_ = 0;
+};
+
+}  // namespace xmc::gui
