@@ -90,8 +90,8 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   compare_ = new gui::CompareView;
   runs_tab->addWidget(runs_);
   runs_tab->addWidget(compare_);
-  runs_tab->setStretchFactor(0, 2);
-  runs_tab->setStretchFactor(1, 3);
+  runs_tab->setSizes({350, 550});
+  runs_->set_follow(true);  // runs written by other processes (xmc train) appear and update live
   tabs_->addTab(runs_tab, "Runs");
   setCentralWidget(tabs_);
 

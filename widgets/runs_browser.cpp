@@ -116,6 +116,11 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   view_->resizeColumnsToContents();
   const int name_width = view_->fontMetrics().horizontalAdvance(QLatin1Char('M')) * 16;
   if (view_->columnWidth(RunTableModel::kName) < name_width) view_->setColumnWidth(RunTableModel::kName, name_width);
+  // Columns were sized while the table was empty: fit them to the runs once rows arrive.
+  connect(model_, &QAbstractItemModel::rowsInserted, this, [this, name_width] {
+    view_->resizeColumnsToContents();
+    if (view_->columnWidth(RunTableModel::kName) > name_width * 2) view_->setColumnWidth(RunTableModel::kName, name_width * 2);
+  });
   connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     const std::int64_t run = model_->run_id(proxy_->mapToSource(index));
     if (run >= 0) Q_EMIT run_activated(run);

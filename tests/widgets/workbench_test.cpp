@@ -2,6 +2,7 @@
 // the live plots fill, search labels when the run is done, save a screenshot.
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTabWidget>
 #include <QtTest/QtTest>
 
 #include "app/main_window.h"
@@ -109,7 +110,15 @@ class WorkbenchTest : public QObject {
     QImage image(shot);
     QVERIFY(!image.isNull());
     QVERIFY(image.width() >= 800);
-    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) QFile::copy(shot, QString(keep) + "/workbench.png");
+    // With XMC_SCREENSHOT_DIR set, keep a picture of every tab to look at.
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      auto* tabs = window.findChild<QTabWidget*>();
+      for (int i = 0; i < tabs->count(); ++i) {
+        tabs->setCurrentIndex(i);
+        QCoreApplication::processEvents();
+        window.save_screenshot(QString(keep) + "/workbench-" + tabs->tabText(i).toLower() + ".png");
+      }
+    }
   }
 };
 
