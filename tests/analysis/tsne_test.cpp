@@ -15,6 +15,7 @@
 #include "engine/data/dataset.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
+#include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
 namespace xmc {
@@ -223,31 +224,7 @@ TEST(NegativesSnapshot, InBatchNegativesAreTheOtherQueriesPositives) {
 
 // ---- in a training run --------------------------------------------------------------------------
 
-// 12 labels named by keywords; a query names its 1-3 labels' keywords among noise words.
-void write_synthetic_dataset(const std::filesystem::path& dir) {
-  constexpr int kLabels = 12;
-  std::mt19937_64 rng(11);
-  Dataset d;
-  d.meta.name = "synthetic";
-  for (int l = 0; l < kLabels; ++l) d.label_text.push_back("kw" + std::to_string(l) + " topic");
-  auto make = [&](int n, std::vector<std::string>& texts, CsrMatrix& labels) {
-    std::vector<std::vector<std::int32_t>> rows;
-    for (int i = 0; i < n; ++i) {
-      std::vector<std::int32_t> y;
-      const int count = 1 + static_cast<int>(rng() % 3);
-      for (int j = 0; j < count; ++j) y.push_back(static_cast<std::int32_t>(rng() % kLabels));
-      std::string text;
-      for (auto l : y) text += "kw" + std::to_string(l) + " ";
-      for (int j = 0; j < 4; ++j) text += "noise" + std::to_string(rng() % 40) + " ";
-      texts.push_back(text);
-      rows.push_back(y);
-    }
-    labels = csr_from_rows(rows, kLabels);
-  };
-  make(200, d.train_text, d.train_labels);
-  make(60, d.test_text, d.test_labels);
-  save_dataset(d, dir);
-}
+void write_synthetic_dataset(const std::filesystem::path& dir) { test::write_keyword_dataset(dir, 11, 200, 60); }
 
 TEST(NegativesSnapshot, TrainingRunRecordsAndPublishesSnapshots) {
   test::TempDir dir;

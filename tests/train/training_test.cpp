@@ -11,36 +11,14 @@
 #include "engine/store/run_store.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/training_run.h"
+#include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
 namespace xmc {
 namespace {
 
-// 12 labels, each named by a keyword; a query names its 1-3 labels' keywords among noise words.
-// Random ranking gets P@1 = E[|y|]/L = 2/12; a model that learns the keywords gets close to 1.
 void write_synthetic_dataset(const std::filesystem::path& dir, std::uint64_t seed) {
-  constexpr int kLabels = 12;
-  std::mt19937_64 rng(seed);
-  Dataset d;
-  d.meta.name = "synthetic";
-  for (int l = 0; l < kLabels; ++l) d.label_text.push_back("kw" + std::to_string(l) + " topic");
-  auto make = [&](int n, std::vector<std::string>& texts, CsrMatrix& labels) {
-    std::vector<std::vector<std::int32_t>> rows;
-    for (int i = 0; i < n; ++i) {
-      std::vector<std::int32_t> y;
-      const int count = 1 + static_cast<int>(rng() % 3);
-      for (int j = 0; j < count; ++j) y.push_back(static_cast<std::int32_t>(rng() % kLabels));
-      std::string text;
-      for (auto l : y) text += "kw" + std::to_string(l) + " ";
-      for (int j = 0; j < 4; ++j) text += "noise" + std::to_string(rng() % 40) + " ";
-      texts.push_back(text);
-      rows.push_back(y);
-    }
-    labels = csr_from_rows(rows, kLabels);
-  };
-  make(400, d.train_text, d.train_labels);
-  make(120, d.test_text, d.test_labels);
-  save_dataset(d, dir);
+  test::write_keyword_dataset(dir, seed, 400, 120);
 }
 
 TrainConfig small_config(const std::filesystem::path& data) {
