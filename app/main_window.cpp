@@ -4,6 +4,9 @@
 #include <QCloseEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFutureWatcher>
+#include <QInputDialog>
+#include <QtConcurrent/QtConcurrent>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -19,6 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/mulan_importer.h"
+#include "engine/data/wordnet_builder.h"
 #include "engine/store/run_store.h"
 #include "engine/train/train_config.h"
 #include "widgets/compare_view.h"
@@ -110,6 +116,9 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   training->addAction("Pause", this, [this] { worker_->set_paused(true); launch_->set_state(gui::LaunchForm::State::Paused); });
   training->addAction("Resume", this, [this] { worker_->set_paused(false); launch_->set_state(gui::LaunchForm::State::Running); });
   training->addAction("Stop (with checkpoint)", this, [this] { worker_->stop(); });
+  auto* datasets = menuBar()->addMenu("&Datasets");
+  datasets->addAction("Build WordNet dataset…", this, [this] { build_wordnet_dataset(); });
+  datasets->addAction("Import mulan dataset (ARFF + XML)…", this, [this] { import_mulan_dataset(); });
   auto* help = menuBar()->addMenu("&Help");
   help->addAction("About", this, [this] {
     QMessageBox::about(this, "XMC Workbench",
@@ -146,12 +155,96 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
     }
   }
   if (!options_.dataset.isEmpty()) launch_->set_dataset(options_.dataset);
+  // Background dataset jobs report here, with a Cancel button.
+  job_progress_ = new QProgressBar;
+  job_progress_->setMaximumWidth(320);
+  job_progress_->setVisible(false);
+  job_cancel_ = new QPushButton("Cancel");
+  job_cancel_->setVisible(false);
+  statusBar()->addPermanentWidget(job_progress_);
+  statusBar()->addPermanentWidget(job_cancel_);
+  job_reporter_ = new gui::QtProgress(this);
+  connect(job_cancel_, &QPushButton::clicked, this, [this] { job_reporter_->cancel(); });
+  connect(job_reporter_, &gui::QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
+    job_progress_->setMaximum(total > 0 ? static_cast<int>(std::min<qint64>(total, INT32_MAX)) : 0);
+    job_progress_->setValue(static_cast<int>(std::min<qint64>(done, INT32_MAX)));
+    job_progress_->setFormat(task + (eta >= 0 ? QString(" — %p%, ETA %1 s").arg(eta, 0, 'f', 0) : QString(" — %p%")));
+  });
   statusBar()->showMessage("Run store: " + options_.db);
   resize(1400, 900);
   if (options_.autostart) QTimer::singleShot(0, this, [this] { start_training(); });
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::run_dataset_job(const QString& title, const QString& out, std::function<void(Progress&)> job) {
+  if (job_progress_->isVisible()) {
+    QMessageBox::information(this, title, "Another dataset job is still running.");
+    return;
+  }
+  job_reporter_->reset();
+  job_progress_->setVisible(true);
+  job_cancel_->setVisible(true);
+  auto* watcher = new QFutureWatcher<QString>(this);
+  connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, title, out] {
+    const QString error = watcher->result();
+    watcher->deleteLater();
+    job_progress_->setVisible(false);
+    job_cancel_->setVisible(false);
+    if (!error.isEmpty()) {
+      QMessageBox::warning(this, title, error);
+      return;
+    }
+    statusBar()->showMessage(title + ": wrote " + out, 8000);
+    launch_->set_dataset(out);
+    Q_EMIT dataset_ready(out);
+    tabs_->setCurrentIndex(0);
+  });
+  gui::QtProgress* reporter = job_reporter_;
+  watcher->setFuture(QtConcurrent::run([reporter, job]() -> QString {
+    try {
+      job(*reporter);
+      return {};
+    } catch (const std::exception& e) {
+      return QString::fromUtf8(e.what());
+    }
+  }));
+}
+
+void MainWindow::build_wordnet_dataset() {
+  const QString out = QFileDialog::getExistingDirectory(this, "Empty folder for the WordNet dataset");
+  if (out.isEmpty()) return;
+  bool ok = false;
+  const int items = QInputDialog::getInt(this, "WordNet dataset", "Noun synsets to sample (0 = all 82,115):", 20000, 0, 100000, 1000, &ok);
+  if (!ok) return;
+  start_wordnet_build(out, items);
+}
+
+void MainWindow::start_wordnet_build(const QString& out, int items) {
+  run_dataset_job("Build WordNet dataset", out, [out, items](Progress& progress) {
+    WordnetBuildOptions options;
+    options.max_items = items;
+    save_dataset(xmc::build_wordnet_dataset(options, progress), out.toStdString());
+  });
+}
+
+void MainWindow::import_mulan_dataset() {
+  const QString train = QFileDialog::getOpenFileName(this, "Train ARFF", QString(), "ARFF (*.arff)");
+  if (train.isEmpty()) return;
+  const QString test = QFileDialog::getOpenFileName(this, "Test ARFF", QFileInfo(train).path(), "ARFF (*.arff)");
+  if (test.isEmpty()) return;
+  const QString labels = QFileDialog::getOpenFileName(this, "Labels XML", QFileInfo(train).path(), "XML (*.xml)");
+  if (labels.isEmpty()) return;
+  const QString out = QFileDialog::getExistingDirectory(this, "Empty folder for the imported dataset");
+  if (out.isEmpty()) return;
+  run_dataset_job("Import mulan dataset", out, [=](Progress& progress) {
+    MulanImportOptions options;
+    options.train_arff = train.toStdString();
+    options.test_arff = test.toStdString();
+    options.labels_xml = labels.toStdString();
+    save_dataset(import_mulan(options, progress), out.toStdString());
+  });
+}
 
 void MainWindow::connect_runs_browser() {
   connect(runs_, &gui::RunsBrowser::run_activated, this, [this](std::int64_t run) { show_run(run); });

@@ -3,7 +3,10 @@
 // facade (TrainingRun via TrainingWorker, Predictor, RunStore). Holds no training or scoring logic.
 #include <QMainWindow>
 #include <QString>
+#include <functional>
 #include <optional>
+
+#include "engine/core/progress.h"
 
 #include "engine/train/train_events.h"
 
@@ -17,6 +20,7 @@ namespace xmc::gui {
 class CompareView;
 class DecilePlot;
 class LaunchForm;
+class QtProgress;
 class LossPlot;
 class MetricPlot;
 class RunsBrowser;
@@ -46,8 +50,14 @@ class MainWindow : public QMainWindow {
   void start_training();
   /// Shows a stored run: its curves, deciles, t-SNE in the Live tab, and loads it into the search panel.
   void show_run(std::int64_t run);
+  /// Builds a WordNet dataset of `items` synsets into `out` in the background (Datasets menu).
+  void start_wordnet_build(const QString& out, int items);
   /// Saves the whole window as a PNG; returns false on failure.
   bool save_screenshot(const QString& path);
+
+ Q_SIGNALS:
+  /// A dataset build or import finished and was selected in the launch form.
+  void dataset_ready(const QString& folder);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -58,6 +68,10 @@ class MainWindow : public QMainWindow {
   void export_report(const QString& format);
   void export_current_plots();
   void open_store();
+  /// Runs `job` (a dataset build or import writing to `out`) on a worker thread with progress and Cancel.
+  void run_dataset_job(const QString& title, const QString& out, std::function<void(Progress&)> job);
+  void build_wordnet_dataset();
+  void import_mulan_dataset();
   void connect_runs_browser();
   QString screenshot_path(const QString& suffix) const;
 
@@ -73,6 +87,9 @@ class MainWindow : public QMainWindow {
   gui::RunsBrowser* runs_ = nullptr;
   gui::CompareView* compare_ = nullptr;
   QSplitter* runs_tab_ = nullptr;
+  QProgressBar* job_progress_ = nullptr;
+  QPushButton* job_cancel_ = nullptr;
+  gui::QtProgress* job_reporter_ = nullptr;
   QLabel* run_label_ = nullptr;
   QProgressBar* epoch_progress_ = nullptr;
   QProgressBar* step_progress_ = nullptr;

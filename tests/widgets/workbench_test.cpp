@@ -120,6 +120,20 @@ class WorkbenchTest : public QObject {
       }
     }
   }
+
+  void buildsADatasetInTheBackground() {
+    if (!QFileInfo::exists("/usr/share/wordnet/data.noun")) QSKIP("wordnet-base is not installed");
+    QTemporaryDir dir;
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    xmc::app::MainWindow window(options);
+    QSignalSpy ready(&window, &xmc::app::MainWindow::dataset_ready);
+    window.start_wordnet_build(dir.filePath("wn"), 300);
+    QVERIFY(ready.wait(60000));
+    QVERIFY(QFileInfo::exists(dir.filePath("wn/dataset.json")));
+    QCOMPARE(window.findChild<xmc::gui::LaunchForm*>()->dataset(), dir.filePath("wn"));
+    QCOMPARE(xmc::load_dataset(dir.filePath("wn").toStdString()).num_train(), 210);
+  }
 };
 
 QTEST_MAIN(WorkbenchTest)
