@@ -72,6 +72,8 @@ struct TrainingRun::Impl {
   std::vector<std::vector<std::int64_t>> snapshot_batches;
   std::int64_t evaluations_done = 0;
 
+  Progress* progress_ = &silent_progress();  ///< the caller's progress display for the current run()
+
   // Scalars waiting to be written to the store.
   std::vector<ScalarPoint> pending;
   Clock::time_point last_flush = Clock::now();
@@ -296,9 +298,15 @@ struct TrainingRun::Impl {
   /// t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
   EvalResult evaluate(double epoch, bool final = false) {
     phase("evaluating");
+    // Three stages the user can watch: encode test queries, encode labels, rank and score.
+    progress_->start("evaluating", 3);
     torch::Tensor queries = built.model->embed_all(test_corpus);
+    progress_->update(1);
     torch::Tensor labels = built.model->embed_all(label_corpus);
+    progress_->update(2);
     EvalResult result = evaluate_ranking(queries, labels, eval_setup);
+    progress_->update(3);
+    progress_->finish();
     if (built.model->has_classifiers()) {
       // NGAME: classifier scores, embedding scores and their fusion (one search over a combined matrix,
       // since every row is unit-norm: s = q·(w·Ŵ + (1-w)·E)).
@@ -528,6 +536,7 @@ struct TrainingRun::Impl {
   // ---- the whole run --------------------------------------------------------------------------
 
   TrainResult run(Progress& progress) {
+    progress_ = &progress;
     try {
       store.set_status(run_id, RunStatus::Running);
       prepare(progress);
