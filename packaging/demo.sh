@@ -12,8 +12,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 echo "== dataset: $data"
 "$xmc" dataset info "$data"
 echo
-echo "== training DEXML (bag-of-words encoder, decoupled softmax) for 3 epochs; runs are kept in $db"
-result=$("$xmc" train --config "$here/datasets/configs/dexml-bow-wordnet.json" --set dataset="$data" \
+echo "== training DEXML (bag-of-words encoder, decoupled softmax, hard negatives from a refreshed shortlist) for 3 epochs; runs are kept in $db"
+result=$("$xmc" train --config "$here/datasets/configs/dexml-bow-wordnet-hard.json" --set dataset="$data" \
          --set epochs=3 --db "$db" --json | tail -n 1)
 run=$(printf '%s' "$result" | sed -n 's/.*"run_id":\([0-9]*\).*/\1/p')
 echo

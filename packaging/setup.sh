@@ -56,7 +56,7 @@ demo_data() {
 }
 
 run_demo() {
-  local data config="$here/datasets/configs/dexml-bow-wordnet.json"
+  local data config="$here/datasets/configs/dexml-bow-wordnet-hard.json"
   data=$(demo_data | tail -n 1)
   local db="$here/datasets/demo/runs.sqlite"
   if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
