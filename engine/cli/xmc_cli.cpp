@@ -21,6 +21,8 @@ int run(int argc, char** argv) {
       "Examples:\n"
       "  xmc dataset build wordnet --out data/wordnet --max-items 20000\n"
       "  xmc dataset info data/wordnet\n"
+      "  xmc train --config datasets/configs/dexml-bow-wordnet-hard.json --set dataset=data/wordnet --db runs.sqlite\n"
+      "  xmc predict --db runs.sqlite --run 1 --text \"golden retriever: a breed of dog\"\n"
       "  xmc eval --truth data/wordnet/tst_X_Y.txt --pred pred.txt --train data/wordnet/trn_X_Y.txt --json\n"
       "Run 'xmc COMMAND --help' for the options of a command.");
   CommandContext context;
