@@ -41,6 +41,15 @@ void XmcModelImpl::add_classifiers(std::int64_t num_labels) {
   residuals_ = register_parameter("classifier_residuals", torch::zeros({num_labels, dim_}, torch::TensorOptions().device(device())));
 }
 
+torch::Tensor XmcModelImpl::classifiers(const torch::Tensor& label_embeddings, const torch::Tensor& rows) {
+  const torch::Tensor residuals = rows.defined() ? residuals_.index_select(0, rows) : residuals_;
+  return torch::nn::functional::normalize(label_embeddings + residuals, torch::nn::functional::NormalizeFuncOptions().dim(1));
+}
+
+torch::Tensor XmcModelImpl::fuse(const torch::Tensor& classifiers, const torch::Tensor& label_embeddings, double weight) {
+  return weight * classifiers + (1.0 - weight) * label_embeddings;
+}
+
 torch::Device parse_device(const std::string& device) {
   try {
     torch::Device d(device);

@@ -37,6 +37,11 @@ class XmcModelImpl : public torch::nn::Module {
   void add_classifiers(std::int64_t num_labels);
   bool has_classifiers() const { return residuals_.defined(); }
   torch::Tensor& classifier_residuals() { return residuals_; }
+  /// NGAME classifiers w_l = normalize(g1(Φ(z_l)) + η_l) of the labels `rows` (all labels when undefined),
+  /// given their embeddings `label_embeddings` ([rows x d], or [L x d] for all). Differentiable in η.
+  torch::Tensor classifiers(const torch::Tensor& label_embeddings, const torch::Tensor& rows = {});
+  /// Fused NGAME label matrix: every row is unit-norm, so q·(w·W + (1-w)·E) = w·s_clf + (1-w)·s_emb.
+  static torch::Tensor fuse(const torch::Tensor& classifiers, const torch::Tensor& label_embeddings, double weight);
 
   EncoderImpl& encoder() { return *encoder_; }
   DualEncoderHead& de_head() { return de_head_; }

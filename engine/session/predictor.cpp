@@ -58,11 +58,9 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   impl->label_matrices["embedding"] = embeddings;
   if (impl->built.model->has_classifiers()) {
     torch::NoGradGuard no_grad;
-    torch::Tensor classifiers = torch::nn::functional::normalize(embeddings + impl->built.model->classifier_residuals(),
-                                                                 torch::nn::functional::NormalizeFuncOptions().dim(1));
-    const double w = impl->config.ngame_fusion;
+    const torch::Tensor classifiers = impl->built.model->classifiers(embeddings);
     impl->label_matrices["classifier"] = classifiers;
-    impl->label_matrices["fused"] = w * classifiers + (1.0 - w) * embeddings;
+    impl->label_matrices["fused"] = XmcModelImpl::fuse(classifiers, embeddings, impl->config.ngame_fusion);
     impl->modes = {"fused", "embedding", "classifier"};
   }
   return Predictor(std::move(impl));

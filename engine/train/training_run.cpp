@@ -308,18 +308,12 @@ struct TrainingRun::Impl {
     progress_->update(3);
     progress_->finish();
     if (built.model->has_classifiers()) {
-      // NGAME: classifier scores, embedding scores and their fusion (one search over a combined matrix,
-      // since every row is unit-norm: s = q·(w·Ŵ + (1-w)·E)).
-      torch::Tensor classifiers;
-      {
-        torch::NoGradGuard no_grad;
-        classifiers = torch::nn::functional::normalize(labels + built.model->classifier_residuals(),
-                                                       torch::nn::functional::NormalizeFuncOptions().dim(1));
-      }
+      // NGAME: embedding scores, classifier scores and their fusion.
+      torch::NoGradGuard no_grad;
+      const torch::Tensor classifiers = built.model->classifiers(labels);
       record_evaluation(result, epoch, "emb/");
       record_evaluation(evaluate_ranking(queries, classifiers, eval_setup), epoch, "clf/");
-      const double w = config.ngame_fusion;
-      result = evaluate_ranking(queries, w * classifiers + (1.0 - w) * labels, eval_setup);
+      result = evaluate_ranking(queries, XmcModelImpl::fuse(classifiers, labels, config.ngame_fusion), eval_setup);
     }
     record_evaluation(result, epoch);
     TrainEvent e;
@@ -503,8 +497,7 @@ struct TrainingRun::Impl {
         LabelPool pool = build_label_pool(labels, batch, batcher->rng(), {.all_positives = true});
         torch::Tensor pool_ids = torch::tensor(pool.labels, torch::kInt64).to(device);
         torch::Tensor batch_ids = torch::tensor(batch, torch::kInt64).to(device);
-        torch::Tensor w = torch::nn::functional::normalize(label_embeddings.index_select(0, pool_ids) + residuals.index_select(0, pool_ids),
-                                                           torch::nn::functional::NormalizeFuncOptions().dim(1));
+        torch::Tensor w = built.model->classifiers(label_embeddings.index_select(0, pool_ids), pool_ids);
         torch::Tensor loss = batch_loss(torch::matmul(queries.index_select(0, batch_ids), w.t()), pool.positive_mask.to(device));
         const double value = loss.item<double>();
         if (!std::isfinite(value)) throw Error("NGAME M4 step " + std::to_string(m4_step) + ": the loss is " + std::to_string(value));
