@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QComboBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
@@ -36,6 +37,7 @@
 #include "widgets/report_export.h"
 #include "widgets/runs_browser.h"
 #include "widgets/search_panel.h"
+#include "widgets/training_progress.h"
 #include "widgets/training_worker.h"
 #include "widgets/tsne_plot.h"
 
@@ -63,17 +65,10 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   auto* live_layout = new QVBoxLayout(live);
   auto* header = new QHBoxLayout;
   run_label_ = new QLabel("No run yet: start one in the Launch tab, or open one in the Runs tab.");
-  epoch_progress_ = new QProgressBar;
-  epoch_progress_->setFormat("epoch %v/%m");
-  epoch_progress_->setToolTip("Epochs done");
-  step_progress_ = new QProgressBar;
-  step_progress_->setFormat("%p% of this phase");
-  step_progress_->setToolTip("Progress of the current epoch, evaluation or clustering");
-  eta_label_ = new QLabel;
+  run_label_->setWordWrap(true);
+  training_progress_ = new gui::TrainingProgress;
   header->addWidget(run_label_, 1);
-  header->addWidget(epoch_progress_);
-  header->addWidget(step_progress_);
-  header->addWidget(eta_label_);
+  header->addWidget(training_progress_, 2);
   live_layout->addLayout(header);
   auto* grid = new QGridLayout;
   loss_plot_ = new gui::LossPlot;
@@ -82,7 +77,20 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   tsne_plot_ = new gui::TsnePlot;
   grid->addWidget(loss_plot_, 0, 0);
   grid->addWidget(metric_plot_, 0, 1);
-  grid->addWidget(decile_plot_, 1, 0);
+  // The decile bars, optionally beside another run's (the live run keeps updating its own).
+  auto* decile_box = new QWidget;
+  auto* decile_layout = new QVBoxLayout(decile_box);
+  decile_layout->setContentsMargins(0, 0, 0, 0);
+  auto* overlay_row = new QHBoxLayout;
+  decile_overlay_ = new QComboBox;
+  decile_overlay_->setToolTip("Draw another run's latest decile-wise P@5 bars beside this run's");
+  decile_overlay_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  overlay_row->addWidget(new QLabel("Compare deciles with:"));
+  overlay_row->addWidget(decile_overlay_);
+  overlay_row->addStretch(1);
+  decile_layout->addLayout(overlay_row);
+  decile_layout->addWidget(decile_plot_, 1);
+  grid->addWidget(decile_box, 1, 0);
   grid->addWidget(tsne_plot_, 1, 1);
   live_layout->addLayout(grid, 1);
   tabs_->addTab(live, "Live");
@@ -139,13 +147,11 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { worker_->stop(); });
   connect(worker_, &gui::TrainingWorker::event, this, &MainWindow::on_event);
   connect(worker_, &gui::TrainingWorker::ended, this, &MainWindow::on_ended);
-  connect(worker_->progress(), &gui::QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
-    step_progress_->setMaximum(total > 0 ? static_cast<int>(total) : 0);
-    step_progress_->setValue(static_cast<int>(done));
-    step_progress_->setFormat(task + " %p%");
-    eta_label_->setText(eta >= 0 ? QString("ETA %1 s").arg(eta, 0, 'f', 0) : QString());
-  });
+  connect(worker_->progress(), &gui::QtProgress::progressed, training_progress_, &gui::TrainingProgress::on_task);
+  connect(worker_->progress(), &gui::QtProgress::finished, training_progress_, &gui::TrainingProgress::on_task_finished);
   connect_runs_browser();
+  refresh_decile_overlay_choices();
+  connect(decile_overlay_, &QComboBox::activated, this, [this] { apply_decile_overlay(); });
 
   if (!options_.config.isEmpty()) {
     try {
@@ -168,7 +174,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   connect(job_reporter_, &gui::QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
     job_progress_->setMaximum(total > 0 ? static_cast<int>(std::min<qint64>(total, INT32_MAX)) : 0);
     job_progress_->setValue(static_cast<int>(std::min<qint64>(done, INT32_MAX)));
-    job_progress_->setFormat(task + (eta >= 0 ? QString(" — %p%, ETA %1 s").arg(eta, 0, 'f', 0) : QString(" — %p%")));
+    job_progress_->setFormat(task + " — %p%" + (eta >= 0 ? ", " + gui::TrainingProgress::format_eta(eta) : QString()));
   });
   statusBar()->showMessage("Run store: " + options_.db);
   resize(1400, 900);
@@ -263,9 +269,11 @@ void MainWindow::start_training() {
     evaluations_seen_ = 0;
     loss_plot_->clear();
     metric_plot_->clear();
+    decile_plot_->clear();
+    refresh_decile_overlay_choices();
+    apply_decile_overlay();
     run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
-    epoch_progress_->setMaximum(static_cast<int>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
-    epoch_progress_->setValue(0);
+    training_progress_->begin_run(static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
     launch_->set_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
     runs_->refresh();
@@ -282,7 +290,7 @@ void MainWindow::on_event(const TrainEvent& e) {
       break;
     case TrainEvent::Kind::Step:
       loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s);
-      epoch_progress_->setValue(static_cast<int>(e.epoch));
+      training_progress_->on_epoch_position(e.epoch);
       break;
     case TrainEvent::Kind::Evaluation: {
       metric_plot_->add_evaluation(e.epoch, e.metrics);
@@ -315,7 +323,9 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   runs_->refresh();
   const auto info = RunStore(options_.db.toStdString()).find_run(run);
   const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
+  refresh_decile_overlay_choices();
   run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
+  training_progress_->end_run(status);
   if (!ok && !closing_ && !options_.quit_when_done) QMessageBox::warning(this, "Training failed", message);
   if (ok) search_->open_run(options_.db, run);
   auto finish = [this, ok] {
@@ -333,17 +343,56 @@ void MainWindow::show_run(std::int64_t run) {
     run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
     loss_plot_->set_series(store.scalars(run));
     metric_plot_->set_evaluations(main_metrics(store.evaluations(run)));
+    decile_plot_->clear();
     const auto bars = store.latest_decile_table(run, "P@5");
     if (bars.size() == 10) {
       std::array<double, 10> a{};
       std::copy(bars.begin(), bars.end(), a.begin());
       decile_plot_->set_bars(QString("run %1").arg(run), a);
     }
+    refresh_decile_overlay_choices();
+    apply_decile_overlay();
     if (const auto snapshot = store.latest_tsne_snapshot(run)) tsne_plot_->set_snapshot(snapshot->payload_json);
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
     tabs_->setCurrentIndex(1);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, "Cannot show run", QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::refresh_decile_overlay_choices() {
+  const std::int64_t chosen = decile_overlay_->currentData().toLongLong();
+  decile_overlay_->clear();
+  decile_overlay_->addItem("none", QVariant::fromValue<qlonglong>(0));
+  try {
+    RunStore store(options_.db.toStdString());
+    for (const RunInfo& run : store.list_runs()) {
+      if (run.id == shown_run_ || store.latest_decile_table(run.id, "P@5").size() != 10) continue;
+      decile_overlay_->addItem(QString("run %1: %2").arg(run.id).arg(QString::fromStdString(run.name)), QVariant::fromValue<qlonglong>(run.id));
+    }
+  } catch (const std::exception& e) {
+    statusBar()->showMessage("Cannot list runs for the decile comparison: " + QString::fromUtf8(e.what()), 8000);
+  }
+  const int index = decile_overlay_->findData(QVariant::fromValue<qlonglong>(chosen));
+  decile_overlay_->setCurrentIndex(index >= 0 ? index : 0);
+}
+
+void MainWindow::apply_decile_overlay() {
+  const std::int64_t other = decile_overlay_->currentData().toLongLong();
+  if (other <= 0) {
+    decile_plot_->clear_overlay();
+    return;
+  }
+  try {
+    RunStore store(options_.db.toStdString());
+    const auto bars = store.latest_decile_table(other, "P@5");
+    if (bars.size() != 10) throw Error("run " + std::to_string(other) + " has no decile-wise P@5 table");
+    std::array<double, 10> a{};
+    std::copy(bars.begin(), bars.end(), a.begin());
+    decile_plot_->set_overlay(QString("run %1: %2").arg(other).arg(QString::fromStdString(store.get_run(other).name)), a);
+  } catch (const std::exception& e) {
+    decile_plot_->clear_overlay();
+    statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
   }
 }
 
@@ -404,6 +453,8 @@ void MainWindow::open_store() {
   delete runs_tab_->replaceWidget(0, browser);
   runs_ = browser;
   connect_runs_browser();
+  refresh_decile_overlay_choices();
+  apply_decile_overlay();
   statusBar()->showMessage("Run store: " + path);
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/train/train_events.h"
 
+class QComboBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -26,6 +27,7 @@ class MetricPlot;
 class RunsBrowser;
 class SearchPanel;
 class TrainingWorker;
+class TrainingProgress;
 class TsnePlot;
 }  // namespace xmc::gui
 
@@ -74,6 +76,10 @@ class MainWindow : public QMainWindow {
   void import_mulan_dataset();
   void connect_runs_browser();
   QString screenshot_path(const QString& suffix) const;
+  /// Lists the runs with a decile table (other than the one shown) in the Live tab's comparison choice.
+  void refresh_decile_overlay_choices();
+  /// Draws the chosen run's decile bars beside the shown run's (or removes them for "none").
+  void apply_decile_overlay();
 
   WorkbenchOptions options_;
   gui::TrainingWorker* worker_ = nullptr;
@@ -91,9 +97,8 @@ class MainWindow : public QMainWindow {
   QPushButton* job_cancel_ = nullptr;
   gui::QtProgress* job_reporter_ = nullptr;
   QLabel* run_label_ = nullptr;
-  QProgressBar* epoch_progress_ = nullptr;
-  QProgressBar* step_progress_ = nullptr;
-  QLabel* eta_label_ = nullptr;
+  gui::TrainingProgress* training_progress_ = nullptr;
+  QComboBox* decile_overlay_ = nullptr;
   std::int64_t shown_run_ = 0;
   int evaluations_seen_ = 0;
   bool first_screenshot_taken_ = false;

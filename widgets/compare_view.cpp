@@ -309,11 +309,12 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   if (columns.size() > overlaid)
     notes << tr("The curves show the first %1 of the %2 runs.").arg(overlaid).arg(columns.size());
 
-  // Decile bars: P@5 of the first two runs (the first metric both have when P@5 is missing).
+  // Decile bars: P@5 of the first DecilePlot::kMaxRuns runs side by side (the first run's metric when it
+  // has no P@5 table).
   std::vector<std::pair<std::size_t, std::vector<double>>> bars;
   std::string decile_metric = "P@5";
   try {
-    for (std::size_t i = 0; i < columns.size() && bars.size() < 2; ++i) {
+    for (std::size_t i = 0; i < columns.size() && bars.size() < static_cast<std::size_t>(DecilePlot::kMaxRuns); ++i) {
       std::vector<double> bins = store.latest_decile_table(columns[i].id, decile_metric);
       if (bins.size() != 10 && bars.empty()) {
         const std::vector<DecileTable> tables = store.decile_tables(columns[i].id);
@@ -335,12 +336,11 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   decile_plot_->clear();
   decile_plot_->set_metric(QString::fromStdString(decile_metric));
   if (!bars.empty()) decile_plot_->set_bars(columns[bars[0].first].label, as_array(bars[0].second));
-  if (bars.size() > 1) decile_plot_->set_overlay(columns[bars[1].first].label, as_array(bars[1].second));
-  if (columns.size() > 2 && bars.size() == 2)
-    notes << tr("The decile bars show the first two runs (%1 and %2).")
-                 .arg(columns[bars[0].first].label, columns[bars[1].first].label);
-  else if (columns.size() >= 2 && bars.size() < 2)
-    notes << tr("Decile tables: %1 of the runs recorded one.").arg(bars.size());
+  for (std::size_t b = 1; b < bars.size(); ++b) decile_plot_->add_overlay(columns[bars[b].first].label, as_array(bars[b].second));
+  if (bars.size() == static_cast<std::size_t>(DecilePlot::kMaxRuns) && columns.size() > bars.size())
+    notes << tr("The decile bars show the first %1 of the %2 runs.").arg(bars.size()).arg(columns.size());
+  else if (columns.size() >= 2 && bars.size() < columns.size())
+    notes << tr("Decile tables: %1 of the %2 runs recorded one.").arg(bars.size()).arg(columns.size());
 
   model_->set_runs(std::move(columns));
   table_->resizeColumnsToContents();

@@ -4,9 +4,9 @@
 //     per run, each run's final value in %, the best value of every row in bold;
 //   - the metric curves of all runs overlaid (MetricPlot: the first run solid, the others dashed),
 //     starting with P@1, P@5 and PSP@5 shown (right click shows the others);
-//   - the decile-wise P@5 bars of the first two runs side by side (DecilePlot);
+//   - the decile-wise P@5 bars of up to DecilePlot::kMaxRuns runs side by side in every bin;
 //   - the (smoothed) training-loss curves of all runs overlaid.
-// The plots overlay at most kMaxOverlaidRuns runs and the decile bars the first two; the view says so
+// The plots overlay at most kMaxOverlaidRuns runs and the decile bars as many as DecilePlot::kMaxRuns; the view says so
 // when it leaves runs out. The table always shows every run.
 #include <QWidget>
 #include <cstdint>

@@ -13,8 +13,10 @@ namespace style = plot_style;
 
 constexpr int kBins = 10;
 constexpr double kSingleWidth = 0.7;  // bar width in bins when one run is shown
-constexpr double kPairWidth = 0.4;    // ... and when two are
-constexpr double kPairSpacing = 0.04;
+constexpr double kGroupWidth = 0.84;  // width of a bin's group of bars when several runs are
+constexpr double kSpacing = 0.04;     // gap between the bars of one bin
+// The first run is blue; the others take the next colours of the colour-blind-safe palette.
+const QColor kOverlayColours[] = {plot_style::kOrange, plot_style::kGreen, plot_style::kPurple};
 
 // Percent value as written above a bar (the axis carries the unit).
 QString bar_text(double percent) { return QString::number(percent, 'f', std::abs(percent) < 1 ? 2 : 1); }
@@ -55,7 +57,7 @@ DecilePlot::DecilePlot(QWidget* parent) : QCustomPlot(parent) {
 
   group_ = new QCPBarsGroup(this);
   group_->setSpacingType(QCPBarsGroup::stPlotCoords);
-  group_->setSpacing(kPairSpacing);
+  group_->setSpacing(kSpacing);
   bars_ = new QCPBars(xAxis, yAxis);
   style_bars(bars_, style::kBlue);
   bars_->setWidth(kSingleWidth);
@@ -104,47 +106,65 @@ void DecilePlot::set_bars(const QString& run_label, const std::array<double, 10>
 }
 
 void DecilePlot::set_overlay(const QString& run_label, const std::array<double, 10>& bars) {
-  if (!overlay_) {
-    overlay_ = new QCPBars(xAxis, yAxis);
-    style_bars(overlay_, style::kOrange);
-    overlay_->setBarsGroup(group_);
-  }
+  for (QCPBars* b : overlays_) removePlottable(b);  // also leaves the group and the legend
+  overlays_.clear();
+  add_overlay(run_label, bars);
+}
+
+bool DecilePlot::add_overlay(const QString& run_label, const std::array<double, 10>& bars) {
+  if (static_cast<int>(overlays_.size()) + 1 >= kMaxRuns) return false;
+  auto* series = new QCPBars(xAxis, yAxis);
+  style_bars(series, kOverlayColours[overlays_.size() % std::size(kOverlayColours)]);
+  series->setBarsGroup(group_);
   QVector<double> keys, values;
   for (int bin = 0; bin < kBins; ++bin) {
     keys.append(bin + 1);
     values.append(100 * bars[static_cast<std::size_t>(bin)]);
   }
-  overlay_->setName(run_label);
-  overlay_->setData(keys, values, true);
-  overlay_->addToLegend(legend);  // after the run's own bars
+  series->setName(run_label);
+  series->setData(keys, values, true);
+  series->addToLegend(legend);  // after the runs already shown
+  overlays_.push_back(series);
   refresh();
+  return true;
 }
 
 void DecilePlot::clear_overlay() {
-  if (!overlay_) return;
-  removePlottable(overlay_);  // also leaves the group and the legend
-  overlay_ = nullptr;
+  if (overlays_.empty()) return;
+  for (QCPBars* b : overlays_) removePlottable(b);
+  overlays_.clear();
   refresh();
 }
 
 void DecilePlot::clear() {
   bars_->data()->clear();
   bars_->removeFromLegend();
-  if (overlay_) {
-    removePlottable(overlay_);
-    overlay_ = nullptr;
-  }
+  for (QCPBars* b : overlays_) removePlottable(b);
+  overlays_.clear();
   refresh();
 }
 
-void DecilePlot::refresh() {
-  const bool pair = overlay_ != nullptr;
-  for (QCPBars* b : {bars_, overlay_})
-    if (b) b->setWidth(pair ? kPairWidth : kSingleWidth);
+std::vector<QCPBars*> DecilePlot::all_bars() const {
+  std::vector<QCPBars*> out{bars_};
+  out.insert(out.end(), overlays_.begin(), overlays_.end());
+  return out;
+}
 
+double DecilePlot::bar_width() const {
+  const auto runs = static_cast<double>(1 + overlays_.size());
+  return runs == 1 ? kSingleWidth : (kGroupWidth - (runs - 1) * kSpacing) / runs;
+}
+
+double DecilePlot::offset_of(std::size_t run) const {
+  const auto runs = static_cast<double>(1 + overlays_.size());
+  return (static_cast<double>(run) - (runs - 1) / 2) * (bar_width() + kSpacing);
+}
+
+void DecilePlot::refresh() {
+  for (QCPBars* b : all_bars()) b->setWidth(bar_width());
   double top = 0;
-  for (QCPBars* b : {bars_, overlay_}) {
-    if (!b || b->data()->isEmpty()) continue;
+  for (QCPBars* b : all_bars()) {
+    if (b->data()->isEmpty()) continue;
     bool ok = false;
     top = std::max(top, b->data()->valueRange(ok).upper);
   }
@@ -158,8 +178,8 @@ void DecilePlot::refresh() {
 // "bars add up to P@5 — DEXML: 23.9 %  ·  NGAME: 22.0 %", one run per line when that is too wide.
 void DecilePlot::update_texts() {
   QStringList sums, lines;
-  for (QCPBars* b : {bars_, overlay_}) {
-    if (!b || b->data()->isEmpty()) continue;
+  for (QCPBars* b : all_bars()) {
+    if (b->data()->isEmpty()) continue;
     double sum = 0;
     for (const auto& d : *b->data()) sum += d.value;
     const QString value = QString::number(sum, 'f', 2) + QStringLiteral(" %");
@@ -187,7 +207,7 @@ void DecilePlot::update_texts() {
 
 // One text item above every bar; all hidden when they would not fit the bar width at this size.
 void DecilePlot::update_labels() {
-  const bool pair = overlay_ != nullptr;
+  const std::vector<QCPBars*> series = all_bars();
   const QFont label_font = style::font(this, 9);
   const QFontMetrics metrics(label_font);
   // Axis-rect width at the widget's current size: the width less the axis margins of the last layout
@@ -196,16 +216,21 @@ void DecilePlot::update_labels() {
   const int margin_px = m.left() + m.right() > 0 ? m.left() + m.right() : 80;
   const double axis_px = std::max(1, width() - margin_px);
   const double bin_px = axis_px / (kBins + 0.2);
-  const double room_px = (pair ? kPairWidth + kPairSpacing : 0.95) * bin_px;
+  const double room_px = (series.size() > 1 ? bar_width() + kSpacing : 0.95) * bin_px;
 
   bool fits = true;
-  for (QCPBars* b : {bars_, overlay_}) {
-    if (!b) continue;
+  for (QCPBars* b : series)
     for (const auto& d : *b->data()) fits = fits && metrics.horizontalAdvance(bar_text(d.value)) + 2 <= room_px;
-  }
 
-  auto place = [&](QCPBars* b, std::vector<QCPItemText*>& labels, double offset) {
-    const int n = b ? static_cast<int>(b->data()->size()) : 0;
+  while (labels_.size() > series.size()) {
+    for (QCPItemText* t : labels_.back()) removeItem(t);
+    labels_.pop_back();
+  }
+  labels_.resize(series.size());
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    QCPBars* b = series[s];
+    std::vector<QCPItemText*>& labels = labels_[s];
+    const int n = static_cast<int>(b->data()->size());
     while (static_cast<int>(labels.size()) > n) {
       removeItem(labels.back());
       labels.pop_back();
@@ -221,14 +246,11 @@ void DecilePlot::update_labels() {
     }
     for (int i = 0; i < n; ++i) {
       const auto& d = *(b->data()->constBegin() + i);
-      labels[static_cast<std::size_t>(i)]->position->setCoords(d.key + offset, std::max(0.0, d.value));
+      labels[static_cast<std::size_t>(i)]->position->setCoords(d.key + offset_of(s), std::max(0.0, d.value));
       labels[static_cast<std::size_t>(i)]->setText(bar_text(d.value));
       labels[static_cast<std::size_t>(i)]->setVisible(fits);
     }
-  };
-  const double half = pair ? (kPairWidth + kPairSpacing) / 2 : 0;
-  place(bars_, labels_, -half);
-  place(overlay_, overlay_labels_, half);
+  }
 }
 
 void DecilePlot::show_tooltip(QMouseEvent* event) {
@@ -239,12 +261,11 @@ void DecilePlot::show_tooltip(QMouseEvent* event) {
   }
   const double key = xAxis->pixelToCoord(pos.x());
   const int bin = static_cast<int>(std::lround(key));
-  const bool pair = overlay_ != nullptr;
-  const double half = pair ? (kPairWidth + kPairSpacing) / 2 : 0;
-  const double width = pair ? kPairWidth : kSingleWidth;
+  const std::vector<QCPBars*> series = all_bars();
   QString text;
-  for (auto [b, offset] : {std::pair{bars_, -half}, std::pair{overlay_, half}}) {
-    if (!b || bin < 1 || bin > kBins || std::abs(key - (bin + offset)) > width / 2) continue;
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    QCPBars* b = series[s];
+    if (bin < 1 || bin > kBins || std::abs(key - (bin + offset_of(s))) > bar_width() / 2) continue;
     auto it = b->data()->findBegin(bin, false);
     if (it == b->data()->constEnd() || it->key != bin) continue;
     text = tr("bin %1 of %2 (1 = head): %3 % of %4").arg(bin).arg(kBins).arg(bar_text(it->value), metric_);

@@ -1,8 +1,9 @@
 #pragma once
 // DecilePlot: decile-wise P@5 as bars. Labels are sorted by train frequency and cut into 10 bins holding
 // equal shares of the train positives (bin 1 = head, bin 10 = tail); each bar is the bin's contribution to
-// P@5, so the bars add up to P@5 (the subtitle states the sum). A second run can be overlaid side by side.
-// Values are written above the bars when they fit, and shown on hover always.
+// P@5, so the bars add up to P@5 (the subtitle states the sum). Other runs (up to kMaxRuns in all) can be
+// drawn beside the first run's bars in every bin. Values are written above the bars when they fit, and
+// shown on hover always.
 #include <QString>
 #include <array>
 #include <vector>
@@ -18,9 +19,11 @@ class DecilePlot : public QCustomPlot {
 
   /// The run's ten bars, as fractions (0.052 is drawn as 5.2 %); bars[0] = head bin.
   void set_bars(const QString& run_label, const std::array<double, 10>& bars);
-  /// Another run's bars, drawn beside the first run's in each bin.
+  /// Another run's bars, drawn beside the first run's in each bin; replaces any other runs shown.
   void set_overlay(const QString& run_label, const std::array<double, 10>& bars);
-  /// Removes the overlaid run.
+  /// Adds one more run beside those shown (ignored past kMaxRuns runs in all; returns false then).
+  bool add_overlay(const QString& run_label, const std::array<double, 10>& bars);
+  /// Removes the other runs, keeping the first run's bars.
   void clear_overlay();
   /// Removes all bars.
   void clear();
@@ -28,15 +31,20 @@ class DecilePlot : public QCustomPlot {
   /// The metric the bars decompose ("P@5" by default); updates the title and the axis label.
   void set_metric(const QString& metric);
 
-  /// The run's bars (values in percent) and the overlaid run's (nullptr when none). For tests.
+  static constexpr int kMaxRuns = 4;
+
+  /// The run's bars (values in percent), the first other run's (nullptr when none), and every run's. For tests.
   QCPBars* bars() const { return bars_; }
-  QCPBars* overlay_bars() const { return overlay_; }
+  QCPBars* overlay_bars() const { return overlays_.empty() ? nullptr : overlays_.front(); }
+  std::vector<QCPBars*> all_bars() const;
 
   QSize minimumSizeHint() const override;
   QSize sizeHint() const override;
 
  private:
   void refresh();
+  double bar_width() const;                ///< in bins, for the number of runs shown
+  double offset_of(std::size_t run) const;  ///< bar centre of run `run` (all_bars() order) from the bin centre
   void update_labels();
   void update_texts();
   void show_tooltip(QMouseEvent* event);
@@ -46,8 +54,8 @@ class DecilePlot : public QCustomPlot {
   QCPTextElement* subtitle_ = nullptr;
   QCPBarsGroup* group_ = nullptr;
   QCPBars* bars_ = nullptr;
-  QCPBars* overlay_ = nullptr;
-  std::vector<QCPItemText*> labels_, overlay_labels_;
+  std::vector<QCPBars*> overlays_;                   ///< the other runs, in order
+  std::vector<std::vector<QCPItemText*>> labels_;    ///< value labels per run (all_bars() order)
 };
 
 }  // namespace xmc::gui

@@ -6,6 +6,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -16,6 +17,8 @@
 #include "engine/session/predictor.h"
 #include "engine/store/run_store.h"
 #include "engine/train/train_config.h"
+#include "widgets/qt_progress.h"
+#include "widgets/training_progress.h"
 
 namespace xmc::gui {
 
@@ -29,7 +32,16 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   status_ = new QLabel("Select a finished run (Runs tab) to search its labels.");
   layout->addWidget(status_);
-  auto* row = new QHBoxLayout;
+  // Loading a run encodes every label (the search index): a bar with ETA while it runs.
+  loading_ = new QProgressBar;
+  loading_->setVisible(false);
+  layout->addWidget(loading_);
+  load_progress_ = new QtProgress(this);
+  connect(load_progress_, &QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
+    loading_->setRange(0, total > 0 ? static_cast<int>(std::min<qint64>(total, INT32_MAX)) : 0);
+    loading_->setValue(static_cast<int>(std::min<qint64>(done, INT32_MAX)));
+    loading_->setFormat(task + " — %v/%m" + (eta >= 0 ? "  " + TrainingProgress::format_eta(eta) : QString()));
+  });  auto* row = new QHBoxLayout;
   query_ = new QLineEdit;
   query_->setPlaceholderText("Type a query text and press Enter");
   query_->setToolTip("Query text; when it is a dataset query (train or test), its true labels are highlighted");
@@ -49,7 +61,9 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   new_label_ = new QLineEdit;
   new_label_->setPlaceholderText("New label text (e.g. a synset's lemmas and gloss)");
   add_label_ = new QPushButton("Add label");
-  add_label_->setToolTip("Encode a label the run never saw and add it to the index (zero-shot); it is ranked from the next search on");
+  add_label_->setToolTip("Encode a label the run never saw and add it to the index. Its vector is the encoder's embedding "
+                         "of its text (zero-shot; the run has no IRENE meta-classifier generator). Each search then says "
+                         "where it ranks, and added labels are marked blue in the tables.");
   add_row->addWidget(new QLabel("New label:"));
   add_row->addWidget(new_label_, 1);
   add_row->addWidget(add_label_);
@@ -71,10 +85,14 @@ SearchPanel::~SearchPanel() = default;
 
 void SearchPanel::open_run(const QString& db, std::int64_t run) {
   status_->setText(QString("Loading run %1 (model and label index)…").arg(run));
+  loading_->setVisible(true);
+  loading_->setRange(0, 0);
+  loading_->setFormat("loading the checkpoint");
   auto* watcher = new QFutureWatcher<LoadedRun*>(this);
   connect(watcher, &QFutureWatcher<LoadedRun*>::finished, this, [this, watcher, run] {
     std::unique_ptr<LoadedRun> loaded(watcher->result());
     watcher->deleteLater();
+    loading_->setVisible(false);
     if (!loaded->error.isEmpty()) {
       status_->setText(QString("Cannot load run %1: %2").arg(run).arg(loaded->error));
       Q_EMIT load_failed(loaded->error);
@@ -84,10 +102,11 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
     Q_EMIT run_loaded(run);
   });
   const std::string path = db.toStdString();
-  watcher->setFuture(QtConcurrent::run([path, run]() -> LoadedRun* {
+  QtProgress* progress = load_progress_;
+  watcher->setFuture(QtConcurrent::run([path, run, progress]() -> LoadedRun* {
     auto loaded = std::make_unique<LoadedRun>();
     try {
-      loaded->predictor = std::make_unique<Predictor>(Predictor::open(path, run));
+      loaded->predictor = std::make_unique<Predictor>(Predictor::open(path, run, "", *progress));
       // Index the dataset's queries so a typed dataset query shows its ground truth.
       const TrainConfig config = parse_train_config(RunStore(path).get_run(run).config_json);
       const Dataset d = load_dataset(config.dataset, {.load_features = false});
@@ -108,6 +127,8 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
 
 void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   predictor_ = std::move(loaded->predictor);
+  added_labels_.clear();
+  added_ranks_.clear();
   truth_by_text_ = std::move(loaded->truth_by_text);
   for (auto& [mode, table] : tables_) table->deleteLater();
   for (auto* label : latency_labels_) label->deleteLater();
@@ -129,7 +150,7 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
     tables_.emplace_back(QString::fromStdString(mode), table);
     latency_labels_.push_back(title);
   }
-  status_->setText(QString("Run %1: %2 labels; modes: %3. Ground-truth labels of dataset queries are shown in green.")
+  status_->setText(QString("Run %1: %2 labels; modes: %3. Ground-truth labels of dataset queries are green, labels you add blue.")
                        .arg(predictor_->run_id())
                        .arg(predictor_->num_labels())
                        .arg(modes().join(", ")));
@@ -162,7 +183,19 @@ void SearchPanel::search(const QString& text) {
     timer.start();
     const auto ranked = predictor_->predict({query}, top_->value(), mode.toStdString()).front();
     const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-    latency_labels_[m]->setText(QString("<b>%1</b> — %2 ms").arg(mode).arg(ms, 0, 'f', 1));
+    QString title = QString("<b>%1</b> — %2 ms").arg(mode).arg(ms, 0, 'f', 1);
+    added_ranks_.resize(tables_.size(), 0);
+    if (!added_labels_.empty()) {
+      const LabelRank placed = predictor_->rank_of(query, added_labels_.back(), mode.toStdString());
+      added_ranks_[m] = placed.rank;
+      const QString text = QString::fromStdString(predictor_->label_texts()[static_cast<std::size_t>(added_labels_.back())]);
+      title += QString("<br><span style='color:#1f5fbf'>new label “%1” ranks %2 of %3 (score %4)</span>")
+                   .arg(fontMetrics().elidedText(text, Qt::ElideRight, 240).toHtmlEscaped())
+                   .arg(placed.rank)
+                   .arg(predictor_->num_labels())
+                   .arg(static_cast<double>(placed.score), 0, 'f', 4);
+    }
+    latency_labels_[m]->setText(title);
     table->setRowCount(static_cast<int>(ranked.size()));
     for (int r = 0; r < static_cast<int>(ranked.size()); ++r) {
       const auto& hit = ranked[static_cast<std::size_t>(r)];
@@ -172,6 +205,10 @@ void SearchPanel::search(const QString& text) {
       label->setToolTip(QString::fromStdString(hit.text));
       const bool is_true = truth != truth_by_text_.end() &&
                            std::binary_search(truth->second.begin(), truth->second.end(), static_cast<std::int32_t>(hit.label));
+      if (std::find(added_labels_.begin(), added_labels_.end(), hit.label) != added_labels_.end()) {
+        for (auto* item : {rank, score, label}) item->setBackground(QColor(205, 222, 250));
+        label->setToolTip("added label: " + label->toolTip());
+      }
       if (is_true) {
         for (auto* item : {rank, score, label}) item->setBackground(QColor(200, 240, 200));
         label->setToolTip("ground truth: " + label->toolTip());
@@ -188,7 +225,15 @@ void SearchPanel::search(const QString& text) {
 
 std::int64_t SearchPanel::add_label(const QString& text) {
   if (!predictor_ || text.trimmed().isEmpty()) return -1;
-  return predictor_->add_label(text.trimmed().toStdString());
+  const std::int64_t id = predictor_->add_label(text.trimmed().toStdString());
+  added_labels_.push_back(id);
+  return id;
+}
+
+std::int64_t SearchPanel::added_label_rank(const QString& mode) const {
+  for (std::size_t m = 0; m < tables_.size() && m < added_ranks_.size(); ++m)
+    if (tables_[m].first == mode) return added_ranks_[m];
+  return 0;
 }
 
 }  // namespace xmc::gui

@@ -1,7 +1,8 @@
 #pragma once
 // Interactive query-to-label search over a trained run: type a query, see the top-k labels with scores
 // for each inference mode of the run and the latency of each; when the text is a dataset query, its true
-// labels are highlighted. New labels can be added by text and are ranked from then on.
+// labels are highlighted. New labels can be added by text and are ranked from then on: each search says
+// where the newest added label ranks in every mode, and added labels are marked in the result tables.
 #include <QWidget>
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,7 @@
 
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
@@ -20,6 +22,8 @@ class Predictor;
 }
 
 namespace xmc::gui {
+
+class QtProgress;
 
 class SearchPanel : public QWidget {
   Q_OBJECT
@@ -41,6 +45,8 @@ class SearchPanel : public QWidget {
   QStringList result_texts(const QString& mode) const;
   /// Labels highlighted as ground truth in the last search.
   int highlighted_count() const { return highlighted_; }
+  /// Where the newest added label ranked in `mode` in the last search (0 = no label added).
+  std::int64_t added_label_rank(const QString& mode) const;
 
  Q_SIGNALS:
   void run_loaded(std::int64_t run);
@@ -60,6 +66,10 @@ class SearchPanel : public QWidget {
   QHBoxLayout* tables_layout_ = nullptr;
   std::vector<std::pair<QString, QTableWidget*>> tables_;
   std::vector<QLabel*> latency_labels_;
+  std::vector<std::int64_t> added_ranks_;  ///< per mode: the newest added label's rank in the last search
+  std::vector<std::int64_t> added_labels_;  ///< ids of labels added in this session, in order
+  QProgressBar* loading_ = nullptr;
+  QtProgress* load_progress_ = nullptr;
   int highlighted_ = 0;
 };
 

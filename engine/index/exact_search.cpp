@@ -201,6 +201,7 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
     decode_rank_keys(std::get<0>(best.sort(1, true)), scores, ids);
     out.scores.narrow(0, r0, c).copy_(scores);
     out.indices.narrow(0, r0, c).copy_(ids);
+    if (options.progress != nullptr) options.progress->update(r0 + c);
   }
   return out;
 }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "engine/core/progress.h"
 #include "engine/data/csr_matrix.h"
 
 namespace xmc {
@@ -39,6 +40,8 @@ struct ExactSearchOptions {
   std::int64_t key_chunk = 4096;    ///< keys scored at once: a chunk's scores take query_chunk × key_chunk floats
                                    ///< (defaults: fastest measured on 2 CPU cores, d = 256, k = 100)
   ExcludeLists exclude;            ///< optional: key ids never returned, per query row
+  Progress* progress = nullptr;    ///< optional: told the query rows done after each query chunk, as
+                                   ///< units of a task the caller started (total = n)
 };
 
 struct TopK {

@@ -22,6 +22,11 @@ torch::Tensor XmcModelImpl::embed(const TokenizedCorpus& corpus, std::span<const
 }
 
 torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, std::int64_t chunk) {
+  return embed_all(corpus, silent_progress(), {}, chunk);
+}
+
+torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, Progress& progress, std::string_view task, std::int64_t chunk) {
+  progress.start(task, corpus.size());
   torch::NoGradGuard no_grad;
   const bool was_training = is_training();
   eval();
@@ -31,7 +36,9 @@ torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, std::int64_
     rows.clear();
     for (std::int64_t r = start; r < std::min(corpus.size(), start + chunk); ++r) rows.push_back(r);
     parts.push_back(embed(corpus, rows));
+    progress.update(start + static_cast<std::int64_t>(rows.size()));
   }
+  progress.finish();
   train(was_training);
   if (parts.empty()) return torch::zeros({0, dim_}, torch::TensorOptions().device(device()));
   return torch::cat(parts);

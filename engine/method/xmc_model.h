@@ -8,8 +8,10 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/model/encoder.h"
 #include "engine/model/heads.h"
 #include "engine/text/tokenized_corpus.h"
@@ -32,6 +34,8 @@ class XmcModelImpl : public torch::nn::Module {
   torch::Tensor embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
   /// Embeds every row in chunks without graph (eval mode for the duration): [corpus.size() x d].
   torch::Tensor embed_all(const TokenizedCorpus& corpus, std::int64_t chunk = 1024);
+  /// The same, reported to `progress` as task `task` (one unit per row).
+  torch::Tensor embed_all(const TokenizedCorpus& corpus, Progress& progress, std::string_view task, std::int64_t chunk = 1024);
 
   /// Adds classifier residuals η ([num_labels x d], zeros) for NGAME M4.
   void add_classifiers(std::int64_t num_labels);

@@ -30,7 +30,8 @@ void QueryBatcher::shuffle(std::vector<std::int64_t>& v) {
   for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[static_cast<std::size_t>(uniform_index(rng_, static_cast<std::int64_t>(i)))]);
 }
 
-std::vector<std::vector<std::int64_t>> QueryBatcher::epoch_batches(std::int64_t epoch, const torch::Tensor& embeddings) {
+std::vector<std::vector<std::int64_t>> QueryBatcher::epoch_batches(std::int64_t epoch, const torch::Tensor& embeddings,
+                                                                   Progress* progress) {
   std::vector<std::int64_t> order;
   const std::int64_t c = cluster_size_at(epoch);
   if (c <= 1) {
@@ -40,7 +41,7 @@ std::vector<std::vector<std::int64_t>> QueryBatcher::epoch_batches(std::int64_t 
     if (needs_embeddings(epoch)) {
       if (!embeddings.defined()) throw Error("clustered batches need the query embeddings of the last pass");
       auto index = torch::tensor(queries_, torch::kInt64).to(embeddings.device());
-      auto local = balanced_clusters(embeddings.index_select(0, index), c, {.seed = rng_()});
+      auto local = balanced_clusters(embeddings.index_select(0, index), c, {.seed = rng_(), .progress = progress});
       clusters_.clear();
       for (auto& cluster : local) {
         for (auto& row : cluster) row = queries_[static_cast<std::size_t>(row)];

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/progress.h"
+
 namespace xmc {
 
 struct QueryBatcherOptions {
@@ -33,8 +35,9 @@ class QueryBatcher {
   bool needs_embeddings(std::int64_t epoch) const;
 
   /// The batches of one epoch. `embeddings` ([num_rows x d], row r = training row r, L2-normalised)
-  /// are required when needs_embeddings(epoch).
-  std::vector<std::vector<std::int64_t>> epoch_batches(std::int64_t epoch, const torch::Tensor& embeddings = {});
+  /// are required when needs_embeddings(epoch). Clustering reports to `progress` when given.
+  std::vector<std::vector<std::int64_t>> epoch_batches(std::int64_t epoch, const torch::Tensor& embeddings = {},
+                                                       Progress* progress = nullptr);
 
   /// Sampler state for checkpoints: RNG and current clusters.
   std::string save_state() const;

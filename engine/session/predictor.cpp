@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/data/text_lines.h"
+#include "engine/index/exact_search.h"
 #include "engine/method/xmc_model.h"
 #include "engine/store/run_store.h"
 #include "engine/train/checkpoint.h"
@@ -23,6 +24,9 @@ struct Predictor::Impl {
   std::vector<std::string> labels;
   std::vector<std::string> modes;
   std::map<std::string, torch::Tensor> label_matrices;  // mode -> [L x d]
+
+  /// The label matrix of `mode` ("" = the default mode); ConfigError naming the known modes otherwise.
+  const torch::Tensor& label_matrix(const std::string& mode) const;
 };
 
 Predictor::Predictor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -30,7 +34,7 @@ Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
-Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device) {
+Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device, Progress& progress) {
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   RunStore store(db_path);
   const RunInfo info = store.get_run(run_id);
@@ -53,7 +57,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   impl->built.model->eval();
 
   const TokenizedCorpus label_corpus = impl->built.tokenizer->tokenize(impl->labels);
-  torch::Tensor embeddings = impl->built.model->embed_all(label_corpus);
+  torch::Tensor embeddings = impl->built.model->embed_all(label_corpus, progress, "search index: encoding labels");
   impl->modes.push_back("embedding");
   impl->label_matrices["embedding"] = embeddings;
   if (impl->built.model->has_classifiers()) {
@@ -82,18 +86,42 @@ std::int64_t Predictor::add_label(const std::string& text) {
   return num_labels() - 1;
 }
 
+const torch::Tensor& Predictor::Impl::label_matrix(const std::string& mode) const {
+  const std::string& m = mode.empty() ? modes.front() : mode;
+  const auto it = label_matrices.find(m);
+  if (it == label_matrices.end()) {
+    std::string known;
+    for (const auto& k : modes) known += (known.empty() ? "" : ", ") + k;
+    throw ConfigError("mode: \"" + m + "\" is not an inference mode of run " + std::to_string(run_id) + " (" + known + ")");
+  }
+  return it->second;
+}
+
+LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const std::string& mode) const {
+  const torch::Tensor& matrix = impl_->label_matrix(mode);
+  if (label < 0 || label >= num_labels())
+    throw ConfigError("label " + std::to_string(label) + " is out of range: run " + std::to_string(impl_->run_id) + " has " +
+                      std::to_string(num_labels()) + " labels");
+  torch::NoGradGuard no_grad;
+  const torch::Tensor query = impl_->built.model->embed_all(impl_->built.tokenizer->tokenize({text}));  // [1 x d]
+  // The same products, key chunk by key chunk, that predict() ranks by, so ranks agree with its order.
+  const torch::Tensor q = query.to(matrix.device(), matrix.scalar_type());
+  const std::int64_t key_chunk = ExactSearchOptions{}.key_chunk;
+  std::vector<torch::Tensor> parts;
+  for (std::int64_t k0 = 0; k0 < matrix.size(0); k0 += key_chunk)
+    parts.push_back(chunk_inner_products(q, matrix.narrow(0, k0, std::min(key_chunk, matrix.size(0) - k0))).reshape({-1}));
+  const torch::Tensor scores = torch::cat(parts).to(torch::kCPU, torch::kFloat32);
+  const float own = scores[label].item<float>();
+  const std::int64_t better = (scores > own).sum().item<std::int64_t>() + (scores.narrow(0, 0, label) == own).sum().item<std::int64_t>();
+  return {better + 1, own};
+}
+
 std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::string>& texts, std::int64_t top,
                                                         const std::string& mode) const {
-  const std::string& m = mode.empty() ? default_mode() : mode;
-  const auto it = impl_->label_matrices.find(m);
-  if (it == impl_->label_matrices.end()) {
-    std::string known;
-    for (const auto& k : impl_->modes) known += (known.empty() ? "" : ", ") + k;
-    throw ConfigError("mode: \"" + m + "\" is not an inference mode of run " + std::to_string(impl_->run_id) + " (" + known + ")");
-  }
+  const torch::Tensor& matrix = impl_->label_matrix(mode);
   const TokenizedCorpus corpus = impl_->built.tokenizer->tokenize(texts);
   torch::Tensor queries = impl_->built.model->embed_all(corpus);
-  const RankedPredictions ranked = rank_labels(queries, it->second, std::min<std::int64_t>(top, num_labels()));
+  const RankedPredictions ranked = rank_labels(queries, matrix, std::min<std::int64_t>(top, num_labels()));
   std::vector<std::vector<LabelScore>> out(texts.size());
   const std::int64_t k = ranked.labels.size(1);
   const auto* ids = ranked.labels.data_ptr<std::int64_t>();

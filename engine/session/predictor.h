@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/progress.h"
+
 namespace xmc {
 
 struct LabelScore {
@@ -15,10 +17,17 @@ struct LabelScore {
   std::string text;  ///< the label's text
 };
 
+struct LabelRank {
+  std::int64_t rank = 0;  ///< 1-based
+  float score = 0;
+};
+
 class Predictor {
  public:
-  /// Loads run `run_id` of the store at `db_path` from its latest checkpoint. `device` "" = the run's.
-  static Predictor open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device = "");
+  /// Loads run `run_id` of the store at `db_path` from its latest checkpoint and encodes every label
+  /// (reported to `progress`). `device` "" = the run's.
+  static Predictor open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device = "",
+                        Progress& progress = silent_progress());
   ~Predictor();
   Predictor(Predictor&&) noexcept;
   Predictor& operator=(Predictor&&) noexcept;
@@ -30,6 +39,10 @@ class Predictor {
   /// Top `top` labels of each text, best first. Throws ConfigError for an unknown mode.
   std::vector<std::vector<LabelScore>> predict(const std::vector<std::string>& texts, std::int64_t top,
                                                const std::string& mode = "") const;
+
+  /// Where `label` ranks for `text` in `mode` among all labels: rank 1 = best; equal scores are ordered
+  /// by lower label id first, as predict() orders them. Throws ConfigError for an unknown mode or label.
+  LabelRank rank_of(const std::string& text, std::int64_t label, const std::string& mode = "") const;
 
   /// Adds a label that the run never saw, by its text, to every inference mode: its embedding for
   /// "embedding", and the zero-shot classifier w = Φ(z) (η = 0) for "classifier"/"fused". Returns its id.

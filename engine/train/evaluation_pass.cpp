@@ -37,13 +37,15 @@ RankedPredictions rank_labels(const torch::Tensor& queries, const torch::Tensor&
   return out;
 }
 
-EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup) {
+EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,
+                            Progress& progress, std::string_view task) {
   EvalOptions options;
   options.ks = setup.ks;
   if (!setup.bins.empty()) options.decile_ks = {5};
   StreamingEvaluator evaluator(options, label_matrix.size(0), setup.inv_propensities, setup.bins);
   const std::int64_t n = queries.size(0);
-  constexpr std::int64_t kChunk = 4096;
+  constexpr std::int64_t kChunk = 2048;  // exact_top_k's query chunk: finer progress at no cost
+  progress.start(task, n);
   std::vector<std::int32_t> ranked;
   for (std::int64_t start = 0; start < n; start += kChunk) {
     const std::int64_t rows = std::min(kChunk, n - start);
@@ -55,7 +57,9 @@ EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& l
       for (std::int64_t j = 0; j < top && ids[r * top + j] >= 0; ++j) ranked.push_back(static_cast<std::int32_t>(ids[r * top + j]));
       evaluator.add_row(setup.truth->row_indices(start + r), ranked);
     }
+    progress.update(start + rows);
   }
+  progress.finish();
   return evaluator.result();
 }
 

@@ -3,8 +3,10 @@
 // a label matrix, reciprocal pairs filtered, metrics streamed row by row (never an N x L matrix).
 #include <torch/torch.h>
 
+#include <string_view>
 #include <vector>
 
+#include "engine/core/progress.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/data/filter_pairs.h"
 #include "engine/eval/metrics.h"
@@ -31,7 +33,9 @@ struct RankedPredictions {
 RankedPredictions rank_labels(const torch::Tensor& queries, const torch::Tensor& label_matrix, std::int64_t top,
                               const FilterPairs* filter = nullptr, std::int64_t row_offset = 0);
 
-/// Ranks every test query and evaluates: P/nDCG/PSP/PSnDCG/R at setup.ks and decile-wise P@5.
-EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup);
+/// Ranks every test query and evaluates: P/nDCG/PSP/PSnDCG/R at setup.ks and decile-wise P@5. Reports
+/// the query rows ranked to `progress` as task `task`.
+EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,
+                            Progress& progress = silent_progress(), std::string_view task = "ranking test queries");
 
 }  // namespace xmc

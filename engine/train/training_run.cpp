@@ -40,6 +40,16 @@ bool is_out_of_memory(const std::exception& e) {
   return what.find("out of memory") != std::string::npos || what.find("CUDA error: out of memory") != std::string::npos;
 }
 
+/// Forwards a run's progress reports but never cancels the work: a run stops through request_stop(),
+/// which checkpoints at a step boundary, not in the middle of clustering or an evaluation.
+class ReportOnlyProgress final : public Progress {
+ public:
+  Progress* target = &silent_progress();
+  void start(std::string_view task, std::int64_t total) override { target->start(task, total); }
+  void update(std::int64_t done) override { target->update(done); }
+  void finish() override { target->finish(); }
+};
+
 }  // namespace
 
 struct TrainingRun::Impl {
@@ -72,7 +82,8 @@ struct TrainingRun::Impl {
   std::vector<std::vector<std::int64_t>> snapshot_batches;
   std::int64_t evaluations_done = 0;
 
-  Progress* progress_ = &silent_progress();  ///< the caller's progress display for the current run()
+  ReportOnlyProgress reporter;                 ///< forwards to the caller's progress display
+  Progress* progress_ = &reporter;
 
   // Scalars waiting to be written to the store.
   std::vector<ScalarPoint> pending;
@@ -298,22 +309,18 @@ struct TrainingRun::Impl {
   /// t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
   EvalResult evaluate(double epoch, bool final = false) {
     phase("evaluating");
-    // Three stages the user can watch: encode test queries, encode labels, rank and score.
-    progress_->start("evaluating", 3);
-    torch::Tensor queries = built.model->embed_all(test_corpus);
-    progress_->update(1);
-    torch::Tensor labels = built.model->embed_all(label_corpus);
-    progress_->update(2);
-    EvalResult result = evaluate_ranking(queries, labels, eval_setup);
-    progress_->update(3);
-    progress_->finish();
+    // Stages the user can watch, each with its own progress: encode test queries, encode labels, rank.
+    torch::Tensor queries = built.model->embed_all(test_corpus, *progress_, "evaluation: encoding test queries");
+    torch::Tensor labels = built.model->embed_all(label_corpus, *progress_, "evaluation: encoding labels");
+    EvalResult result = evaluate_ranking(queries, labels, eval_setup, *progress_, "evaluation: ranking test queries");
     if (built.model->has_classifiers()) {
       // NGAME: embedding scores, classifier scores and their fusion.
       torch::NoGradGuard no_grad;
       const torch::Tensor classifiers = built.model->classifiers(labels);
       record_evaluation(result, epoch, "emb/");
-      record_evaluation(evaluate_ranking(queries, classifiers, eval_setup), epoch, "clf/");
-      result = evaluate_ranking(queries, XmcModelImpl::fuse(classifiers, labels, config.ngame_fusion), eval_setup);
+      record_evaluation(evaluate_ranking(queries, classifiers, eval_setup, *progress_, "evaluation: ranking by classifiers"), epoch, "clf/");
+      result = evaluate_ranking(queries, XmcModelImpl::fuse(classifiers, labels, config.ngame_fusion), eval_setup, *progress_,
+                                "evaluation: ranking by fused scores");
     }
     record_evaluation(result, epoch);
     TrainEvent e;
@@ -368,15 +375,16 @@ struct TrainingRun::Impl {
         if (batcher->needs_embeddings(epoch)) {
           if (!state.last_embeddings.defined() || epoch == 0) {
             phase("encoding training queries");
-            state.last_embeddings = built.model->embed_all(train_corpus);
+            state.last_embeddings = built.model->embed_all(train_corpus, *progress_, "encoding training queries for clustering");
           }
           phase("clustering queries (C = " + std::to_string(batcher->cluster_size_at(epoch)) + ")");
         }
-        state.epoch_batches = batcher->epoch_batches(epoch, state.last_embeddings);
+        state.epoch_batches = batcher->epoch_batches(epoch, state.last_embeddings, progress_);
         if (config.negatives == "hard" && (!state.shortlist.defined() || epoch - state.shortlist_epoch >= config.shortlist_refresh_every)) {
           phase("refreshing hard-negative shortlists");
-          state.shortlist = hard_negative_shortlist(built.model->embed_all(train_corpus), built.model->embed_all(label_corpus),
-                                                    labels, config.shortlist_size);
+          state.shortlist = hard_negative_shortlist(built.model->embed_all(train_corpus, *progress_, "hard-negative index: encoding training queries"),
+                                                    built.model->embed_all(label_corpus, *progress_, "hard-negative index: encoding labels"),
+                                                    labels, config.shortlist_size, *progress_);
           state.shortlist_epoch = epoch;
         }
       }
@@ -473,8 +481,8 @@ struct TrainingRun::Impl {
 
   void train_classifiers(Progress& progress) {
     phase("NGAME M4: encoding with the frozen encoder");
-    torch::Tensor queries = built.model->embed_all(train_corpus);
-    torch::Tensor label_embeddings = built.model->embed_all(label_corpus);
+    torch::Tensor queries = built.model->embed_all(train_corpus, *progress_, "NGAME M4: encoding training queries");
+    torch::Tensor label_embeddings = built.model->embed_all(label_corpus, *progress_, "NGAME M4: encoding labels");
     if (!built.model->has_classifiers()) built.model->add_classifiers(dataset.num_labels());
     torch::Tensor& residuals = built.model->classifier_residuals();
     torch::optim::AdamW m4_optimizer({residuals}, torch::optim::AdamWOptions(config.lr * config.head_lr_scale).weight_decay(0));
@@ -487,7 +495,7 @@ struct TrainingRun::Impl {
     const std::int64_t cluster_epoch = config.epochs;  // M4 batches use the curriculum's last cluster size
     for (std::int64_t epoch = 0; epoch < config.ngame_m4_epochs; ++epoch) {
       // Clustered batches of the (fixed) query embeddings; label pool = all positives of the batch.
-      const auto batches = batcher->epoch_batches(cluster_epoch, queries);
+      const auto batches = batcher->epoch_batches(cluster_epoch, queries, progress_);
       phase("NGAME M4 epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.ngame_m4_epochs));
       progress.start("M4 epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.ngame_m4_epochs), static_cast<std::int64_t>(batches.size()));
       for (std::size_t b = 0; b < batches.size(); ++b) {
@@ -513,7 +521,7 @@ struct TrainingRun::Impl {
         e.kind = TrainEvent::Kind::Step;
         e.step = state.step;
         e.total_steps = schedule.total_steps;
-        e.epoch = static_cast<double>(config.epochs + epoch);
+        e.epoch = static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size());
         e.loss = value;
         e.lr = config.lr * config.head_lr_scale * schedule.factor(m4_step);
         publish(e);
@@ -529,7 +537,7 @@ struct TrainingRun::Impl {
   // ---- the whole run --------------------------------------------------------------------------
 
   TrainResult run(Progress& progress) {
-    progress_ = &progress;
+    reporter.target = &progress;
     try {
       store.set_status(run_id, RunStatus::Running);
       prepare(progress);

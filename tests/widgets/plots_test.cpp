@@ -224,9 +224,27 @@ class PlotsTest : public QObject {
     QCOMPARE(plot.legend->itemCount(), 2);
     screenshot(plot, QStringLiteral("deciles_compared"));
     screenshot(plot, QStringLiteral("deciles_compared_small"), static_cast<QWidget&>(plot).minimumSizeHint());
+    // Two more runs: four bars per bin, centred on the bin, none overlapping; a fifth run is refused.
+    QVERIFY(plot.add_overlay(QStringLiteral("run 8"), other));
+    QVERIFY(plot.add_overlay(QStringLiteral("run 9"), run));
+    QVERIFY(!plot.add_overlay(QStringLiteral("run 10"), run));
+    const auto all = plot.all_bars();
+    QCOMPARE(all.size(), std::size_t{4});
+    QCOMPARE(plot.legend->itemCount(), 4);
+    plot.resize(900, 500);
+    plot.replot();
+    std::vector<double> centres;  // of each run's bar in bin 3, in axis coordinates
+    for (QCPBars* b : all) {
+      QVERIFY(b->width() > 0 && b->width() < 0.25);
+      centres.push_back(plot.xAxis->pixelToCoord(b->dataPixelPosition(2).x()));
+    }
+    for (std::size_t i = 1; i < centres.size(); ++i) QVERIFY(centres[i] - centres[i - 1] >= all[i]->width() - 1e-6);
+    QVERIFY(std::abs((centres.front() + centres.back()) / 2 - 3.0) < 0.02);  // the group is centred on the bin
+    screenshot(plot, QStringLiteral("deciles_four_runs"));
     plot.clear_overlay();
     QVERIFY(!plot.overlay_bars());
     QCOMPARE(plot.legend->itemCount(), 1);
+    QCOMPARE(plot.all_bars().size(), std::size_t{1});
   }
 
   void tsne_plot_groups_and_hover_text() {

@@ -382,10 +382,42 @@ class RunsTest : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-view.png")));
 
-    // Three runs: all in the table, the decile bars say they show the first two.
+    // Three runs, one never evaluated: all in the table; the decile bars show the two that have tables.
     view.set_runs(store, {alpha_, beta_, gamma_});
     QCOMPARE(view.metric_model()->columnCount(), 3);
-    QVERIFY(view.note().contains(QStringLiteral("first two")));
+    QCOMPARE(view.decile_plot()->all_bars().size(), std::size_t{2});
+    QVERIFY2(view.note().contains(QStringLiteral("2 of the 3 runs")), qPrintable(view.note()));
+  }
+
+  void compare_view_puts_up_to_four_runs_deciles_side_by_side() {
+    // A store of its own: five runs whose decile tables are easy to tell apart (run k: every bin = k %).
+    const std::filesystem::path many_db = path("many-runs.sqlite");
+    std::vector<std::int64_t> ids;
+    {
+      xmc::RunStore store(many_db);
+      for (int k = 1; k <= 5; ++k) {
+        const auto id = store.create_run({.name = "run-" + std::to_string(k), .dataset_path = dataset_.string()});
+        store.add_evaluation(id, 1, 10, {{"P@1", 0.1 * k}, {"P@5", 0.1 * k}});
+        store.add_decile_table(id, 1, "P@5", std::vector<double>(10, 0.01 * k));
+        ids.push_back(id);
+      }
+    }
+    CompareView view;
+    view.set_runs(xmc::RunStore(many_db), ids);
+    const std::vector<QCPBars*> bars = view.decile_plot()->all_bars();
+    QCOMPARE(bars.size(), std::size_t{4});
+    for (std::size_t r = 0; r < bars.size(); ++r) {
+      QVERIFY2(bars[r]->name().startsWith(QStringLiteral("run-%1").arg(r + 1)), qPrintable(bars[r]->name()));
+      QCOMPARE(bars[r]->dataCount(), 10);
+      for (int bin = 0; bin < 10; ++bin) QVERIFY(std::abs(bars[r]->data()->at(bin)->value - (static_cast<double>(r) + 1.0)) < 1e-9);  // percent
+      QCOMPARE(bars[r]->barsGroup(), bars[0]->barsGroup());  // side by side, not stacked or hidden
+    }
+    QCOMPARE(view.decile_plot()->legend->itemCount(), 4);
+    QVERIFY2(view.note().contains(QStringLiteral("first 4 of the 5 runs")), qPrintable(view.note()));
+    view.resize(1300, 820);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-four-runs.png")));
   }
 
   void html_report_is_self_contained() {

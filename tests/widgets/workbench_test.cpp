@@ -13,6 +13,8 @@
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
 #include "widgets/search_panel.h"
+#include "widgets/qt_progress.h"
+#include "widgets/training_progress.h"
 #include "widgets/training_worker.h"
 #include "widgets/tsne_plot.h"
 
@@ -70,11 +72,24 @@ class WorkbenchTest : public QObject {
     auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
     QVERIFY(worker);
     QSignalSpy ended(worker, &xmc::gui::TrainingWorker::ended);
+    QSignalSpy reported(worker->progress(), &xmc::gui::QtProgress::progressed);
     window.start_training();
     QVERIFY(worker->running());
     QVERIFY(ended.wait(120000));
     QCOMPARE(ended.at(0).at(1).toBool(), true);
     QCoreApplication::processEvents();
+
+    // Progress came for the epochs' steps and for the work between them, each task under its own name.
+    QStringList tasks;
+    for (const auto& r : reported) tasks << r.at(0).toString();
+    for (const char* task : {"epoch 1/3", "balanced clustering", "evaluation: encoding test queries",
+                             "evaluation: encoding labels", "evaluation: ranking test queries"})
+      QVERIFY2(tasks.contains(QString(task)), task);
+    auto* progress = window.findChild<xmc::gui::TrainingProgress*>();
+    QVERIFY(progress);
+    QCOMPARE(progress->run_text(), QStringLiteral("run completed — epoch 3.00 of 3"));
+    QVERIFY2(progress->work_text().startsWith("done: evaluation"), qPrintable(progress->work_text()));
+    QCOMPARE(progress->steps_text(), QStringLiteral("epoch 3/3 — 10/10"));
 
     // The live view filled while training ran.
     auto* loss = window.findChild<xmc::gui::LossPlot*>();
@@ -103,7 +118,10 @@ class WorkbenchTest : public QObject {
     // A label the run never saw is ranked once added: one that names both keys of a query ranks high.
     QCOMPARE(search->add_label("key3 key5 topic"), 8);
     search->search("key3 key5");
-    QVERIFY(search->result_texts(search->modes().front()).mid(0, 3).contains("key3 key5 topic"));
+    const QStringList with_new = search->result_texts(search->modes().front());
+    QVERIFY(with_new.mid(0, 3).contains("key3 key5 topic"));
+    // The panel says where the new label ranks: the same place the result table shows it.
+    QCOMPARE(search->added_label_rank(search->modes().front()), with_new.indexOf("key3 key5 topic") + 1);
 
     const QString shot = dir.filePath("window.png");
     QVERIFY(window.save_screenshot(shot));

@@ -1,0 +1,65 @@
+// The training progress header as a user reads it: which bar a task lands on, the counts and the ETA
+// each bar shows, and the whole run's ETA from the pace of its epochs.
+#include <QtTest>
+
+#include "widgets/training_progress.h"
+
+using xmc::gui::TrainingProgress;
+
+class ProgressTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void eta_is_written_in_hours_minutes_and_seconds() {
+    QCOMPARE(TrainingProgress::format_eta(12.4), QStringLiteral("ETA 12 s"));
+    QCOMPARE(TrainingProgress::format_eta(75), QStringLiteral("ETA 1 min 15 s"));
+    QCOMPARE(TrainingProgress::format_eta(3725), QStringLiteral("ETA 1 h 02 min"));
+    QCOMPARE(TrainingProgress::format_eta(-1), QString());  // unknown
+  }
+
+  void steps_and_other_work_get_their_own_bars() {
+    TrainingProgress progress;
+    progress.begin_run(2);
+    progress.on_task(QStringLiteral("epoch 1/2"), 5, 10, 12.3);
+    QCOMPARE(progress.steps_text(), QStringLiteral("epoch 1/2 — 5/10"));
+    QCOMPARE(progress.steps_eta(), QStringLiteral("ETA 12 s"));
+
+    // Evaluation and index building go to the other bar and leave the epoch's steps as they were.
+    progress.on_task(QStringLiteral("evaluation: ranking test queries"), 2048, 6000, 75);
+    QCOMPARE(progress.work_text(), QStringLiteral("evaluation: ranking test queries — 2048/6000"));
+    QCOMPARE(progress.work_eta(), QStringLiteral("ETA 1 min 15 s"));
+    QCOMPARE(progress.steps_text(), QStringLiteral("epoch 1/2 — 5/10"));
+    progress.on_task_finished(QStringLiteral("evaluation: ranking test queries"));
+    QCOMPARE(progress.work_text(), QStringLiteral("done: evaluation: ranking test queries"));
+    QCOMPARE(progress.work_eta(), QString());
+
+    progress.on_task(QStringLiteral("hard-negative shortlists (exact top-100)"), 0, 500, -1);
+    QCOMPARE(progress.work_text(), QStringLiteral("hard-negative shortlists (exact top-100) — 0/500"));
+    QCOMPARE(progress.work_eta(), QString());  // not known before the first chunk
+    progress.on_task(QStringLiteral("M4 epoch 1/3"), 7, 7, 0);
+    QCOMPARE(progress.steps_text(), QStringLiteral("M4 epoch 1/3 — 7/7"));
+  }
+
+  void run_eta_follows_the_pace_since_the_first_step() {
+    TrainingProgress progress;
+    progress.begin_run(4);
+    progress.on_epoch_position(0.5);
+    QCOMPARE(progress.run_text(), QStringLiteral("epoch 0.50 of 4"));
+    QCOMPARE(progress.run_eta(), QString());  // one point gives no pace yet
+    QTest::qWait(1200);
+    progress.on_epoch_position(1.0);
+    // Half an epoch took at least 1.2 s, so the 3 epochs left take at least 7.2 s.
+    const QString eta = progress.run_eta();
+    QVERIFY2(eta.startsWith(QStringLiteral("ETA ")), qPrintable(eta));
+    const QString seconds = eta.mid(4).chopped(2);
+    bool ok = false;
+    const int value = eta.contains(QStringLiteral("min")) ? 60 : seconds.toInt(&ok);
+    QVERIFY2(eta.contains(QStringLiteral("min")) || ok, qPrintable(eta));
+    QVERIFY2(value >= 7, qPrintable(eta));
+    progress.end_run(QStringLiteral("stopped"));
+    QCOMPARE(progress.run_text(), QStringLiteral("run stopped — epoch 1.00 of 4"));
+    QCOMPARE(progress.run_eta(), QString());
+  }
+};
+
+QTEST_MAIN(ProgressTest)
+#include "progress_test.moc"

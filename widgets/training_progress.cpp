@@ -1,0 +1,137 @@
+#include "widgets/training_progress.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace xmc::gui {
+namespace {
+
+constexpr int kRunScale = 1000;  ///< run bar units per epoch (QProgressBar counts in ints)
+
+QProgressBar* make_bar(const QString& tooltip) {
+  auto* bar = new QProgressBar;
+  bar->setTextVisible(true);
+  bar->setToolTip(tooltip);
+  bar->setMinimumWidth(260);
+  bar->setRange(0, 1);
+  bar->setValue(0);
+  return bar;
+}
+
+QLabel* make_eta_label() {
+  auto* label = new QLabel;
+  label->setMinimumWidth(120);
+  return label;
+}
+
+}  // namespace
+
+TrainingProgress::TrainingProgress(QWidget* parent) : QWidget(parent) {
+  auto* grid = new QGridLayout(this);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setVerticalSpacing(2);
+  run_bar_ = make_bar("Epochs of the whole run done so far; the ETA is for the whole run, from the pace since its first step");
+  steps_bar_ = make_bar("Optimiser steps of the current epoch");
+  work_bar_ = make_bar("Work between epochs: evaluation, clustering of training queries, hard-negative index building");
+  run_eta_ = make_eta_label();
+  steps_eta_ = make_eta_label();
+  work_eta_ = make_eta_label();
+  const QString names[] = {"Run", "Epoch", "Other work"};
+  QProgressBar* bars[] = {run_bar_, steps_bar_, work_bar_};
+  QLabel* etas[] = {run_eta_, steps_eta_, work_eta_};
+  for (int row = 0; row < 3; ++row) {
+    grid->addWidget(new QLabel(names[row]), row, 0);
+    grid->addWidget(bars[row], row, 1);
+    grid->addWidget(etas[row], row, 2);
+  }
+  grid->setColumnStretch(1, 1);
+  run_bar_->setFormat("no run");
+  steps_bar_->setFormat("—");
+  work_bar_->setFormat("—");
+}
+
+void TrainingProgress::begin_run(double total_epochs, double done) {
+  total_epochs_ = total_epochs;
+  first_position_ = -1;
+  run_bar_->setRange(0, std::max(1, static_cast<int>(std::lround(total_epochs * kRunScale))));
+  steps_bar_->setRange(0, 1);
+  steps_bar_->setValue(0);
+  steps_bar_->setFormat("waiting for the first epoch");
+  work_bar_->setRange(0, 1);
+  work_bar_->setValue(0);
+  work_bar_->setFormat("—");
+  for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
+  on_epoch_position(done);
+  first_position_ = -1;  // the pace is measured from the first step of this session, not from `done`
+}
+
+void TrainingProgress::end_run(const QString& outcome) {
+  run_bar_->setFormat(QString("run %1 — epoch %2 of %3").arg(outcome).arg(run_bar_->value() / double(kRunScale), 0, 'f', 2).arg(total_epochs_));
+  for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
+  if (steps_bar_->maximum() == 0) steps_bar_->setRange(0, 1);  // a busy indicator stops
+  if (work_bar_->maximum() == 0) work_bar_->setRange(0, 1);
+}
+
+void TrainingProgress::on_epoch_position(double epoch) {
+  if (total_epochs_ <= 0) return;
+  const double position = std::clamp(epoch, 0.0, total_epochs_);
+  run_bar_->setValue(static_cast<int>(std::lround(position * kRunScale)));
+  run_bar_->setFormat(QString("epoch %1 of %2").arg(position, 0, 'f', 2).arg(total_epochs_));
+  if (first_position_ < 0) {
+    first_position_ = position;
+    since_first_step_.start();
+    return;
+  }
+  const double covered = position - first_position_;
+  const double seconds = static_cast<double>(since_first_step_.elapsed()) / 1000.0;
+  // Pace over everything since the first step (evaluations included), so the estimate covers them too.
+  run_eta_->setText(covered > 0 && seconds > 1 ? format_eta(seconds * (total_epochs_ - position) / covered) : QString());
+}
+
+void TrainingProgress::on_task(const QString& task, qint64 done, qint64 total, double eta_seconds) {
+  const bool steps = is_step_task(task);
+  QProgressBar* bar = steps ? steps_bar_ : work_bar_;
+  QLabel* eta = steps ? steps_eta_ : work_eta_;
+  // total 0 = unknown length: a busy indicator.
+  const int maximum = total > 0 ? static_cast<int>(std::min<qint64>(total, INT_MAX)) : 0;
+  bar->setRange(0, maximum);
+  bar->setValue(static_cast<int>(std::min<qint64>(done, INT_MAX)));
+  bar->setFormat(task + (total > 0 ? QString(" — %v/%m") : QString()));
+  eta->setText(format_eta(eta_seconds));
+}
+
+void TrainingProgress::on_task_finished(const QString& task) {
+  if (is_step_task(task)) {
+    steps_eta_->clear();
+    return;
+  }
+  work_bar_->setRange(0, 1);
+  work_bar_->setValue(1);
+  work_bar_->setFormat("done: " + task);
+  work_eta_->clear();
+}
+
+bool TrainingProgress::is_step_task(const QString& task) {
+  return task.startsWith("epoch ") || task.startsWith("M4 epoch ");
+}
+
+QString TrainingProgress::format_eta(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds)) return {};
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s >= 3600) return QString("ETA %1 h %2 min").arg(s / 3600).arg((s % 3600) / 60, 2, 10, QChar('0'));
+  if (s >= 60) return QString("ETA %1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
+  return QString("ETA %1 s").arg(s);
+}
+
+QString TrainingProgress::run_text() const { return run_bar_->text(); }
+QString TrainingProgress::steps_text() const { return steps_bar_->text(); }
+QString TrainingProgress::work_text() const { return work_bar_->text(); }
+QString TrainingProgress::run_eta() const { return run_eta_->text(); }
+QString TrainingProgress::steps_eta() const { return steps_eta_->text(); }
+QString TrainingProgress::work_eta() const { return work_eta_->text(); }
+
+}  // namespace xmc::gui

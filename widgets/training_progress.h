@@ -1,0 +1,58 @@
+#pragma once
+// The Live tab's progress header for a training run, three bars each with its own ETA:
+//  - run:   epochs done (fractional), with the time left for the whole run;
+//  - steps: optimiser steps of the current epoch (tasks "epoch i/n" and "M4 epoch i/n");
+//  - work:  everything between epochs — evaluation, clustering, hard-negative index building, encoding.
+// Fed by the run's QtProgress (the task name picks the bar) and by its Step events (epoch position).
+#include <QElapsedTimer>
+#include <QString>
+#include <QWidget>
+
+class QLabel;
+class QProgressBar;
+
+namespace xmc::gui {
+
+class TrainingProgress : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TrainingProgress(QWidget* parent = nullptr);
+
+  /// A run starts (or resumes) with `total_epochs` epochs (M1 + M4 for NGAME) of which `done` are done.
+  void begin_run(double total_epochs, double done = 0);
+  /// The run ended: the bars stop and say how it ended ("completed", "stopped", "failed").
+  void end_run(const QString& outcome);
+
+  /// A progress report of the run's current task (QtProgress::progressed).
+  void on_task(const QString& task, qint64 done, qint64 total, double eta_seconds);
+  /// The current task finished (QtProgress::finished).
+  void on_task_finished(const QString& task);
+  /// The run's position after a step, in fractional epochs (TrainEvent::epoch).
+  void on_epoch_position(double epoch);
+
+  /// Whether `task` is a training epoch's steps (else it is work between epochs).
+  static bool is_step_task(const QString& task);
+  /// "ETA 1 h 02 min", "ETA 3 min 05 s", "ETA 12 s"; "" for an unknown (negative) time.
+  static QString format_eta(double seconds);
+
+  /// For tests and scripting: the text each bar shows and its ETA label.
+  QString run_text() const;
+  QString steps_text() const;
+  QString work_text() const;
+  QString run_eta() const;
+  QString steps_eta() const;
+  QString work_eta() const;
+
+ private:
+  QProgressBar* run_bar_ = nullptr;
+  QProgressBar* steps_bar_ = nullptr;
+  QProgressBar* work_bar_ = nullptr;
+  QLabel* run_eta_ = nullptr;
+  QLabel* steps_eta_ = nullptr;
+  QLabel* work_eta_ = nullptr;
+  double total_epochs_ = 0;
+  double first_position_ = -1;  ///< epoch position at the first step seen (run ETA excludes start-up)
+  QElapsedTimer since_first_step_;
+};
+
+}  // namespace xmc::gui
