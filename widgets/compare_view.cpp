@@ -337,6 +337,7 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   decile_plot_->set_metric(QString::fromStdString(decile_metric));
   if (!bars.empty()) decile_plot_->set_bars(columns[bars[0].first].label, as_array(bars[0].second));
   for (std::size_t b = 1; b < bars.size(); ++b) decile_plot_->add_overlay(columns[bars[b].first].label, as_array(bars[b].second));
+  for (std::size_t b = 0; b < bars.size(); ++b) decile_plot_->set_run_colour(b, columns[bars[b].first].colour);  // as in the table
   if (bars.size() == static_cast<std::size_t>(DecilePlot::kMaxRuns) && columns.size() > bars.size())
     notes << tr("The decile bars show the first %1 of the %2 runs.").arg(bars.size()).arg(columns.size());
   else if (columns.size() >= 2 && bars.size() < columns.size())

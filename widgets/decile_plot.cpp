@@ -144,6 +144,13 @@ void DecilePlot::clear() {
   refresh();
 }
 
+void DecilePlot::set_run_colour(std::size_t run, const QColor& colour) {
+  const std::vector<QCPBars*> series = all_bars();
+  if (run >= series.size()) return;
+  style_bars(series[run], colour);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
 std::vector<QCPBars*> DecilePlot::all_bars() const {
   std::vector<QCPBars*> out{bars_};
   out.insert(out.end(), overlays_.begin(), overlays_.end());

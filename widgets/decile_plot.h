@@ -4,6 +4,7 @@
 // P@5, so the bars add up to P@5 (the subtitle states the sum). Other runs (up to kMaxRuns in all) can be
 // drawn beside the first run's bars in every bin. Values are written above the bars when they fit, and
 // shown on hover always.
+#include <QColor>
 #include <QString>
 #include <array>
 #include <vector>
@@ -23,6 +24,8 @@ class DecilePlot : public QCustomPlot {
   void set_overlay(const QString& run_label, const std::array<double, 10>& bars);
   /// Adds one more run beside those shown (ignored past kMaxRuns runs in all; returns false then).
   bool add_overlay(const QString& run_label, const std::array<double, 10>& bars);
+  /// Colours run `run`'s bars (all_bars() order), e.g. to match a run's colour elsewhere in a view.
+  void set_run_colour(std::size_t run, const QColor& colour);
   /// Removes the other runs, keeping the first run's bars.
   void clear_overlay();
   /// Removes all bars.

@@ -188,9 +188,9 @@ void SearchPanel::search(const QString& text) {
     if (!added_labels_.empty()) {
       const LabelRank placed = predictor_->rank_of(query, added_labels_.back(), mode.toStdString());
       added_ranks_[m] = placed.rank;
-      const QString text = QString::fromStdString(predictor_->label_texts()[static_cast<std::size_t>(added_labels_.back())]);
+      const QString added_text = QString::fromStdString(predictor_->label_texts()[static_cast<std::size_t>(added_labels_.back())]);
       title += QString("<br><span style='color:#1f5fbf'>new label “%1” ranks %2 of %3 (score %4)</span>")
-                   .arg(fontMetrics().elidedText(text, Qt::ElideRight, 240).toHtmlEscaped())
+                   .arg(fontMetrics().elidedText(added_text, Qt::ElideRight, 240).toHtmlEscaped())
                    .arg(placed.rank)
                    .arg(predictor_->num_labels())
                    .arg(static_cast<double>(placed.score), 0, 'f', 4);

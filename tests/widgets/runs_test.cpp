@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFont>
+#include <QIcon>
 #include <QPixmap>
 #include <QProcess>
 #include <QSignalSpy>
@@ -411,6 +412,9 @@ class RunsTest : public QObject {
       QCOMPARE(bars[r]->dataCount(), 10);
       for (int bin = 0; bin < 10; ++bin) QVERIFY(std::abs(bars[r]->data()->at(bin)->value - (static_cast<double>(r) + 1.0)) < 1e-9);  // percent
       QCOMPARE(bars[r]->barsGroup(), bars[0]->barsGroup());  // side by side, not stacked or hidden
+      // Each run's bars have the colour of its swatch in the metric table's header.
+      const QIcon swatch = view.metric_model()->headerData(static_cast<int>(r), Qt::Horizontal, Qt::DecorationRole).value<QIcon>();
+      QCOMPARE(bars[r]->brush().color(), swatch.pixmap(12, 12).toImage().pixelColor(5, 5));
     }
     QCOMPARE(view.decile_plot()->legend->itemCount(), 4);
     QVERIFY2(view.note().contains(QStringLiteral("first 4 of the 5 runs")), qPrintable(view.note()));
