@@ -26,6 +26,7 @@
 
 #include "engine/store/run_store.h"
 #include "widgets/decile_plot.h"
+#include "widgets/plot_style.h"
 #include "widgets/metric_plot.h"
 #include "widgets/plot_export.h"
 
@@ -224,6 +225,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   loss_plot_->legend->setBrush(QColor(255, 255, 255, 220));
   loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   loss_plot_->setMinimumSize(320, 220);
+  plot_style::add_empty_note(loss_plot_, tr("none of these runs recorded a training loss"));
   add_export_menu(loss_plot_, this);
 
   top_ = new QSplitter(Qt::Horizontal, this);

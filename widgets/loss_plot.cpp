@@ -44,6 +44,7 @@ double LossPlot::Ema::next(double x, double weight) {
 
 LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   style::style_plot(this, tr("Training loss"));
+  style::add_empty_note(this, tr("no training steps yet"));
   main_rect_ = axisRect();
   title_ = style::make_title(this, tr("Training loss"));
 

@@ -85,6 +85,7 @@ QString percent_text(double percent) { return QString::number(percent, 'f', perc
 
 MetricPlot::MetricPlot(QWidget* parent) : QCustomPlot(parent), run_label_(tr("this run")) {
   style::style_plot(this, tr("Evaluation"));
+  style::add_empty_note(this, tr("no evaluation yet"));
   QCPAxisRect* rect = axisRect();
   plotLayout()->insertRow(0);
   plotLayout()->addElement(0, 0, style::make_title(this, tr("Evaluation")));

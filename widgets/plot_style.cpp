@@ -115,4 +115,27 @@ void keep_ticks_readable(QCustomPlot* plot) {
   });
 }
 
+QCPItemText* add_empty_note(QCustomPlot* plot, const QString& text) {
+  auto* note = new QCPItemText(plot);
+  note->setClipToAxisRect(false);
+  note->position->setType(QCPItemPosition::ptAxisRectRatio);
+  note->position->setAxisRect(plot->axisRect());
+  note->position->setCoords(0.5, 0.5);
+  note->setPositionAlignment(Qt::AlignCenter);
+  note->setTextAlignment(Qt::AlignCenter);
+  note->setFont(font(plot, 10));
+  note->setColor(QColor(0x77, 0x77, 0x77));
+  note->setText(text);
+  note->setSelectable(false);
+  QObject::connect(plot, &QCustomPlot::beforeReplot, note, [plot, note] {
+    bool empty = true;
+    for (int i = 0; i < plot->plottableCount() && empty; ++i) {
+      QCPAbstractPlottable* p = plot->plottable(i);
+      if (p->visible() && p->interface1D() && p->interface1D()->dataCount() > 0) empty = false;
+    }
+    note->setVisible(empty);
+  });
+  return note;
+}
+
 }  // namespace xmc::gui::plot_style

@@ -83,6 +83,7 @@ QCPScatterStyle scatter_style(const GroupStyle& g) {
 
 TsnePlot::TsnePlot(QWidget* parent) : QCustomPlot(parent) {
   style::style_plot(this, tr("t-SNE of the negatives a query sees"));
+  style::add_empty_note(this, tr("no t-SNE snapshot yet: runs take one at evaluations (tsne.every)"));
   QCPAxisRect* rect = axisRect();  // axisRect() finds only laid-out rects: keep the pointer
   subtitle_ = style::make_subtitle(this);
 
