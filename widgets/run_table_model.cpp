@@ -16,6 +16,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "engine/store/run_files.h"
+
 namespace xmc::gui {
 
 namespace {
@@ -302,7 +304,7 @@ bool RunTableModel::delete_run(std::int64_t run, QString* error) {
     return false;
   }
   try {
-    store_->delete_run(run);
+    delete_run_and_files(db_, run);
   } catch (const std::exception& e) {
     const QString message = QString::fromUtf8(e.what());
     if (error) *error = message;

@@ -5,6 +5,7 @@
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
 #include "engine/store/default_store_path.h"
+#include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
 
 namespace xmc::cli {
@@ -91,8 +92,8 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       RunStore store(*db);
       const RunInfo r = store.get_run(*id);
       if (!*yes) throw ConfigError("refusing to delete run " + std::to_string(*id) + " ('" + r.name + "') without --yes");
-      store.delete_run(*id);
-      std::printf("deleted run %lld ('%s')\n", static_cast<long long>(*id), r.name.c_str());
+      delete_run_and_files(*db, *id);
+      std::printf("deleted run %lld ('%s') and its files\n", static_cast<long long>(*id), r.name.c_str());
     });
   }
 }

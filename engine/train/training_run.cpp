@@ -17,6 +17,7 @@
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
+#include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/evaluation_pass.h"
@@ -663,7 +664,7 @@ void TrainingRun::set_paused(bool paused) { impl_->paused.store(paused); }
 TrainResult TrainingRun::run(Progress& progress) { return impl_->run(progress); }
 
 std::filesystem::path TrainingRun::run_directory(const std::filesystem::path& db_path, std::int64_t run_id) {
-  return std::filesystem::absolute(db_path).parent_path() / "runs" / std::to_string(run_id);
+  return xmc::run_directory(db_path, run_id);
 }
 
 }  // namespace xmc

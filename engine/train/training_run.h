@@ -50,7 +50,7 @@ class TrainingRun {
   /// already written stay intact.
   TrainResult run(Progress& progress = silent_progress());
 
-  /// Folder of a run's files (checkpoint, vocabulary): `<folder of db>/runs/<run_id>`.
+  /// Folder of a run's files (checkpoint, vocabulary): see engine/store/run_files.h.
   static std::filesystem::path run_directory(const std::filesystem::path& db_path, std::int64_t run_id);
 
  private:

@@ -25,6 +25,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/version.h"
+#include "engine/store/run_files.h"
 #include "engine/store/store_schema.h"
 
 namespace fs = std::filesystem;
@@ -268,6 +269,40 @@ TEST_F(RunStoreTest, RenameAndDeleteCascades) {
   EXPECT_THROW(store.delete_run(id), xmc::Error);
   const std::string err = error_of([&] { store.add_scalars(id, {{3, 0.3, "loss", 1.0, 3.0}}); });
   EXPECT_NE(err.find("no run with id " + std::to_string(id)), std::string::npos) << err;
+}
+
+TEST_F(RunStoreTest, EachStoreKeepsItsRunsFilesInItsOwnFolder) {
+  const fs::path other_db = tmp.path() / "other.db";
+  const std::int64_t mine = RunStore(db).create_run(new_run("mine"));
+  const std::int64_t theirs = RunStore(other_db).create_run(new_run("theirs"));
+  ASSERT_EQ(mine, theirs);  // both stores number from 1
+  EXPECT_EQ(xmc::run_directory(db, mine), tmp.path() / "runs.artifacts" / "1");
+  EXPECT_EQ(xmc::run_directory(other_db, theirs), tmp.path() / "other.artifacts" / "1");
+
+  // Deleting a run removes its folder, and only its own.
+  for (const fs::path& d : {xmc::run_directory(db, mine), xmc::run_directory(other_db, theirs)}) {
+    fs::create_directories(d);
+    std::ofstream(d / "checkpoint.pt") << "weights";
+  }
+  xmc::delete_run_and_files(db, mine);
+  EXPECT_FALSE(RunStore(db).find_run(mine).has_value());
+  EXPECT_FALSE(fs::exists(tmp.path() / "runs.artifacts" / "1"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "other.artifacts" / "1" / "checkpoint.pt"));
+}
+
+TEST_F(RunStoreTest, EarlierLayoutIsUsedOnlyForTheRunWhoseCheckpointItRecords) {
+  // Earlier versions kept files in <folder>/runs/<id>, shared by every store of the folder.
+  const fs::path legacy = tmp.path() / "runs" / "1";
+  fs::create_directories(legacy);
+  std::ofstream(legacy / "checkpoint.pt") << "weights";
+  RunStore store(db);
+  const std::int64_t recorded = store.create_run(new_run("written by an earlier version"));
+  store.add_artifact(recorded, "checkpoint", (legacy / "checkpoint.pt").string());
+  EXPECT_EQ(xmc::run_directory(db, recorded), legacy);
+  // Another store's run 1 never picks that folder up.
+  const fs::path other_db = tmp.path() / "other.db";
+  const std::int64_t other = RunStore(other_db).create_run(new_run("new"));
+  EXPECT_EQ(xmc::run_directory(other_db, other), tmp.path() / "other.artifacts" / "1");
 }
 
 TEST_F(RunStoreTest, ScalarsRoundTripFilterAndFollow) {

@@ -107,6 +107,8 @@ TEST(Training, ResumeContinuesBitForBit) {
   const TrainResult b = second.run();
   ASSERT_EQ(b.outcome, RunOutcome::Completed);
 
+  // Two stores in one folder keep their runs' files apart (both runs have id 1).
+  ASSERT_NE(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()), TrainingRun::run_directory(dir / "b.sqlite", first.run_id()));
   const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
   const auto pb = checkpoint_parameters(TrainingRun::run_directory(dir / "b.sqlite", first.run_id()) / "checkpoint.pt");
   ASSERT_EQ(pa.size(), pb.size());

@@ -1,0 +1,19 @@
+#pragma once
+// Where a run's files live (checkpoint, vocabulary): next to its store, in a folder of the store's own,
+// `<folder of db>/<db stem>.artifacts/<run id>`, so that two stores in one folder never share files.
+#include <cstdint>
+#include <filesystem>
+
+namespace xmc {
+
+/// The folder of run `run_id`'s files. Stores written by earlier versions kept them in
+/// `<folder of db>/runs/<run_id>`; that folder is returned only when the run's own checkpoint record in
+/// the store points into it (a folder shared by several stores is never taken for another store's).
+std::filesystem::path run_directory(const std::filesystem::path& db_path, std::int64_t run_id);
+
+/// Deletes run `run_id` from the store and then its files folder (only the store's own folder).
+/// Throws what RunStore::delete_run throws; a folder that cannot be removed is reported as an Error
+/// naming it, after the run is gone from the store.
+void delete_run_and_files(const std::filesystem::path& db_path, std::int64_t run_id);
+
+}  // namespace xmc
