@@ -2,6 +2,7 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -21,6 +22,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <nlohmann/json.hpp>
+#include <cstdio>
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
@@ -120,10 +122,19 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   file->addSeparator();
   file->addAction("Quit", QKeySequence::Quit, this, [this] { close(); });
   auto* training = menuBar()->addMenu("&Training");
-  training->addAction("Start", this, [this] { start_training(); });
-  training->addAction("Pause", this, [this] { worker_->set_paused(true); launch_->set_state(gui::LaunchForm::State::Paused); });
-  training->addAction("Resume", this, [this] { worker_->set_paused(false); launch_->set_state(gui::LaunchForm::State::Running); });
-  training->addAction("Stop (with checkpoint)", this, [this] { worker_->stop(); });
+  start_action_ = training->addAction("Start", this, [this] { start_training(); });
+  pause_action_ = training->addAction("Pause", this, [this] {
+    worker_->set_paused(true);
+    set_training_state(gui::LaunchForm::State::Paused);
+  });
+  resume_action_ = training->addAction("Resume", this, [this] {
+    worker_->set_paused(false);
+    set_training_state(gui::LaunchForm::State::Running);
+  });
+  stop_action_ = training->addAction("Stop (with checkpoint)", this, [this] { stop_training(); });
+  training->addSeparator();
+  continue_action_ = training->addAction("Continue the shown stopped run", this, [this] { continue_shown_run(); });
+  continue_action_->setToolTip("Resume the run shown in the Live tab from its checkpoint (it was stopped)");
   auto* datasets = menuBar()->addMenu("&Datasets");
   datasets->addAction("Build WordNet dataset…", this, [this] { build_wordnet_dataset(); });
   datasets->addAction("Import mulan dataset (ARFF + XML)…", this, [this] { import_mulan_dataset(); });
@@ -138,13 +149,13 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   connect(launch_, &gui::LaunchForm::start_requested, this, [this] { start_training(); });
   connect(launch_, &gui::LaunchForm::pause_requested, this, [this] {
     worker_->set_paused(true);
-    launch_->set_state(gui::LaunchForm::State::Paused);
+    set_training_state(gui::LaunchForm::State::Paused);
   });
   connect(launch_, &gui::LaunchForm::resume_requested, this, [this] {
     worker_->set_paused(false);
-    launch_->set_state(gui::LaunchForm::State::Running);
+    set_training_state(gui::LaunchForm::State::Running);
   });
-  connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { worker_->stop(); });
+  connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { stop_training(); });
   connect(worker_, &gui::TrainingWorker::event, this, &MainWindow::on_event);
   connect(worker_, &gui::TrainingWorker::ended, this, &MainWindow::on_ended);
   connect(worker_->progress(), &gui::QtProgress::progressed, training_progress_, &gui::TrainingProgress::on_task);
@@ -152,12 +163,15 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   connect_runs_browser();
   refresh_decile_overlay_choices();
   connect(decile_overlay_, &QComboBox::activated, this, [this] { apply_decile_overlay(); });
+  follow_timer_ = new QTimer(this);
+  follow_timer_->setInterval(2000);
+  connect(follow_timer_, &QTimer::timeout, this, [this] { reload_followed_run(); });
 
   if (!options_.config.isEmpty()) {
     try {
       launch_->set_config(load_train_config(options_.config.toStdString()));
     } catch (const std::exception& e) {
-      QMessageBox::warning(this, "Config", QString::fromUtf8(e.what()));
+      report_error("Cannot load the config " + options_.config, QString::fromUtf8(e.what()));
     }
   }
   if (!options_.dataset.isEmpty()) launch_->set_dataset(options_.dataset);
@@ -178,7 +192,8 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   });
   statusBar()->showMessage("Run store: " + options_.db);
   resize(1400, 900);
-  if (options_.autostart) QTimer::singleShot(0, this, [this] { start_training(); });
+  set_training_state(gui::LaunchForm::State::Idle);
+  if (options_.autostart && !failed_) QTimer::singleShot(0, this, [this] { start_training(); });
 }
 
 MainWindow::~MainWindow() = default;
@@ -274,40 +289,51 @@ void MainWindow::start_training() {
     apply_decile_overlay();
     run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
     training_progress_->begin_run(static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
-    launch_->set_state(gui::LaunchForm::State::Running);
+    set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
     runs_->refresh();
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, "Cannot start training", QString::fromUtf8(e.what()));
-    if (options_.quit_when_done) QApplication::exit(2);
+    report_error("Cannot start training", QString::fromUtf8(e.what()));
   }
 }
 
 void MainWindow::on_event(const TrainEvent& e) {
+  if (e.kind == TrainEvent::Kind::Step) training_progress_->on_epoch_position(e.epoch);
+  // The plots follow the training run only while it is the run shown (another may have been opened).
+  const bool shown = e.run_id == shown_run_;
+  // The first-evaluation screenshot waits for the evaluation's t-SNE snapshot: the next event after the
+  // Evaluation is either that Snapshot or, when none is taken, the run moving on.
+  if (first_screenshot_pending_ && e.kind != TrainEvent::Kind::Evaluation && e.kind != TrainEvent::Kind::Phase) {
+    first_screenshot_pending_ = false;
+    QTimer::singleShot(300, this, [this] {  // let the plots repaint before grabbing
+      save_screenshot(options_.screenshot);
+      save_screenshot(screenshot_path("first-evaluation"));
+    });
+  }
   switch (e.kind) {
     case TrainEvent::Kind::Phase:
       statusBar()->showMessage(QString::fromStdString(e.message));
       break;
     case TrainEvent::Kind::Step:
-      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s);
-      training_progress_->on_epoch_position(e.epoch);
+      if (!shown) break;
+      if (e.classifier_stage)  // NGAME M4: the classifier loss is a curve of its own
+        loss_plot_->append_point({e.step, e.epoch, "m4_loss", e.loss, 0});
+      else
+        loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s);
       break;
     case TrainEvent::Kind::Evaluation: {
+      if (!shown) break;
       metric_plot_->add_evaluation(e.epoch, e.metrics);
       decile_plot_->set_bars(QString("run %1").arg(e.run_id), e.deciles);
       ++evaluations_seen_;
       if (!options_.screenshot.isEmpty() && !first_screenshot_taken_) {
         first_screenshot_taken_ = true;
-        // Let the plots repaint before grabbing.
-        QTimer::singleShot(300, this, [this] {
-          save_screenshot(options_.screenshot);
-          save_screenshot(screenshot_path("first-evaluation"));
-        });
+        first_screenshot_pending_ = true;
       }
       break;
     }
     case TrainEvent::Kind::Snapshot:
-      tsne_plot_->set_snapshot(e.message);
+      if (shown) tsne_plot_->set_snapshot(e.message);
       break;
     case TrainEvent::Kind::Checkpoint:
       statusBar()->showMessage("checkpoint written: " + QString::fromStdString(e.message), 5000);
@@ -319,18 +345,29 @@ void MainWindow::on_event(const TrainEvent& e) {
 
 void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   worker_->wait();
-  launch_->set_state(gui::LaunchForm::State::Idle);
+  set_training_state(gui::LaunchForm::State::Idle);
   runs_->refresh();
   const auto info = RunStore(options_.db.toStdString()).find_run(run);
   const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
   refresh_decile_overlay_choices();
   run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
   training_progress_->end_run(status);
-  if (!ok && !closing_ && !options_.quit_when_done) QMessageBox::warning(this, "Training failed", message);
-  if (ok) search_->open_run(options_.db, run);
-  auto finish = [this, ok] {
+  if (status == "stopped") run_label_->setText(run_label_->text() + " — Training › Continue the shown stopped run resumes it");
+  if (!ok && !closing_) {
+    if (options_.quit_when_done)
+      std::fprintf(stderr, "xmc-workbench: training failed: %s\n", message.toLocal8Bit().constData());
+    else
+      QMessageBox::warning(this, "Training failed", message);
+  }
+  if (ok && run == shown_run_) search_->open_run(options_.db, run);
+  const bool completed = info && info->status == RunStatus::Completed;
+  auto finish = [this, completed] {
+    if (first_screenshot_pending_) {  // the run ended right after its first evaluation
+      first_screenshot_pending_ = false;
+      save_screenshot(screenshot_path("first-evaluation"));
+    }
     if (!options_.screenshot.isEmpty()) save_screenshot(options_.screenshot);
-    if (options_.quit_when_done) QApplication::exit(ok ? 0 : 1);
+    if (options_.quit_when_done) QApplication::exit(completed && !screenshot_failed_ ? 0 : 1);
   };
   if (!options_.screenshot.isEmpty() || options_.quit_when_done) QTimer::singleShot(300, this, finish);
 }
@@ -352,8 +389,16 @@ void MainWindow::show_run(std::int64_t run) {
     }
     refresh_decile_overlay_choices();
     apply_decile_overlay();
+    tsne_plot_->clear();
     if (const auto snapshot = store.latest_tsne_snapshot(run)) tsne_plot_->set_snapshot(snapshot->payload_json);
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
+    if (info.status == RunStatus::Stopped)
+      run_label_->setText(run_label_->text() + " — Training › Continue the shown stopped run resumes it");
+    // A run another process is training: keep reloading it from the store while it is shown.
+    const bool external = (info.status == RunStatus::Running || info.status == RunStatus::Paused) &&
+                          !(worker_->running() && worker_->run_id() == run);
+    if (external) follow_timer_->start(); else follow_timer_->stop();
+    update_actions();
     tabs_->setCurrentIndex(1);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, "Cannot show run", QString::fromUtf8(e.what()));
@@ -402,9 +447,100 @@ QString MainWindow::screenshot_path(const QString& suffix) const {
 }
 
 bool MainWindow::save_screenshot(const QString& path) {
+  QDir().mkpath(QFileInfo(path).absolutePath());
   const bool ok = grab().save(path);
-  if (!ok) qWarning("cannot save screenshot to %s", qPrintable(path));
+  if (!ok) {
+    std::fprintf(stderr, "xmc-workbench: cannot save the screenshot to %s\n", path.toLocal8Bit().constData());
+    screenshot_failed_ = true;
+  }
   return ok;
+}
+
+void MainWindow::report_error(const QString& title, const QString& message) {
+  failed_ = true;
+  if (options_.quit_when_done) {  // scripted: no dialog nobody can click; the error goes to stderr
+    std::fprintf(stderr, "xmc-workbench: %s: %s\n", title.toLocal8Bit().constData(), message.toLocal8Bit().constData());
+    QTimer::singleShot(0, qApp, [] { QApplication::exit(2); });  // also when called before the event loop runs
+    return;
+  }
+  QMessageBox::warning(this, title, message);
+}
+
+void MainWindow::set_training_state(gui::LaunchForm::State state) {
+  launch_->set_state(state);
+  update_actions();
+}
+
+void MainWindow::update_actions() {
+  const bool running = worker_->running();
+  const bool paused = running && worker_->paused();
+  start_action_->setEnabled(!running);
+  pause_action_->setEnabled(running && !paused);
+  resume_action_->setEnabled(paused);
+  stop_action_->setEnabled(running);
+  bool shown_stopped = false;
+  if (!running && shown_run_ > 0) {
+    try {
+      const auto info = RunStore(options_.db.toStdString()).find_run(shown_run_);
+      shown_stopped = info && info->status == RunStatus::Stopped;
+    } catch (const std::exception&) {
+    }
+  }
+  continue_action_->setEnabled(shown_stopped);
+}
+
+void MainWindow::stop_training() {
+  if (!worker_->running()) return;
+  worker_->stop();
+  statusBar()->showMessage("stopping: the current step or evaluation finishes, then a checkpoint is written…");
+}
+
+void MainWindow::continue_shown_run() {
+  if (worker_->running() || shown_run_ <= 0) return;
+  try {
+    const std::int64_t run = worker_->resume(shown_run_, options_.db);
+    const RunStore store(options_.db.toStdString());
+    const TrainConfig config = parse_train_config(store.get_run(run).config_json);
+    follow_timer_->stop();
+    training_progress_->begin_run(static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
+    run_label_->setText(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(store.get_run(run).name)));
+    set_training_state(gui::LaunchForm::State::Running);
+    tabs_->setCurrentIndex(1);
+    runs_->refresh();
+  } catch (const std::exception& e) {
+    report_error("Cannot resume run " + QString::number(shown_run_), QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::reload_followed_run() {
+  if (shown_run_ <= 0) return;
+  try {
+    RunStore store(options_.db.toStdString());
+    const auto info = store.find_run(shown_run_);
+    if (!info) {
+      follow_timer_->stop();
+      return;
+    }
+    loss_plot_->set_series(store.scalars(shown_run_));
+    metric_plot_->set_evaluations(main_metrics(store.evaluations(shown_run_)));
+    const auto bars = store.latest_decile_table(shown_run_, "P@5");
+    if (bars.size() == 10) {
+      std::array<double, 10> a{};
+      std::copy(bars.begin(), bars.end(), a.begin());
+      decile_plot_->set_bars(QString("run %1").arg(shown_run_), a);
+    }
+    if (const auto snapshot = store.latest_tsne_snapshot(shown_run_)) tsne_plot_->set_snapshot(snapshot->payload_json);
+    run_label_->setText(QString("Run %1: %2 (%3, written by another process)")
+                            .arg(shown_run_)
+                            .arg(QString::fromStdString(info->name))
+                            .arg(QString::fromStdString(to_string(info->status))));
+    if (info->status != RunStatus::Running && info->status != RunStatus::Paused) {
+      follow_timer_->stop();
+      show_run(shown_run_);  // final state: search panel, labels
+    }
+  } catch (const std::exception& e) {
+    statusBar()->showMessage("Cannot follow run " + QString::number(shown_run_) + ": " + QString::fromUtf8(e.what()), 8000);
+  }
 }
 
 void MainWindow::export_report(const QString& format) {
@@ -452,7 +588,18 @@ void MainWindow::open_store() {
   auto* browser = new gui::RunsBrowser(path.toStdString());
   delete runs_tab_->replaceWidget(0, browser);
   runs_ = browser;
+  runs_->set_follow(true);
   connect_runs_browser();
+  // Nothing of the previous store stays on screen.
+  shown_run_ = 0;
+  follow_timer_->stop();
+  loss_plot_->clear();
+  metric_plot_->clear();
+  decile_plot_->clear();
+  tsne_plot_->clear();
+  compare_->set_runs(RunStore(options_.db.toStdString()), {});
+  run_label_->setText("Run store " + path + ": open a run in the Runs tab.");
+  update_actions();
   refresh_decile_overlay_choices();
   apply_decile_overlay();
   statusBar()->showMessage("Run store: " + path);
@@ -470,7 +617,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   }
   closing_ = true;
   if (worker_->running()) {
-    worker_->stop();
+    stop_training();
+    statusBar()->repaint();
     worker_->wait();
   }
   event->accept();

@@ -9,8 +9,11 @@
 #include "engine/core/progress.h"
 
 #include "engine/train/train_events.h"
+#include "widgets/launch_form.h"
 
+class QAction;
 class QComboBox;
+class QTimer;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -66,6 +69,16 @@ class MainWindow : public QMainWindow {
 
  private:
   void on_event(const xmc::TrainEvent& e);
+  /// A dialog, or with --quit-when-done the message on stderr and exit code 2 (no dialog to hang on).
+  void report_error(const QString& title, const QString& message);
+  /// Launch form buttons and Training menu actions for the worker's state.
+  void set_training_state(gui::LaunchForm::State state);
+  void update_actions();
+  void stop_training();
+  /// Resumes the shown run (stopped) from its checkpoint on the worker.
+  void continue_shown_run();
+  /// Reloads the shown run from the store (it is being trained by another process).
+  void reload_followed_run();
   void on_ended(std::int64_t run, bool ok, const QString& message);
   void export_report(const QString& format);
   void export_current_plots();
@@ -102,6 +115,15 @@ class MainWindow : public QMainWindow {
   std::int64_t shown_run_ = 0;
   int evaluations_seen_ = 0;
   bool first_screenshot_taken_ = false;
+  bool first_screenshot_pending_ = false;  ///< taken at the next event after the first evaluation
+  bool screenshot_failed_ = false;
+  bool failed_ = false;                    ///< an error was reported (no autostart after it)
+  QTimer* follow_timer_ = nullptr;
+  QAction* start_action_ = nullptr;
+  QAction* pause_action_ = nullptr;
+  QAction* resume_action_ = nullptr;
+  QAction* stop_action_ = nullptr;
+  QAction* continue_action_ = nullptr;
   bool closing_ = false;
 };
 

@@ -154,6 +154,7 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
     if (!dir.isEmpty()) set_dataset(dir);
   });
   connect(dataset_, &QLineEdit::editingFinished, this, [this] { show_dataset_summary(); });
+  connect(dataset_, &QLineEdit::textChanged, this, [this] { validate(); });  // a typed path enables Start
   connect(presets_, &QComboBox::activated, this, [this](int index) { apply_preset(index); });
   load_presets(presets_dir);
   set_state(State::Idle);

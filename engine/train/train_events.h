@@ -28,6 +28,7 @@ struct TrainEvent {
   double loss = 0;
   double lr = 0;
   double samples_per_s = 0;
+  bool classifier_stage = false; ///< Step of NGAME's stage M4: `loss` is the classifier loss ("m4_loss")
   std::string message;
   std::vector<std::pair<std::string, double>> metrics;
   std::array<double, 10> deciles{};  ///< decile-wise P@5 (bin 1 = head) with Evaluation/Finished

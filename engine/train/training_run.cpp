@@ -523,6 +523,7 @@ struct TrainingRun::Impl {
         e.step = state.step;
         e.total_steps = schedule.total_steps;
         e.epoch = static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size());
+        e.classifier_stage = true;
         e.loss = value;
         e.lr = config.lr * config.head_lr_scale * schedule.factor(m4_step);
         publish(e);

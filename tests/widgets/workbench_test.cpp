@@ -1,5 +1,6 @@
 // The whole workbench window on a tiny dataset, as a user drives it: fill the launch form, start, watch
 // the live plots fill, search labels when the run is done, save a screenshot.
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTabWidget>
@@ -38,6 +39,27 @@ void write_keyword_dataset(const std::filesystem::path& dir) {
   d.train_labels = xmc::csr_from_rows(train, 8);
   d.test_labels = xmc::csr_from_rows(test, 8);
   xmc::save_dataset(d, dir);
+}
+
+struct Result {
+  bool finished = false;
+  int exit_code = -1;
+  QString err;
+};
+
+// Runs the xmc-workbench binary offscreen, as a script would, for at most two minutes.
+Result run_workbench(const QStringList& args) {
+  QProcess process;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("QT_QPA_PLATFORM", "offscreen");
+  process.setProcessEnvironment(env);
+  process.start(XMC_WORKBENCH_BINARY, args);
+  Result r;
+  r.finished = process.waitForFinished(120000);
+  if (!r.finished) process.kill();
+  r.exit_code = process.exitCode();
+  r.err = QString::fromLocal8Bit(process.readAllStandardError());
+  return r;
 }
 
 }  // namespace
@@ -137,6 +159,46 @@ class WorkbenchTest : public QObject {
         window.save_screenshot(QString(keep) + "/workbench-" + tabs->tabText(i).toLower() + ".png");
       }
     }
+  }
+
+  void scriptedLineTrainsAndLeavesScreenshots() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    write_keyword_dataset(dir.filePath("data").toStdString());
+    QFile config(dir.filePath("tiny.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(R"({"method": "dexml", "encoder": {"type": "bow", "dim": 16}, "batch_size": 16, "epochs": 2,
+                    "lr": 0.02, "eval": {"k": [1, 3, 5], "top": 8}})");
+    config.close();
+    // The screenshot's folder does not exist yet: the workbench makes it.
+    const QString shot = dir.filePath("shots/s.png");
+    const Result r = run_workbench({"--db", dir.filePath("runs.sqlite"), "--dataset", dir.filePath("data"), "--config",
+                                    config.fileName(), "--autostart", "--screenshot", shot, "--quit-when-done"});
+    QVERIFY2(r.finished, "the scripted workbench did not quit");
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    for (const QString& png : {shot, dir.filePath("shots/s-first-evaluation.png")}) {
+      const QImage image(png);
+      QVERIFY2(!image.isNull() && image.width() >= 800, qPrintable(png));
+    }
+    const xmc::RunStore store(dir.filePath("runs.sqlite").toStdString());
+    QCOMPARE(store.list_runs().size(), std::size_t{1});
+    QCOMPARE(store.list_runs().front().status, xmc::RunStatus::Completed);
+  }
+
+  void scriptedErrorsGoToStderrInsteadOfADialog() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    // A config file that is not there, and a dataset folder that is not there: exit code 2 and the name.
+    Result r = run_workbench({"--db", dir.filePath("runs.sqlite"), "--config", dir.filePath("missing.json"), "--autostart",
+                              "--quit-when-done"});
+    QVERIFY2(r.finished, "the workbench waited for a dialog");
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.contains("missing.json"), qPrintable(r.err));
+    r = run_workbench({"--db", dir.filePath("runs.sqlite"), "--dataset", dir.filePath("nope"), "--autostart", "--quit-when-done"});
+    QVERIFY2(r.finished, "the workbench waited for a dialog");
+    QCOMPARE(r.exit_code, 2);
+    QVERIFY2(r.err.contains("nope"), qPrintable(r.err));
+    QVERIFY(xmc::RunStore(dir.filePath("runs.sqlite").toStdString()).list_runs().empty());  // nothing half-started
   }
 
   void buildsADatasetInTheBackground() {
