@@ -221,7 +221,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
       0, 0, new QCPTextElement(loss_plot_, tr("Training loss (smoothed)"), QFont(font().family(), 11, QFont::Bold)));
   loss_plot_->xAxis->setLabel(tr("step"));
   loss_plot_->yAxis->setLabel(tr("loss"));
-  loss_plot_->legend->setVisible(true);
+  loss_plot_->legend->setVisible(false);  // shown once runs with a loss are drawn
   loss_plot_->legend->setBrush(QColor(255, 255, 255, 220));
   loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   loss_plot_->setMinimumSize(320, 220);

@@ -57,6 +57,7 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis2->setNumberFormat(QStringLiteral("gbc"));
   yAxis2->setNumberPrecision(2);
   yAxis2->setRange(0, 1);
+  xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new style::IntegerTicker));  // steps are whole numbers
   xAxis->setNumberFormat(QStringLiteral("f"));
   xAxis->setNumberPrecision(0);
 
@@ -67,6 +68,7 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   QCPAxis* tp_y = throughput_rect_->axis(QCPAxis::atLeft);
   style::style_axis(tp_x, tr("step"));
   style::style_axis(tp_y, tr("queries/s"));
+  tp_x->setTicker(QSharedPointer<QCPAxisTicker>(new style::IntegerTicker));
   tp_x->setNumberFormat(QStringLiteral("f"));
   tp_x->setNumberPrecision(0);
   tp_y->ticker()->setTickCount(2);

@@ -67,18 +67,6 @@ QColor shade_for_k(QColor c, int k) {
   return c;
 }
 
-// Integer epochs: tick steps of 1, 2, 5, 10, ...
-class EpochTicker : public QCPAxisTicker {
- protected:
-  double getTickStep(const QCPRange& range) override {
-    const double raw = QCPAxisTicker::getTickStep(range);
-    if (raw <= 1) return 1;
-    const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-    const double m = raw / magnitude;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * magnitude;
-  }
-};
-
 QString percent_text(double percent) { return QString::number(percent, 'f', percent < 10 ? 2 : 1) + QLatin1Char('%'); }
 
 }  // namespace
@@ -94,11 +82,11 @@ MetricPlot::MetricPlot(QWidget* parent) : QCustomPlot(parent), run_label_(tr("th
 
   style::style_axis(xAxis, tr("epoch"));
   style::style_axis(yAxis, tr("metric (%)"));
-  xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new EpochTicker));
+  xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new style::IntegerTicker));
   xAxis->setNumberFormat(QStringLiteral("f"));
   xAxis->setNumberPrecision(0);
-  yAxis->setNumberFormat(QStringLiteral("f"));
-  yAxis->setNumberPrecision(0);
+  yAxis->setNumberFormat(QStringLiteral("g"));  // 12.5 stays 12.5 (ticks may fall on halves)
+  yAxis->setNumberPrecision(4);
   for (QCPAxis* frame : {xAxis2, yAxis2}) {  // a closed frame reads better around few points
     frame->setVisible(true);
     frame->setTicks(false);
@@ -326,11 +314,10 @@ void MetricPlot::rescale() {
   }
   const double x_pad = std::max(0.3, 0.03 * (x_hi - x_lo));
   xAxis->setRange(x_lo - x_pad, x_hi + x_pad);
-  // Zoom to the values (metrics of one run usually sit within a few points of each other), kept in
-  // [0, 100] and at least 5 points tall.
+  // Zoom to the values (metrics of one run usually sit within a few points of each other), not below 0
+  // and at least 5 points tall; the top keeps its pad above 100 too, so markers at 100 % are not cut.
   double pad = std::max(1.0, 0.08 * (y_hi - y_lo));
-  double lo = std::max(0.0, y_lo - pad), hi = std::min(100.0, y_hi + pad);
-  if (y_hi > 100) hi = y_hi + pad;
+  double lo = std::max(0.0, y_lo - pad), hi = y_hi + pad;
   if (hi - lo < 5) {
     const double mid = (hi + lo) / 2;
     lo = std::max(0.0, mid - 2.5);

@@ -1,5 +1,7 @@
 #include "widgets/plot_style.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <memory>
 
@@ -136,6 +138,14 @@ QCPItemText* add_empty_note(QCustomPlot* plot, const QString& text) {
     note->setVisible(empty);
   });
   return note;
+}
+
+double IntegerTicker::getTickStep(const QCPRange& range) {
+  const double raw = QCPAxisTicker::getTickStep(range);
+  if (raw <= 1) return 1;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double m = raw / magnitude;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * magnitude;
 }
 
 }  // namespace xmc::gui::plot_style

@@ -49,6 +49,13 @@ void keep_legend_fitting(QCustomPlot* plot, QCPLegend* legend, int max_columns);
 /// tick labels keep about 45 px (vertical axes) or 90 px (horizontal axes) each when the plot is small.
 void keep_ticks_readable(QCustomPlot* plot);
 
+/// Ticks on whole numbers only (steps 1, 2, 5, 10, 20, …): for epochs and optimiser steps, whose
+/// labels are printed without decimals.
+class IntegerTicker : public QCPAxisTicker {
+ protected:
+  double getTickStep(const QCPRange& range) override;
+};
+
 /// A grey note in the middle of the plot's main axis rect ("no training steps yet"), shown only while
 /// no plottable has data, so an empty plot says why it is empty instead of looking broken.
 QCPItemText* add_empty_note(QCustomPlot* plot, const QString& text);

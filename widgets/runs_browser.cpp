@@ -121,6 +121,16 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
     view_->resizeColumnsToContents();
     if (view_->columnWidth(RunTableModel::kName) > name_width * 2) view_->setColumnWidth(RunTableModel::kName, name_width * 2);
   });
+  // A run that changes (status "running" -> "completed", metrics arriving) widens its columns as needed,
+  // never narrowing one the user sized.
+  connect(model_, &QAbstractItemModel::dataChanged, this, [this](const QModelIndex& top_left, const QModelIndex& bottom_right) {
+    for (int c = top_left.column(); c <= bottom_right.column(); ++c)
+      if (c != RunTableModel::kName && !view_->isColumnHidden(c)) {
+        const int before = view_->columnWidth(c);
+        view_->resizeColumnToContents(c);
+        if (view_->columnWidth(c) < before) view_->setColumnWidth(c, before);
+      }
+  });
   connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     const std::int64_t run = model_->run_id(proxy_->mapToSource(index));
     if (run >= 0) Q_EMIT run_activated(run);

@@ -43,6 +43,7 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
   cmd->callback([args, &context] {
     if (args->text.empty() == args->input.empty()) throw ConfigError("give exactly one of --text or --input");
     if (!args->out.empty() && args->input.empty()) throw ConfigError("--out needs --input");
+    require_existing_run_store(args->db);
     const Predictor predictor = Predictor::open(args->db, args->run, args->device);
     if (!args->text.empty()) {
       const auto ranked = predictor.predict({args->text}, args->top, args->mode).front();

@@ -32,6 +32,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->add_flag("--json", *json, "Print one JSON array as the last line");
     cmd->footer("Example:\n  xmc runs --db runs.sqlite list");
     cmd->callback([db, json, &context] {
+      require_existing_run_store(*db);
       RunStore store(*db);
       store.reap_orphaned_runs();
       const auto all = store.list_runs();
@@ -55,6 +56,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->add_flag("--json", *json, "Print one JSON object as the last line");
     cmd->footer("Example:\n  xmc runs show 3 --json");
     cmd->callback([db, id, json, &context] {
+      require_existing_run_store(*db);
       RunStore store(*db);
       const RunInfo r = store.get_run(*id);
       nlohmann::json j = run_json(r);
@@ -79,7 +81,10 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->add_option("ID", *id, "Run id")->required();
     cmd->add_option("NAME", *name, "New name")->required();
     cmd->footer("Example:\n  xmc runs rename 3 \"dexml bow, tau 0.05\"");
-    cmd->callback([db, id, name] { RunStore(*db).rename_run(*id, *name); });
+    cmd->callback([db, id, name] {
+      require_existing_run_store(*db);
+      RunStore(*db).rename_run(*id, *name);
+    });
   }
   {
     auto* cmd = runs->add_subcommand("delete", "Delete a run and everything recorded for it");
@@ -89,6 +94,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->add_flag("--yes", *yes, "Confirm the deletion (required: it cannot be undone)");
     cmd->footer("Example:\n  xmc runs delete 3 --yes");
     cmd->callback([db, id, yes] {
+      require_existing_run_store(*db);
       RunStore store(*db);
       const RunInfo r = store.get_run(*id);
       if (!*yes) throw ConfigError("refusing to delete run " + std::to_string(*id) + " ('" + r.name + "') without --yes");

@@ -13,10 +13,12 @@ namespace xmc::cli {
 namespace {
 
 std::atomic<TrainingRun*> g_running{nullptr};
+std::atomic<bool> g_interrupted{false};  ///< a Ctrl-C stopped the run
 
 extern "C" void on_interrupt(int) {
   // First Ctrl-C: stop cleanly with a checkpoint. A second one kills as usual.
   if (TrainingRun* run = g_running.load()) run->request_stop();
+  g_interrupted.store(true);
   std::signal(SIGINT, SIG_DFL);
 }
 
@@ -97,6 +99,7 @@ void add_train_command(CLI::App& app, CommandContext& context) {
           break;
       }
     });
+    g_interrupted.store(false);
     g_running.store(&run);
     std::signal(SIGINT, on_interrupt);
     TrainResult result;
@@ -116,11 +119,14 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       j["status"] = result.outcome == RunOutcome::Completed ? "completed" : "stopped";
       context.print_json(j);
     } else {
-      std::printf("run %lld %s: %s\n", static_cast<long long>(run.run_id()),
-                  result.outcome == RunOutcome::Completed ? "completed" : "stopped", percent_line(result.metrics.metrics).c_str());
+      const std::string line = percent_line(result.metrics.metrics);
+      std::printf("run %lld %s%s%s\n", static_cast<long long>(run.run_id()),
+                  result.outcome == RunOutcome::Completed ? "completed" : "stopped", line.empty() ? "" : ": ", line.c_str());
     }
     if (result.outcome == RunOutcome::Stopped && args->json == false)
       std::fprintf(stderr, "resume with: xmc train --resume %lld --db %s\n", static_cast<long long>(run.run_id()), args->db.c_str());
+    // Stopped by Ctrl-C: the run is safe, but the command did not do what it was asked (exit code 130).
+    if (g_interrupted.load()) throw Cancelled();
   });
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "engine/core/error.h"
+
 namespace xmc {
 
 std::filesystem::path default_run_store_path() {
@@ -11,6 +13,12 @@ std::filesystem::path default_run_store_path() {
   else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') data_home = std::filesystem::path(home) / ".local/share";
   else data_home = ".";
   return data_home / "xmc-workbench" / "runs.sqlite";
+}
+
+void require_existing_run_store(const std::filesystem::path& db) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(db, ec))
+    throw InputError(db.string(), "no run store here (train a run with `xmc train --db " + db.string() + "` first, or check --db)");
 }
 
 }  // namespace xmc

@@ -1,9 +1,12 @@
 #include "engine/train/train_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 
@@ -148,10 +151,35 @@ const std::vector<KeyBinding>& bindings() {
   return table;
 }
 
+/// Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 const KeyBinding& binding(const std::string& key) {
-  for (const auto& b : bindings())
+  const KeyBinding* closest = nullptr;
+  std::size_t best = 4;  // suggest only keys within 3 edits
+  for (const auto& b : bindings()) {
     if (b.info.key == key) return b;
-  throw ConfigError("unknown config key '" + key + "' (see `xmc train --help` for the list)");
+    const std::size_t d = edit_distance(key, b.info.key);
+    if (d < best) {
+      best = d;
+      closest = &b;
+    }
+  }
+  throw ConfigError("unknown config key '" + key + "'" + (closest ? "; did you mean '" + closest->info.key + "'?" : std::string()) +
+                    " (`xmc train --list-keys` lists them all)");
 }
 
 void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {

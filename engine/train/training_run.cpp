@@ -575,7 +575,7 @@ struct TrainingRun::Impl {
       TrainEvent e;
       e.kind = TrainEvent::Kind::Stopped;
       e.step = state.step;
-      e.message = "stopped at step " + std::to_string(state.step) + "; resume with: xmc train --resume " + std::to_string(run_id);
+      e.message = "stopped at step " + std::to_string(state.step) + " (checkpoint written)";
       publish(e);
       return {RunOutcome::Stopped, last_eval};
     } catch (const std::exception& e) {
@@ -607,7 +607,7 @@ struct TrainingRun::Impl {
     e.step = state.step;
     e.metrics = result.metrics;
     if (auto it = result.deciles.find("P@5"); it != result.deciles.end()) e.deciles = it->second;
-    e.message = outcome == RunOutcome::Completed ? "completed" : "stopped after max_steps; resume with: xmc train --resume " + std::to_string(run_id);
+    e.message = outcome == RunOutcome::Completed ? "completed" : "stopped after max_steps = " + std::to_string(config.max_steps) + " (checkpoint written)";
     publish(e);
     return {outcome, result};
   }

@@ -187,6 +187,18 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   r = xmc("train --db " + db + " --set dataset=" + (dir / "data").string() + " --set encoder.size=3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("unknown config key 'encoder.size'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--list-keys"), std::string::npos) << r.output;
+  r = xmc("train --db " + db + " --set dataset=" + (dir / "data").string() + " --set batch_sise=3");
+  EXPECT_NE(r.output.find("did you mean 'batch_size'?"), std::string::npos) << r.output;
+
+  // A mistyped store is reported, not created empty.
+  const std::string typo = (dir / "typo" / "runs.sqlite").string();
+  for (const std::string& command : {"runs --db " + typo + " list", "predict --db " + typo + " --run 1 --text x"}) {
+    r = xmc(command);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_EQ(r.output, "xmc: error: " + typo + ": no run store here (train a run with `xmc train --db " + typo + "` first, or check --db)\n");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "typo"));
 }
 
 }  // namespace xmc
