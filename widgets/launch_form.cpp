@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <set>
 
 #include "engine/core/error.h"
@@ -176,7 +177,14 @@ void LaunchForm::apply_preset(int index) {
   try {
     TrainConfig config = preset_paths_[index].isEmpty() ? TrainConfig{} : load_train_config(preset_paths_[index].toStdString());
     // A preset describes the method; keep the dataset the user chose.
-    if (!dataset.isEmpty()) config.dataset = dataset.toStdString();
+    if (!dataset.isEmpty()) {
+      config.dataset = dataset.toStdString();
+    } else if (config.dataset.is_relative() && !std::filesystem::exists(config.dataset)) {
+      // Presets name datasets relative to the project folder (datasets/demo/...), two levels above them.
+      const QString root = QFileInfo(preset_paths_[index]).absoluteDir().absoluteFilePath("../..");
+      const QString candidate = QDir::cleanPath(root + "/" + QString::fromStdString(config.dataset.string()));
+      if (QFileInfo(candidate).isDir()) config.dataset = candidate.toStdString();
+    }
     set_config(config);
   } catch (const std::exception& e) {
     error_->setText(QString::fromUtf8(e.what()));

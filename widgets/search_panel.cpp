@@ -30,7 +30,7 @@ struct SearchPanel::LoadedRun {
 
 SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
-  status_ = new QLabel("Select a finished run (Runs tab) to search its labels.");
+  status_ = new QLabel("Double-click a finished run in the Runs tab (or train one) to search its labels.");
   layout->addWidget(status_);
   // Loading a run encodes every label (the search index): a bar with ETA while it runs.
   loading_ = new QProgressBar;
@@ -41,7 +41,8 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
     loading_->setRange(0, total > 0 ? static_cast<int>(std::min<qint64>(total, INT32_MAX)) : 0);
     loading_->setValue(static_cast<int>(std::min<qint64>(done, INT32_MAX)));
     loading_->setFormat(task + " — %v/%m" + (eta >= 0 ? "  " + TrainingProgress::format_eta(eta) : QString()));
-  });  auto* row = new QHBoxLayout;
+  });
+  auto* row = new QHBoxLayout;
   query_ = new QLineEdit;
   query_->setPlaceholderText("Type a query text and press Enter");
   query_->setToolTip("Query text; when it is a dataset query (train or test), its true labels are highlighted");
@@ -113,7 +114,8 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
       auto index = [&](const std::vector<std::string>& texts, const CsrMatrix& labels) {
         for (std::size_t i = 0; i < texts.size(); ++i) {
           const auto row = labels.row_indices(static_cast<std::int64_t>(i));
-          loaded->truth_by_text.emplace(texts[i], std::vector<std::int32_t>(row.begin(), row.end()));
+          loaded->truth_by_text.emplace(QString::fromStdString(texts[i]).trimmed().toStdString(),
+                                        std::vector<std::int32_t>(row.begin(), row.end()));
         }
       };
       index(d.train_text, d.train_labels);
@@ -175,7 +177,7 @@ QStringList SearchPanel::result_texts(const QString& mode) const {
 void SearchPanel::search(const QString& text) {
   if (!predictor_ || text.trimmed().isEmpty()) return;
   const std::string query = text.toStdString();
-  const auto truth = truth_by_text_.find(query);
+  const auto truth = truth_by_text_.find(text.trimmed().toStdString());  // as indexed: without outer spaces
   highlighted_ = 0;
   for (std::size_t m = 0; m < tables_.size(); ++m) {
     auto& [mode, table] = tables_[m];

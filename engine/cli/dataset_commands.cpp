@@ -45,8 +45,13 @@ void save_and_report(const Dataset& d, const OutputOptions& o, CommandContext& c
 
 void add_dataset_commands(CLI::App& app, CommandContext& context) {
   auto* dataset = app.add_subcommand("dataset", "Import, build and inspect datasets");
+  dataset->footer("Examples:\n  xmc dataset build wordnet --out data/wordnet-20k --max-items 20000 --seed 7\n"
+                  "  xmc dataset import mulan --train bibtex-train.arff --test bibtex-test.arff --labels bibtex.xml --out data/bibtex\n"
+                  "  xmc dataset info data/wordnet-20k");
   dataset->require_subcommand(1);
   auto* import = dataset->add_subcommand("import", "Import a dataset into the canonical folder layout");
+  import->footer("Examples:\n  xmc dataset import mulan --train bibtex-train.arff --test bibtex-test.arff --labels bibtex.xml --out data/bibtex\n"
+                 "  xmc dataset import xc-json --train trn.json.gz --test tst.json.gz --labels lbl.json.gz --title-only --out data/lfat");
   import->require_subcommand(1);
 
   // mulan sparse ARFF.
@@ -94,6 +99,7 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
   // WordNet taxonomy builder.
   {
     auto* build = dataset->add_subcommand("build", "Build a dataset from a local resource");
+    build->footer("Example:\n  xmc dataset build wordnet --out data/wordnet-20k --max-items 20000 --seed 7");
     build->require_subcommand(1);
     auto* cmd = build->add_subcommand("wordnet", "Noun-hypernym taxonomy completion from Debian's wordnet-base");
     auto opts = std::make_shared<WordnetBuildOptions>();

@@ -21,6 +21,8 @@ nlohmann::json run_json(const RunInfo& r) {
 
 void add_runs_commands(CLI::App& app, CommandContext& context) {
   auto* runs = app.add_subcommand("runs", "List, inspect, rename and delete stored runs");
+  runs->footer("Examples:\n  xmc runs --db runs.sqlite list\n  xmc runs --db runs.sqlite show 3 --json\n"
+               "  xmc runs --db runs.sqlite rename 3 \"dexml bow, tau 0.05\"\n  xmc runs --db runs.sqlite delete 3 --yes");
   runs->require_subcommand(1);
   auto db = std::make_shared<std::string>(default_run_store_path().string());
   runs->add_option("--db", *db, "Run store (SQLite); default $XMC_DB or ~/.local/share/xmc-workbench/runs.sqlite")
