@@ -76,6 +76,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   loss_plot_ = new gui::LossPlot;
   metric_plot_ = new gui::MetricPlot;
   decile_plot_ = new gui::DecilePlot;
+  decile_plot_->setObjectName("live_deciles");
   tsne_plot_ = new gui::TsnePlot;
   grid->addWidget(loss_plot_, 0, 0);
   grid->addWidget(metric_plot_, 0, 1);
@@ -85,6 +86,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   decile_layout->setContentsMargins(0, 0, 0, 0);
   auto* overlay_row = new QHBoxLayout;
   decile_overlay_ = new QComboBox;
+  decile_overlay_->setObjectName("decile_overlay");
   decile_overlay_->setToolTip("Draw another run's latest decile-wise P@5 bars beside this run's");
   decile_overlay_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   overlay_row->addWidget(new QLabel("Compare deciles with:"));

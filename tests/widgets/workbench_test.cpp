@@ -1,5 +1,6 @@
 // The whole workbench window on a tiny dataset, as a user drives it: fill the launch form, start, watch
 // the live plots fill, search labels when the run is done, save a screenshot.
+#include <QComboBox>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -144,6 +145,25 @@ class WorkbenchTest : public QObject {
     QVERIFY(with_new.mid(0, 3).contains("key3 key5 topic"));
     // The panel says where the new label ranks: the same place the result table shows it.
     QCOMPARE(search->added_label_rank(search->modes().front()), with_new.indexOf("key3 key5 topic") + 1);
+
+    // A second run; its decile bars can be put beside the first run's from the Live tab.
+    QSignalSpy second_ended(worker, &xmc::gui::TrainingWorker::ended);
+    window.start_training();
+    QVERIFY(second_ended.wait(120000));
+    QCoreApplication::processEvents();
+    auto* overlay = window.findChild<QComboBox*>("decile_overlay");
+    QVERIFY(overlay);
+    const int first_run = overlay->findData(QVariant::fromValue<qlonglong>(run));
+    QVERIFY2(first_run > 0, "the first run is offered for the decile comparison");
+    QCOMPARE(overlay->findData(QVariant::fromValue<qlonglong>(worker->run_id())), -1);  // not the run shown
+    overlay->setCurrentIndex(first_run);
+    Q_EMIT overlay->activated(first_run);
+    auto* deciles = window.findChild<xmc::gui::DecilePlot*>("live_deciles");
+    QVERIFY(deciles);
+    QCOMPARE(deciles->all_bars().size(), std::size_t{2});
+    const auto stored = store.latest_decile_table(run, "P@5");
+    for (int bin = 0; bin < 10; ++bin)
+      QVERIFY(std::abs(deciles->overlay_bars()->data()->at(bin)->value - 100 * stored[static_cast<std::size_t>(bin)]) < 1e-9);
 
     const QString shot = dir.filePath("window.png");
     QVERIFY(window.save_screenshot(shot));
