@@ -75,6 +75,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   auto* grid = new QGridLayout;
   loss_plot_ = new gui::LossPlot;
   metric_plot_ = new gui::MetricPlot;
+  metric_plot_->setObjectName("live_metrics");
   decile_plot_ = new gui::DecilePlot;
   decile_plot_->setObjectName("live_deciles");
   tsne_plot_ = new gui::TsnePlot;
@@ -136,6 +137,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   stop_action_ = training->addAction("Stop (with checkpoint)", this, [this] { stop_training(); });
   training->addSeparator();
   continue_action_ = training->addAction("Continue the shown stopped run", this, [this] { continue_shown_run(); });
+  continue_action_->setObjectName("continue_run");
   continue_action_->setToolTip("Resume the run shown in the Live tab from its checkpoint (it was stopped)");
   auto* datasets = menuBar()->addMenu("&Datasets");
   datasets->addAction("Build WordNet dataset…", this, [this] { build_wordnet_dataset(); });

@@ -1,5 +1,6 @@
 // The whole workbench window on a tiny dataset, as a user drives it: fill the launch form, start, watch
 // the live plots fill, search labels when the run is done, save a screenshot.
+#include <QAction>
 #include <QComboBox>
 #include <QProcess>
 #include <QSignalSpy>
@@ -179,6 +180,72 @@ class WorkbenchTest : public QObject {
         window.save_screenshot(QString(keep) + "/workbench-" + tabs->tabText(i).toLower() + ".png");
       }
     }
+  }
+
+  void stoppedRunContinuesFromTheTrainingMenu() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    write_keyword_dataset(dir.filePath("data").toStdString());
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    options.dataset = dir.filePath("data");
+    xmc::app::MainWindow window(options);
+    auto* form = window.findChild<xmc::gui::LaunchForm*>();
+    form->set_field_text("encoder.dim", "16");
+    form->set_field_text("batch_size", "16");
+    form->set_field_text("epochs", "4");
+    auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
+    auto* resume = window.findChild<QAction*>("continue_run");
+    QVERIFY(resume);
+    QVERIFY(!resume->isEnabled());
+    // Stop at the first step, as a user pressing Stop would.
+    bool stop_sent = false;
+    connect(worker, &xmc::gui::TrainingWorker::event, this, [&](const xmc::TrainEvent& e) {
+      if (e.kind == xmc::TrainEvent::Kind::Step && !stop_sent) {
+        stop_sent = true;
+        worker->stop();
+      }
+    });
+    QSignalSpy ended(worker, &xmc::gui::TrainingWorker::ended);
+    window.start_training();
+    QVERIFY(ended.wait(120000));
+    QCoreApplication::processEvents();
+    const auto run = worker->run_id();
+    QCOMPARE(xmc::RunStore(options.db.toStdString()).get_run(run).status, xmc::RunStatus::Stopped);
+    QVERIFY(resume->isEnabled());
+
+    resume->trigger();
+    QVERIFY(worker->running());
+    QVERIFY(!resume->isEnabled());
+    QVERIFY(ended.wait(120000));
+    QCoreApplication::processEvents();
+    QCOMPARE(worker->run_id(), run);  // the same run, continued
+    const xmc::RunStore store(options.db.toStdString());
+    QCOMPARE(store.get_run(run).status, xmc::RunStatus::Completed);
+    QCOMPARE(store.list_runs().size(), std::size_t{1});
+    QVERIFY(!resume->isEnabled());
+  }
+
+  void liveTabFollowsARunAnotherProcessWrites() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    // The "other process" writes through its own connection, as `xmc train` on a server would.
+    xmc::RunStore writer(options.db.toStdString());
+    const auto run = writer.create_run({.name = "remote"});
+    writer.set_status(run, xmc::RunStatus::Running);
+    writer.add_scalars(run, {{1, 0.1, "loss", 1.0, 1.0}});
+    xmc::app::MainWindow window(options);
+    window.show_run(run);
+    auto* loss = window.findChild<xmc::gui::LossPlot*>();
+    auto* metrics = window.findChild<xmc::gui::MetricPlot*>("live_metrics");
+    QVERIFY(metrics);
+    QCOMPARE(loss->point_count(), std::size_t{1});
+    writer.add_scalars(run, {{2, 0.2, "loss", 0.8, 2.0}, {3, 0.3, "loss", 0.7, 3.0}});
+    writer.add_evaluation(run, 1.0, 3, {{"P@1", 0.3}, {"P@5", 0.2}});
+    QTRY_COMPARE_WITH_TIMEOUT(loss->point_count(), std::size_t{3}, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(metrics->metric_names().contains("P@1"), 10000);
   }
 
   void scriptedLineTrainsAndLeavesScreenshots() {
