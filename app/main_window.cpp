@@ -174,6 +174,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   if (!options_.config.isEmpty()) {
     try {
       launch_->set_config(load_train_config(options_.config.toStdString()));
+      launch_->mark_preset(options_.config);
     } catch (const std::exception& e) {
       report_error("Cannot load the config " + options_.config, QString::fromUtf8(e.what()));
     }

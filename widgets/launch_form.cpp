@@ -171,6 +171,11 @@ void LaunchForm::load_presets(const QString& dir) {
   }
 }
 
+void LaunchForm::mark_preset(const QString& config_file) {
+  const int index = static_cast<int>(preset_paths_.indexOf(QFileInfo(config_file).absoluteFilePath()));
+  if (index > 0) presets_->setCurrentIndex(index);
+}
+
 void LaunchForm::apply_preset(int index) {
   if (index < 0 || index >= preset_paths_.size()) return;
   const QString dataset = dataset_->text();

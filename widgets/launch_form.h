@@ -27,6 +27,8 @@ class LaunchForm : public QWidget {
   /// Fills every field from `config` (e.g. a preset or --config).
   void set_config(const TrainConfig& config);
   void set_dataset(const QString& folder);
+  /// Shows `config_file` as the chosen preset when it is one of the presets (else "(defaults)" stays).
+  void mark_preset(const QString& config_file);
   QString dataset() const;
 
   /// Buttons follow the run: idle (Start), running (Pause, Stop), paused (Resume, Stop).
