@@ -201,7 +201,14 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   if (options_.autostart && !failed_) QTimer::singleShot(0, this, [this] { start_training(); });
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // A dataset build or import still running reports to job_reporter_ (a child of this window): cancel
+  // it and wait, so it never outlives what it reports to.
+  if (dataset_job_.isRunning()) {
+    job_reporter_->cancel();
+    dataset_job_.waitForFinished();
+  }
+}
 
 void MainWindow::run_dataset_job(const QString& title, const QString& out, std::function<void(Progress&)> job) {
   if (job_progress_->isVisible()) {
@@ -227,14 +234,15 @@ void MainWindow::run_dataset_job(const QString& title, const QString& out, std::
     tabs_->setCurrentIndex(0);
   });
   gui::QtProgress* reporter = job_reporter_;
-  watcher->setFuture(QtConcurrent::run([reporter, job]() -> QString {
+  dataset_job_ = QtConcurrent::run([reporter, job]() -> QString {
     try {
       job(*reporter);
       return {};
     } catch (const std::exception& e) {
       return QString::fromUtf8(e.what());
     }
-  }));
+  });
+  watcher->setFuture(dataset_job_);
 }
 
 void MainWindow::build_wordnet_dataset() {

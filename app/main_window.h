@@ -1,6 +1,7 @@
 #pragma once
 // The workbench window: wires the launch form, live plots, search panel and run browser to the engine
 // facade (TrainingRun via TrainingWorker, Predictor, RunStore). Holds no training or scoring logic.
+#include <QFuture>
 #include <QMainWindow>
 #include <QString>
 #include <functional>
@@ -109,6 +110,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* job_progress_ = nullptr;
   QPushButton* job_cancel_ = nullptr;
   gui::QtProgress* job_reporter_ = nullptr;
+  QFuture<QString> dataset_job_;  ///< the dataset build or import in flight, if any
   QLabel* run_label_ = nullptr;
   gui::TrainingProgress* training_progress_ = nullptr;
   QComboBox* decile_overlay_ = nullptr;

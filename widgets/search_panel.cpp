@@ -82,7 +82,14 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   });
 }
 
-SearchPanel::~SearchPanel() = default;
+SearchPanel::~SearchPanel() {
+  // A load still running uses load_progress_ (a child of this panel): let it finish, and free what it
+  // made, since its finished handler will not run any more.
+  for (auto& [number, load] : loads_) {
+    load.waitForFinished();
+    delete load.result();
+  }
+}
 
 void SearchPanel::open_run(const QString& db, std::int64_t run) {
   status_->setText(QString("Loading run %1 (model and label index)…").arg(run));
@@ -90,8 +97,10 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
   loading_->setRange(0, 0);
   loading_->setFormat("loading the checkpoint");
   auto* watcher = new QFutureWatcher<LoadedRun*>(this);
-  connect(watcher, &QFutureWatcher<LoadedRun*>::finished, this, [this, watcher, run] {
+  const int number = next_load_++;
+  connect(watcher, &QFutureWatcher<LoadedRun*>::finished, this, [this, watcher, run, number] {
     std::unique_ptr<LoadedRun> loaded(watcher->result());
+    loads_.erase(number);
     watcher->deleteLater();
     loading_->setVisible(false);
     if (!loaded->error.isEmpty()) {
@@ -104,7 +113,7 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
   });
   const std::string path = db.toStdString();
   QtProgress* progress = load_progress_;
-  watcher->setFuture(QtConcurrent::run([path, run, progress]() -> LoadedRun* {
+  QFuture<LoadedRun*> load = QtConcurrent::run([path, run, progress]() -> LoadedRun* {
     auto loaded = std::make_unique<LoadedRun>();
     try {
       loaded->predictor = std::make_unique<Predictor>(Predictor::open(path, run, "", *progress));
@@ -124,7 +133,9 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
       if (!loaded->predictor) loaded->error = QString::fromUtf8(e.what());
     }
     return loaded.release();
-  }));
+  });
+  loads_.emplace(number, load);
+  watcher->setFuture(load);
 }
 
 void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {

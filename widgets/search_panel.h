@@ -3,8 +3,10 @@
 // for each inference mode of the run and the latency of each; when the text is a dataset query, its true
 // labels are highlighted. New labels can be added by text and are ranked from then on: each search says
 // where the newest added label ranks in every mode, and added labels are marked in the result tables.
+#include <QFuture>
 #include <QWidget>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +59,9 @@ class SearchPanel : public QWidget {
   void install(std::unique_ptr<LoadedRun> loaded);
 
   std::unique_ptr<Predictor> predictor_;
+  /// Loads in flight: they report to load_progress_, so the panel waits for them before it goes away.
+  std::map<int, QFuture<LoadedRun*>> loads_;  ///< by load number
+  int next_load_ = 0;
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_by_text_;  ///< dataset query -> labels
   QLabel* status_ = nullptr;
   QLineEdit* query_ = nullptr;
