@@ -176,7 +176,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
       launch_->set_config(load_train_config(options_.config.toStdString()));
       launch_->mark_preset(options_.config);
     } catch (const std::exception& e) {
-      report_error("Cannot load the config " + options_.config, QString::fromUtf8(e.what()));
+      report_error("Cannot load the config", QString::fromUtf8(e.what()));
     }
   }
   if (!options_.dataset.isEmpty()) launch_->set_dataset(options_.dataset);
@@ -197,6 +197,11 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   });
   statusBar()->showMessage("Run store: " + options_.db);
   resize(1400, 900);
+  if (!options_.screenshot.isEmpty()) {  // a screenshot that cannot be written fails now, not after training
+    const QString folder = QFileInfo(options_.screenshot).absolutePath();
+    if (!QDir().mkpath(folder) || !QFileInfo(folder).isWritable())
+      report_error("Cannot write screenshots", folder + " is not a folder that can be created and written to");
+  }
   set_training_state(gui::LaunchForm::State::Idle);
   if (options_.autostart && !failed_) QTimer::singleShot(0, this, [this] { start_training(); });
 }

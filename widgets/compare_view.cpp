@@ -225,7 +225,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   loss_plot_->legend->setBrush(QColor(255, 255, 255, 220));
   loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   loss_plot_->setMinimumSize(320, 220);
-  plot_style::add_empty_note(loss_plot_, tr("none of these runs recorded a training loss"));
+  plot_style::add_empty_note(loss_plot_, tr("no training loss to show"));
   add_export_menu(loss_plot_, this);
 
   top_ = new QSplitter(Qt::Horizontal, this);

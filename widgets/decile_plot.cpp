@@ -31,7 +31,6 @@ void style_bars(QCPBars* bars, const QColor& colour) {
 
 DecilePlot::DecilePlot(QWidget* parent) : QCustomPlot(parent) {
   style::style_plot(this, QString());
-  style::add_empty_note(this, tr("no evaluation yet"));
   QCPAxisRect* rect = axisRect();
   title_ = style::make_title(this, QString());
   subtitle_ = style::make_subtitle(this);

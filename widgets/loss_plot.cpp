@@ -54,7 +54,7 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   style::style_axis(yAxis2, tr("learning rate"));
   yAxis2->setVisible(true);
   yAxis2->grid()->setVisible(false);
-  yAxis2->setNumberFormat(QStringLiteral("gbc"));
+  yAxis2->setNumberFormat(QStringLiteral("gbc"));  // 0.005, 0.001 …; small rates switch to 5×10⁻⁵
   yAxis2->setNumberPrecision(2);
   yAxis2->setRange(0, 1);
   xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new style::IntegerTicker));  // steps are whole numbers

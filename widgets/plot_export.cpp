@@ -87,6 +87,9 @@ bool export_plot(QCustomPlot* plot, const QString& path, int width, int height, 
     return fail(error, QObject::tr("cannot export plot to '%1': folder '%2' does not exist").arg(path, info.absolutePath()));
 
   const QSize size = export_size(plot, width, height);
+  // Settle what depends on the data (empty-plot notes, value labels) before saving: the save functions
+  // draw the layers as they are, without a replot.
+  plot->replot(QCustomPlot::rpImmediateRefresh);
   bool ok = false;
   if (ext == QLatin1String("png")) {
     ok = plot->savePng(path, size.width(), size.height(), 2.0);

@@ -116,7 +116,7 @@ void TrainingProgress::on_task_finished(const QString& task) {
 }
 
 bool TrainingProgress::is_step_task(const QString& task) {
-  return task.startsWith("epoch ") || task.startsWith("M4 epoch ");
+  return task.startsWith("epoch ") || task.startsWith("M1 epoch ") || task.startsWith("M4 epoch ");
 }
 
 QString TrainingProgress::format_eta(double seconds) {

@@ -1,7 +1,7 @@
 #pragma once
 // The Live tab's progress header for a training run, three bars each with its own ETA:
 //  - run:   epochs done (fractional), with the time left for the whole run;
-//  - steps: optimiser steps of the current epoch (tasks "epoch i/n" and "M4 epoch i/n");
+//  - steps: optimiser steps of the current epoch (tasks "epoch i/n", NGAME's "M1 epoch i/n" and "M4 epoch i/n");
 //  - work:  everything between epochs — evaluation, clustering, hard-negative index building, encoding.
 // Fed by the run's QtProgress (the task name picks the bar) and by its Step events (epoch position).
 #include <QElapsedTimer>

@@ -93,13 +93,19 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     auto id = std::make_shared<std::int64_t>(0);
     auto yes = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Run id")->required();
+    auto force = std::make_shared<bool>(false);
     cmd->add_flag("--yes", *yes, "Confirm the deletion (required: it cannot be undone)");
+    cmd->add_flag("--force", *force, "Also delete a run that is still training (its trainer then fails)");
     cmd->footer("Example:\n  xmc runs delete 3 --yes");
-    cmd->callback([db, id, yes] {
+    cmd->callback([db, id, yes, force] {
       require_existing_run_store(*db);
       RunStore store(*db);
+      store.reap_orphaned_runs();  // a run whose trainer died is not "running" any more
       const RunInfo r = store.get_run(*id);
       if (!*yes) throw ConfigError("refusing to delete run " + std::to_string(*id) + " ('" + r.name + "') without --yes");
+      if ((r.status == RunStatus::Running || r.status == RunStatus::Paused) && !*force)
+        throw ConfigError("run " + std::to_string(*id) + " ('" + r.name + "') is still " + to_string(r.status) + " (pid " +
+                          std::to_string(r.pid) + " on " + r.host + "); stop it first, or pass --force");
       delete_run_and_files(*db, *id);
       std::printf("deleted run %lld ('%s') and its files\n", static_cast<long long>(*id), r.name.c_str());
     });

@@ -123,8 +123,12 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       std::printf("run %lld %s%s%s\n", static_cast<long long>(run.run_id()),
                   result.outcome == RunOutcome::Completed ? "completed" : "stopped", line.empty() ? "" : ": ", line.c_str());
     }
-    if (result.outcome == RunOutcome::Stopped && args->json == false)
-      std::fprintf(stderr, "resume with: xmc train --resume %lld --db %s\n", static_cast<long long>(run.run_id()), args->db.c_str());
+    if (result.outcome == RunOutcome::Stopped && args->json == false) {
+      // Stopped by max_steps, a resume must lift it (0 = no limit) or it stops again at once.
+      const bool by_max_steps = !g_interrupted.load() && run.config().max_steps > 0;
+      std::fprintf(stderr, "resume with: xmc train --resume %lld --db %s%s\n", static_cast<long long>(run.run_id()), args->db.c_str(),
+                   by_max_steps ? " --set max_steps=0" : "");
+    }
     // Stopped by Ctrl-C: the run is safe, but the command did not do what it was asked (exit code 130).
     if (g_interrupted.load()) throw Cancelled();
   });

@@ -17,8 +17,10 @@ std::filesystem::path default_run_store_path() {
 
 void require_existing_run_store(const std::filesystem::path& db) {
   std::error_code ec;
+  if (std::filesystem::is_directory(db, ec)) throw InputError(db.string(), "is a folder, not a run store (pass the store's .sqlite file)");
   if (!std::filesystem::is_regular_file(db, ec))
     throw InputError(db.string(), "no run store here (train a run with `xmc train --db " + db.string() + "` first, or check --db)");
+  if (std::filesystem::file_size(db, ec) == 0) throw InputError(db.string(), "is an empty file, not a run store");
 }
 
 }  // namespace xmc

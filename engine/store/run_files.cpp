@@ -11,7 +11,8 @@ namespace {
 
 std::filesystem::path own_directory(const std::filesystem::path& db_path, std::int64_t run_id) {
   const auto db = std::filesystem::absolute(db_path);
-  return db.parent_path() / (db.stem().string() + ".artifacts") / std::to_string(run_id);
+  // The whole file name: runs.sqlite and runs.db (or runs) in one folder get different folders.
+  return db.parent_path() / (db.filename().string() + ".artifacts") / std::to_string(run_id);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // Where a run's files live (checkpoint, vocabulary): next to its store, in a folder of the store's own,
-// `<folder of db>/<db stem>.artifacts/<run id>`, so that two stores in one folder never share files.
+// `<folder of db>/<db file name>.artifacts/<run id>` (runs.sqlite -> runs.sqlite.artifacts/1), so that
+// two stores in one folder never share files.
 #include <cstdint>
 #include <filesystem>
 

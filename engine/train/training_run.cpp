@@ -392,8 +392,11 @@ struct TrainingRun::Impl {
       if (!state.last_embeddings.defined())
         state.last_embeddings = torch::zeros({dataset.num_train(), config.encoder_dim}, torch::TensorOptions().device(device));
 
-      phase("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs));
-      progress.start("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs),
+      // NGAME names its two stages (M1 encoder, M4 classifiers) so the epoch counts are not confused.
+      const std::string epoch_task = std::string(config.method == "ngame" ? "M1 epoch " : "epoch ") + std::to_string(epoch + 1) + "/" +
+                                     std::to_string(config.epochs);
+      phase(epoch_task);
+      progress.start(epoch_task,
                      static_cast<std::int64_t>(state.epoch_batches.size()));
       built.model->train();
       auto epoch_start = Clock::now();

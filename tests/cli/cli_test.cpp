@@ -112,7 +112,13 @@ TEST(Cli, RunsListRenameAndGuardedDelete) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("without --yes"), std::string::npos);
   EXPECT_EQ(RunStore(db).list_runs().size(), 1u);
-  ASSERT_EQ(xmc("runs --db " + db + " delete " + std::to_string(id) + " --yes").exit_code, 0);
+  // A run still training (owned by this live process) is kept unless --force.
+  RunStore(db).set_status(id, RunStatus::Running);
+  r = xmc("runs --db " + db + " delete " + std::to_string(id) + " --yes");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("is still running"), std::string::npos) << r.output;
+  EXPECT_EQ(RunStore(db).list_runs().size(), 1u);
+  ASSERT_EQ(xmc("runs --db " + db + " delete " + std::to_string(id) + " --yes --force").exit_code, 0);
   EXPECT_TRUE(RunStore(db).list_runs().empty());
   r = xmc("runs --db " + db + " show 99");
   EXPECT_EQ(r.exit_code, 1);

@@ -276,8 +276,10 @@ TEST_F(RunStoreTest, EachStoreKeepsItsRunsFilesInItsOwnFolder) {
   const std::int64_t mine = RunStore(db).create_run(new_run("mine"));
   const std::int64_t theirs = RunStore(other_db).create_run(new_run("theirs"));
   ASSERT_EQ(mine, theirs);  // both stores number from 1
-  EXPECT_EQ(xmc::run_directory(db, mine), tmp.path() / "runs.artifacts" / "1");
-  EXPECT_EQ(xmc::run_directory(other_db, theirs), tmp.path() / "other.artifacts" / "1");
+  EXPECT_EQ(xmc::run_directory(db, mine), tmp.path() / "runs.db.artifacts" / "1");
+  EXPECT_EQ(xmc::run_directory(other_db, theirs), tmp.path() / "other.db.artifacts" / "1");
+  // Same stem, other extension: still a folder of its own.
+  EXPECT_NE(xmc::run_directory(tmp.path() / "runs.sqlite", 1), xmc::run_directory(db, 1));
 
   // Deleting a run removes its folder, and only its own.
   for (const fs::path& d : {xmc::run_directory(db, mine), xmc::run_directory(other_db, theirs)}) {
@@ -286,8 +288,8 @@ TEST_F(RunStoreTest, EachStoreKeepsItsRunsFilesInItsOwnFolder) {
   }
   xmc::delete_run_and_files(db, mine);
   EXPECT_FALSE(RunStore(db).find_run(mine).has_value());
-  EXPECT_FALSE(fs::exists(tmp.path() / "runs.artifacts" / "1"));
-  EXPECT_TRUE(fs::exists(tmp.path() / "other.artifacts" / "1" / "checkpoint.pt"));
+  EXPECT_FALSE(fs::exists(tmp.path() / "runs.db.artifacts" / "1"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "other.db.artifacts" / "1" / "checkpoint.pt"));
 }
 
 TEST_F(RunStoreTest, EarlierLayoutIsUsedOnlyForTheRunWhoseCheckpointItRecords) {
@@ -302,7 +304,7 @@ TEST_F(RunStoreTest, EarlierLayoutIsUsedOnlyForTheRunWhoseCheckpointItRecords) {
   // Another store's run 1 never picks that folder up.
   const fs::path other_db = tmp.path() / "other.db";
   const std::int64_t other = RunStore(other_db).create_run(new_run("new"));
-  EXPECT_EQ(xmc::run_directory(other_db, other), tmp.path() / "other.artifacts" / "1");
+  EXPECT_EQ(xmc::run_directory(other_db, other), tmp.path() / "other.db.artifacts" / "1");
 }
 
 TEST_F(RunStoreTest, ScalarsRoundTripFilterAndFollow) {

@@ -326,6 +326,11 @@ class PlotsTest : public QObject {
       QVERIFY2(export_plot(plot, stem + QStringLiteral(".pdf"), 0, 0, &error), qPrintable(error));
       QVERIFY(read_file(stem + QStringLiteral(".pdf")).startsWith("%PDF"));
     }
+    // A plot with data never exports its "no … yet" note, even when it was not replotted since the data came.
+    for (int i = 0; i < tsne.itemCount(); ++i)
+      if (auto* text = qobject_cast<QCPItemText*>(tsne.item(i)); text && text->text().startsWith(QStringLiteral("no t-SNE")))
+        QVERIFY(!text->visible());
+    QVERIFY(!read_file(QDir(shots_).filePath(QStringLiteral("export_tsne.SVG"))).contains("no t-SNE snapshot yet"));
     // The SVG carries the title as text (vector, searchable).
     QVERIFY(read_file(QDir(shots_).filePath(QStringLiteral("export_deciles.SVG"))).contains("Decile-wise P@5"));
 

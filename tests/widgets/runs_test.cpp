@@ -38,7 +38,9 @@ using xmc::gui::RunTableModel;
 
 namespace {
 
-const QString kShots = QStringLiteral("/tmp/xmc-runs-shots");
+// Pictures to look at: $XMC_SCREENSHOT_DIR, else a fixed temporary folder.
+const QString kShots = qEnvironmentVariableIsEmpty("XMC_SCREENSHOT_DIR") ? QStringLiteral("/tmp/xmc-runs-shots")
+                                                                         : qEnvironmentVariable("XMC_SCREENSHOT_DIR");
 
 const char* kTsnePayload =
     R"({"query":1,"query_text":"q","epoch":1,"step":10,"points":[{"x":0,"y":0,"group":"query","label":-1,"text":"q"},)"
