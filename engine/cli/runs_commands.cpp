@@ -1,6 +1,8 @@
 // `xmc runs list|show|rename|delete`: the run store from the command line.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
@@ -44,10 +46,21 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         context.print_json(array);
         return;
       }
-      std::printf("%5s  %-10s  %-20s  %-28s  %s\n", "id", "status", "created", "name", "last error");
+      // The name column fits the longest name up to kNameWidth; longer names are cut with "...".
+      constexpr std::size_t kNameWidth = 48;
+      std::size_t width = 4;
+      for (const auto& r : all) width = std::max(width, std::min(kNameWidth, r.name.size()));
+      const auto fitted = [&](std::string name) {
+        if (name.size() <= width) return name;
+        std::size_t cut = width - 3;
+        while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+        return name.substr(0, cut) + "...";
+      };
+      const int w = static_cast<int>(width);
+      std::printf("%5s  %-10s  %-20s  %-*s  %s\n", "id", "status", "created", w, "name", "last error");
       for (const auto& r : all)
-        std::printf("%5lld  %-10s  %-20s  %-28s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
-                    r.created.substr(0, 19).c_str(), r.name.c_str(), r.last_error.c_str());
+        std::printf("%5lld  %-10s  %-20s  %-*s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
+                    r.created.substr(0, 19).c_str(), w, fitted(r.name).c_str(), r.last_error.c_str());
     });
   }
   {
