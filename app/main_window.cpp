@@ -334,10 +334,13 @@ void MainWindow::on_event(const TrainEvent& e) {
       break;
     case TrainEvent::Kind::Step:
       if (!shown) break;
-      if (e.classifier_stage)  // NGAME M4: the classifier loss is a curve of its own
+      if (e.classifier_stage) {  // NGAME M4: the classifier loss is a curve of its own
         loss_plot_->append_point({e.step, e.epoch, "m4_loss", e.loss, 0});
-      else
+        loss_plot_->append_point({e.step, e.epoch, "lr", e.lr, 0});
+        loss_plot_->append_point({e.step, e.epoch, "samples_per_s", e.samples_per_s, 0});
+      } else {
         loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s);
+      }
       break;
     case TrainEvent::Kind::Evaluation: {
       if (!shown) break;

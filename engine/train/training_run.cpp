@@ -506,6 +506,7 @@ struct TrainingRun::Impl {
         wait_while_paused();
         if (stop_requested.load()) throw StopRequested{};
         const auto& batch = batches[b];
+        const auto step_start = Clock::now();
         LabelPool pool = build_label_pool(labels, batch, batcher->rng(), {.all_positives = true});
         torch::Tensor pool_ids = torch::tensor(pool.labels, torch::kInt64).to(device);
         torch::Tensor batch_ids = torch::tensor(batch, torch::kInt64).to(device);
@@ -514,21 +515,29 @@ struct TrainingRun::Impl {
         const double value = loss.item<double>();
         if (!std::isfinite(value)) throw Error("NGAME M4 step " + std::to_string(m4_step) + ": the loss is " + std::to_string(value));
         loss.backward();
-        static_cast<torch::optim::AdamWOptions&>(m4_optimizer.param_groups()[0].options()).lr(config.lr * config.head_lr_scale * schedule.factor(m4_step));
+        const double lr = config.lr * config.head_lr_scale * schedule.factor(m4_step);
+        static_cast<torch::optim::AdamWOptions&>(m4_optimizer.param_groups()[0].options()).lr(lr);
         m4_optimizer.step();
         m4_optimizer.zero_grad();
         ++m4_step;
         ++state.step;
-        pending.push_back({state.step, static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size()),
-                           "m4_loss", value, RunStore::now_seconds()});
+        const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+        const double rate = seconds > 0 ? static_cast<double>(batch.size()) / seconds : 0;
+        const double fractional_epoch = static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size());
+        // The learning rate and throughput series go on through M4, so their curves cover the whole run.
+        const double now = RunStore::now_seconds();
+        pending.push_back({state.step, fractional_epoch, "m4_loss", value, now});
+        pending.push_back({state.step, fractional_epoch, "lr", lr, now});
+        pending.push_back({state.step, fractional_epoch, "samples_per_s", rate, now});
         TrainEvent e;
         e.kind = TrainEvent::Kind::Step;
         e.step = state.step;
         e.total_steps = schedule.total_steps;
-        e.epoch = static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size());
+        e.epoch = fractional_epoch;
         e.classifier_stage = true;
         e.loss = value;
-        e.lr = config.lr * config.head_lr_scale * schedule.factor(m4_step);
+        e.lr = lr;
+        e.samples_per_s = rate;
         publish(e);
         progress.update(static_cast<std::int64_t>(b + 1));
         flush_scalars(false);

@@ -187,6 +187,13 @@ TEST(Training, NgameTrainsClassifiersAndReportsEveryInferenceMode) {
   std::set<std::string> metrics;
   for (const auto& e : RunStore(dir / "runs.sqlite").evaluations(run.run_id())) metrics.insert(e.metric);
   EXPECT_TRUE(metrics.count("emb/P@1") && metrics.count("clf/P@1") && metrics.count("P@1"));
+  // One loss point per step of its stage; learning rate and throughput at every step of both stages.
+  const RunStore store(dir / "runs.sqlite");
+  const std::size_t m1 = store.scalars(run.run_id(), "loss").size(), m4 = store.scalars(run.run_id(), "m4_loss").size();
+  EXPECT_GT(m1, 0u);
+  EXPECT_GT(m4, 0u);
+  EXPECT_EQ(store.scalars(run.run_id(), "lr").size(), m1 + m4);
+  EXPECT_EQ(store.scalars(run.run_id(), "samples_per_s").size(), m1 + m4);
 }
 
 TEST(Training, BadConfigNamesTheKey) {
