@@ -306,7 +306,7 @@ void MainWindow::start_training() {
     refresh_decile_overlay_choices();
     apply_decile_overlay();
     run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
-    training_progress_->begin_run(static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
+    training_progress_->begin_run(static_cast<double>(total_epochs(config)));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
     runs_->refresh();
@@ -523,7 +523,7 @@ void MainWindow::continue_shown_run() {
     const RunStore store(options_.db.toStdString());
     const TrainConfig config = parse_train_config(store.get_run(run).config_json);
     follow_timer_->stop();
-    training_progress_->begin_run(static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0)));
+    training_progress_->begin_run(static_cast<double>(total_epochs(config)));
     run_label_->setText(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(store.get_run(run).name)));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);

@@ -249,6 +249,10 @@ std::string to_json(const TrainConfig& config) {
   return j.dump();
 }
 
+std::int64_t total_epochs(const TrainConfig& config) {
+  return config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0);
+}
+
 void validate(const TrainConfig& config) {
   if (config.dataset.empty()) throw ConfigError("dataset: no dataset folder given (e.g. --set dataset=datasets/demo/wordnet-20k)");
   if (!std::filesystem::is_directory(config.dataset)) throw ConfigError("dataset: '" + config.dataset.string() + "' is not a folder");

@@ -98,4 +98,7 @@ std::string to_json(const TrainConfig& config);
 /// Cross-key checks (e.g. the dataset exists, cluster sizes are positive); throws ConfigError.
 void validate(const TrainConfig& config);
 
+/// Epochs of the whole run: `epochs`, plus NGAME's stage-M4 epochs.
+std::int64_t total_epochs(const TrainConfig& config);
+
 }  // namespace xmc

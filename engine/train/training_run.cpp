@@ -83,8 +83,7 @@ struct TrainingRun::Impl {
   std::vector<std::vector<std::int64_t>> snapshot_batches;
   std::int64_t evaluations_done = 0;
 
-  ReportOnlyProgress reporter;                 ///< forwards to the caller's progress display
-  Progress* progress_ = &reporter;
+  ReportOnlyProgress reporter;  ///< forwards to the caller's progress display for the current run()
 
   // Scalars waiting to be written to the store.
   std::vector<ScalarPoint> pending;
@@ -311,16 +310,16 @@ struct TrainingRun::Impl {
   EvalResult evaluate(double epoch, bool final = false) {
     phase("evaluating");
     // Stages the user can watch, each with its own progress: encode test queries, encode labels, rank.
-    torch::Tensor queries = built.model->embed_all(test_corpus, *progress_, "evaluation: encoding test queries");
-    torch::Tensor labels = built.model->embed_all(label_corpus, *progress_, "evaluation: encoding labels");
-    EvalResult result = evaluate_ranking(queries, labels, eval_setup, *progress_, "evaluation: ranking test queries");
+    torch::Tensor queries = built.model->embed_all(test_corpus, reporter, "evaluation: encoding test queries");
+    torch::Tensor labels = built.model->embed_all(label_corpus, reporter, "evaluation: encoding labels");
+    EvalResult result = evaluate_ranking(queries, labels, eval_setup, reporter, "evaluation: ranking test queries");
     if (built.model->has_classifiers()) {
       // NGAME: embedding scores, classifier scores and their fusion.
       torch::NoGradGuard no_grad;
       const torch::Tensor classifiers = built.model->classifiers(labels);
       record_evaluation(result, epoch, "emb/");
-      record_evaluation(evaluate_ranking(queries, classifiers, eval_setup, *progress_, "evaluation: ranking by classifiers"), epoch, "clf/");
-      result = evaluate_ranking(queries, XmcModelImpl::fuse(classifiers, labels, config.ngame_fusion), eval_setup, *progress_,
+      record_evaluation(evaluate_ranking(queries, classifiers, eval_setup, reporter, "evaluation: ranking by classifiers"), epoch, "clf/");
+      result = evaluate_ranking(queries, XmcModelImpl::fuse(classifiers, labels, config.ngame_fusion), eval_setup, reporter,
                                 "evaluation: ranking by fused scores");
     }
     record_evaluation(result, epoch);
@@ -352,6 +351,29 @@ struct TrainingRun::Impl {
     publish(e);
   }
 
+  /// Queues the scalars of the optimiser step just taken (state.step) and publishes its Step event. The
+  /// loss is "loss" in M1/DEXML and "m4_loss" in NGAME's stage M4; learning rate and throughput are one
+  /// series through both stages.
+  void record_step(bool classifier_stage, double fractional_epoch, double loss, double lr, Clock::time_point step_start,
+                   std::int64_t batch_rows, std::int64_t total_steps) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+    const double rate = seconds > 0 ? static_cast<double>(batch_rows) / seconds : 0;
+    const double now = RunStore::now_seconds();
+    pending.push_back({state.step, fractional_epoch, classifier_stage ? "m4_loss" : "loss", loss, now});
+    pending.push_back({state.step, fractional_epoch, "lr", lr, now});
+    pending.push_back({state.step, fractional_epoch, "samples_per_s", rate, now});
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Step;
+    e.step = state.step;
+    e.total_steps = total_steps;
+    e.epoch = fractional_epoch;
+    e.classifier_stage = classifier_stage;
+    e.loss = loss;
+    e.lr = lr;
+    e.samples_per_s = rate;
+    publish(e);
+  }
+
   // ---- stage M1 / DEXML: the encoder -----------------------------------------------------------
 
   torch::Tensor batch_loss(const torch::Tensor& scores, const torch::Tensor& mask) {
@@ -376,16 +398,16 @@ struct TrainingRun::Impl {
         if (batcher->needs_embeddings(epoch)) {
           if (!state.last_embeddings.defined() || epoch == 0) {
             phase("encoding training queries");
-            state.last_embeddings = built.model->embed_all(train_corpus, *progress_, "encoding training queries for clustering");
+            state.last_embeddings = built.model->embed_all(train_corpus, reporter, "encoding training queries for clustering");
           }
           phase("clustering queries (C = " + std::to_string(batcher->cluster_size_at(epoch)) + ")");
         }
-        state.epoch_batches = batcher->epoch_batches(epoch, state.last_embeddings, progress_);
+        state.epoch_batches = batcher->epoch_batches(epoch, state.last_embeddings, &reporter);
         if (config.negatives == "hard" && (!state.shortlist.defined() || epoch - state.shortlist_epoch >= config.shortlist_refresh_every)) {
           phase("refreshing hard-negative shortlists");
-          state.shortlist = hard_negative_shortlist(built.model->embed_all(train_corpus, *progress_, "hard-negative index: encoding training queries"),
-                                                    built.model->embed_all(label_corpus, *progress_, "hard-negative index: encoding labels"),
-                                                    labels, config.shortlist_size, *progress_);
+          state.shortlist = hard_negative_shortlist(built.model->embed_all(train_corpus, reporter, "hard-negative index: encoding training queries"),
+                                                    built.model->embed_all(label_corpus, reporter, "hard-negative index: encoding labels"),
+                                                    labels, config.shortlist_size, reporter);
           state.shortlist_epoch = epoch;
         }
       }
@@ -443,23 +465,9 @@ struct TrainingRun::Impl {
         }
         ++state.step;
         samples += static_cast<std::int64_t>(batch.size());
-        const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-        const double fractional_epoch = static_cast<double>(epoch) + static_cast<double>(state.batch_in_epoch + 1) / static_cast<double>(state.epoch_batches.size());
-        const double now = RunStore::now_seconds();
-        const double lr = base_lrs[0] * factor;
-        const double rate = seconds > 0 ? static_cast<double>(batch.size()) / seconds : 0;
-        pending.push_back({state.step, fractional_epoch, "loss", loss_value, now});
-        pending.push_back({state.step, fractional_epoch, "lr", lr, now});
-        pending.push_back({state.step, fractional_epoch, "samples_per_s", rate, now});
-        TrainEvent e;
-        e.kind = TrainEvent::Kind::Step;
-        e.step = state.step;
-        e.total_steps = schedule.total_steps;
-        e.epoch = fractional_epoch;
-        e.loss = loss_value;
-        e.lr = lr;
-        e.samples_per_s = rate;
-        publish(e);
+        record_step(/*classifier_stage=*/false,
+                    static_cast<double>(epoch) + static_cast<double>(state.batch_in_epoch + 1) / static_cast<double>(state.epoch_batches.size()),
+                    loss_value, base_lrs[0] * factor, step_start, static_cast<std::int64_t>(batch.size()), schedule.total_steps);
         progress.update(state.batch_in_epoch + 1);
         flush_scalars(false);
       }
@@ -485,8 +493,8 @@ struct TrainingRun::Impl {
 
   void train_classifiers(Progress& progress) {
     phase("NGAME M4: encoding with the frozen encoder");
-    torch::Tensor queries = built.model->embed_all(train_corpus, *progress_, "NGAME M4: encoding training queries");
-    torch::Tensor label_embeddings = built.model->embed_all(label_corpus, *progress_, "NGAME M4: encoding labels");
+    torch::Tensor queries = built.model->embed_all(train_corpus, reporter, "NGAME M4: encoding training queries");
+    torch::Tensor label_embeddings = built.model->embed_all(label_corpus, reporter, "NGAME M4: encoding labels");
     if (!built.model->has_classifiers()) built.model->add_classifiers(dataset.num_labels());
     torch::Tensor& residuals = built.model->classifier_residuals();
     torch::optim::AdamW m4_optimizer({residuals}, torch::optim::AdamWOptions(config.lr * config.head_lr_scale).weight_decay(0));
@@ -499,7 +507,7 @@ struct TrainingRun::Impl {
     const std::int64_t cluster_epoch = config.epochs;  // M4 batches use the curriculum's last cluster size
     for (std::int64_t epoch = 0; epoch < config.ngame_m4_epochs; ++epoch) {
       // Clustered batches of the (fixed) query embeddings; label pool = all positives of the batch.
-      const auto batches = batcher->epoch_batches(cluster_epoch, queries, progress_);
+      const auto batches = batcher->epoch_batches(cluster_epoch, queries, &reporter);
       phase("NGAME M4 epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.ngame_m4_epochs));
       progress.start("M4 epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.ngame_m4_epochs), static_cast<std::int64_t>(batches.size()));
       for (std::size_t b = 0; b < batches.size(); ++b) {
@@ -521,24 +529,9 @@ struct TrainingRun::Impl {
         m4_optimizer.zero_grad();
         ++m4_step;
         ++state.step;
-        const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-        const double rate = seconds > 0 ? static_cast<double>(batch.size()) / seconds : 0;
-        const double fractional_epoch = static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size());
-        // The learning rate and throughput series go on through M4, so their curves cover the whole run.
-        const double now = RunStore::now_seconds();
-        pending.push_back({state.step, fractional_epoch, "m4_loss", value, now});
-        pending.push_back({state.step, fractional_epoch, "lr", lr, now});
-        pending.push_back({state.step, fractional_epoch, "samples_per_s", rate, now});
-        TrainEvent e;
-        e.kind = TrainEvent::Kind::Step;
-        e.step = state.step;
-        e.total_steps = schedule.total_steps;
-        e.epoch = fractional_epoch;
-        e.classifier_stage = true;
-        e.loss = value;
-        e.lr = lr;
-        e.samples_per_s = rate;
-        publish(e);
+        record_step(/*classifier_stage=*/true,
+                    static_cast<double>(config.epochs + epoch) + static_cast<double>(b + 1) / static_cast<double>(batches.size()),
+                    value, lr, step_start, static_cast<std::int64_t>(batch.size()), schedule.total_steps);
         progress.update(static_cast<std::int64_t>(b + 1));
         flush_scalars(false);
       }
@@ -575,8 +568,7 @@ struct TrainingRun::Impl {
         train_classifiers(progress);
         state.phase = "done";
       }
-      const double final_epoch = static_cast<double>(config.epochs + (config.method == "ngame" ? config.ngame_m4_epochs : 0));
-      EvalResult result = evaluate(final_epoch, /*final=*/true);
+      EvalResult result = evaluate(static_cast<double>(total_epochs(config)), /*final=*/true);
       checkpoint(nullptr);
       return finish(result, RunOutcome::Completed);
     } catch (const StopRequested&) {
