@@ -46,6 +46,9 @@
 namespace xmc::app {
 namespace {
 
+/// Appended to the run label of a stopped run.
+const QString kContinueHint = QStringLiteral(" — Training › Continue the shown stopped run resumes it");
+
 std::vector<EvalPoint> main_metrics(std::vector<EvalPoint> points) {
   // NGAME runs also record "emb/…" and "clf/…" metrics; the live plot shows the main inference mode.
   std::erase_if(points, [](const EvalPoint& p) { return p.metric.find('/') != std::string::npos; });
@@ -191,8 +194,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   job_reporter_ = new gui::QtProgress(this);
   connect(job_cancel_, &QPushButton::clicked, this, [this] { job_reporter_->cancel(); });
   connect(job_reporter_, &gui::QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
-    job_progress_->setMaximum(total > 0 ? static_cast<int>(std::min<qint64>(total, INT32_MAX)) : 0);
-    job_progress_->setValue(static_cast<int>(std::min<qint64>(done, INT32_MAX)));
+    gui::TrainingProgress::show_counts(job_progress_, done, total);
     job_progress_->setFormat(task + " — %p%" + (eta >= 0 ? ", " + gui::TrainingProgress::format_eta(eta) : QString()));
   });
   statusBar()->showMessage("Run store: " + options_.db);
@@ -334,13 +336,7 @@ void MainWindow::on_event(const TrainEvent& e) {
       break;
     case TrainEvent::Kind::Step:
       if (!shown) break;
-      if (e.classifier_stage) {  // NGAME M4: the classifier loss is a curve of its own
-        loss_plot_->append_point({e.step, e.epoch, "m4_loss", e.loss, 0});
-        loss_plot_->append_point({e.step, e.epoch, "lr", e.lr, 0});
-        loss_plot_->append_point({e.step, e.epoch, "samples_per_s", e.samples_per_s, 0});
-      } else {
-        loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s);
-      }
+      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s, e.classifier_stage);  // M4: curves of its own
       break;
     case TrainEvent::Kind::Evaluation: {
       if (!shown) break;
@@ -373,7 +369,7 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   refresh_decile_overlay_choices();
   run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
   training_progress_->end_run(status);
-  if (status == "stopped") run_label_->setText(run_label_->text() + " — Training › Continue the shown stopped run resumes it");
+  if (status == "stopped") run_label_->setText(run_label_->text() + kContinueHint);
   if (!ok && !closing_) {
     if (options_.quit_when_done)
       std::fprintf(stderr, "xmc-workbench: training failed: %s\n", message.toLocal8Bit().constData());
@@ -399,22 +395,11 @@ void MainWindow::show_run(std::int64_t run) {
     const RunInfo info = store.get_run(run);
     shown_run_ = run;
     run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
-    loss_plot_->set_series(store.scalars(run));
-    metric_plot_->set_evaluations(main_metrics(store.evaluations(run)));
-    decile_plot_->clear();
-    const auto bars = store.latest_decile_table(run, "P@5");
-    if (bars.size() == 10) {
-      std::array<double, 10> a{};
-      std::copy(bars.begin(), bars.end(), a.begin());
-      decile_plot_->set_bars(QString("run %1").arg(run), a);
-    }
+    show_stored_plots(store, run);
     refresh_decile_overlay_choices();
     apply_decile_overlay();
-    tsne_plot_->clear();
-    if (const auto snapshot = store.latest_tsne_snapshot(run)) tsne_plot_->set_snapshot(snapshot->payload_json);
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
-    if (info.status == RunStatus::Stopped)
-      run_label_->setText(run_label_->text() + " — Training › Continue the shown stopped run resumes it");
+    if (info.status == RunStatus::Stopped) run_label_->setText(run_label_->text() + kContinueHint);
     // A run another process is training: keep reloading it from the store while it is shown.
     const bool external = (info.status == RunStatus::Running || info.status == RunStatus::Paused) &&
                           !(worker_->running() && worker_->run_id() == run);
@@ -424,6 +409,19 @@ void MainWindow::show_run(std::int64_t run) {
   } catch (const std::exception& e) {
     QMessageBox::warning(this, "Cannot show run", QString::fromUtf8(e.what()));
   }
+}
+
+void MainWindow::show_stored_plots(const RunStore& store, std::int64_t run) {
+  loss_plot_->set_series(store.scalars(run));
+  metric_plot_->set_evaluations(main_metrics(store.evaluations(run)));
+  if (const auto bars = gui::DecilePlot::bars_of(store.latest_decile_table(run, "P@5")))
+    decile_plot_->set_bars(QString("run %1").arg(run), *bars);
+  else
+    decile_plot_->clear_bars();  // no evaluation yet: no other run's bars stay as this one's
+  if (const auto snapshot = store.latest_tsne_snapshot(run))
+    tsne_plot_->set_snapshot(snapshot->payload_json);
+  else
+    tsne_plot_->clear();
 }
 
 void MainWindow::refresh_decile_overlay_choices() {
@@ -451,11 +449,9 @@ void MainWindow::apply_decile_overlay() {
   }
   try {
     RunStore store(options_.db.toStdString());
-    const auto bars = store.latest_decile_table(other, "P@5");
-    if (bars.size() != 10) throw Error("run " + std::to_string(other) + " has no decile-wise P@5 table");
-    std::array<double, 10> a{};
-    std::copy(bars.begin(), bars.end(), a.begin());
-    decile_plot_->set_overlay(QString("run %1: %2").arg(other).arg(QString::fromStdString(store.get_run(other).name)), a);
+    const auto bars = gui::DecilePlot::bars_of(store.latest_decile_table(other, "P@5"));
+    if (!bars) throw Error("run " + std::to_string(other) + " has no decile-wise P@5 table");
+    decile_plot_->set_overlay(QString("run %1: %2").arg(other).arg(QString::fromStdString(store.get_run(other).name)), *bars);
   } catch (const std::exception& e) {
     decile_plot_->clear_overlay();
     statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
@@ -542,15 +538,7 @@ void MainWindow::reload_followed_run() {
       follow_timer_->stop();
       return;
     }
-    loss_plot_->set_series(store.scalars(shown_run_));
-    metric_plot_->set_evaluations(main_metrics(store.evaluations(shown_run_)));
-    const auto bars = store.latest_decile_table(shown_run_, "P@5");
-    if (bars.size() == 10) {
-      std::array<double, 10> a{};
-      std::copy(bars.begin(), bars.end(), a.begin());
-      decile_plot_->set_bars(QString("run %1").arg(shown_run_), a);
-    }
-    if (const auto snapshot = store.latest_tsne_snapshot(shown_run_)) tsne_plot_->set_snapshot(snapshot->payload_json);
+    show_stored_plots(store, shown_run_);
     run_label_->setText(QString("Run %1: %2 (%3, written by another process)")
                             .arg(shown_run_)
                             .arg(QString::fromStdString(info->name))

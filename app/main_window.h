@@ -21,6 +21,10 @@ class QPushButton;
 class QSplitter;
 class QTabWidget;
 
+namespace xmc {
+class RunStore;
+}
+
 namespace xmc::gui {
 class CompareView;
 class DecilePlot;
@@ -94,6 +98,8 @@ class MainWindow : public QMainWindow {
   void refresh_decile_overlay_choices();
   /// Draws the chosen run's decile bars beside the shown run's (or removes them for "none").
   void apply_decile_overlay();
+  /// The stored run's curves, decile bars and t-SNE in the Live tab (what the store has so far).
+  void show_stored_plots(const RunStore& store, std::int64_t run);
 
   WorkbenchOptions options_;
   gui::TrainingWorker* worker_ = nullptr;

@@ -330,11 +330,7 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   } catch (const std::exception& e) {
     notes << QString::fromUtf8(e.what());
   }
-  const auto as_array = [](const std::vector<double>& v) {
-    std::array<double, 10> a{};
-    std::copy(v.begin(), v.end(), a.begin());
-    return a;
-  };
+  const auto as_array = [](const std::vector<double>& v) { return *DecilePlot::bars_of(v); };  // ten bins, checked above
   decile_plot_->clear();
   decile_plot_->set_metric(QString::fromStdString(decile_metric));
   if (!bars.empty()) decile_plot_->set_bars(columns[bars[0].first].label, as_array(bars[0].second));

@@ -21,6 +21,17 @@ const QColor kOverlayColours[] = {plot_style::kOrange, plot_style::kGreen, plot_
 // Percent value as written above a bar (the axis carries the unit).
 QString bar_text(double percent) { return QString::number(percent, 'f', std::abs(percent) < 1 ? 2 : 1); }
 
+// The ten bars in percent (the axis unit), bin 1 first.
+void fill_bars(QCPBars* series, const QString& run_label, const std::array<double, 10>& bars) {
+  QVector<double> keys, values;
+  for (int bin = 0; bin < kBins; ++bin) {
+    keys.append(bin + 1);
+    values.append(100 * bars[static_cast<std::size_t>(bin)]);
+  }
+  series->setName(run_label);
+  series->setData(keys, values, true);
+}
+
 void style_bars(QCPBars* bars, const QColor& colour) {
   bars->setPen(QPen(colour.darker(125), 1));
   bars->setBrush(colour);
@@ -94,20 +105,13 @@ void DecilePlot::set_metric(const QString& metric) {
 }
 
 void DecilePlot::set_bars(const QString& run_label, const std::array<double, 10>& bars) {
-  QVector<double> keys, values;
-  for (int bin = 0; bin < kBins; ++bin) {
-    keys.append(bin + 1);
-    values.append(100 * bars[static_cast<std::size_t>(bin)]);
-  }
-  bars_->setName(run_label);
-  bars_->setData(keys, values, true);
+  fill_bars(bars_, run_label, bars);
   bars_->addToLegend(legend);
   refresh();
 }
 
 void DecilePlot::set_overlay(const QString& run_label, const std::array<double, 10>& bars) {
-  for (QCPBars* b : overlays_) removePlottable(b);  // also leaves the group and the legend
-  overlays_.clear();
+  clear_overlay();
   add_overlay(run_label, bars);
 }
 
@@ -116,13 +120,7 @@ bool DecilePlot::add_overlay(const QString& run_label, const std::array<double, 
   auto* series = new QCPBars(xAxis, yAxis);
   style_bars(series, kOverlayColours[overlays_.size() % std::size(kOverlayColours)]);
   series->setBarsGroup(group_);
-  QVector<double> keys, values;
-  for (int bin = 0; bin < kBins; ++bin) {
-    keys.append(bin + 1);
-    values.append(100 * bars[static_cast<std::size_t>(bin)]);
-  }
-  series->setName(run_label);
-  series->setData(keys, values, true);
+  fill_bars(series, run_label, bars);
   series->addToLegend(legend);  // after the runs already shown
   overlays_.push_back(series);
   refresh();
@@ -131,17 +129,27 @@ bool DecilePlot::add_overlay(const QString& run_label, const std::array<double, 
 
 void DecilePlot::clear_overlay() {
   if (overlays_.empty()) return;
-  for (QCPBars* b : overlays_) removePlottable(b);
+  for (QCPBars* b : overlays_) removePlottable(b);  // also leaves the group and the legend
   overlays_.clear();
   refresh();
 }
 
-void DecilePlot::clear() {
+void DecilePlot::clear_bars() {
   bars_->data()->clear();
   bars_->removeFromLegend();
-  for (QCPBars* b : overlays_) removePlottable(b);
-  overlays_.clear();
   refresh();
+}
+
+void DecilePlot::clear() {
+  clear_overlay();
+  clear_bars();
+}
+
+std::optional<std::array<double, 10>> DecilePlot::bars_of(const std::vector<double>& table) {
+  if (table.size() != kBins) return std::nullopt;
+  std::array<double, 10> bars{};
+  std::copy(table.begin(), table.end(), bars.begin());
+  return bars;
 }
 
 void DecilePlot::set_run_colour(std::size_t run, const QColor& colour) {

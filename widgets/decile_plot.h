@@ -7,6 +7,7 @@
 #include <QColor>
 #include <QString>
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "widgets/plot_export.h"
@@ -28,8 +29,13 @@ class DecilePlot : public QCustomPlot {
   void set_run_colour(std::size_t run, const QColor& colour);
   /// Removes the other runs, keeping the first run's bars.
   void clear_overlay();
+  /// Removes the first run's bars, keeping the other runs'.
+  void clear_bars();
   /// Removes all bars.
   void clear();
+
+  /// A stored decile table as the ten bars; nothing unless it has exactly ten bins.
+  static std::optional<std::array<double, 10>> bars_of(const std::vector<double>& table);
 
   /// The metric the bars decompose ("P@5" by default); updates the title and the axis label.
   void set_metric(const QString& metric);

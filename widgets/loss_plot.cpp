@@ -144,9 +144,12 @@ void LossPlot::add_loss(QCPGraph* raw, QCPGraph* smoothed, Ema& ema, double step
   if (std::isfinite(loss)) smoothed->addData(step, ema.next(loss, ema_weight_));
 }
 
-void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s) {
+void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss) {
   const auto x = static_cast<double>(step);
-  add_loss(raw_, smoothed_, ema_, x, loss);
+  if (classifier_loss)
+    add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, loss);
+  else
+    add_loss(raw_, smoothed_, ema_, x, loss);
   if (std::isfinite(lr) && lr >= 0) lr_->addData(x, lr);
   if (usable(samples_per_s)) throughput_->addData(x, samples_per_s);
   schedule_refresh();

@@ -27,7 +27,8 @@ class LossPlot : public QCustomPlot {
 
   /// One optimiser step of a live run. A non-finite loss leaves a gap in the raw curve (the average
   /// skips it); lr and samples_per_s that are not finite or ≤ 0 are treated as "not reported".
-  void append(std::int64_t step, double loss, double lr, double samples_per_s);
+  /// `classifier_loss`: the step is NGAME's stage M4, its loss goes to the M4 curves.
+  void append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss = false);
   /// One stored scalar: keys "loss", "m4_loss", "lr" and "samples_per_s" are drawn, others ignored.
   /// Use it to follow a run through RunStore::scalars(run, "", after_step).
   void append_point(const xmc::ScalarPoint& point);

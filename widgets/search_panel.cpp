@@ -38,8 +38,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(loading_);
   load_progress_ = new QtProgress(this);
   connect(load_progress_, &QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
-    loading_->setRange(0, total > 0 ? static_cast<int>(std::min<qint64>(total, INT32_MAX)) : 0);
-    loading_->setValue(static_cast<int>(std::min<qint64>(done, INT32_MAX)));
+    TrainingProgress::show_counts(loading_, done, total);
     loading_->setFormat(task + " — %v/%m" + (eta >= 0 ? "  " + TrainingProgress::format_eta(eta) : QString()));
   });
   auto* row = new QHBoxLayout;

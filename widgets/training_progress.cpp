@@ -96,10 +96,7 @@ void TrainingProgress::on_task(const QString& task, qint64 done, qint64 total, d
   const bool steps = is_step_task(task);
   QProgressBar* bar = steps ? steps_bar_ : work_bar_;
   QLabel* eta = steps ? steps_eta_ : work_eta_;
-  // total 0 = unknown length: a busy indicator.
-  const int maximum = total > 0 ? static_cast<int>(std::min<qint64>(total, INT_MAX)) : 0;
-  bar->setRange(0, maximum);
-  bar->setValue(static_cast<int>(std::min<qint64>(done, INT_MAX)));
+  show_counts(bar, done, total);
   bar->setFormat(task + (total > 0 ? QString(" — %v/%m") : QString()));
   eta->setText(format_eta(eta_seconds));
 }
@@ -113,6 +110,11 @@ void TrainingProgress::on_task_finished(const QString& task) {
   work_bar_->setValue(1);
   work_bar_->setFormat("done: " + task);
   work_eta_->clear();
+}
+
+void TrainingProgress::show_counts(QProgressBar* bar, qint64 done, qint64 total) {
+  bar->setRange(0, total > 0 ? static_cast<int>(std::min<qint64>(total, INT_MAX)) : 0);
+  bar->setValue(static_cast<int>(std::min<qint64>(done, INT_MAX)));
 }
 
 bool TrainingProgress::is_step_task(const QString& task) {

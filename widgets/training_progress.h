@@ -34,6 +34,9 @@ class TrainingProgress : public QWidget {
   static bool is_step_task(const QString& task);
   /// "ETA 1 h 02 min", "ETA 3 min 05 s", "ETA 12 s"; "" for an unknown (negative) time.
   static QString format_eta(double seconds);
+  /// Shows `done` of `total` work units on `bar` (counts past INT_MAX clamped; total 0 = unknown
+  /// length, a busy indicator). For every bar fed by a QtProgress.
+  static void show_counts(QProgressBar* bar, qint64 done, qint64 total);
 
   /// For tests and scripting: the text each bar shows and its ETA label.
   QString run_text() const;
