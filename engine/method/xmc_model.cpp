@@ -21,6 +21,15 @@ torch::Tensor XmcModelImpl::embed(const TokenizedCorpus& corpus, std::span<const
   return de_head_->forward(encoder_->encode(corpus, rows));
 }
 
+torch::Tensor XmcModelImpl::embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = is_training();
+  eval();
+  torch::Tensor out = embed(corpus, rows);
+  train(was_training);
+  return out;
+}
+
 torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, std::int64_t chunk) {
   return embed_all(corpus, silent_progress(), {}, chunk);
 }

@@ -32,6 +32,8 @@ class XmcModelImpl : public torch::nn::Module {
 
   /// g1(Φ(rows of corpus)): [rows.size() x d], unit rows, with graph.
   torch::Tensor embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
+  /// g1(Φ(rows of corpus)) without graph, in eval mode for the duration (a few rows for inspection).
+  torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
   /// Embeds every row in chunks without graph (eval mode for the duration): [corpus.size() x d].
   torch::Tensor embed_all(const TokenizedCorpus& corpus, std::int64_t chunk = 1024);
   /// The same, reported to `progress` as task `task` (one unit per row).

@@ -2,31 +2,48 @@
 
 #include <ATen/Parallel.h>
 
-#include <map>
+#include <algorithm>
 #include <thread>
 
 #include "engine/core/error.h"
-#include "engine/data/dataset.h"
-#include "engine/data/text_lines.h"
 #include "engine/index/exact_search.h"
-#include "engine/method/xmc_model.h"
-#include "engine/store/run_store.h"
-#include "engine/train/checkpoint.h"
-#include "engine/train/evaluation_pass.h"
-#include "engine/train/training_run.h"
+#include "engine/index/exact_index.h"
+#include "engine/method/trained_run.h"
+#include "engine/store/run_files.h"
 
 namespace xmc {
+namespace {
+
+/// A file name part for an index spec: "faiss:IVF256,Flat" -> "faiss-IVF256-Flat".
+std::string file_safe(const std::string& spec) {
+  std::string out;
+  for (char c : spec) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-';
+  return out;
+}
+
+}  // namespace
 
 struct Predictor::Impl {
-  std::int64_t run_id = 0;
-  TrainConfig config;
-  BuiltModel built;
-  std::vector<std::string> labels;
-  std::vector<std::string> modes;
-  std::map<std::string, torch::Tensor> label_matrices;  // mode -> [L x d]
+  TrainedRun run;
+  std::string index_spec;
+  std::vector<InferenceMode> modes;            ///< label matrices (exact scores, for rank_of), primary first
+  std::vector<std::unique_ptr<Index>> indexes; ///< one per mode, searched by predict()
+  std::vector<std::string> mode_names;
 
-  /// The label matrix of `mode` ("" = the default mode); ConfigError naming the known modes otherwise.
-  const torch::Tensor& label_matrix(const std::string& mode) const;
+  /// The position of `mode` ("" = the primary); ConfigError naming the known modes otherwise.
+  std::size_t mode_index(const std::string& mode) const {
+    if (mode.empty()) return 0;
+    for (std::size_t m = 0; m < modes.size(); ++m)
+      if (modes[m].name == mode) return m;
+    std::string known;
+    for (const auto& k : mode_names) known += (known.empty() ? "" : ", ") + k;
+    throw ConfigError("mode: \"" + mode + "\" is not an inference mode of run " + std::to_string(run.run_id) + " (" + known + ")");
+  }
+
+  torch::Tensor encode(const InferenceMode& mode, const std::vector<std::string>& texts) const {
+    const TokenizedCorpus corpus = run.method->tokenizer().tokenize(texts);
+    return run.method->encode_queries(mode.query_encoder, corpus, silent_progress(), "encoding queries");
+  }
 };
 
 Predictor::Predictor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -34,78 +51,74 @@ Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
-Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device, Progress& progress) {
+Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device, Progress& progress,
+                          const std::string& index_spec) {
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  RunStore store(db_path);
-  const RunInfo info = store.get_run(run_id);
   auto impl = std::make_unique<Impl>();
-  impl->run_id = run_id;
-  impl->config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
-  if (!device.empty()) impl->config.device = device;
-  const auto run_dir = TrainingRun::run_directory(db_path, run_id);
-  const auto checkpoint = run_dir / "checkpoint.pt";
-  if (!std::filesystem::exists(checkpoint))
-    throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
-  impl->labels = read_text_lines(impl->config.dataset / dataset_files::kLabelText);
-  std::vector<std::string> vocabulary_texts;
-  if (impl->config.encoder_type == "bow" && !std::filesystem::exists(run_dir / "vocab.txt"))
-    throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
-  impl->built = build_model(impl->config, vocabulary_texts, run_dir);
-  const TrainingState state = read_checkpoint_state(checkpoint);
-  if (state.has_classifiers) impl->built.model->add_classifiers(static_cast<std::int64_t>(impl->labels.size()));
-  load_checkpoint(checkpoint, *impl->built.model, nullptr);
-  impl->built.model->eval();
-
-  const TokenizedCorpus label_corpus = impl->built.tokenizer->tokenize(impl->labels);
-  torch::Tensor embeddings = impl->built.model->embed_all(label_corpus, progress, "search index: encoding labels");
-  impl->modes.push_back("embedding");
-  impl->label_matrices["embedding"] = embeddings;
-  if (impl->built.model->has_classifiers()) {
+  impl->index_spec = index_spec.empty() ? "exact" : index_spec;
+  if (impl->index_spec != "exact") throw ConfigError("index: \"" + impl->index_spec + "\" is not a known index (exact)");
+  impl->run = load_trained_run(db_path, run_id, device);
+  const TokenizedCorpus labels = impl->run.method->tokenizer().tokenize(impl->run.label_texts);
+  {
     torch::NoGradGuard no_grad;
-    const torch::Tensor classifiers = impl->built.model->classifiers(embeddings);
-    impl->label_matrices["classifier"] = classifiers;
-    impl->label_matrices["fused"] = XmcModelImpl::fuse(classifiers, embeddings, impl->config.ngame_fusion);
-    impl->modes = {"fused", "embedding", "classifier"};
+    impl->modes = impl->run.method->inference_modes(labels, progress);
+  }
+  // An approximate index is built once per run and mode, saved beside the checkpoint and reused while
+  // the checkpoint is older than it.
+  const auto run_dir = run_directory(db_path, run_id);
+  const auto checkpoint_time = std::filesystem::last_write_time(run_dir / "checkpoint.pt");
+  for (const InferenceMode& mode : impl->modes) {
+    impl->mode_names.push_back(mode.name);
+    const torch::Tensor matrix = mode.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
+    const auto saved = run_dir / ("index-" + mode.name + "-" + file_safe(impl->index_spec) + ".bin");
+    std::unique_ptr<Index> index;
+    if (impl->index_spec != "exact" && std::filesystem::exists(saved) && std::filesystem::last_write_time(saved) > checkpoint_time) {
+      index.reset();
+      if (index->ntotal() != matrix.size(0) || index->dim() != matrix.size(1)) index.reset();  // another shape: rebuild
+    }
+    if (!index) {
+      progress.start("search index: " + impl->index_spec + " over " + mode.name, 1);
+      index = std::make_unique<ExactIndex>(matrix.size(1));
+      index->add(matrix.size(0), matrix.data_ptr<float>());
+      progress.update(1);
+      progress.finish();
+    }
+    impl->indexes.push_back(std::move(index));
   }
   return Predictor(std::move(impl));
 }
 
-const std::vector<std::string>& Predictor::modes() const { return impl_->modes; }
-const std::string& Predictor::default_mode() const { return impl_->modes.front(); }
-std::int64_t Predictor::num_labels() const { return static_cast<std::int64_t>(impl_->labels.size()); }
-const std::vector<std::string>& Predictor::label_texts() const { return impl_->labels; }
-std::int64_t Predictor::run_id() const { return impl_->run_id; }
+const std::vector<std::string>& Predictor::modes() const { return impl_->mode_names; }
+const std::string& Predictor::default_mode() const { return impl_->mode_names.front(); }
+const std::string& Predictor::index_spec() const { return impl_->index_spec; }
+std::int64_t Predictor::num_labels() const { return static_cast<std::int64_t>(impl_->run.label_texts.size()); }
+const std::vector<std::string>& Predictor::label_texts() const { return impl_->run.label_texts; }
+std::int64_t Predictor::run_id() const { return impl_->run.run_id; }
 
 std::int64_t Predictor::add_label(const std::string& text) {
-  const TokenizedCorpus corpus = impl_->built.tokenizer->tokenize({text});
-  torch::Tensor embedding = impl_->built.model->embed_all(corpus);  // [1 x d], unit norm
-  // Without trained residuals a new label's classifier is its embedding, and so is its fused vector
-  // (w·Φ(z) + (1-w)·Φ(z)).
-  for (auto& [mode, matrix] : impl_->label_matrices) matrix = torch::cat({matrix, embedding.to(matrix.device())});
-  impl_->labels.push_back(text);
+  torch::NoGradGuard no_grad;
+  const TokenizedCorpus corpus = impl_->run.method->tokenizer().tokenize({text});
+  const std::vector<torch::Tensor> vectors = impl_->run.method->new_label_vectors(corpus);
+  for (std::size_t m = 0; m < impl_->modes.size(); ++m) {
+    torch::Tensor& matrix = impl_->modes[m].label_matrix;
+    matrix = torch::cat({matrix, vectors[m].to(matrix.device(), matrix.scalar_type())});
+    const torch::Tensor row = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
+    impl_->indexes[m]->add(row.size(0), row.data_ptr<float>());
+  }
+  impl_->run.label_texts.push_back(text);
   return num_labels() - 1;
 }
 
-const torch::Tensor& Predictor::Impl::label_matrix(const std::string& mode) const {
-  const std::string& m = mode.empty() ? modes.front() : mode;
-  const auto it = label_matrices.find(m);
-  if (it == label_matrices.end()) {
-    std::string known;
-    for (const auto& k : modes) known += (known.empty() ? "" : ", ") + k;
-    throw ConfigError("mode: \"" + m + "\" is not an inference mode of run " + std::to_string(run_id) + " (" + known + ")");
-  }
-  return it->second;
-}
-
 LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const std::string& mode) const {
-  const torch::Tensor& matrix = impl_->label_matrix(mode);
+  const InferenceMode& m = impl_->modes[impl_->mode_index(mode)];
   if (label < 0 || label >= num_labels())
-    throw ConfigError("label " + std::to_string(label) + " is out of range: run " + std::to_string(impl_->run_id) + " has " +
+    throw ConfigError("label " + std::to_string(label) + " is out of range: run " + std::to_string(run_id()) + " has " +
                       std::to_string(num_labels()) + " labels");
   torch::NoGradGuard no_grad;
-  const torch::Tensor query = impl_->built.model->embed_all(impl_->built.tokenizer->tokenize({text}));  // [1 x d]
-  // The same products, key chunk by key chunk, that predict() ranks by, so ranks agree with its order.
-  const torch::Tensor q = query.to(matrix.device(), matrix.scalar_type());
+  const torch::Tensor& matrix = m.label_matrix;
+  const torch::Tensor q = impl_->encode(m, {text}).to(matrix.device(), matrix.scalar_type());
+  // The exact products, key chunk by key chunk as exact search computes them, so ranks agree with the
+  // exact index's order (an approximate index may order its results differently).
   const std::int64_t key_chunk = ExactSearchOptions{}.key_chunk;
   std::vector<torch::Tensor> parts;
   for (std::int64_t k0 = 0; k0 < matrix.size(0); k0 += key_chunk)
@@ -116,21 +129,23 @@ LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const 
   return {better + 1, own};
 }
 
-std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::string>& texts, std::int64_t top,
-                                                        const std::string& mode) const {
-  const torch::Tensor& matrix = impl_->label_matrix(mode);
-  const TokenizedCorpus corpus = impl_->built.tokenizer->tokenize(texts);
-  torch::Tensor queries = impl_->built.model->embed_all(corpus);
-  const RankedPredictions ranked = rank_labels(queries, matrix, std::min<std::int64_t>(top, num_labels()));
+std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::string>& texts, std::int64_t top, const std::string& mode) const {
+  const std::size_t m = impl_->mode_index(mode);
   std::vector<std::vector<LabelScore>> out(texts.size());
-  const std::int64_t k = ranked.labels.size(1);
-  const auto* ids = ranked.labels.data_ptr<std::int64_t>();
-  const auto* scores = ranked.scores.data_ptr<float>();
-  for (std::size_t i = 0; i < texts.size(); ++i)
+  if (texts.empty()) return out;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor queries = impl_->encode(impl_->modes[m], texts).to(torch::kCPU, torch::kFloat32).contiguous();
+  const std::int64_t k = std::min<std::int64_t>(top, num_labels());
+  const auto n = static_cast<std::int64_t>(texts.size());
+  std::vector<float> scores(static_cast<std::size_t>(n * k));
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n * k));
+  impl_->indexes[m]->search(n, queries.data_ptr<float>(), k, scores.data(), ids.data());
+  for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < k; ++j) {
-      const auto label = ids[static_cast<std::int64_t>(i) * k + j];
+      const auto label = ids[static_cast<std::size_t>(i * k + j)];
       if (label < 0) break;
-      out[i].push_back({label, scores[static_cast<std::int64_t>(i) * k + j], impl_->labels[static_cast<std::size_t>(label)]});
+      out[static_cast<std::size_t>(i)].push_back(
+          {label, scores[static_cast<std::size_t>(i * k + j)], impl_->run.label_texts[static_cast<std::size_t>(label)]});
     }
   return out;
 }

@@ -27,7 +27,7 @@ class Predictor {
   /// Loads run `run_id` of the store at `db_path` from its latest checkpoint and encodes every label
   /// (reported to `progress`). `device` "" = the run's.
   static Predictor open(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device = "",
-                        Progress& progress = silent_progress());
+                        Progress& progress = silent_progress(), const std::string& index_spec = "exact");
   ~Predictor();
   Predictor(Predictor&&) noexcept;
   Predictor& operator=(Predictor&&) noexcept;
@@ -35,6 +35,8 @@ class Predictor {
   /// "embedding" for every run; NGAME runs add "classifier" and "fused" (their default).
   const std::vector<std::string>& modes() const;
   const std::string& default_mode() const;
+  /// The index every mode is searched with ("exact", "hnsw", "faiss:IVF256,Flat", ...).
+  const std::string& index_spec() const;
 
   /// Top `top` labels of each text, best first. Throws ConfigError for an unknown mode.
   std::vector<std::vector<LabelScore>> predict(const std::vector<std::string>& texts, std::int64_t top,

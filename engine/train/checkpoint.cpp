@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "engine/core/error.h"
+#include "engine/method/method.h"
 
 namespace xmc {
 namespace {
@@ -26,10 +27,11 @@ std::int64_t read_int(torch::serialize::InputArchive& a, const char* key) {
 }
 
 void write_state(torch::serialize::OutputArchive& a, const TrainingState& s) {
-  a.write("phase", bytes_tensor(s.phase));
+  a.write("phase", bytes_tensor(s.stage));
   a.write("epoch", scalar(s.epoch));
   a.write("batch_in_epoch", scalar(s.batch_in_epoch));
   a.write("step", scalar(s.step));
+  a.write("stage_start_step", scalar(s.stage_start_step));
   std::vector<std::int64_t> sizes, flat;
   for (const auto& b : s.epoch_batches) {
     sizes.push_back(static_cast<std::int64_t>(b.size()));
@@ -40,10 +42,6 @@ void write_state(torch::serialize::OutputArchive& a, const TrainingState& s) {
   a.write("sampler_state", bytes_tensor(s.sampler_state));
   a.write("has_last_embeddings", scalar(s.last_embeddings.defined()));
   if (s.last_embeddings.defined()) a.write("last_embeddings", s.last_embeddings.to(torch::kCPU));
-  a.write("has_shortlist", scalar(s.shortlist.defined()));
-  if (s.shortlist.defined()) a.write("shortlist", s.shortlist.to(torch::kCPU));
-  a.write("shortlist_epoch", scalar(s.shortlist_epoch));
-  a.write("has_classifiers", scalar(s.has_classifiers));
   a.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
 }
 
@@ -51,10 +49,13 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
   TrainingState s;
   torch::Tensor t;
   a.read("phase", t);
-  s.phase = tensor_bytes(t);
+  s.stage = tensor_bytes(t);
   s.epoch = read_int(a, "epoch");
   s.batch_in_epoch = read_int(a, "batch_in_epoch");
   s.step = read_int(a, "step");
+  // Older checkpoints were written only at a stage's start or inside the first stage.
+  if (a.try_read("stage_start_step", t)) s.stage_start_step = t.item<std::int64_t>();
+  else s.stage_start_step = s.epoch == 0 && s.batch_in_epoch == 0 ? s.step : 0;
   torch::Tensor sizes, rows;
   a.read("batch_sizes", sizes);
   a.read("batch_rows", rows);
@@ -68,20 +69,19 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
   a.read("sampler_state", t);
   s.sampler_state = tensor_bytes(t);
   if (read_int(a, "has_last_embeddings")) a.read("last_embeddings", s.last_embeddings);
-  if (read_int(a, "has_shortlist")) a.read("shortlist", s.shortlist);
-  s.shortlist_epoch = read_int(a, "shortlist_epoch");
-  s.has_classifiers = read_int(a, "has_classifiers") != 0;
   return s;
 }
 
 }  // namespace
 
-void save_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                     const TrainingState& state) {
+void save_checkpoint(const std::filesystem::path& path, Method& method, torch::optim::Optimizer* optimizer, const TrainingState& state) {
   torch::serialize::OutputArchive archive;
   write_state(archive, state);
+  torch::serialize::OutputArchive method_archive;
+  method.save_state(method_archive);
+  archive.write("method", method_archive);
   torch::serialize::OutputArchive model_archive;
-  model.save(model_archive);
+  method.module().save(model_archive);
   archive.write("model", model_archive);
   if (optimizer != nullptr) {
     torch::serialize::OutputArchive optimizer_archive;
@@ -111,20 +111,18 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path) {
   }
 }
 
-TrainingState load_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
+TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path.string());
     TrainingState state = read_state(archive);
+    torch::serialize::InputArchive method_archive;
+    if (archive.try_read("method", method_archive)) method.load_state(method_archive, num_labels);
+    else method.load_state(archive, num_labels);  // written before methods had their own state
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
-    model.load(model_archive);
-    if (optimizer != nullptr && read_int(archive, "has_optimizer")) {
-      torch::serialize::InputArchive optimizer_archive;
-      archive.read("optimizer", optimizer_archive);
-      optimizer->load(optimizer_archive);
-    }
+    method.module().load(model_archive);
     torch::Tensor rng;
     archive.read("cpu_rng", rng);
     at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle: shares the global state
@@ -132,6 +130,20 @@ TrainingState load_checkpoint(const std::filesystem::path& path, torch::nn::Modu
     return state;
   } catch (const c10::Error& e) {
     throw InputError(path.string(), std::string("checkpoint does not match the model: ") + e.what_without_backtrace());
+  }
+}
+
+bool load_optimizer_state(const std::filesystem::path& path, torch::optim::Optimizer& optimizer) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path.string());
+    if (!read_int(archive, "has_optimizer")) return false;
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+    return true;
+  } catch (const c10::Error& e) {
+    throw InputError(path.string(), std::string("optimiser state does not match the model: ") + e.what_without_backtrace());
   }
 }
 

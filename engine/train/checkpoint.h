@@ -1,8 +1,9 @@
 #pragma once
 // Engine-internal (includes torch). A checkpoint holds everything needed to continue a run bit-for-bit
-// on CPU: model, optimiser, sampler RNG and clusters, the epoch's batch order and position, the stale
-// embeddings of the last pass, the hard-negative shortlist and torch's RNG. Written to a temporary file
-// and renamed, so a crash never leaves a half-written checkpoint in place of a good one.
+// on CPU: model, the current stage's optimiser, sampler RNG and clusters, the epoch's batch order and
+// position, the stale embeddings of the last pass, the method's own state (e.g. hard-negative
+// shortlists, in the sub-archive "method") and torch's RNG. Written to a temporary file and renamed, so
+// a crash never leaves a half-written checkpoint in place of a good one.
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -11,27 +12,32 @@
 
 namespace xmc {
 
+class Method;
+
 struct TrainingState {
-  std::string phase = "m1";        ///< m1 (encoder training), m4 (NGAME classifiers), done
-  std::int64_t epoch = 0;          ///< epoch within the phase
+  std::string stage;               ///< the method's current stage ("" = its first); "done" after the last
+  std::int64_t epoch = 0;          ///< epoch within the stage
   std::int64_t batch_in_epoch = 0; ///< batches of `epoch` already done (0 = at the epoch's start)
-  std::int64_t step = 0;           ///< optimiser steps so far (over all phases)
+  std::int64_t step = 0;           ///< optimiser steps so far (over all stages)
+  std::int64_t stage_start_step = 0;  ///< `step` when the current stage began (its schedule counts from there)
   std::vector<std::vector<std::int64_t>> epoch_batches;  ///< the current epoch's batches (when mid-epoch)
   std::string sampler_state;       ///< QueryBatcher::save_state()
   torch::Tensor last_embeddings;   ///< [num_train x d] embeddings from the last pass (may be undefined)
-  torch::Tensor shortlist;         ///< [num_train x S] hard-negative shortlist (may be undefined)
-  std::int64_t shortlist_epoch = -1;
-  bool has_classifiers = false;    ///< the model holds NGAME classifier residuals
 };
 
-void save_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                     const TrainingState& state);
+/// `optimizer` may be null (no stage in progress).
+void save_checkpoint(const std::filesystem::path& path, Method& method, torch::optim::Optimizer* optimizer, const TrainingState& state);
 
-/// Reads only the training state (to know how to shape the model before loading its parameters).
+/// Reads only the training state.
 TrainingState read_checkpoint_state(const std::filesystem::path& path);
 
-/// Loads parameters into `model` (shaped as the checkpoint's) and, when given, the optimiser state;
-/// restores torch's CPU RNG. Errors name the file.
-TrainingState load_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
+/// Loads the method's state (which shapes its model), then its parameters, and restores torch's CPU RNG.
+/// Checkpoints written before methods kept their own state (keys at the top level) load too. Errors name
+/// the file.
+TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels);
+
+/// Loads the optimiser state saved with the checkpoint into `optimizer`, when there is one; returns
+/// whether there was.
+bool load_optimizer_state(const std::filesystem::path& path, torch::optim::Optimizer& optimizer);
 
 }  // namespace xmc

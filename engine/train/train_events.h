@@ -1,6 +1,7 @@
 #pragma once
-// What a training run publishes while it runs (plain C++; the GUI and CLI subscribe). Every event is
-// also written to the run store, so a process that follows the store sees the same story.
+// What a training run publishes while it runs (plain C++; the GUI and CLI subscribe). The trainer never
+// writes the run store itself: the run recorder (run_recorder.h) subscribes and writes every event, so a
+// process that follows the store sees the same story.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -11,8 +12,12 @@ namespace xmc {
 
 struct TrainEvent {
   enum class Kind {
+    Started,     ///< the run (re)starts training: status running
+    Paused,      ///< held between steps: status paused
+    Resumed,     ///< released after a pause: status running
     Phase,       ///< a new phase starts: message = "encoding", "clustering", "training M1", ... 
-    Step,        ///< one optimiser step: loss, lr, samples_per_s
+    Step,        ///< one optimiser step: loss (stored as `loss_series`), lr, samples_per_s
+    EpochEnd,    ///< an epoch of `stage` finished: samples_per_s over the whole epoch
     Evaluation,  ///< metrics (fractions) and decile-wise P@5 after an epoch
     Checkpoint,  ///< a checkpoint was written to `message`
     Snapshot,    ///< a t-SNE of one query's negatives (also stored): message = its JSON (analysis/negatives_snapshot.h)
@@ -29,8 +34,13 @@ struct TrainEvent {
   double lr = 0;
   double samples_per_s = 0;
   bool classifier_stage = false; ///< Step of NGAME's stage M4: `loss` is the classifier loss ("m4_loss")
+  std::string stage;             ///< the method's stage of a Step/EpochEnd ("encoder", "m1", "m4")
+  std::string loss_series = "loss";  ///< the scalar key a Step's loss is stored under
+  std::int64_t query = -1;       ///< Snapshot: the training query it is centred on
   std::string message;
-  std::vector<std::pair<std::string, double>> metrics;
+  std::vector<std::pair<std::string, double>> metrics;  ///< the primary inference mode's (unprefixed)
+  std::vector<std::pair<std::string, double>> mode_metrics;  ///< Evaluation: other modes', as "emb/P@5"
+  std::vector<std::pair<std::string, std::vector<double>>> decile_tables;  ///< Evaluation: every decile-wise metric
   std::array<double, 10> deciles{};  ///< decile-wise P@5 (bin 1 = head) with Evaluation/Finished
 };
 

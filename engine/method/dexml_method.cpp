@@ -1,0 +1,61 @@
+// DEXML (decoupled softmax): one encoder stage that trains the shared encoder and DE head; inference by
+// the unit embeddings of queries and labels. The loss, negatives and batching come from the config
+// (dual_encoder_training.h).
+#include "engine/method/dual_encoder_training.h"
+#include "engine/method/method_registry.h"
+
+namespace xmc {
+namespace {
+
+class DexmlMethod final : public Method {
+ public:
+  explicit DexmlMethod(const TrainConfig& config) : config_(config), training_(config_) {}
+
+  std::string name() const override { return "dexml"; }
+  std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.epochs}}; }
+
+  void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
+    built_ = build_model(config_, vocabulary_texts, run_dir);
+  }
+  std::string description() const override { return built_.description; }
+  const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
+  torch::nn::Module& module() override { return *built_.model; }
+
+  void begin_stage(const StageSpec&, TrainContext&) override {}
+  std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return training_.parameter_groups(built_.model); }
+  std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
+    return training_.epoch_batches(built_.model, epoch, context);
+  }
+  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
+    return training_.step(built_.model, batch, context);
+  }
+
+  torch::Tensor encode_queries(const std::string&, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {
+    return built_.model->embed_all(corpus, progress, task);
+  }
+  torch::Tensor encode_query_rows(const std::string&, const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override {
+    return built_.model->embed_rows(corpus, rows);
+  }
+  std::vector<InferenceMode> inference_modes(const TokenizedCorpus& labels, Progress& progress) override {
+    return {{.name = "embedding",
+             .metric_prefix = "emb",
+             .query_encoder = "embedding",
+             .label_matrix = built_.model->embed_all(labels, progress, "encoding labels"),
+             .training_space = true}};
+  }
+  std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) override { return {built_.model->embed_all(texts)}; }
+
+  void save_state(torch::serialize::OutputArchive& archive) const override { training_.save_state(archive); }
+  void load_state(torch::serialize::InputArchive& archive, std::int64_t) override { training_.load_state(archive); }
+
+ private:
+  TrainConfig config_;
+  DualEncoderTraining training_;
+  BuiltModel built_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_dexml_method(const TrainConfig& config) { return std::make_unique<DexmlMethod>(config); }
+
+}  // namespace xmc

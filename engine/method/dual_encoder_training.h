@@ -1,0 +1,41 @@
+#pragma once
+// Engine-internal (includes torch). Training of the shared encoder and DE head on label pools: DEXML's
+// whole recipe and NGAME's stage M1. Each epoch's batches come from the query batcher (random, or
+// clusters of the stale query embeddings); each query scores one sampled positive per batch query, plus
+// hard negatives from its refreshed shortlist (negatives = hard) or every label with gradient caching
+// (negatives = all).
+#include <torch/torch.h>
+
+#include <span>
+#include <vector>
+
+#include "engine/loss/losses.h"
+#include "engine/method/method.h"
+
+namespace xmc {
+
+class DualEncoderTraining {
+ public:
+  explicit DualEncoderTraining(const TrainConfig& config);
+
+  /// AdamW groups of the encoder and DE head: weights with decay, biases and norms without, the DE head at
+  /// lr × head_lr_scale. Classifier residuals (NGAME's M4) are not part of this stage.
+  std::vector<ParameterGroup> parameter_groups(XmcModel& model) const;
+  /// Clusters the stale query embeddings when the curriculum asks for it (encoding them first when there
+  /// are none yet) and refreshes the hard-negative shortlists when due.
+  std::vector<std::vector<std::int64_t>> epoch_batches(XmcModel& model, std::int64_t epoch, TrainContext& context);
+  /// Forward and backward of one batch against its label pool.
+  StepResult step(XmcModel& model, std::span<const std::int64_t> batch, TrainContext& context);
+
+  void save_state(torch::serialize::OutputArchive& archive) const;
+  void load_state(torch::serialize::InputArchive& archive);
+
+ private:
+  const TrainConfig& config_;
+  LossKind loss_kind_;
+  LossOptions loss_options_;
+  torch::Tensor shortlist_;  ///< [num_train x S] hard-negative candidates (undefined until the first refresh)
+  std::int64_t shortlist_epoch_ = -1;
+};
+
+}  // namespace xmc

@@ -1,0 +1,140 @@
+#pragma once
+// Engine-internal (includes torch). A training method — DEXML, NGAME, and later UniDEC, IRENE — behind
+// one small interface, so that the generic trainer (engine/train/trainer.h) runs every method's loop and
+// a new method is one file plus a registration (method_registry.h), never a branch in the trainer.
+//
+// A method
+//   - declares its stages (DEXML: one encoder stage; NGAME: M1 encoder, then M4 classifiers),
+//   - builds its model parts and names the parameter groups each stage optimises,
+//   - orders an epoch's training queries into batches and does one training step on a batch (forward and
+//     backward; the trainer clips, schedules and steps the optimiser),
+//   - names its inference modes (a label matrix and the query encoder to search it with), which the
+//     evaluator and the predictor both use,
+//   - saves and loads its own state (beyond the parameters) in the checkpoint.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/progress.h"
+#include "engine/method/xmc_model.h"
+#include "engine/text/tokenized_corpus.h"
+#include "engine/train/train_config.h"
+
+namespace xmc {
+
+struct Dataset;
+class QueryBatcher;
+
+/// One stage of a method's training; the trainer runs the stages in order.
+struct StageSpec {
+  std::string name;                     ///< stored in checkpoints: "encoder", "m1", "m4"
+  std::string epoch_label = "epoch";    ///< shown with the epoch counter: "epoch 2/5", "M4 epoch 1/3"
+  std::int64_t epochs = 0;
+  std::string loss_series = "loss";     ///< scalar key the step losses are stored under
+  bool clip_gradients = true;           ///< clip to grad_clip before each optimiser step
+  bool evaluate_between_epochs = true;  ///< evaluations every eval.every epochs (else only at the stage's end)
+};
+
+/// Where a process stands in data-parallel training. One process for now: rank 0 of 1. Methods split
+/// nothing by rank themselves; the trainer shards batches and reduces gradients.
+struct DistributedContext {
+  int rank = 0;
+  int world_size = 1;
+  bool is_main() const { return rank == 0; }
+};
+
+/// Parameters optimised together at one learning rate and weight decay.
+struct ParameterGroup {
+  std::vector<torch::Tensor> parameters;
+  double lr = 0;
+  double weight_decay = 0;
+};
+
+/// What a method may use while it trains: data, device, random streams and where to report work.
+struct TrainContext {
+  const TrainConfig& config;
+  const Dataset& dataset;
+  const TokenizedCorpus& train_corpus;
+  const TokenizedCorpus& label_corpus;
+  torch::Device device;
+  DistributedContext distributed;
+  QueryBatcher& batcher;                        ///< the epoch's query order (its own random stream)
+  std::mt19937_64& label_pool_rng;              ///< sampled positives and hard negatives of label pools
+  torch::Tensor& stale_query_embeddings;        ///< [num_train x d] embeddings of the last pass, for clustering
+  Progress& progress;                           ///< reports work between steps (encoding, clustering)
+  std::function<void(const std::string&)> phase;  ///< announces a phase ("refreshing hard-negative shortlists")
+};
+
+/// The outcome of one training step on one batch.
+struct StepResult {
+  double loss = 0;
+  /// The batch's query embeddings (detached), which refresh the stale copy used for clustering; undefined
+  /// when the step does not encode queries (e.g. classifiers on a frozen encoder).
+  torch::Tensor query_embeddings;
+};
+
+/// One way of ranking labels for a query: a label matrix searched with a query encoder.
+struct InferenceMode {
+  std::string name;           ///< "embedding", "classifier", "fused"
+  std::string metric_prefix;  ///< stored metrics of a non-primary mode are "<prefix>/P@5" ("emb/P@5")
+  std::string query_encoder;  ///< which encode_queries() output searches it (modes may share one)
+  torch::Tensor label_matrix; ///< [L x d]
+  /// The space training steps score in (the t-SNE of a query's negatives is drawn in it).
+  bool training_space = false;
+};
+
+class Method {
+ public:
+  virtual ~Method() = default;
+
+  virtual std::string name() const = 0;
+  /// The stages of the run, in order.
+  virtual std::vector<StageSpec> stages() const = 0;
+
+  /// Builds the model: tokenizer, encoder and heads (run_dir keeps files such as the vocabulary).
+  /// `vocabulary_texts` are the training queries and label texts (empty when the vocabulary is loaded).
+  virtual void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) = 0;
+  /// "bow encoder: 21,304 words, d=256" for logs.
+  virtual std::string description() const = 0;
+  virtual const TextTokenizer& tokenizer() const = 0;
+  /// Every parameter and buffer, as saved in checkpoints.
+  virtual torch::nn::Module& module() = 0;
+
+  /// Called before the first epoch of `stage` (also when a run resumes inside it).
+  virtual void begin_stage(const StageSpec& stage, TrainContext& context) = 0;
+  /// What `stage` optimises; the trainer makes one optimiser over these groups.
+  virtual std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) = 0;
+  /// The batches (training query rows) of epoch `epoch` of `stage`.
+  virtual std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) = 0;
+  /// Forward and backward of one batch: gradients accumulate in the parameters; the loss may be
+  /// non-finite (the trainer reports it).
+  virtual StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, TrainContext& context) = 0;
+
+  /// Embeds rows of `corpus` as queries for `query_encoder` (an InferenceMode's), without graph.
+  virtual torch::Tensor encode_queries(const std::string& query_encoder, const TokenizedCorpus& corpus, Progress& progress,
+                                       std::string_view task) = 0;
+  /// The same for a few rows (a t-SNE snapshot's query), without graph, in eval mode.
+  virtual torch::Tensor encode_query_rows(const std::string& query_encoder, const TokenizedCorpus& corpus,
+                                          std::span<const std::int64_t> rows) = 0;
+  /// The inference modes available now (they may change as stages finish); the first is the primary
+  /// mode, whose metrics are stored unprefixed and shown by default.
+  virtual std::vector<InferenceMode> inference_modes(const TokenizedCorpus& labels, Progress& progress) = 0;
+  /// Label vectors for labels the run never saw (zero-shot, from their texts), one [n x d] matrix per
+  /// mode of inference_modes(), in the same order.
+  virtual std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) = 0;
+
+  /// The method's own state beyond the module's parameters (shortlists, classifier shapes). load_state()
+  /// is called before the parameters are loaded, so it can shape the model first.
+  virtual void save_state(torch::serialize::OutputArchive& archive) const = 0;
+  virtual void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) = 0;
+};
+
+}  // namespace xmc

@@ -1,0 +1,128 @@
+// NGAME (negative-mining-aware mini-batching). Stage M1 trains the encoder and DE head on clustered
+// batches (the curriculum and loss come from the config: triplet-OHNM in the presets); stage M4 freezes
+// the encoder and learns classifiers w_l = normalize(Φ(z_l) + η_l) on the same clustered batches, with the
+// union of the batch's positives as the label pool. Inference by classifiers, embeddings, or their fusion.
+#include "engine/data/dataset.h"
+#include "engine/method/dual_encoder_training.h"
+#include "engine/method/method_registry.h"
+#include "engine/sampler/label_pool.h"
+#include "engine/sampler/query_batcher.h"
+
+namespace xmc {
+namespace {
+
+class NgameMethod final : public Method {
+ public:
+  explicit NgameMethod(const TrainConfig& config) : config_(config), encoder_training_(config_), loss_kind_(parse_loss_kind(config.loss)) {
+    loss_options_.temperature = config.temperature;
+    loss_options_.margin = config.margin;
+    loss_options_.hardest_k = config.hardest_k;
+    loss_options_.topk_k = config.topk_k;
+  }
+
+  std::string name() const override { return "ngame"; }
+  std::vector<StageSpec> stages() const override {
+    std::vector<StageSpec> stages{{.name = "m1", .epoch_label = "M1 epoch", .epochs = config_.epochs}};
+    // M4 epochs are cheap next to an evaluation, and NGAME's recipe trains the classifiers unclipped.
+    if (config_.ngame_m4_epochs > 0)
+      stages.push_back({.name = "m4", .epoch_label = "M4 epoch", .epochs = config_.ngame_m4_epochs, .loss_series = "m4_loss",
+                        .clip_gradients = false, .evaluate_between_epochs = false});
+    return stages;
+  }
+
+  void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
+    built_ = build_model(config_, vocabulary_texts, run_dir);
+  }
+  std::string description() const override { return built_.description; }
+  const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
+  torch::nn::Module& module() override { return *built_.model; }
+
+  void begin_stage(const StageSpec& stage, TrainContext& context) override {
+    if (stage.name != "m4") return;
+    context.phase("NGAME M4: encoding with the frozen encoder");
+    frozen_queries_ = built_.model->embed_all(context.train_corpus, context.progress, "NGAME M4: encoding training queries");
+    frozen_labels_ = built_.model->embed_all(context.label_corpus, context.progress, "NGAME M4: encoding labels");
+    if (!built_.model->has_classifiers()) built_.model->add_classifiers(context.dataset.num_labels());
+  }
+
+  std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) override {
+    if (stage.name == "m4") return {{{built_.model->classifier_residuals()}, config_.lr * config_.head_lr_scale, 0.0}};
+    return encoder_training_.parameter_groups(built_.model);
+  }
+
+  std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) override {
+    if (stage.name == "m1") return encoder_training_.epoch_batches(built_.model, epoch, context);
+    // M4: clusters of the frozen query embeddings at the curriculum's last cluster size.
+    return context.batcher.epoch_batches(config_.epochs, frozen_queries_, &context.progress);
+  }
+
+  StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, TrainContext& context) override {
+    if (stage.name == "m1") return encoder_training_.step(built_.model, batch, context);
+    const LabelPool pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, {.all_positives = true});
+    const torch::Tensor pool_ids = torch::tensor(pool.labels, torch::kInt64).to(context.device);
+    const torch::Tensor batch_ids = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()), torch::kInt64).to(context.device);
+    const torch::Tensor w = built_.model->classifiers(frozen_labels_.index_select(0, pool_ids), pool_ids);
+    const torch::Tensor loss = compute_loss(loss_kind_, torch::matmul(frozen_queries_.index_select(0, batch_ids), w.t()),
+                                            pool.positive_mask.to(context.device), loss_options_);
+    const double value = loss.item<double>();
+    if (std::isfinite(value)) loss.backward();
+    return {value, {}};
+  }
+
+  torch::Tensor encode_queries(const std::string&, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {
+    return built_.model->embed_all(corpus, progress, task);
+  }
+  torch::Tensor encode_query_rows(const std::string&, const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override {
+    return built_.model->embed_rows(corpus, rows);
+  }
+
+  std::vector<InferenceMode> inference_modes(const TokenizedCorpus& labels, Progress& progress) override {
+    InferenceMode embedding{.name = "embedding",
+                            .metric_prefix = "emb",
+                            .query_encoder = "embedding",
+                            .label_matrix = built_.model->embed_all(labels, progress, "encoding labels"),
+                            .training_space = true};
+    if (!built_.model->has_classifiers()) return {embedding};  // during M1
+    torch::NoGradGuard no_grad;
+    const torch::Tensor classifiers = built_.model->classifiers(embedding.label_matrix);
+    InferenceMode fused{.name = "fused",
+                        .metric_prefix = "fused",
+                        .query_encoder = "embedding",
+                        .label_matrix = XmcModelImpl::fuse(classifiers, embedding.label_matrix, config_.ngame_fusion)};
+    InferenceMode classifier{.name = "classifier", .metric_prefix = "clf", .query_encoder = "embedding", .label_matrix = classifiers};
+    return {fused, embedding, classifier};
+  }
+
+  std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) override {
+    // Without trained residuals a new label's classifier is its embedding, and so is its fused vector
+    // (w·Φ(z) + (1-w)·Φ(z)).
+    const torch::Tensor embedding = built_.model->embed_all(texts);
+    if (!built_.model->has_classifiers()) return {embedding};
+    return {embedding, embedding, embedding};
+  }
+
+  void save_state(torch::serialize::OutputArchive& archive) const override {
+    encoder_training_.save_state(archive);
+    archive.write("has_classifiers", torch::tensor({static_cast<std::int64_t>(built_.model->has_classifiers())}, torch::kInt64));
+  }
+  void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
+    encoder_training_.load_state(archive);
+    torch::Tensor has;
+    if (archive.try_read("has_classifiers", has) && has.item<std::int64_t>() != 0 && !built_.model->has_classifiers())
+      built_.model->add_classifiers(num_labels);
+  }
+
+ private:
+  TrainConfig config_;
+  DualEncoderTraining encoder_training_;
+  LossKind loss_kind_;
+  LossOptions loss_options_;
+  BuiltModel built_;
+  torch::Tensor frozen_queries_, frozen_labels_;  ///< M4: embeddings of the frozen encoder
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_ngame_method(const TrainConfig& config) { return std::make_unique<NgameMethod>(config); }
+
+}  // namespace xmc

@@ -1,0 +1,33 @@
+#include "engine/method/trained_run.h"
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/text_lines.h"
+#include "engine/method/method_registry.h"
+#include "engine/store/run_files.h"
+#include "engine/store/run_store.h"
+#include "engine/train/checkpoint.h"
+
+namespace xmc {
+
+TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device) {
+  const RunInfo info = RunStore(db_path).get_run(run_id);
+  TrainedRun run;
+  run.run_id = run_id;
+  run.config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
+  if (!device.empty()) run.config.device = device;
+  const auto run_dir = run_directory(db_path, run_id);
+  const auto checkpoint = run_dir / "checkpoint.pt";
+  if (!std::filesystem::exists(checkpoint))
+    throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
+  if (run.config.encoder_type == "bow" && !std::filesystem::exists(run_dir / "vocab.txt"))
+    throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
+  run.label_texts = read_text_lines(run.config.dataset / dataset_files::kLabelText);
+  run.method = make_method(run.config);
+  run.method->build({}, run_dir);  // the vocabulary comes from the run's folder
+  load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()));
+  run.method->module().eval();
+  return run;
+}
+
+}  // namespace xmc

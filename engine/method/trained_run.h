@@ -1,0 +1,26 @@
+#pragma once
+// Engine-internal (includes torch). A stored run's trained method, ready to use: its config, the method
+// built as the run built it (the run's own vocabulary), its latest checkpoint loaded, in eval mode.
+// Serves the predictor (`xmc predict`, the workbench's search panel) and later IRENE's synthesis.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/method/method.h"
+
+namespace xmc {
+
+struct TrainedRun {
+  std::int64_t run_id = 0;
+  TrainConfig config;
+  std::unique_ptr<Method> method;
+  std::vector<std::string> label_texts;  ///< the dataset's labels, in id order
+};
+
+/// Loads run `run_id` of the store at `db_path`. `device` "" = the run's own. Errors (no such run, no
+/// checkpoint yet, missing vocabulary, a checkpoint that does not fit) name the run and the file.
+TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device = "");
+
+}  // namespace xmc

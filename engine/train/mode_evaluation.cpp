@@ -1,0 +1,39 @@
+#include "engine/train/mode_evaluation.h"
+
+#include <map>
+
+namespace xmc {
+namespace {
+
+/// Names every task "evaluation: <task>", so the progress display says what the work is for.
+class EvaluationProgress final : public Progress {
+ public:
+  explicit EvaluationProgress(Progress& target) : target_(target) {}
+  void start(std::string_view task, std::int64_t total) override { target_.start("evaluation: " + std::string(task), total); }
+  void update(std::int64_t done) override { target_.update(done); }
+  void finish() override { target_.finish(); }
+  bool cancelled() const override { return target_.cancelled(); }
+
+ private:
+  Progress& target_;
+};
+
+}  // namespace
+
+ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
+                              Progress& progress) {
+  EvaluationProgress reporter(progress);
+  ModeEvaluation out;
+  std::map<std::string, torch::Tensor> queries;  // query encoder -> [n x d]
+  out.modes = method.inference_modes(labels, reporter);
+  for (const InferenceMode& mode : out.modes) {
+    auto it = queries.find(mode.query_encoder);
+    if (it == queries.end())
+      it = queries.emplace(mode.query_encoder, method.encode_queries(mode.query_encoder, test_queries, reporter, "encoding test queries")).first;
+    const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
+    out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));
+  }
+  return out;
+}
+
+}  // namespace xmc

@@ -1,0 +1,73 @@
+#include "engine/train/run_recorder.h"
+
+namespace xmc {
+
+RunRecorder::RunRecorder(const std::filesystem::path& db_path, std::int64_t run_id) : store_(db_path), run_id_(run_id) {}
+
+void RunRecorder::flush() {
+  if (pending_.empty()) return;
+  store_.add_scalars(run_id_, pending_);
+  store_.heartbeat(run_id_);
+  pending_.clear();
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
+void RunRecorder::flush_if_due() {
+  if (std::chrono::steady_clock::now() - last_flush_ >= std::chrono::seconds(2)) flush();
+}
+
+void RunRecorder::record(const TrainEvent& e) {
+  using Kind = TrainEvent::Kind;
+  switch (e.kind) {
+    case Kind::Started:
+    case Kind::Resumed:
+      store_.set_status(run_id_, RunStatus::Running);
+      break;
+    case Kind::Paused:
+      flush();
+      store_.set_status(run_id_, RunStatus::Paused);
+      break;
+    case Kind::Step: {
+      const double now = RunStore::now_seconds();
+      pending_.push_back({e.step, e.epoch, e.loss_series, e.loss, now});
+      pending_.push_back({e.step, e.epoch, "lr", e.lr, now});
+      pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
+      flush_if_due();
+      break;
+    }
+    case Kind::EpochEnd:
+      flush();
+      store_.add_scalars(run_id_, {{e.step, e.epoch, "epoch_queries_per_s", e.samples_per_s, RunStore::now_seconds()}});
+      break;
+    case Kind::Evaluation:
+      if (!e.mode_metrics.empty()) store_.add_evaluation(run_id_, e.epoch, e.step, e.mode_metrics);
+      store_.add_evaluation(run_id_, e.epoch, e.step, e.metrics);
+      for (const auto& [metric, bins] : e.decile_tables) store_.add_decile_table(run_id_, e.epoch, metric, bins);
+      break;
+    case Kind::Snapshot:
+      store_.add_tsne_snapshot(run_id_, e.epoch, e.query, e.message);
+      break;
+    case Kind::Checkpoint:
+      if (!store_.latest_artifact(run_id_, "checkpoint")) store_.add_artifact(run_id_, "checkpoint", e.message);
+      break;
+    case Kind::Finished:
+      flush();
+      store_.set_status(run_id_, RunStatus::Completed);
+      break;
+    case Kind::Stopped:
+      flush();
+      store_.set_status(run_id_, RunStatus::Stopped);
+      break;
+    case Kind::Failed:
+      try {
+        flush();  // keep the steps that were made
+      } catch (...) {
+      }
+      store_.mark_failed(run_id_, e.message);
+      break;
+    case Kind::Phase:
+      break;
+  }
+}
+
+}  // namespace xmc

@@ -1,0 +1,473 @@
+#include "engine/train/trainer.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/analysis/negatives_snapshot.h"
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/method/method_registry.h"
+#include "engine/sampler/label_pool.h"
+#include "engine/sampler/query_batcher.h"
+#include "engine/store/run_store.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/lr_schedule.h"
+#include "engine/train/mode_evaluation.h"
+
+namespace xmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A stop request unwinds the training loop through this (caught in run()).
+struct StopRequested {};
+
+constexpr const char* kDone = "done";
+
+bool is_out_of_memory(const std::exception& e) {
+  const std::string what = e.what();
+  return what.find("out of memory") != std::string::npos;
+}
+
+/// Forwards a run's progress reports but never cancels the work: a run stops through request_stop(),
+/// which checkpoints at a step boundary, not in the middle of clustering or an evaluation.
+class ReportOnlyProgress final : public Progress {
+ public:
+  Progress* target = &silent_progress();
+  void start(std::string_view task, std::int64_t total) override { target->start(task, total); }
+  void update(std::int64_t done) override { target->update(done); }
+  void finish() override { target->finish(); }
+};
+
+}  // namespace
+
+struct Trainer::Impl {
+  TrainerSetup setup;
+  const TrainConfig& config;
+  std::vector<std::function<void(const TrainEvent&)>> listeners;
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> paused{false};
+
+  Dataset dataset;
+  TokenizedCorpus train_corpus, test_corpus, label_corpus;
+  std::unique_ptr<Method> method;
+  std::vector<StageSpec> stages;
+  std::unique_ptr<QueryBatcher> batcher;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::vector<double> base_lrs;
+  std::vector<torch::Tensor> clipped_parameters;
+  TrainingState state;
+  torch::Device device = torch::kCPU;
+  EvaluationSetup eval_setup;
+  EvalResult last_eval;
+  ReportOnlyProgress reporter;  ///< forwards to the caller's progress display for the current run()
+
+  // t-SNE snapshots of one query's negatives: its row, the batches of the last finished epoch (not part of
+  // checkpoints: state.epoch_batches is cleared at each epoch end) and evaluations made so far.
+  std::int64_t snapshot_query = -1;
+  std::vector<std::vector<std::int64_t>> snapshot_batches;
+  std::int64_t evaluations_done = 0;
+
+  explicit Impl(TrainerSetup s) : setup(std::move(s)), config(setup.config) {}
+
+  std::filesystem::path checkpoint_path() const { return setup.run_dir / "checkpoint.pt"; }
+
+  void publish(TrainEvent event) {
+    event.run_id = setup.run_id;
+    if (event.step == 0) event.step = state.step;
+    for (const auto& listener : listeners) listener(event);
+  }
+
+  void publish_kind(TrainEvent::Kind kind, std::string message = {}) {
+    TrainEvent e;
+    e.kind = kind;
+    e.message = std::move(message);
+    publish(e);
+  }
+
+  void phase(const std::string& message) { publish_kind(TrainEvent::Kind::Phase, message); }
+
+  void wait_while_paused() {
+    if (!paused.load()) return;
+    publish_kind(TrainEvent::Kind::Paused, "paused");
+    phase("paused");
+    while (paused.load() && !stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    publish_kind(TrainEvent::Kind::Resumed, "resumed");
+    phase("resumed");
+  }
+
+  TrainContext context() {
+    return TrainContext{.config = config,
+                        .dataset = dataset,
+                        .train_corpus = train_corpus,
+                        .label_corpus = label_corpus,
+                        .device = device,
+                        .distributed = setup.distributed,
+                        .batcher = *batcher,
+                        // One stream with the batcher's for now: a separate stream would change every seeded run.
+                        .label_pool_rng = batcher->rng(),
+                        .stale_query_embeddings = state.last_embeddings,
+                        .progress = reporter,
+                        .phase = [this](const std::string& m) { phase(m); }};
+  }
+
+  std::size_t stage_index(const std::string& name) const {
+    if (name.empty()) return 0;
+    if (name == kDone) return stages.size();
+    for (std::size_t i = 0; i < stages.size(); ++i)
+      if (stages[i].name == name) return i;
+    if (name == "m1") return 0;  // checkpoints written before stages were the method's: the encoder stage
+    throw Error("checkpoint " + checkpoint_path().string() + " is at stage \"" + name + "\", which method " + method->name() +
+                " does not have");
+  }
+
+  // ---- set-up ---------------------------------------------------------------------------------
+
+  void prepare(Progress& progress) {
+    at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads)
+                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    device = parse_device(config.device);
+    if (!setup.resume) torch::manual_seed(config.seed);
+
+    phase("loading dataset");
+    dataset = load_dataset(config.dataset, {.load_features = false}, progress);
+    const auto fingerprint = dataset_fingerprint(config.dataset);
+    if (!setup.expected_fingerprint.empty() && setup.expected_fingerprint != fingerprint)
+      throw Error("dataset " + config.dataset.string() + " changed since run " + std::to_string(setup.run_id) + " started (fingerprint " +
+                  setup.expected_fingerprint + " -> " + fingerprint + "); resuming would mix data");
+
+    phase("tokenizing");
+    method = make_method(config);
+    stages = method->stages();
+    std::vector<std::string> vocabulary_texts = dataset.train_text;
+    vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
+    method->build(vocabulary_texts, setup.run_dir);
+    train_corpus = method->tokenizer().tokenize(dataset.train_text);
+    test_corpus = method->tokenizer().tokenize(dataset.test_text);
+    label_corpus = method->tokenizer().tokenize(dataset.label_text);
+    phase(method->description());
+
+    std::vector<std::int64_t> trainable;
+    for (std::int64_t r = 0; r < dataset.num_train(); ++r)
+      if (dataset.train_labels.row_size(r) > 0) trainable.push_back(r);
+    batcher = std::make_unique<QueryBatcher>(QueryBatcherOptions{.type = config.sampler_type,
+                                                                 .batch_size = config.batch_size,
+                                                                 .cluster_size = config.cluster_size,
+                                                                 .start_epoch = config.sampler_start_epoch,
+                                                                 .refresh_every = config.sampler_refresh_every,
+                                                                 .grow_at = config.sampler_grow_at},
+                                             std::move(trainable), config.seed);
+
+    eval_setup.truth = &dataset.test_labels;
+    eval_setup.filter = &dataset.test_filter;
+    eval_setup.inv_propensities = dataset.inverse_propensities();
+    eval_setup.bins = decile_bins(dataset.label_frequencies());
+    eval_setup.ks = config.eval_k;
+    eval_setup.top = config.eval_top;
+
+    if (config.tsne_every > 0) snapshot_query = choose_snapshot_query();
+
+    state.stage = stages.empty() ? kDone : stages.front().name;
+    if (setup.resume) {
+      state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels());
+      if (state.stage.empty()) state.stage = stages.front().name;
+      batcher->load_state(state.sampler_state);
+      phase("resumed from " + checkpoint_path().string() + " at step " + std::to_string(state.step));
+    }
+  }
+
+  /// The optimiser of `stage` over the method's parameter groups (AdamW; lr scheduled per group).
+  void make_optimizer(const StageSpec& stage) {
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    base_lrs.clear();
+    clipped_parameters.clear();
+    for (ParameterGroup& group : method->parameter_groups(stage)) {
+      clipped_parameters.insert(clipped_parameters.end(), group.parameters.begin(), group.parameters.end());
+      groups.emplace_back(std::move(group.parameters),
+                          std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(group.lr).weight_decay(group.weight_decay)));
+      base_lrs.push_back(group.lr);
+    }
+    optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+  }
+
+  std::int64_t batches_per_epoch() const {
+    std::int64_t n = 0;
+    for (std::int64_t r = 0; r < dataset.num_train(); ++r) n += dataset.train_labels.row_size(r) > 0;
+    std::int64_t batches = (n + config.batch_size - 1) / config.batch_size;
+    const std::int64_t last = n - (batches - 1) * config.batch_size;
+    if (batches > 1 && last < config.batch_size / 4) --batches;
+    return std::max<std::int64_t>(1, batches);
+  }
+
+  /// tsne.query, checked, or the first training row with >= 3 labels (else the first with the most).
+  std::int64_t choose_snapshot_query() const {
+    const auto& labels = dataset.train_labels;
+    if (config.tsne_query >= 0) {
+      if (config.tsne_query >= dataset.num_train())
+        throw ConfigError("tsne.query: got " + std::to_string(config.tsne_query) + ", but the training set has " +
+                          std::to_string(dataset.num_train()) + " rows; pick a row in [0, " + std::to_string(dataset.num_train()) +
+                          ") or -1 for automatic");
+      if (labels.row_size(config.tsne_query) == 0)
+        throw ConfigError("tsne.query: training row " + std::to_string(config.tsne_query) +
+                          " has no labels (so no batch trains it); pick a row with labels or -1 for automatic");
+      return config.tsne_query;
+    }
+    std::int64_t best = -1;
+    for (std::int64_t r = 0; r < dataset.num_train(); ++r) {
+      if (labels.row_size(r) >= 3) return r;
+      if (labels.row_size(r) > 0 && (best < 0 || labels.row_size(r) > labels.row_size(best))) best = r;
+    }
+    return best;
+  }
+
+  /// The t-SNE of the snapshot query's positives and negatives in `mode`'s space (the training space),
+  /// published. Uses neither the batcher's nor torch's random generator, so taking snapshots never changes
+  /// the training itself.
+  void take_snapshot(double epoch, const InferenceMode& mode) {
+    if (snapshot_query < 0) return;
+    try {
+      phase("t-SNE of the negatives of training query " + std::to_string(snapshot_query));
+      // Mid-epoch (stopped by max_steps) the current epoch's batches, else the last finished epoch's.
+      const auto& batches = state.epoch_batches.empty() ? snapshot_batches : state.epoch_batches;
+      QueryBatchPool pool = in_batch_negatives(dataset.train_labels, batches, snapshot_query);
+      if (pool.batch_queries == 0) {
+        // E.g. resumed with no epoch left to train: which negatives its batch gave it is unknown.
+        phase("t-SNE snapshot skipped: training query " + std::to_string(snapshot_query) + " is in no batch seen since the run started");
+        return;
+      }
+      NegativesSnapshotInput input;
+      input.query = snapshot_query;
+      input.query_text = dataset.train_text[static_cast<std::size_t>(snapshot_query)];
+      input.epoch = epoch;
+      input.step = state.step;
+      const std::vector<std::int64_t> row{snapshot_query};
+      input.query_embedding = method->encode_query_rows(mode.query_encoder, train_corpus, row);
+      input.label_embeddings = mode.label_matrix;
+      for (std::int32_t l : dataset.train_labels.row_indices(snapshot_query)) input.positives.push_back(l);
+      input.in_batch_pool = std::move(pool.labels);
+      input.batch_queries = pool.batch_queries;
+      input.label_text = &dataset.label_text;
+      NegativesSnapshotOptions options;
+      options.seed = config.seed + static_cast<std::uint64_t>(state.step);
+      options.tsne.seed = config.seed;
+      TrainEvent e;
+      e.kind = TrainEvent::Kind::Snapshot;
+      e.epoch = epoch;
+      e.query = snapshot_query;
+      e.message = negatives_snapshot_json(input, options);
+      publish(e);
+    } catch (const std::exception& error) {
+      // A diagnostic view must not end a run: say why it is missing and train on.
+      std::string message = error.what();
+      if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) message = torch_error->what_without_backtrace();
+      phase("t-SNE snapshot skipped: " + message);
+    }
+  }
+
+  // ---- evaluation -----------------------------------------------------------------------------
+
+  /// Every inference mode of the method, ranked over the test set. `final`: the run's last evaluation,
+  /// which always gets a t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
+  EvalResult evaluate(double epoch, bool final = false) {
+    phase("evaluating");
+    ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter);
+    const EvalResult& primary = evaluation.results.front();
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Evaluation;
+    e.epoch = epoch;
+    e.metrics = primary.metrics;
+    for (std::size_t m = 1; m < evaluation.modes.size(); ++m)
+      for (const auto& [name, value] : evaluation.results[m].metrics) e.mode_metrics.emplace_back(evaluation.modes[m].metric_prefix + "/" + name, value);
+    for (const auto& [name, bars] : primary.deciles) e.decile_tables.emplace_back(name, std::vector<double>(bars.begin(), bars.end()));
+    if (auto it = primary.deciles.find("P@5"); it != primary.deciles.end()) e.deciles = it->second;
+    publish(e);
+    last_eval = primary;
+    ++evaluations_done;
+    if (config.tsne_every > 0 && (final || evaluations_done % config.tsne_every == 0))
+      for (const InferenceMode& mode : evaluation.modes)
+        if (mode.training_space) {
+          take_snapshot(epoch, mode);
+          break;
+        }
+    return last_eval;
+  }
+
+  // ---- checkpoints ----------------------------------------------------------------------------
+
+  void checkpoint() {
+    state.sampler_state = batcher->save_state();
+    save_checkpoint(checkpoint_path(), *method, optimizer.get(), state);
+    publish_kind(TrainEvent::Kind::Checkpoint, checkpoint_path().string());
+  }
+
+  // ---- one stage ------------------------------------------------------------------------------
+
+  /// Epochs of the stages before `index`: a stage's fractional epochs continue the run's count.
+  double epoch_offset(std::size_t index) const {
+    std::int64_t before = 0;
+    for (std::size_t i = 0; i < index; ++i) before += stages[i].epochs;
+    return static_cast<double>(before);
+  }
+
+  /// Trains stage `index` from state.epoch/batch_in_epoch to its end; returns false when max_steps stopped it.
+  bool train_stage(std::size_t index, Progress& progress) {
+    const StageSpec& stage = stages[index];
+    TrainContext ctx = context();
+    method->begin_stage(stage, ctx);
+    make_optimizer(stage);
+    // Resumed inside this stage: continue its optimiser (a checkpoint at a stage boundary has none).
+    if (setup.resume) load_optimizer_state(checkpoint_path(), *optimizer);
+    setup.resume = false;
+
+    const std::int64_t per_epoch = batches_per_epoch();
+    const LrSchedule schedule{.total_steps = per_epoch * stage.epochs,
+                              .warmup_steps = static_cast<std::int64_t>(config.warmup * static_cast<double>(per_epoch * stage.epochs)),
+                              .kind = config.schedule};
+    const double offset = epoch_offset(index);
+    for (; state.epoch < stage.epochs; ++state.epoch) {
+      const std::int64_t epoch = state.epoch;
+      // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
+      if (config.max_steps > 0 && state.step >= config.max_steps) return false;
+      if (state.batch_in_epoch == 0) state.epoch_batches = method->epoch_batches(stage, epoch, ctx);
+
+      const std::string epoch_task = stage.epoch_label + " " + std::to_string(epoch + 1) + "/" + std::to_string(stage.epochs);
+      phase(epoch_task);
+      progress.start(epoch_task, static_cast<std::int64_t>(state.epoch_batches.size()));
+      method->module().train();
+      const auto epoch_start = Clock::now();
+      std::int64_t samples = 0;
+      const auto batches_in_epoch = static_cast<double>(state.epoch_batches.size());
+      for (; state.batch_in_epoch < static_cast<std::int64_t>(state.epoch_batches.size()); ++state.batch_in_epoch) {
+        wait_while_paused();
+        if (stop_requested.load()) throw StopRequested{};
+        if (config.max_steps > 0 && state.step >= config.max_steps) return false;
+        const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
+        const auto step_start = Clock::now();
+        const StepResult result = method->train_step(stage, batch, ctx);
+        if (!std::isfinite(result.loss)) {
+          throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
+                      "; lower lr (" + std::to_string(config.lr) + ") or raise temperature (" + std::to_string(config.temperature) + ")");
+        }
+        if (stage.clip_gradients && config.grad_clip > 0) torch::nn::utils::clip_grad_norm_(clipped_parameters, config.grad_clip);
+        const double factor = schedule.factor(state.step - state.stage_start_step);
+        for (std::size_t g = 0; g < optimizer->param_groups().size(); ++g)
+          static_cast<torch::optim::AdamWOptions&>(optimizer->param_groups()[g].options()).lr(base_lrs[g] * factor);
+        optimizer->step();
+        optimizer->zero_grad();
+        if (result.query_embeddings.defined()) {
+          torch::NoGradGuard no_grad;
+          if (!state.last_embeddings.defined())
+            state.last_embeddings = torch::zeros({dataset.num_train(), result.query_embeddings.size(1)}, torch::TensorOptions().device(device));
+          state.last_embeddings.index_copy_(0, torch::tensor(batch, torch::kInt64).to(device),
+                                            result.query_embeddings.to(state.last_embeddings.dtype()));
+        }
+        ++state.step;
+        samples += static_cast<std::int64_t>(batch.size());
+        const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
+        TrainEvent e;
+        e.kind = TrainEvent::Kind::Step;
+        e.total_steps = schedule.total_steps;
+        e.epoch = offset + static_cast<double>(epoch) + static_cast<double>(state.batch_in_epoch + 1) / batches_in_epoch;
+        e.stage = stage.name;
+        e.loss_series = stage.loss_series;
+        e.classifier_stage = stage.loss_series != "loss";
+        e.loss = result.loss;
+        e.lr = base_lrs.empty() ? 0 : base_lrs[0] * factor;
+        e.samples_per_s = seconds > 0 ? static_cast<double>(batch.size()) / seconds : 0;
+        publish(e);
+        progress.update(state.batch_in_epoch + 1);
+      }
+      progress.finish();
+      const double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+      TrainEvent end;
+      end.kind = TrainEvent::Kind::EpochEnd;
+      end.epoch = offset + static_cast<double>(epoch + 1);
+      end.stage = stage.name;
+      end.samples_per_s = epoch_seconds > 0 ? static_cast<double>(samples) / epoch_seconds : 0;
+      publish(end);
+      state.batch_in_epoch = 0;
+      snapshot_batches = std::move(state.epoch_batches);
+      state.epoch_batches.clear();
+      const bool last = epoch + 1 == stage.epochs;
+      if (!last && stage.evaluate_between_epochs && config.eval_every > 0 && (epoch + 1) % config.eval_every == 0)
+        evaluate(offset + static_cast<double>(epoch + 1));
+      if (!last && config.checkpoint_every > 0 && (epoch + 1) % config.checkpoint_every == 0) {
+        ++state.epoch;  // the checkpoint resumes at the next epoch
+        checkpoint();
+        --state.epoch;
+      }
+    }
+    return true;
+  }
+
+  // ---- the whole run --------------------------------------------------------------------------
+
+  TrainResult run(Progress& progress) {
+    reporter.target = &progress;
+    try {
+      publish_kind(TrainEvent::Kind::Started);
+      prepare(progress);
+      for (std::size_t index = stage_index(state.stage); index < stages.size(); index = stage_index(state.stage)) {
+        if (!train_stage(index, progress)) {
+          // Stopped by max_steps: a resumable checkpoint, then the final evaluation of where it got to.
+          checkpoint();
+          const double fraction = static_cast<double>(state.batch_in_epoch) / static_cast<double>(std::max<std::size_t>(1, state.epoch_batches.size()));
+          EvalResult result = evaluate(epoch_offset(index) + static_cast<double>(state.epoch) + fraction, /*final=*/true);
+          return finish(result, RunOutcome::Stopped);
+        }
+        // The stage is done: the next one starts at its first epoch, with its own schedule.
+        state.stage = index + 1 < stages.size() ? stages[index + 1].name : kDone;
+        state.epoch = 0;
+        state.batch_in_epoch = 0;
+        state.stage_start_step = state.step;
+        if (index + 1 < stages.size()) {
+          evaluate(epoch_offset(index + 1));
+          optimizer.reset();
+          checkpoint();  // resume point: the next stage starts from here
+        }
+      }
+      optimizer.reset();
+      EvalResult result = evaluate(epoch_offset(stages.size()), /*final=*/true);
+      checkpoint();
+      return finish(result, RunOutcome::Completed);
+    } catch (const StopRequested&) {
+      progress.finish();
+      checkpoint();
+      TrainEvent e;
+      e.kind = TrainEvent::Kind::Stopped;
+      e.message = "stopped at step " + std::to_string(state.step) + " (checkpoint written)";
+      publish(e);
+      return {RunOutcome::Stopped, last_eval};
+    } catch (const std::exception& e) {
+      progress.finish();
+      std::string message = e.what();
+      if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e)) message = torch_error->what_without_backtrace();
+      if (is_out_of_memory(e))
+        message = "out of memory at step " + std::to_string(state.step) + " with batch_size " + std::to_string(config.batch_size) + " on " +
+                  config.device + "; lower batch_size, encoder.max_len or all.label_chunk";
+      publish_kind(TrainEvent::Kind::Failed, message);
+      throw Error("run " + std::to_string(setup.run_id) + " failed: " + message);
+    }
+  }
+
+  TrainResult finish(const EvalResult& result, RunOutcome outcome) {
+    TrainEvent e;
+    e.kind = outcome == RunOutcome::Completed ? TrainEvent::Kind::Finished : TrainEvent::Kind::Stopped;
+    e.metrics = result.metrics;
+    if (auto it = result.deciles.find("P@5"); it != result.deciles.end()) e.deciles = it->second;
+    e.message = outcome == RunOutcome::Completed ? "completed" : "stopped after max_steps = " + std::to_string(config.max_steps) + " (checkpoint written)";
+    publish(e);
+    return {outcome, result};
+  }
+};
+
+Trainer::Trainer(TrainerSetup setup) : impl_(std::make_unique<Impl>(std::move(setup))) {}
+Trainer::~Trainer() = default;
+void Trainer::subscribe(std::function<void(const TrainEvent&)> listener) { impl_->listeners.push_back(std::move(listener)); }
+void Trainer::request_stop() { impl_->stop_requested.store(true); }
+void Trainer::set_paused(bool paused) { impl_->paused.store(paused); }
+TrainResult Trainer::run(Progress& progress) { return impl_->run(progress); }
+
+}  // namespace xmc

@@ -1,0 +1,55 @@
+#pragma once
+// Engine-internal (includes torch). The one training loop of every method (engine/method/method.h): for
+// each of the method's stages, epochs of batches; per step the method's forward/backward, then clipping,
+// the learning-rate schedule and the optimiser step; between epochs evaluation, t-SNE snapshots and
+// checkpoints; pause and stop at step boundaries. It publishes what happens as TrainEvents and never
+// touches the run store (the run recorder subscribes for that).
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/progress.h"
+#include "engine/method/method.h"
+#include "engine/train/train_config.h"
+#include "engine/train/train_events.h"
+#include "engine/train/training_run.h"
+
+namespace xmc {
+
+struct TrainerSetup {
+  TrainConfig config;
+  std::filesystem::path run_dir;        ///< the run's files: checkpoint.pt, vocab.txt
+  std::int64_t run_id = 0;              ///< stamped on every event
+  bool resume = false;                  ///< continue from run_dir/checkpoint.pt
+  std::string expected_fingerprint;     ///< the dataset's fingerprint when the run started ("" = not known)
+  DistributedContext distributed;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(TrainerSetup setup);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Listeners are called on the training thread, in order, for every event.
+  void subscribe(std::function<void(const TrainEvent&)> listener);
+  /// Thread-safe: finish the current step, write a checkpoint and return RunOutcome::Stopped.
+  void request_stop();
+  /// Thread-safe: hold (or release) the run between steps.
+  void set_paused(bool paused);
+
+  /// Trains to the end or until stopped. On failure a Failed event is published and xmc::Error thrown;
+  /// checkpoints already written stay intact.
+  TrainResult run(Progress& progress = silent_progress());
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xmc

@@ -1,0 +1,129 @@
+// The method registry and the generic trainer's stage handling, seen from the outside: unknown methods
+// are refused with the known ones listed; a run stopped inside any stage continues from its checkpoint
+// to exactly the results of an uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/method/method_registry.h"
+#include "engine/store/run_store.h"
+#include "engine/train/training_run.h"
+#include "tests/support/synthetic_dataset.h"
+#include "tests/support/test_support.h"
+
+namespace xmc {
+namespace {
+
+TEST(MethodRegistry, UnknownMethodIsRefusedWithTheKnownOnesListed) {
+  TrainConfig config;
+  config.method = "unidec-typo";
+  try {
+    make_method(config);
+    FAIL() << "an unknown method was accepted";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("unidec-typo"), std::string::npos) << message;
+    for (const auto& m : registered_methods()) EXPECT_NE(message.find(m.name), std::string::npos) << message;
+  }
+}
+
+TEST(MethodRegistry, EveryMethodDeclaresNamedStagesAndBuildsUnderItsName) {
+  std::set<std::string> names;
+  for (const auto& registration : registered_methods()) {
+    EXPECT_TRUE(names.insert(registration.name).second) << "registered twice: " << registration.name;
+    TrainConfig config;
+    config.method = registration.name;
+    const auto method = make_method(config);
+    EXPECT_EQ(method->name(), registration.name);
+    const auto stages = method->stages();
+    ASSERT_FALSE(stages.empty()) << registration.name;
+    std::set<std::string> stage_names;
+    for (const auto& s : stages) {
+      EXPECT_TRUE(stage_names.insert(s.name).second) << registration.name << " repeats stage " << s.name;
+      EXPECT_GT(s.epochs, 0) << registration.name << "/" << s.name;
+    }
+  }
+  EXPECT_TRUE(names.count("dexml") && names.count("ngame"));
+}
+
+TEST(MethodRegistry, NgameStagesFollowTheConfig) {
+  TrainConfig config;
+  config.method = "ngame";
+  config.epochs = 4;
+  config.ngame_m4_epochs = 2;
+  auto stages = make_method(config)->stages();
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].epochs, 4);
+  EXPECT_EQ(stages[1].epochs, 2);
+  EXPECT_EQ(stages[1].loss_series, "m4_loss");
+  config.ngame_m4_epochs = 0;  // encoder only
+  EXPECT_EQ(make_method(config)->stages().size(), 1u);
+}
+
+TrainConfig ngame_config(const std::filesystem::path& data) {
+  TrainConfig c;
+  c.dataset = data;
+  c.method = "ngame";
+  c.loss = "triplet";
+  c.sampler_type = "cluster";
+  c.cluster_size = 4;
+  c.encoder_dim = 16;
+  c.batch_size = 32;
+  c.epochs = 2;
+  c.ngame_m4_epochs = 2;
+  c.lr = 0.01;
+  c.threads = 1;
+  c.seed = 3;
+  c.eval_k = {1, 5};
+  c.eval_top = 10;
+  c.tsne_every = 0;
+  return c;
+}
+
+/// Trains a run, stopping it after `stop_after` steps of stage `stop_stage` and resuming it until done;
+/// returns the final metrics.
+std::vector<std::pair<std::string, double>> train_with_stop(const std::filesystem::path& db, const TrainConfig& config,
+                                                            const std::string& stop_stage, int stop_after) {
+  std::int64_t id = 0;
+  {
+    TrainingRun run(config, db);
+    id = run.run_id();
+    int seen = 0;
+    run.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step && e.stage == stop_stage && ++seen == stop_after) run.request_stop();
+    });
+    const TrainResult first = run.run();
+    if (stop_after > 0) EXPECT_EQ(first.outcome, RunOutcome::Stopped);
+    if (first.outcome == RunOutcome::Completed) return first.metrics.metrics;
+  }
+  EXPECT_EQ(RunStore(db).get_run(id).status, RunStatus::Stopped);
+  TrainingRun resumed = TrainingRun::resume(id, db);
+  const TrainResult result = resumed.run();
+  EXPECT_EQ(result.outcome, RunOutcome::Completed);
+  return result.metrics.metrics;
+}
+
+TEST(Trainer, StoppedInsideEitherNgameStageResumesToTheUninterruptedResult) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 9, 200, 60);
+  const TrainConfig config = ngame_config(dir / "data");
+  const auto straight = train_with_stop(dir / "a.sqlite", config, "", 0);
+  const auto stopped_in_m1 = train_with_stop(dir / "b.sqlite", config, "m1", 3);
+  const auto stopped_in_m4 = train_with_stop(dir / "c.sqlite", config, "m4", 9);  // in M4's second epoch
+  ASSERT_FALSE(straight.empty());
+  EXPECT_EQ(stopped_in_m1, straight);
+  EXPECT_EQ(stopped_in_m4, straight);
+  // The M4 losses of the resumed run continue the stage (no step recorded twice or lost).
+  RunStore store(dir / "c.sqlite");
+  const auto m4 = store.scalars(1, "m4_loss");
+  const auto m4_straight = RunStore(dir / "a.sqlite").scalars(1, "m4_loss");
+  ASSERT_EQ(m4.size(), m4_straight.size());
+  for (std::size_t i = 0; i < m4.size(); ++i) {
+    EXPECT_EQ(m4[i].step, m4_straight[i].step);
+    EXPECT_DOUBLE_EQ(m4[i].value, m4_straight[i].value) << "step " << m4[i].step;
+  }
+}
+
+}  // namespace
+}  // namespace xmc
