@@ -7,7 +7,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/data/text_lines.h"
-#include "engine/session/predictor.h"
+#include "engine/session/session.h"
 #include "engine/store/default_store_path.h"
 
 namespace xmc::cli {
@@ -16,7 +16,7 @@ namespace {
 struct PredictArgs {
   std::int64_t run = 0;
   std::string db = default_run_store_path().string();
-  std::string text, input, out, mode, device;
+  std::string text, input, out, mode, device, index = "exact";
   std::int64_t top = 10;
   bool json = false;
 };
@@ -34,17 +34,22 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--top", args->top, "Labels per query")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--mode", args->mode, "Inference mode: embedding; NGAME runs also classifier, fused (default)");
   cmd->add_option("--device", args->device, "Override the run's device (cpu, cuda)");
+  cmd->add_option("--index", args->index,
+                  "Label index searched in every mode: exact, hnsw (hnsw:M=32,ef=200), faiss:Flat, faiss:IVF256,Flat, "
+                  "faiss:IVF256,PQ16; an approximate index is saved with the run and reused")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the ranking as one JSON line");
   cmd->footer(
       "Examples:\n"
       "  xmc predict --run 3 --text \"golden retriever: a breed of dog\" --top 10\n"
       "  xmc predict --run 3 --input data/wordnet/tst.raw.txt --out pred.txt --top 100\n"
+      "  xmc predict --run 3 --input data/wordnet/tst.raw.txt --out pred.txt --top 100 --index faiss:IVF256,Flat\n"
       "  xmc eval --truth data/wordnet/tst_X_Y.txt --pred pred.txt --train data/wordnet/trn_X_Y.txt");
   cmd->callback([args, &context] {
     if (args->text.empty() == args->input.empty()) throw ConfigError("give exactly one of --text or --input");
     if (!args->out.empty() && args->input.empty()) throw ConfigError("--out needs --input");
     require_existing_run_store(args->db);
-    const Predictor predictor = Predictor::open(args->db, args->run, args->device);
+    const Predictor predictor = Session(args->db).open_predictor(args->run, args->device, context.progress, args->index);
     if (!args->text.empty()) {
       const auto ranked = predictor.predict({args->text}, args->top, args->mode).front();
       if (args->json) {

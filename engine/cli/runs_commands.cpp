@@ -7,8 +7,7 @@
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
 #include "engine/store/default_store_path.h"
-#include "engine/store/run_files.h"
-#include "engine/store/run_store.h"
+#include "engine/session/session.h"
 
 namespace xmc::cli {
 namespace {
@@ -37,9 +36,9 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->footer("Example:\n  xmc runs --db runs.sqlite list");
     cmd->callback([db, json, &context] {
       require_existing_run_store(*db);
-      RunStore store(*db);
-      store.reap_orphaned_runs();
-      const auto all = store.list_runs();
+      Session session(*db);
+      session.reap_orphaned_runs();
+      const auto all = session.list_runs();
       if (*json) {
         nlohmann::json array = nlohmann::json::array();
         for (const auto& r : all) array.push_back(run_json(r));
@@ -72,14 +71,15 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->footer("Example:\n  xmc runs show 3 --json");
     cmd->callback([db, id, json, &context] {
       require_existing_run_store(*db);
-      RunStore store(*db);
-      const RunInfo r = store.get_run(*id);
+      const Session session(*db);
+      const RunInfo r = session.get_run(*id);
       nlohmann::json j = run_json(r);
       j["config"] = nlohmann::json::parse(r.config_json);
       nlohmann::json metrics = nlohmann::json::object();
       double last_epoch = -1;
-      for (const auto& e : store.evaluations(*id)) last_epoch = std::max(last_epoch, e.epoch);
-      for (const auto& e : store.evaluations(*id))
+      const auto evaluations = session.evaluations(*id);
+      for (const auto& e : evaluations) last_epoch = std::max(last_epoch, e.epoch);
+      for (const auto& e : evaluations)
         if (e.epoch == last_epoch) metrics[e.metric] = e.value;
       j["final_metrics"] = metrics;
       if (*json) {
@@ -98,7 +98,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->footer("Example:\n  xmc runs rename 3 \"dexml bow, tau 0.05\"");
     cmd->callback([db, id, name] {
       require_existing_run_store(*db);
-      RunStore(*db).rename_run(*id, *name);
+      Session(*db).rename_run(*id, *name);
     });
   }
   {
@@ -112,14 +112,14 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->footer("Example:\n  xmc runs delete 3 --yes");
     cmd->callback([db, id, yes, force] {
       require_existing_run_store(*db);
-      RunStore store(*db);
-      store.reap_orphaned_runs();  // a run whose trainer died is not "running" any more
-      const RunInfo r = store.get_run(*id);
+      Session session(*db);
+      session.reap_orphaned_runs();  // a run whose trainer died is not "running" any more
+      const RunInfo r = session.get_run(*id);
       if (!*yes) throw ConfigError("refusing to delete run " + std::to_string(*id) + " ('" + r.name + "') without --yes");
       if ((r.status == RunStatus::Running || r.status == RunStatus::Paused) && !*force)
         throw ConfigError("run " + std::to_string(*id) + " ('" + r.name + "') is still " + to_string(r.status) + " (pid " +
                           std::to_string(r.pid) + " on " + r.host + "); stop it first, or pass --force");
-      delete_run_and_files(*db, *id);
+      session.delete_run(*id);
       std::printf("deleted run %lld ('%s') and its files\n", static_cast<long long>(*id), r.name.c_str());
     });
   }

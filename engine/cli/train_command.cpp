@@ -6,18 +6,19 @@
 
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
+#include "engine/eval/metric_key.h"
 #include "engine/store/default_store_path.h"
-#include "engine/train/training_run.h"
+#include "engine/session/session.h"
 
 namespace xmc::cli {
 namespace {
 
-std::atomic<TrainingRun*> g_running{nullptr};
+std::atomic<RunHandle*> g_running{nullptr};
 std::atomic<bool> g_interrupted{false};  ///< a Ctrl-C stopped the run
 
 extern "C" void on_interrupt(int) {
   // First Ctrl-C: stop cleanly with a checkpoint. A second one kills as usual.
-  if (TrainingRun* run = g_running.load()) run->request_stop();
+  if (RunHandle* run = g_running.load()) run->request_stop();
   g_interrupted.store(true);
   std::signal(SIGINT, SIG_DFL);
 }
@@ -26,7 +27,7 @@ std::string percent_line(const std::vector<std::pair<std::string, double>>& metr
   std::string line;
   char buf[64];
   for (const auto& [name, value] : metrics) {
-    if (name.find('/') != std::string::npos) continue;
+    if (!MetricKey::parse(name).is_primary()) continue;
     std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : "  ", name.c_str(), 100 * value);
     line += buf;
   }
@@ -74,12 +75,14 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       print_keys();
       return;
     }
-    TrainingRun run = [&] {
-      if (args->resume > 0) return TrainingRun::resume(args->resume, args->db, args->sets);
-      if (args->config.empty() && args->sets.empty()) throw ConfigError("give --config FILE (and/or --set key=value), or --resume ID");
+    if (args->resume <= 0 && args->config.empty() && args->sets.empty())
+      throw ConfigError("give --config FILE (and/or --set key=value), or --resume ID");
+    Session session(args->db);
+    RunHandle run = [&] {
+      if (args->resume > 0) return session.resume_run(args->resume, args->sets);
       TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
       apply_config_overrides(config, args->sets);
-      return TrainingRun(std::move(config), args->db);
+      return session.start_run(std::move(config));
     }();
     std::fprintf(stderr, "run %lld in %s\n", static_cast<long long>(run.run_id()), args->db.c_str());
     run.subscribe([](const TrainEvent& e) {

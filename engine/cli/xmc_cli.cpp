@@ -13,7 +13,7 @@ void CommandContext::print_json(const nlohmann::json& j) const {
   std::cout << j.dump() << std::endl;
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
   CLI::App app{"xmc — extreme multi-label classification workbench (headless)", "xmc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("xmc ") + kCodeVersion);
@@ -31,6 +31,7 @@ int run(int argc, char** argv) {
   add_train_command(app, context);
   add_predict_command(app, context);
   add_runs_commands(app, context);
+  for (const auto& add : extra) add(app, context);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,82 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "engine/store/run_records.h"
 #include "engine/store/store_schema.h"
 
 namespace xmc {
-
-/// Lifecycle of a run. Stored as the lower-case name ("running", ...).
-enum class RunStatus { Created, Running, Paused, Completed, Failed, Stopped };
-
-/// "created", "running", "paused", "completed", "failed" or "stopped".
-std::string to_string(RunStatus status);
-/// Inverse of to_string; throws xmc::Error naming the text for anything else.
-RunStatus run_status_from_string(std::string_view text);
-
-/// One row of the runs table. Times are ISO-8601 UTC text ("2025-01-31T12:00:00.123Z").
-struct RunInfo {
-  std::int64_t id = 0;              ///< unique, never reused; larger = created later
-  std::string name;                 ///< user-visible name ("run ID" when created without one)
-  std::string created;              ///< when create_run() was called
-  std::string updated;              ///< last change of status, name or error
-  RunStatus status = RunStatus::Created;
-  std::string config_json;          ///< full configuration of the run, a JSON document
-  std::string dataset_path;         ///< dataset folder the run trains on
-  std::string dataset_fingerprint;  ///< content hash of that dataset when the run was created
-  std::string code_version;         ///< xmc::kCodeVersion of the program that created the run
-  std::string host;                 ///< host name of the process that owns the run
-  std::string device;               ///< torch device, e.g. "cpu" or "cuda:0"
-  std::string last_error;           ///< why the run failed; kept when it is resumed; "" when none
-  std::string heartbeat;            ///< last sign of life from the owning process; "" when none
-  std::int64_t pid = 0;             ///< process id of the owner on `host`
-};
-
-/// What create_run() needs; the store fills in times, status, host, pid and code version.
-struct NewRun {
-  std::string name;                 ///< "" names the run "run ID"
-  std::string config_json = "{}";   ///< must be valid JSON ("" is stored as "{}")
-  std::string dataset_path;
-  std::string dataset_fingerprint;
-  std::string device = "cpu";
-};
-
-/// One logged value (loss, lr, throughput, ...) at a training step.
-struct ScalarPoint {
-  std::int64_t step = 0;   ///< global optimiser step
-  double epoch = 0;        ///< fractional epoch at this step
-  std::string key;         ///< e.g. "loss", "lr", "samples_per_s"; must not be empty
-  double value = 0;        ///< NaN and ±inf round-trip
-  double wall_time = 0;    ///< seconds since the Unix epoch (RunStore::now_seconds())
-};
-
-/// One metric of one evaluation.
-struct EvalPoint {
-  double epoch = 0;
-  std::int64_t step = 0;
-  std::string metric;      ///< e.g. "P@5", "nDCG@3", "PSP@1" (fractions, not percent)
-  double value = 0;
-};
-
-/// Decile-wise metric of one evaluation: bins[0] = head labels ... bins[9] = tail labels.
-struct DecileTable {
-  double epoch = 0;
-  std::string metric;      ///< e.g. "P@5"
-  std::vector<double> bins;  ///< exactly 10 values
-};
-
-/// A file the run produced.
-struct Artifact {
-  std::string kind;        ///< e.g. "checkpoint", "index", "report"
-  std::string path;
-  std::string created;     ///< ISO-8601 UTC
-};
-
-/// A t-SNE view saved during training; the payload format belongs to its writer.
-struct TsneSnapshot {
-  double epoch = 0;
-  std::int64_t query = 0;  ///< query the snapshot is centred on (-1 when none)
-  std::string payload_json;
-};
 
 class RunStore {
  public:

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/eval/metrics.h"
+
 namespace xmc {
 
 struct TrainEvent {
@@ -42,6 +44,14 @@ struct TrainEvent {
   std::vector<std::pair<std::string, double>> mode_metrics;  ///< Evaluation: other modes', as "emb/P@5"
   std::vector<std::pair<std::string, std::vector<double>>> decile_tables;  ///< Evaluation: every decile-wise metric
   std::array<double, 10> deciles{};  ///< decile-wise P@5 (bin 1 = head) with Evaluation/Finished
+};
+
+/// How a run's run() ended.
+enum class RunOutcome { Completed, Stopped };
+
+struct TrainResult {
+  RunOutcome outcome = RunOutcome::Completed;
+  EvalResult metrics;  ///< final evaluation (the last one made, when stopped)
 };
 
 }  // namespace xmc

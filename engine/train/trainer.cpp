@@ -8,6 +8,7 @@
 #include "engine/analysis/negatives_snapshot.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/eval/metric_key.h"
 #include "engine/method/method_registry.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
@@ -279,7 +280,11 @@ struct Trainer::Impl {
     e.epoch = epoch;
     e.metrics = primary.metrics;
     for (std::size_t m = 1; m < evaluation.modes.size(); ++m)
-      for (const auto& [name, value] : evaluation.results[m].metrics) e.mode_metrics.emplace_back(evaluation.modes[m].metric_prefix + "/" + name, value);
+      for (const auto& [name, value] : evaluation.results[m].metrics) {
+        MetricKey key = MetricKey::parse(name);
+        key.mode = evaluation.modes[m].metric_prefix;
+        e.mode_metrics.emplace_back(key.str(), value);
+      }
     for (const auto& [name, bars] : primary.deciles) e.decile_tables.emplace_back(name, std::vector<double>(bars.begin(), bars.end()));
     if (auto it = primary.deciles.find("P@5"); it != primary.deciles.end()) e.deciles = it->second;
     publish(e);

@@ -16,13 +16,6 @@
 
 namespace xmc {
 
-enum class RunOutcome { Completed, Stopped };
-
-struct TrainResult {
-  RunOutcome outcome = RunOutcome::Completed;
-  EvalResult metrics;  ///< final evaluation (the last one made, when stopped)
-};
-
 class TrainingRun {
  public:
   /// Validates `config` and records a new run (status "created") in the store at `db_path`.

@@ -1,0 +1,100 @@
+#include "engine/session/session.h"
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/store/run_files.h"
+#include "engine/store/run_store.h"
+#include "engine/train/training_run.h"
+
+namespace xmc {
+
+Session::Session(std::filesystem::path db_path) : db_path_(std::move(db_path)) {}
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::filesystem::path& Session::db_path() const { return db_path_; }
+
+RunStore& Session::store() const {
+  if (!store_) store_ = std::make_unique<RunStore>(db_path_);
+  return *store_;
+}
+
+Session Session::open_existing(const std::filesystem::path& db_path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) throw Error(db_path.string() + ": no run store at this path");
+  if (std::filesystem::is_directory(db_path, ec)) throw Error(db_path.string() + ": is a folder, not a run store");
+  return Session(db_path);
+}
+
+std::vector<RunInfo> Session::list_runs() const { return store().list_runs(); }
+std::optional<RunInfo> Session::find_run(std::int64_t run) const { return store().find_run(run); }
+RunInfo Session::get_run(std::int64_t run) const { return store().get_run(run); }
+void Session::rename_run(std::int64_t run, const std::string& name) { store().rename_run(run, name); }
+void Session::delete_run(std::int64_t run) { delete_run_and_files(db_path_, run); }
+int Session::reap_orphaned_runs() { return store().reap_orphaned_runs(); }
+std::filesystem::path Session::run_directory(std::int64_t run) const { return xmc::run_directory(db_path_, run); }
+
+std::vector<ScalarPoint> Session::scalars(std::int64_t run, const std::string& key, std::int64_t after_step) const {
+  return store().scalars(run, key, after_step);
+}
+std::vector<std::string> Session::scalar_keys(std::int64_t run) const { return store().scalar_keys(run); }
+std::vector<EvalPoint> Session::evaluations(std::int64_t run) const { return store().evaluations(run); }
+std::vector<DecileTable> Session::decile_tables(std::int64_t run, const std::string& metric) const { return store().decile_tables(run, metric); }
+std::vector<double> Session::latest_decile_table(std::int64_t run, const std::string& metric) const {
+  return store().latest_decile_table(run, metric);
+}
+std::optional<TsneSnapshot> Session::latest_tsne_snapshot(std::int64_t run) const { return store().latest_tsne_snapshot(run); }
+std::vector<Artifact> Session::artifacts(std::int64_t run) const { return store().artifacts(run); }
+
+RunHandle Session::start_run(TrainConfig config) { return RunHandle(std::make_unique<TrainingRun>(std::move(config), db_path_)); }
+
+RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& overrides) {
+  return RunHandle(std::make_unique<TrainingRun>(TrainingRun::resume(run, db_path_, overrides)));
+}
+
+Predictor Session::open_predictor(std::int64_t run, const std::string& device, Progress& progress, const std::string& index_spec) const {
+  return Predictor::open(db_path_, run, device, progress, index_spec);
+}
+
+DatasetSummary Session::summarize_dataset_folder(const std::filesystem::path& folder) {
+  return summarize_dataset(load_dataset(folder, {.load_features = false}));
+}
+
+void Session::build_wordnet_dataset_folder(const WordnetBuildOptions& options, const std::filesystem::path& out, Progress& progress) {
+  save_dataset(build_wordnet_dataset(options, progress), out);
+}
+
+void Session::import_mulan_dataset_folder(const MulanImportOptions& options, const std::filesystem::path& out, Progress& progress) {
+  save_dataset(import_mulan(options, progress), out);
+}
+
+RunReportContent Session::report_content(std::int64_t run) const {
+  RunReportContent d;
+  d.info = store().get_run(run);
+  d.scalars = store().scalars(run);
+  d.evaluations = store().evaluations(run);
+  d.deciles = store().decile_tables(run);
+  d.artifacts = store().artifacts(run);
+  d.tsne = store().latest_tsne_snapshot(run);
+  const std::filesystem::path dir = d.info.dataset_path;
+  std::error_code ec;
+  if (dir.empty()) {
+    d.dataset_note = "The run records no dataset folder.";
+  } else if (!std::filesystem::is_directory(dir, ec)) {
+    d.dataset_note = "The dataset folder " + dir.string() + " no longer exists: statistics are not available.";
+  } else {
+    try {
+      d.dataset = summarize_dataset_folder(dir);
+      const std::string fingerprint = dataset_fingerprint(dir);
+      if (!d.info.dataset_fingerprint.empty() && fingerprint != d.info.dataset_fingerprint)
+        d.dataset_note = "The dataset folder changed since the run was created (fingerprint " + fingerprint + ", the run recorded " +
+                         d.info.dataset_fingerprint + "): these statistics describe it as it is now.";
+    } catch (const std::exception& e) {
+      d.dataset_note = std::string("The dataset folder could not be loaded: ") + e.what();
+    }
+  }
+  return d;
+}
+
+}  // namespace xmc

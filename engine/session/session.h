@@ -1,0 +1,104 @@
+#pragma once
+// The one facade the CLI and the workbench use (plain C++, DESIGN §1): the runs of one run store, their
+// recorded history, training (start, resume, stop, pause, follow), trained runs as predictors, datasets
+// (summaries, WordNet builds, mulan imports), and the content of a run's report. Widgets include this and
+// the plain data headers it names, never the rest of the engine. A Session is used by one thread at a
+// time: open one per thread (it is cheap) rather than sharing one.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/progress.h"
+#include "engine/data/dataset_summary.h"
+#include "engine/data/mulan_importer.h"
+#include "engine/data/wordnet_builder.h"
+#include "engine/session/predictor.h"
+#include "engine/session/run_handle.h"
+#include "engine/store/run_records.h"
+#include "engine/train/train_config.h"
+
+namespace xmc {
+
+class RunStore;
+
+/// Everything a report of one run shows, as plain data (rendering is the caller's).
+struct RunReportContent {
+  RunInfo info;
+  std::vector<ScalarPoint> scalars;
+  std::vector<EvalPoint> evaluations;
+  std::vector<DecileTable> deciles;
+  std::vector<Artifact> artifacts;
+  std::optional<TsneSnapshot> tsne;
+  std::optional<DatasetSummary> dataset;  ///< statistics of the run's dataset folder as it is now
+  std::string dataset_note;               ///< why there are no statistics, or that the folder changed
+};
+
+class Session {
+ public:
+  /// The run store at `db_path`, opened (or created) when first used: a config refused by start_run()
+  /// leaves no empty store behind.
+  explicit Session(std::filesystem::path db_path);
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  const std::filesystem::path& db_path() const;
+  /// Opens an existing store only: a typo'd path must not create an empty database. Throws Error.
+  static Session open_existing(const std::filesystem::path& db_path);
+
+  // ---- runs ---------------------------------------------------------------------------------------
+  std::vector<RunInfo> list_runs() const;
+  std::optional<RunInfo> find_run(std::int64_t run) const;
+  RunInfo get_run(std::int64_t run) const;  ///< throws Error naming the run when there is none
+  void rename_run(std::int64_t run, const std::string& name);
+  /// Deletes the run and its files (checkpoint, vocabulary, saved indexes).
+  void delete_run(std::int64_t run);
+  /// Marks runs whose process died as failed; returns how many.
+  int reap_orphaned_runs();
+  /// The folder of a run's files.
+  std::filesystem::path run_directory(std::int64_t run) const;
+
+  // ---- history: what plots and tables show; follow a live run with `after_step` --------------------
+  /// Scalars of `key` ("" = all keys) recorded after step `after_step` (-1 = all), in step order.
+  std::vector<ScalarPoint> scalars(std::int64_t run, const std::string& key = {}, std::int64_t after_step = -1) const;
+  std::vector<std::string> scalar_keys(std::int64_t run) const;
+  std::vector<EvalPoint> evaluations(std::int64_t run) const;
+  std::vector<DecileTable> decile_tables(std::int64_t run, const std::string& metric = {}) const;
+  std::vector<double> latest_decile_table(std::int64_t run, const std::string& metric) const;
+  std::optional<TsneSnapshot> latest_tsne_snapshot(std::int64_t run) const;
+  std::vector<Artifact> artifacts(std::int64_t run) const;
+
+  // ---- training -----------------------------------------------------------------------------------
+  /// Validates `config` and records a new run ("created"); run() it to train.
+  RunHandle start_run(TrainConfig config);
+  /// Re-opens a stopped or failed run to continue from its latest checkpoint; `overrides` ("key=value")
+  /// may change keys that do not alter the model.
+  RunHandle resume_run(std::int64_t run, const std::vector<std::string>& overrides = {});
+
+  // ---- trained runs -------------------------------------------------------------------------------
+  /// The run's latest checkpoint as a predictor over every inference mode, each searched with the
+  /// index `index_spec` ("exact", "hnsw", "faiss:IVF256,Flat", ...). `device` "" = the run's.
+  Predictor open_predictor(std::int64_t run, const std::string& device = "", Progress& progress = silent_progress(),
+                           const std::string& index_spec = "exact") const;
+
+  // ---- datasets -----------------------------------------------------------------------------------
+  static DatasetSummary summarize_dataset_folder(const std::filesystem::path& folder);
+  static void build_wordnet_dataset_folder(const WordnetBuildOptions& options, const std::filesystem::path& out,
+                                           Progress& progress = silent_progress());
+  static void import_mulan_dataset_folder(const MulanImportOptions& options, const std::filesystem::path& out,
+                                          Progress& progress = silent_progress());
+
+  // ---- reports ------------------------------------------------------------------------------------
+  RunReportContent report_content(std::int64_t run) const;
+
+ private:
+  RunStore& store() const;
+
+  std::filesystem::path db_path_;
+  mutable std::unique_ptr<RunStore> store_;
+};
+
+}  // namespace xmc
