@@ -93,6 +93,11 @@ void add_train_command(CLI::App& app, CommandContext& context) {
         case TrainEvent::Kind::Evaluation:
           std::printf("epoch %.2f: %s\n", e.epoch, percent_line(e.metrics).c_str());
           std::fflush(stdout);
+          if (embeddings_collapsed(e.score_spread, e.score_mean))
+            std::fprintf(stderr,
+                         "warning: the embeddings collapsed: every label scores alike for every query (score spread %.4f, mean "
+                         "cosine %.4f); lower lr or change the loss\n",
+                         e.score_spread, e.score_mean);
           break;
         case TrainEvent::Kind::Stopped:
         case TrainEvent::Kind::Failed:

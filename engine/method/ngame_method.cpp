@@ -1,7 +1,13 @@
-// NGAME (negative-mining-aware mini-batching). Stage M1 trains the encoder and DE head on clustered
-// batches (the curriculum and loss come from the config: triplet-OHNM in the presets); stage M4 freezes
-// the encoder and learns classifiers w_l = normalize(Φ(z_l) + η_l) on the same clustered batches, with the
+// NGAME (negative-mining-aware mini-batching). Stage M1 trains the Siamese encoder on clustered batches
+// (the curriculum and loss come from the config: triplet-OHNM in the presets); stage M4 freezes the
+// encoder and learns classifiers w_l = normalize(Φ(z_l) + η_l) on the same clustered batches, with the
 // union of the batch's positives as the label pool. Inference by classifiers, embeddings, or their fusion.
+//
+// Embeddings are the encoder's output L2-normalised, as in NGAME's code — no DE head. With the
+// Tanh(Linear) head, triplet-OHNM collapsed every embedding onto one direction within the first ~20 steps
+// (all query-label cosines 0.998-0.9999, the loss stuck at the margin) and never recovered; without it the
+// score spread stays ~0.1 and M1 alone beats DEXML at equal epochs on Bibtex. Runs made with the head
+// (checkpoints without the "embedding_head" state) are rebuilt with it when loaded.
 #include "engine/data/dataset.h"
 #include "engine/method/dual_encoder_training.h"
 #include "engine/method/method_registry.h"
@@ -31,7 +37,8 @@ class NgameMethod final : public Method {
   }
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
-    built_ = build_model(config_, vocabulary_texts, run_dir);
+    run_dir_ = run_dir;
+    built_ = build_model(config_, vocabulary_texts, run_dir, EmbeddingHead::Normalize);
   }
   std::string description() const override { return built_.description; }
   const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
@@ -104,9 +111,13 @@ class NgameMethod final : public Method {
   void save_state(torch::serialize::OutputArchive& archive) const override {
     encoder_training_.save_state(archive);
     archive.write("has_classifiers", torch::tensor({static_cast<std::int64_t>(built_.model->has_classifiers())}, torch::kInt64));
+    archive.write("embedding_head", torch::tensor({static_cast<std::int64_t>(built_.model->head())}, torch::kInt64));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
     encoder_training_.load_state(archive);
+    torch::Tensor head;
+    const auto saved = archive.try_read("embedding_head", head) ? static_cast<EmbeddingHead>(head.item<std::int64_t>()) : EmbeddingHead::TanhLinear;
+    if (saved != built_.model->head()) built_ = build_model(config_, {}, run_dir_, saved);  // the vocabulary is in run_dir by now
     torch::Tensor has;
     if (archive.try_read("has_classifiers", has) && has.item<std::int64_t>() != 0 && !built_.model->has_classifiers())
       built_.model->add_classifiers(num_labels);
@@ -118,6 +129,7 @@ class NgameMethod final : public Method {
   LossKind loss_kind_;
   LossOptions loss_options_;
   BuiltModel built_;
+  std::filesystem::path run_dir_;
   torch::Tensor frozen_queries_, frozen_labels_;  ///< M4: embeddings of the frozen encoder
 };
 

@@ -9,16 +9,23 @@
 
 namespace xmc {
 
-XmcModelImpl::XmcModelImpl(std::shared_ptr<EncoderImpl> encoder, std::int64_t dim, double dropout)
-    : encoder_(register_module("encoder", std::move(encoder))), dim_(dim) {
-  HeadOptions head(encoder_->output_dim(), dim);
-  head.dropout = dropout;
-  de_head_ = register_module("de_head", DualEncoderHead(head));
+XmcModelImpl::XmcModelImpl(std::shared_ptr<EncoderImpl> encoder, std::int64_t dim, double dropout, EmbeddingHead head)
+    : encoder_(register_module("encoder", std::move(encoder))), dim_(dim), head_(head) {
+  if (head_ == EmbeddingHead::Normalize) {
+    dim_ = encoder_->output_dim();
+    return;
+  }
+  HeadOptions options(encoder_->output_dim(), dim);
+  options.dropout = dropout;
+  de_head_ = register_module("de_head", DualEncoderHead(options));
   de_head_->to(encoder_->device());
 }
 
 torch::Tensor XmcModelImpl::embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
-  return de_head_->forward(encoder_->encode(corpus, rows));
+  const torch::Tensor encoded = encoder_->encode(corpus, rows);
+  if (head_ == EmbeddingHead::Normalize)
+    return torch::nn::functional::normalize(encoded, torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-8));
+  return de_head_->forward(encoded);
 }
 
 torch::Tensor XmcModelImpl::embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
@@ -98,7 +105,8 @@ class WordPieceAdapter final : public TextTokenizer {
   WordPieceTokenizer tokenizer_;
 };
 
-BuiltModel build_bow(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
+BuiltModel build_bow(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
+                     EmbeddingHead head) {
   const auto vocab_path = run_dir / "vocab.txt";
   Vocabulary vocabulary = std::filesystem::exists(vocab_path)
                               ? Vocabulary::load(vocab_path)
@@ -135,13 +143,13 @@ BuiltModel build_bow(const TrainConfig& config, const std::vector<std::string>& 
     encoder->set_word_vectors(rows, values);
   }
   BuiltModel built;
-  built.model = XmcModel(encoder, config.encoder_dim, config.dropout);
+  built.model = XmcModel(encoder, config.encoder_dim, config.dropout, head);
   built.tokenizer = std::make_unique<WordTokenizerAdapter>(std::move(vocabulary));
-  built.description = description + ", d=" + std::to_string(config.encoder_dim);
+  built.description = description + ", d=" + std::to_string(built.model->dim());
   return built;
 }
 
-BuiltModel build_bert(const TrainConfig& config) {
+BuiltModel build_bert(const TrainConfig& config, EmbeddingHead head) {
   const auto& folder = config.encoder_path;
   BertEncoderOptions options;
   options.pooling = config.pooling == "cls" ? BertPooling::cls : BertPooling::mean;
@@ -159,17 +167,18 @@ BuiltModel build_bert(const TrainConfig& config) {
     description = "bert encoder, randomly initialised from " + (folder / "config.json").string();
   }
   BuiltModel built;
-  built.model = XmcModel(encoder, config.encoder_dim, config.dropout);
+  built.model = XmcModel(encoder, config.encoder_dim, config.dropout, head);
   built.tokenizer = std::make_unique<WordPieceAdapter>(WordPieceTokenizer::from_folder(folder, {.max_len = config.max_len}));
-  built.description = description + ", d=" + std::to_string(config.encoder_dim);
+  built.description = description + ", d=" + std::to_string(built.model->dim());
   return built;
 }
 
 }  // namespace
 
-BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
-  if (config.encoder_type == "bert") return build_bert(config);
-  return build_bow(config, train_texts, run_dir);
+BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
+                       EmbeddingHead head) {
+  if (config.encoder_type == "bert") return build_bert(config, head);
+  return build_bow(config, train_texts, run_dir, head);
 }
 
 }  // namespace xmc

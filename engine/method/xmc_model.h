@@ -26,11 +26,15 @@ class TextTokenizer {
   virtual TokenizedCorpus tokenize(const std::vector<std::string>& texts) const = 0;
 };
 
+/// How embeddings are made from the encoder's output: the DE head g1 = L2norm(Tanh(Linear)) (DEXML,
+/// UniDEC), or the encoder's output L2-normalised as it is (NGAME's Siamese encoder).
+enum class EmbeddingHead { TanhLinear, Normalize };
+
 class XmcModelImpl : public torch::nn::Module {
  public:
-  XmcModelImpl(std::shared_ptr<EncoderImpl> encoder, std::int64_t dim, double dropout);
+  XmcModelImpl(std::shared_ptr<EncoderImpl> encoder, std::int64_t dim, double dropout, EmbeddingHead head = EmbeddingHead::TanhLinear);
 
-  /// g1(Φ(rows of corpus)): [rows.size() x d], unit rows, with graph.
+  /// g1(Φ(rows of corpus)) (or normalize(Φ) without a DE head): [rows.size() x d], unit rows, with graph.
   torch::Tensor embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
   /// g1(Φ(rows of corpus)) without graph, in eval mode for the duration (a few rows for inspection).
   torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
@@ -52,13 +56,15 @@ class XmcModelImpl : public torch::nn::Module {
   EncoderImpl& encoder() { return *encoder_; }
   DualEncoderHead& de_head() { return de_head_; }
   std::int64_t dim() const { return dim_; }
+  EmbeddingHead head() const { return head_; }
   torch::Device device() const { return encoder_->device(); }
 
  private:
   std::shared_ptr<EncoderImpl> encoder_;
-  DualEncoderHead de_head_{nullptr};
+  DualEncoderHead de_head_{nullptr};  ///< null with EmbeddingHead::Normalize
   torch::Tensor residuals_;
   std::int64_t dim_;
+  EmbeddingHead head_;
 };
 TORCH_MODULE(XmcModel);
 
@@ -72,7 +78,8 @@ struct BuiltModel {
 /// queries and label texts) and saved to `run_dir`/vocab.txt, or loaded from there when it exists
 /// (resume, predict) so token ids never change. bert: reads encoder.path (a folder with config.json and
 /// model.safetensors; a folder with config.json only gives a randomly initialised model).
-BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir);
+BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
+                       EmbeddingHead head = EmbeddingHead::TanhLinear);
 
 torch::Device parse_device(const std::string& device);
 

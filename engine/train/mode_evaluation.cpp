@@ -24,7 +24,7 @@ ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_querie
                               Progress& progress) {
   EvaluationProgress reporter(progress);
   ModeEvaluation out;
-  std::map<std::string, torch::Tensor> queries;  // query encoder -> [n x d]
+  auto& queries = out.queries;  // query encoder -> [n x d]
   out.modes = method.inference_modes(labels, reporter);
   for (const InferenceMode& mode : out.modes) {
     auto it = queries.find(mode.query_encoder);
@@ -34,6 +34,14 @@ ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_querie
     out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));
   }
   return out;
+}
+
+ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix) {
+  torch::NoGradGuard no_grad;
+  const std::int64_t n = std::min<std::int64_t>(queries.size(0), 1024);
+  if (n == 0 || label_matrix.size(0) < 2) return {};
+  const torch::Tensor scores = torch::matmul(queries.narrow(0, 0, n), label_matrix.t()).to(torch::kFloat64);
+  return {scores.std(/*dim=*/1).mean().item<double>(), scores.mean().item<double>()};
 }
 
 }  // namespace xmc

@@ -2,6 +2,8 @@
 // Engine-internal (includes torch). Evaluation of every inference mode a method has now: test queries
 // are encoded once per query encoder, each mode's label matrix is ranked exactly (filter pairs removed)
 // and scored with the metrics of engine/eval. The trainer and `xmc eval`-style checks both use it.
+#include <map>
+#include <string>
 #include <vector>
 
 #include "engine/method/method.h"
@@ -12,7 +14,17 @@ namespace xmc {
 struct ModeEvaluation {
   std::vector<InferenceMode> modes;  ///< the method's modes, primary first
   std::vector<EvalResult> results;   ///< one per mode
+  std::map<std::string, torch::Tensor> queries;  ///< test query embeddings per query encoder
 };
+
+/// How far apart the scores of queries over all labels are in `mode`: the mean over (up to 1024) test
+/// queries of the standard deviation of their label scores, and the mean score. A spread near zero with
+/// a mean near one means the embeddings collapsed (every label scores alike for every query).
+struct ScoreSpread {
+  double spread = 0;
+  double mean = 0;
+};
+ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix);
 
 ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
                               Progress& progress = silent_progress());

@@ -185,6 +185,7 @@ struct Trainer::Impl {
     base_lrs.clear();
     clipped_parameters.clear();
     for (ParameterGroup& group : method->parameter_groups(stage)) {
+      if (group.parameters.empty()) continue;  // e.g. no DE head: no head group
       clipped_parameters.insert(clipped_parameters.end(), group.parameters.begin(), group.parameters.end());
       groups.emplace_back(std::move(group.parameters),
                           std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(group.lr).weight_decay(group.weight_decay)));
@@ -287,6 +288,13 @@ struct Trainer::Impl {
       }
     for (const auto& [name, bars] : primary.deciles) e.decile_tables.emplace_back(name, std::vector<double>(bars.begin(), bars.end()));
     if (auto it = primary.deciles.find("P@5"); it != primary.deciles.end()) e.deciles = it->second;
+    for (const InferenceMode& mode : evaluation.modes)
+      if (mode.training_space) {
+        const ScoreSpread spread = score_spread(evaluation.queries.at(mode.query_encoder), mode.label_matrix);
+        e.score_spread = spread.spread;
+        e.score_mean = spread.mean;
+        break;
+      }
     publish(e);
     last_eval = primary;
     ++evaluations_done;

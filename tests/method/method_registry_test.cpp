@@ -6,7 +6,10 @@
 #include <set>
 
 #include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/mulan_importer.h"
 #include "engine/method/method_registry.h"
+#include "engine/train/mode_evaluation.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
 #include "tests/support/synthetic_dataset.h"
@@ -123,6 +126,52 @@ TEST(Trainer, StoppedInsideEitherNgameStageResumesToTheUninterruptedResult) {
     EXPECT_EQ(m4[i].step, m4_straight[i].step);
     EXPECT_DOUBLE_EQ(m4[i].value, m4_straight[i].value) << "step " << m4[i].step;
   }
+}
+
+TEST(CollapseSignal, SpreadIsTheMeanStdOfEachQuerysLabelScores) {
+  // One query e1 against labels e1, e2, -e1: scores 1, 0, -1 -> std 1 (unbiased), mean 0.
+  const auto healthy = score_spread(torch::tensor({{1.0f, 0.0f}}), torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}, {-1.0f, 0.0f}}));
+  EXPECT_NEAR(healthy.spread, 1.0, 1e-6);
+  EXPECT_NEAR(healthy.mean, 0.0, 1e-6);
+  EXPECT_FALSE(embeddings_collapsed(healthy.spread, healthy.mean));
+  // Every label on one direction: every score is 1.
+  const auto collapsed = score_spread(torch::tensor({{0.6f, 0.8f}, {0.6f, 0.8f}}), torch::tensor({{0.6f, 0.8f}, {0.6f, 0.8f}}));
+  EXPECT_NEAR(collapsed.spread, 0.0, 1e-6);
+  EXPECT_NEAR(collapsed.mean, 1.0, 1e-6);
+  EXPECT_TRUE(embeddings_collapsed(collapsed.spread, collapsed.mean));
+}
+
+TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {
+  // Bibtex's long documents made NGAME's triplet training collapse within ~20 steps when its embeddings
+  // went through the Tanh(Linear) DE head (score spread 0.002, mean cosine 0.999 after one epoch).
+  const std::filesystem::path mulan = std::filesystem::path(XMC_SHARED_DIR) / "datasets/mulan/bibtex";
+  if (!std::filesystem::exists(mulan)) GTEST_SKIP() << "shared mulan datasets not found at " << mulan;
+  test::TempDir dir;
+  MulanImportOptions import;
+  import.train_arff = mulan / "bibtex-train.arff";
+  import.test_arff = mulan / "bibtex-test.arff";
+  import.labels_xml = mulan / "bibtex.xml";
+  save_dataset(import_mulan(import), dir / "bibtex");
+  TrainConfig config = ngame_config(dir / "bibtex");  // the Bibtex preset's recipe, two M1 epochs
+  config.encoder_dim = 256;
+  config.batch_size = 128;
+  config.cluster_size = 8;
+  config.lr = 0.005;
+  config.seed = 1;
+  config.epochs = 2;
+  config.ngame_m4_epochs = 1;
+  TrainingRun run(config, dir / "runs.sqlite");
+  run.run();
+  RunStore store(dir / "runs.sqlite");
+  std::set<std::int64_t> evaluation_steps;
+  for (const auto& e : store.evaluations(run.run_id())) evaluation_steps.insert(e.step);
+  const auto spreads = store.scalars(run.run_id(), "score_spread");
+  const auto means = store.scalars(run.run_id(), "score_mean");
+  ASSERT_EQ(spreads.size(), evaluation_steps.size());
+  ASSERT_EQ(means.size(), evaluation_steps.size());
+  for (std::size_t i = 0; i < spreads.size(); ++i)
+    EXPECT_FALSE(embeddings_collapsed(spreads[i].value, means[i].value))
+        << "evaluation at step " << spreads[i].step << ": spread " << spreads[i].value << ", mean " << means[i].value;
 }
 
 }  // namespace
