@@ -25,10 +25,8 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
-#include "engine/data/dataset.h"
-#include "engine/data/mulan_importer.h"
-#include "engine/data/wordnet_builder.h"
-#include "engine/store/run_store.h"
+#include "engine/eval/metric_key.h"
+#include "engine/session/session.h"
 #include "engine/train/train_config.h"
 #include "widgets/compare_view.h"
 #include "widgets/decile_plot.h"
@@ -51,7 +49,7 @@ const QString kContinueHint = QStringLiteral(" — Training › Continue the sho
 
 std::vector<EvalPoint> main_metrics(std::vector<EvalPoint> points) {
   // NGAME runs also record "emb/…" and "clf/…" metrics; the live plot shows the main inference mode.
-  std::erase_if(points, [](const EvalPoint& p) { return p.metric.find('/') != std::string::npos; });
+  std::erase_if(points, [](const EvalPoint& p) { return !MetricKey::parse(p.metric).is_primary(); });
   return points;
 }
 
@@ -265,7 +263,7 @@ void MainWindow::start_wordnet_build(const QString& out, int items) {
   run_dataset_job("Build WordNet dataset", out, [out, items](Progress& progress) {
     WordnetBuildOptions options;
     options.max_items = items;
-    save_dataset(xmc::build_wordnet_dataset(options, progress), out.toStdString());
+    Session::build_wordnet_dataset_folder(options, out.toStdString(), progress);
   });
 }
 
@@ -283,14 +281,14 @@ void MainWindow::import_mulan_dataset() {
     options.train_arff = train.toStdString();
     options.test_arff = test.toStdString();
     options.labels_xml = labels.toStdString();
-    save_dataset(import_mulan(options, progress), out.toStdString());
+    Session::import_mulan_dataset_folder(options, out.toStdString(), progress);
   });
 }
 
 void MainWindow::connect_runs_browser() {
   connect(runs_, &gui::RunsBrowser::run_activated, this, [this](std::int64_t run) { show_run(run); });
   connect(runs_, &gui::RunsBrowser::compare_requested, this, [this](const std::vector<std::int64_t>& ids) {
-    compare_->set_runs(RunStore(options_.db.toStdString()), ids);
+    compare_->set_runs(Session(options_.db.toStdString()), ids);
   });
 }
 
@@ -364,7 +362,7 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   worker_->wait();
   set_training_state(gui::LaunchForm::State::Idle);
   runs_->refresh();
-  const auto info = RunStore(options_.db.toStdString()).find_run(run);
+  const auto info = Session(options_.db.toStdString()).find_run(run);
   const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
   refresh_decile_overlay_choices();
   run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
@@ -391,11 +389,11 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
 
 void MainWindow::show_run(std::int64_t run) {
   try {
-    RunStore store(options_.db.toStdString());
-    const RunInfo info = store.get_run(run);
+    Session session(options_.db.toStdString());
+    const RunInfo info = session.get_run(run);
     shown_run_ = run;
     run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
-    show_stored_plots(store, run);
+    show_stored_plots(session, run);
     refresh_decile_overlay_choices();
     apply_decile_overlay();
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
@@ -411,14 +409,14 @@ void MainWindow::show_run(std::int64_t run) {
   }
 }
 
-void MainWindow::show_stored_plots(const RunStore& store, std::int64_t run) {
-  loss_plot_->set_series(store.scalars(run));
-  metric_plot_->set_evaluations(main_metrics(store.evaluations(run)));
-  if (const auto bars = gui::DecilePlot::bars_of(store.latest_decile_table(run, "P@5")))
+void MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
+  loss_plot_->set_series(session.scalars(run));
+  metric_plot_->set_evaluations(main_metrics(session.evaluations(run)));
+  if (const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(run, "P@5")))
     decile_plot_->set_bars(QString("run %1").arg(run), *bars);
   else
     decile_plot_->clear_bars();  // no evaluation yet: no other run's bars stay as this one's
-  if (const auto snapshot = store.latest_tsne_snapshot(run))
+  if (const auto snapshot = session.latest_tsne_snapshot(run))
     tsne_plot_->set_snapshot(snapshot->payload_json);
   else
     tsne_plot_->clear();
@@ -429,9 +427,9 @@ void MainWindow::refresh_decile_overlay_choices() {
   decile_overlay_->clear();
   decile_overlay_->addItem("none", QVariant::fromValue<qlonglong>(0));
   try {
-    RunStore store(options_.db.toStdString());
-    for (const RunInfo& run : store.list_runs()) {
-      if (run.id == shown_run_ || store.latest_decile_table(run.id, "P@5").size() != 10) continue;
+    Session session(options_.db.toStdString());
+    for (const RunInfo& run : session.list_runs()) {
+      if (run.id == shown_run_ || session.latest_decile_table(run.id, "P@5").size() != 10) continue;
       decile_overlay_->addItem(QString("run %1: %2").arg(run.id).arg(QString::fromStdString(run.name)), QVariant::fromValue<qlonglong>(run.id));
     }
   } catch (const std::exception& e) {
@@ -448,10 +446,10 @@ void MainWindow::apply_decile_overlay() {
     return;
   }
   try {
-    RunStore store(options_.db.toStdString());
-    const auto bars = gui::DecilePlot::bars_of(store.latest_decile_table(other, "P@5"));
+    Session session(options_.db.toStdString());
+    const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(other, "P@5"));
     if (!bars) throw Error("run " + std::to_string(other) + " has no decile-wise P@5 table");
-    decile_plot_->set_overlay(QString("run %1: %2").arg(other).arg(QString::fromStdString(store.get_run(other).name)), *bars);
+    decile_plot_->set_overlay(QString("run %1: %2").arg(other).arg(QString::fromStdString(session.get_run(other).name)), *bars);
   } catch (const std::exception& e) {
     decile_plot_->clear_overlay();
     statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
@@ -498,7 +496,7 @@ void MainWindow::update_actions() {
   bool shown_stopped = false;
   if (!running && shown_run_ > 0) {
     try {
-      const auto info = RunStore(options_.db.toStdString()).find_run(shown_run_);
+      const auto info = Session(options_.db.toStdString()).find_run(shown_run_);
       shown_stopped = info && info->status == RunStatus::Stopped;
     } catch (const std::exception&) {
     }
@@ -516,11 +514,11 @@ void MainWindow::continue_shown_run() {
   if (worker_->running() || shown_run_ <= 0) return;
   try {
     const std::int64_t run = worker_->resume(shown_run_, options_.db);
-    const RunStore store(options_.db.toStdString());
-    const TrainConfig config = parse_train_config(store.get_run(run).config_json);
+    const Session session(options_.db.toStdString());
+    const TrainConfig config = parse_train_config(session.get_run(run).config_json);
     follow_timer_->stop();
     training_progress_->begin_run(static_cast<double>(total_epochs(config)));
-    run_label_->setText(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(store.get_run(run).name)));
+    run_label_->setText(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(session.get_run(run).name)));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
     runs_->refresh();
@@ -532,13 +530,13 @@ void MainWindow::continue_shown_run() {
 void MainWindow::reload_followed_run() {
   if (shown_run_ <= 0) return;
   try {
-    RunStore store(options_.db.toStdString());
-    const auto info = store.find_run(shown_run_);
+    Session session(options_.db.toStdString());
+    const auto info = session.find_run(shown_run_);
     if (!info) {
       follow_timer_->stop();
       return;
     }
-    show_stored_plots(store, shown_run_);
+    show_stored_plots(session, shown_run_);
     run_label_->setText(QString("Run %1: %2 (%3, written by another process)")
                             .arg(shown_run_)
                             .arg(QString::fromStdString(info->name))
@@ -606,7 +604,7 @@ void MainWindow::open_store() {
   metric_plot_->clear();
   decile_plot_->clear();
   tsne_plot_->clear();
-  compare_->set_runs(RunStore(options_.db.toStdString()), {});
+  compare_->set_runs(Session(options_.db.toStdString()), {});
   run_label_->setText("Run store " + path + ": open a run in the Runs tab.");
   update_actions();
   refresh_decile_overlay_choices();

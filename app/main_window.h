@@ -1,6 +1,6 @@
 #pragma once
 // The workbench window: wires the launch form, live plots, search panel and run browser to the engine
-// facade (TrainingRun via TrainingWorker, Predictor, RunStore). Holds no training or scoring logic.
+// facade (xmc::Session: runs, training via TrainingWorker, predictors). Holds no training or scoring logic.
 #include <QFuture>
 #include <QMainWindow>
 #include <QString>
@@ -22,7 +22,7 @@ class QSplitter;
 class QTabWidget;
 
 namespace xmc {
-class RunStore;
+class Session;
 }
 
 namespace xmc::gui {
@@ -99,7 +99,7 @@ class MainWindow : public QMainWindow {
   /// Draws the chosen run's decile bars beside the shown run's (or removes them for "none").
   void apply_decile_overlay();
   /// The stored run's curves, decile bars and t-SNE in the Live tab (what the store has so far).
-  void show_stored_plots(const RunStore& store, std::int64_t run);
+  void show_stored_plots(const Session& session, std::int64_t run);
 
   WorkbenchOptions options_;
   gui::TrainingWorker* worker_ = nullptr;

@@ -24,7 +24,8 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "engine/store/run_store.h"
+#include "engine/eval/metric_key.h"
+#include "engine/session/session.h"
 #include "widgets/decile_plot.h"
 #include "widgets/plot_style.h"
 #include "widgets/metric_plot.h"
@@ -55,46 +56,17 @@ QIcon colour_swatch(const QColor& colour) {
   return QIcon(pixmap);
 }
 
-/// Metric order as papers print them: family (P, nDCG, PSP, PSnDCG, R, others), then k; metrics with a
-/// prefix ("emb/P@1", NGAME's separate heads) after the plain ones.
-struct MetricOrder {
-  bool prefixed = false;
-  std::string prefix;
-  int family_rank = 0;
-  std::string family;
-  int k = 0;
-  auto key() const { return std::tie(prefixed, prefix, family_rank, family, k); }
-};
-
-MetricOrder metric_order(const std::string& name) {
-  static const std::array<const char*, 5> families = {"P", "nDCG", "PSP", "PSnDCG", "R"};
-  MetricOrder o;
-  std::string rest = name;
-  if (const auto slash = rest.rfind('/'); slash != std::string::npos) {
-    o.prefixed = true;
-    o.prefix = rest.substr(0, slash + 1);
-    rest = rest.substr(slash + 1);
-  }
-  const auto at = rest.rfind('@');
-  o.family = rest.substr(0, at);
-  o.k = std::numeric_limits<int>::max();
-  if (at != std::string::npos) {
-    int k = 0;
-    const char* last = rest.data() + rest.size();
-    const auto r = std::from_chars(rest.data() + at + 1, last, k);
-    if (r.ec == std::errc() && r.ptr == last) o.k = k;
-    else o.family = rest;
-  }
-  o.family_rank = static_cast<int>(families.size());
-  for (std::size_t i = 0; i < families.size(); ++i)
-    if (o.family == families[i]) o.family_rank = static_cast<int>(i);
-  return o;
+/// Metric order as papers print them: family (P, nDCG, PSP, PSnDCG, R, others), then k; metrics of a
+/// run's other inference modes ("emb/P@1", NGAME's separate heads) after the primary mode's.
+auto metric_order(const std::string& name) {
+  const MetricKey m = MetricKey::parse(name);
+  return std::make_tuple(!m.is_primary(), m.mode, m.family_rank(), m.family, m.k < 0 ? std::numeric_limits<int>::max() : m.k);
 }
 
 bool metric_less(const std::string& a, const std::string& b) {
-  const MetricOrder x = metric_order(a);
-  const MetricOrder y = metric_order(b);
-  return x.key() < y.key() || (x.key() == y.key() && a < b);
+  const auto x = metric_order(a);
+  const auto y = metric_order(b);
+  return x < y || (x == y && a < b);
 }
 
 }  // namespace
@@ -256,7 +228,7 @@ QAbstractItemModel* CompareView::metric_model() const { return model_; }
 
 QString CompareView::note() const { return note_->text(); }
 
-void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs) {
+void CompareView::set_runs(const Session& session, std::vector<std::int64_t> runs) {
   QStringList notes;
   std::vector<MetricTableModel::Run> columns;
   std::vector<std::vector<EvalPoint>> evaluations;
@@ -265,7 +237,7 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   for (std::int64_t id : runs) {
     if (!seen.insert(id).second) continue;
     try {
-      const std::optional<RunInfo> info = store.find_run(id);
+      const std::optional<RunInfo> info = session.find_run(id);
       if (!info) {
         notes << tr("Run %1 does not exist (deleted?).").arg(id);
         continue;
@@ -274,7 +246,7 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
       column.id = id;
       column.label = tr("%1 (#%2)").arg(qstr(info->name)).arg(id);
       column.colour = run_colour(columns.size());
-      std::vector<EvalPoint> points = store.evaluations(id);
+      std::vector<EvalPoint> points = session.evaluations(id);
       for (const EvalPoint& p : points) {
         auto& v = column.metrics[p.metric];
         v.final_value = p.value;  // by step: the last one is the final one
@@ -317,12 +289,12 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   std::string decile_metric = "P@5";
   try {
     for (std::size_t i = 0; i < columns.size() && bars.size() < static_cast<std::size_t>(DecilePlot::kMaxRuns); ++i) {
-      std::vector<double> bins = store.latest_decile_table(columns[i].id, decile_metric);
+      std::vector<double> bins = session.latest_decile_table(columns[i].id, decile_metric);
       if (bins.size() != 10 && bars.empty()) {
-        const std::vector<DecileTable> tables = store.decile_tables(columns[i].id);
+        const std::vector<DecileTable> tables = session.decile_tables(columns[i].id);
         if (!tables.empty()) {
           decile_metric = tables.back().metric;
-          bins = store.latest_decile_table(columns[i].id, decile_metric);
+          bins = session.latest_decile_table(columns[i].id, decile_metric);
         }
       }
       if (bins.size() == 10) bars.emplace_back(i, std::move(bins));
@@ -350,7 +322,7 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   table_->setMinimumWidth(std::min(table_width, 720));
   top_->setSizes({table_width, std::max(400, width() - table_width)});
 
-  show_loss(store);
+  show_loss(session);
 
   title_->setText(runs_.size() >= 2 ? tr("Comparing %1 runs — final metrics in %; the best value of each row in bold").arg(runs_.size())
                                     : tr("Select two or more runs to compare."));
@@ -358,7 +330,7 @@ void CompareView::set_runs(const RunStore& store, std::vector<std::int64_t> runs
   note_->setVisible(!notes.isEmpty());
 }
 
-void CompareView::show_loss(const RunStore& store) {
+void CompareView::show_loss(const Session& session) {
   loss_plot_->clearGraphs();
   std::vector<double> all;
   double max_step = 0;
@@ -366,7 +338,7 @@ void CompareView::show_loss(const RunStore& store) {
   for (std::size_t i = 0; i < overlaid; ++i) {
     std::vector<ScalarPoint> points;
     try {
-      points = store.scalars(runs_[i], "loss");
+      points = session.scalars(runs_[i], "loss");
     } catch (const std::exception&) {
       continue;
     }

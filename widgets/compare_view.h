@@ -19,7 +19,7 @@ class QSplitter;
 class QTableView;
 
 namespace xmc {
-class RunStore;
+class Session;
 }
 
 namespace xmc::gui {
@@ -36,9 +36,9 @@ class CompareView : public QWidget {
   explicit CompareView(QWidget* parent = nullptr);
   ~CompareView() override;
 
-  /// Reads the runs from `store` (in the order given; duplicates and unknown ids are left out and
+  /// Reads the runs from `session` (in the order given; duplicates and unknown ids are left out and
   /// named in the note) and shows them. Store errors show in the note, never as exceptions.
-  void set_runs(const RunStore& store, std::vector<std::int64_t> runs);
+  void set_runs(const Session& session, std::vector<std::int64_t> runs);
   /// The runs shown, in column order.
   const std::vector<std::int64_t>& runs() const { return runs_; }
   /// What the view says about runs it left out of plots, unknown ids or store errors ("" when none).
@@ -55,7 +55,7 @@ class CompareView : public QWidget {
  private:
   class MetricTableModel;
 
-  void show_loss(const RunStore& store);
+  void show_loss(const Session& session);
 
   std::vector<std::int64_t> runs_;
   MetricTableModel* model_ = nullptr;

@@ -21,9 +21,9 @@
 #include <set>
 
 #include "engine/core/error.h"
-#include "engine/data/dataset.h"
 #include "engine/data/dataset_summary.h"
 #include "engine/session/devices.h"
+#include "engine/session/session.h"
 
 namespace xmc::gui {
 namespace {
@@ -275,8 +275,7 @@ void LaunchForm::show_dataset_summary() {
   });
   watcher->setFuture(QtConcurrent::run([folder]() -> QString {
     try {
-      const Dataset d = load_dataset(folder.toStdString(), {.load_features = false});
-      return QString::fromStdString(to_text(summarize_dataset(d)));
+      return QString::fromStdString(to_text(Session::summarize_dataset_folder(folder.toStdString())));
     } catch (const std::exception& e) {
       return QString("Cannot read this dataset:\n") + QString::fromUtf8(e.what());
     }

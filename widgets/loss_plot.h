@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/store/run_store.h"
+#include "engine/store/run_records.h"
 #include "widgets/plot_export.h"
 
 namespace xmc::gui {
@@ -30,7 +30,7 @@ class LossPlot : public QCustomPlot {
   /// `classifier_loss`: the step is NGAME's stage M4, its loss goes to the M4 curves.
   void append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss = false);
   /// One stored scalar: keys "loss", "m4_loss", "lr" and "samples_per_s" are drawn, others ignored.
-  /// Use it to follow a run through RunStore::scalars(run, "", after_step).
+  /// Use it to follow a run through Session::scalars(run, "", after_step).
   void append_point(const xmc::ScalarPoint& point);
   /// Replaces everything with the run store's scalars (ordered by step) and redraws at once.
   void set_series(const std::vector<xmc::ScalarPoint>& points);

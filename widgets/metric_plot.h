@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/store/run_store.h"
+#include "engine/store/run_records.h"
 #include "widgets/plot_export.h"
 
 namespace xmc::gui {

@@ -7,7 +7,7 @@
 #include <QPageLayout>
 #include <QPageSize>
 #include <QPixmap>
-#include <QPrinter>
+#include <QPdfWriter>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QTextDocument>
@@ -25,9 +25,8 @@
 #include <vector>
 
 #include "engine/core/error.h"
-#include "engine/data/dataset.h"
-#include "engine/data/dataset_summary.h"
-#include "engine/store/run_store.h"
+#include "engine/eval/metric_key.h"
+#include "engine/session/session.h"
 #include "widgets/decile_plot.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
@@ -76,49 +75,12 @@ bool write_file(const QString& path, const QByteArray& bytes, QString* error) {
 
 // ---- what a report shows ------------------------------------------------------------------------
 
-struct ReportData {
-  RunInfo info;
-  std::vector<ScalarPoint> scalars;
-  std::vector<EvalPoint> evaluations;
-  std::vector<DecileTable> deciles;
-  std::vector<Artifact> artifacts;
-  std::optional<TsneSnapshot> tsne;
-  std::optional<DatasetSummary> dataset;
-  QString dataset_note;  ///< why there are no dataset statistics
-};
+/// What the report shows, from the Session: plain data, rendered below.
+using ReportData = RunReportContent;
 
 ReportData load_report(const std::filesystem::path& db, std::int64_t run) {
   // Open an existing store only: a report of a typo'd path should not create an empty database.
-  if (!std::filesystem::exists(db)) throw Error(db.string() + ": no run store at this path");
-  RunStore store(db);
-  ReportData d;
-  d.info = store.get_run(run);
-  d.scalars = store.scalars(run);
-  d.evaluations = store.evaluations(run);
-  d.deciles = store.decile_tables(run);
-  d.artifacts = store.artifacts(run);
-  d.tsne = store.latest_tsne_snapshot(run);
-  const std::filesystem::path dir = d.info.dataset_path;
-  std::error_code ec;
-  if (dir.empty()) {
-    d.dataset_note = QObject::tr("The run records no dataset folder.");
-  } else if (!std::filesystem::is_directory(dir, ec)) {
-    d.dataset_note = QObject::tr("The dataset folder %1 no longer exists: statistics are not available.").arg(qstr(dir.string()));
-  } else {
-    try {
-      DatasetLoadOptions options;
-      options.load_features = false;
-      d.dataset = summarize_dataset(load_dataset(dir, options));
-      const std::string fingerprint = dataset_fingerprint(dir);
-      if (!d.info.dataset_fingerprint.empty() && fingerprint != d.info.dataset_fingerprint)
-        d.dataset_note = QObject::tr("The dataset folder changed since the run was created (fingerprint %1, the run "
-                                     "recorded %2): these statistics describe it as it is now.")
-                             .arg(qstr(fingerprint), qstr(d.info.dataset_fingerprint));
-    } catch (const std::exception& e) {
-      d.dataset_note = QObject::tr("The dataset folder could not be loaded: %1").arg(QString::fromUtf8(e.what()));
-    }
-  }
-  return d;
+  return Session::open_existing(db).report_content(run);
 }
 
 /// JSON flattened into (dotted key, text) rows: nested objects as "a.b", arrays and scalars as text.
@@ -139,39 +101,6 @@ QString key_value_table(const std::vector<std::pair<std::string, std::string>>& 
   return s + QStringLiteral("</table>\n");
 }
 
-/// Metric families in the order papers print them; others follow alphabetically.
-int family_rank(const std::string& family) {
-  static const std::array<const char*, 5> order = {"P", "nDCG", "PSP", "PSnDCG", "R"};
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (family == order[i]) return static_cast<int>(i);
-  return static_cast<int>(order.size());
-}
-
-/// "emb/P@5" -> ("emb/", "P", 5); k = -1 when the name has no "@k".
-struct MetricName {
-  std::string prefix, family;
-  int k = -1;
-};
-MetricName parse_metric(const std::string& name) {
-  MetricName m;
-  std::string rest = name;
-  if (const auto slash = rest.rfind('/'); slash != std::string::npos) {
-    m.prefix = rest.substr(0, slash + 1);
-    rest = rest.substr(slash + 1);
-  }
-  const auto at = rest.rfind('@');
-  m.family = rest.substr(0, at);
-  if (at != std::string::npos) {
-    int k = 0;
-    const char* first = rest.data() + at + 1;
-    const char* last = rest.data() + rest.size();
-    const auto r = std::from_chars(first, last, k);
-    if (r.ec == std::errc() && r.ptr == last) m.k = k;
-    else m.family = rest;
-  }
-  return m;
-}
-
 /// The final evaluation's metrics as a paper table: one row per family (and prefix), one column per k.
 QString final_metric_table(const std::vector<EvalPoint>& evaluations) {
   if (evaluations.empty()) return QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("The run has no evaluations."));
@@ -184,8 +113,8 @@ QString final_metric_table(const std::vector<EvalPoint>& evaluations) {
   for (const EvalPoint& p : evaluations) {
     if (p.step != last_step) continue;
     epoch = p.epoch;
-    const MetricName m = parse_metric(p.metric);
-    rows[{!m.prefix.empty(), family_rank(m.family), m.prefix, m.family}][m.k] = p.value;
+    const MetricKey m = MetricKey::parse(p.metric);
+    rows[{!m.is_primary(), m.family_rank(), m.is_primary() ? std::string() : m.mode + "/", m.family}][m.k] = p.value;
     ks.insert(m.k);
   }
   QString s = QStringLiteral("<p>%1</p>\n").arg(
@@ -353,7 +282,7 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
     }
     s += key_value_table(rows, false);
   }
-  if (!d.dataset_note.isEmpty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(html(d.dataset_note));
+  if (!d.dataset_note.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(html(d.dataset_note));
 
   s += QStringLiteral("</body></html>\n");
   return s;
@@ -400,15 +329,19 @@ bool export_run_report_pdf(const std::filesystem::path& db, std::int64_t run, co
     }
     doc.setHtml(report_html(d, images, [](std::size_t i) { return QStringLiteral("xmc-report-image-%1.png").arg(i); }));
 
-    QPrinter printer(QPrinter::HighResolution);
-    printer.setOutputFormat(QPrinter::PdfFormat);
-    printer.setOutputFileName(path);
-    printer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
-    printer.setDocName(QObject::tr("Run %1 — %2").arg(d.info.id).arg(qstr(d.info.name)));
-    printer.setCreator(QStringLiteral("XMC Workbench"));
-    doc.print(&printer);
-    if (printer.printerState() == QPrinter::Error) return fail(error, QObject::tr("%1: could not write the PDF").arg(path));
-    return true;
+    // Rendered in memory and saved like the HTML: an unwritable path fails with its reason, and a failed
+    // export leaves no half-written file.
+    QByteArray pdf;
+    {
+      QBuffer buffer(&pdf);
+      buffer.open(QIODevice::WriteOnly);
+      QPdfWriter writer(&buffer);  // 1200 dpi
+      writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+      writer.setTitle(QObject::tr("Run %1 — %2").arg(d.info.id).arg(qstr(d.info.name)));
+      writer.setCreator(QStringLiteral("XMC Workbench"));
+      doc.print(&writer);
+    }
+    return write_file(path, pdf, error);
   } catch (const std::exception& e) {
     return fail(error, error_text(e));
   }
@@ -417,16 +350,15 @@ bool export_run_report_pdf(const std::filesystem::path& db, std::int64_t run, co
 bool export_run_csv(const std::filesystem::path& db, std::int64_t run, const QString& scalars_path,
                     const QString& metrics_path, QString* error) {
   try {
-    if (!std::filesystem::exists(db)) return fail(error, QObject::tr("%1: no run store at this path").arg(qstr(db.string())));
-    RunStore store(db);
-    store.get_run(run);  // names the run when it does not exist
+    const Session session = Session::open_existing(db);
+    session.get_run(run);  // names the run when it does not exist
     QString scalars = QStringLiteral("step,epoch,key,value,wall_time\n");
-    for (const ScalarPoint& p : store.scalars(run))
+    for (const ScalarPoint& p : session.scalars(run))
       scalars += QStringLiteral("%1,%2,%3,%4,%5\n")
                      .arg(p.step)
                      .arg(number_text(p.epoch), csv_field(qstr(p.key)), number_text(p.value), number_text(p.wall_time));
     QString metrics = QStringLiteral("epoch,step,metric,value\n");
-    for (const EvalPoint& p : store.evaluations(run))
+    for (const EvalPoint& p : session.evaluations(run))
       metrics += QStringLiteral("%1,%2,%3,%4\n").arg(number_text(p.epoch)).arg(p.step).arg(csv_field(qstr(p.metric)), number_text(p.value));
     return write_file(scalars_path, scalars.toUtf8(), error) && write_file(metrics_path, metrics.toUtf8(), error);
   } catch (const std::exception& e) {

@@ -1,7 +1,7 @@
 #pragma once
-// Exporting one run of a RunStore as a report for a paper or a colleague:
+// Exporting one run of a run store as a report for a paper or a colleague:
 //   - HTML: one self-contained file (plots embedded as base64 PNG data URIs, no external files);
-//   - PDF:  the same content on A4 pages (QTextDocument + QPrinter), plots included;
+//   - PDF:  the same content on A4 pages (QTextDocument + QPdfWriter), plots included;
 //   - CSV:  the raw scalars and evaluation metrics, for any other tool.
 //
 // A report holds: the run's name, id, status, times, code version, device and host; its configuration

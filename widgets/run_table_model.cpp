@@ -16,7 +16,6 @@
 #include <unordered_set>
 #include <utility>
 
-#include "engine/store/run_files.h"
 
 namespace xmc::gui {
 
@@ -104,7 +103,8 @@ RunTableModel::~RunTableModel() = default;
 
 bool RunTableModel::open_store() {
   try {
-    store_ = std::make_unique<RunStore>(db_);
+    store_ = std::make_unique<Session>(db_);
+    store_->open();
     return true;
   } catch (const std::exception& e) {
     fail(QString::fromUtf8(e.what()));
@@ -304,7 +304,7 @@ bool RunTableModel::delete_run(std::int64_t run, QString* error) {
     return false;
   }
   try {
-    delete_run_and_files(db_, run);
+    store_->delete_run(run);
   } catch (const std::exception& e) {
     const QString message = QString::fromUtf8(e.what());
     if (error) *error = message;

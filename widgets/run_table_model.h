@@ -1,5 +1,5 @@
 #pragma once
-// RunTableModel: the runs of one RunStore file as a table (one row per run, newest first).
+// RunTableModel: the runs of one run store file (through a Session) as a table (one row per run, newest first).
 //
 // Columns: id, name, status, created, dataset, device, P@1, P@5, PSP@5 (from the run's evaluations,
 // shown in % as papers do; final or best value, see set_metric_value) and last error. refresh()
@@ -7,7 +7,7 @@
 // list keeps its order), so views keep their selection and scroll position. Follow mode polls the
 // store on a timer, so runs written by another process (`xmc train` on a server writing the same
 // SQLite file) appear and update live; every refresh also marks runs whose owning process on this
-// host died as failed (RunStore::reap_orphaned_runs).
+// host died as failed (Session::reap_orphaned_runs).
 //
 // The name column is editable: setData() renames the run in the store.
 // Everything runs on the thread that owns the model (SQLite reads of the run list are milliseconds).
@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/store/run_store.h"
+#include "engine/session/session.h"
 
 class QTimer;
 
@@ -48,7 +48,7 @@ class RunTableModel : public QAbstractTableModel {
 
   const std::filesystem::path& store_path() const { return db_; }
   /// The model's own connection to the store; nullptr while the file could not be opened.
-  RunStore* store() const { return store_.get(); }
+  Session* store() const { return store_.get(); }
 
   /// Re-reads every run and its evaluations; rows are updated in place. Returns false (and emits
   /// error_occurred) when the store could not be read; the rows then stay as they were.
@@ -109,7 +109,7 @@ class RunTableModel : public QAbstractTableModel {
   void fail(const QString& message);
 
   std::filesystem::path db_;
-  std::unique_ptr<RunStore> store_;
+  std::unique_ptr<Session> store_;
   std::vector<Row> rows_;
   QTimer* timer_ = nullptr;
   MetricValue metric_value_ = MetricValue::Final;

@@ -31,7 +31,7 @@ bool default_confirmation(QWidget* parent, const QStringList& runs) {
   const auto answer = QMessageBox::question(
       parent, QObject::tr("Delete runs"),
       QObject::tr("Delete %1?\n\nIts scalars, evaluations, decile tables and t-SNE snapshots are removed from the "
-                  "store; checkpoint files on disk are kept. This cannot be undone.")
+                  "store, and its files (checkpoint, vocabulary, saved indexes) are deleted. This cannot be undone.")
           .arg(what),
       QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
   return answer == QMessageBox::Yes;

@@ -1,5 +1,5 @@
 #pragma once
-// RunsBrowser: the runs of one RunStore file in a sortable, filterable table, with the actions on
+// RunsBrowser: the runs of one run store file in a sortable, filterable table, with the actions on
 // them — Refresh, Follow (poll the store so runs written by other processes appear live), Rename,
 // Delete (after a confirmation naming the runs), Compare (two or more selected) and Export (the table,
 // or the selected run's scalars and metrics, as CSV). The metric columns show final or best values.

@@ -12,11 +12,10 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
+#include <algorithm>
+#include <utility>
 
-#include "engine/data/dataset.h"
-#include "engine/session/predictor.h"
-#include "engine/store/run_store.h"
-#include "engine/train/train_config.h"
+#include "engine/session/session.h"
 #include "widgets/qt_progress.h"
 #include "widgets/training_progress.h"
 
@@ -83,11 +82,12 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
 
 SearchPanel::~SearchPanel() {
   // A load still running uses load_progress_ (a child of this panel): let it finish, and free what it
-  // made, since its finished handler will not run any more.
+  // made, since its finished handler will not run any more. A running search uses predictor_.
   for (auto& [number, load] : loads_) {
     load.waitForFinished();
     delete load.result();
   }
+  search_.waitForFinished();
 }
 
 void SearchPanel::open_run(const QString& db, std::int64_t run) {
@@ -115,19 +115,11 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
   QFuture<LoadedRun*> load = QtConcurrent::run([path, run, progress]() -> LoadedRun* {
     auto loaded = std::make_unique<LoadedRun>();
     try {
-      loaded->predictor = std::make_unique<Predictor>(Predictor::open(path, run, "", *progress));
+      const Session session(path);
+      loaded->predictor = std::make_unique<Predictor>(session.open_predictor(run, "", *progress));
       // Index the dataset's queries so a typed dataset query shows its ground truth.
-      const TrainConfig config = parse_train_config(RunStore(path).get_run(run).config_json);
-      const Dataset d = load_dataset(config.dataset, {.load_features = false});
-      auto index = [&](const std::vector<std::string>& texts, const CsrMatrix& labels) {
-        for (std::size_t i = 0; i < texts.size(); ++i) {
-          const auto row = labels.row_indices(static_cast<std::int64_t>(i));
-          loaded->truth_by_text.emplace(QString::fromStdString(texts[i]).trimmed().toStdString(),
-                                        std::vector<std::int32_t>(row.begin(), row.end()));
-        }
-      };
-      index(d.train_text, d.train_labels);
-      index(d.test_text, d.test_labels);
+      for (auto& [text, labels] : session.dataset_queries(run))
+        loaded->truth_by_text.emplace(QString::fromStdString(text).trimmed().toStdString(), std::move(labels));
     } catch (const std::exception& e) {
       if (!loaded->predictor) loaded->error = QString::fromUtf8(e.what());
     }
@@ -138,6 +130,10 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
 }
 
 void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
+  // A search of the previous run still uses its predictor; its results would fill the wrong tables.
+  search_.waitForFinished();
+  ++search_number_;
+  queued_query_.reset();
   predictor_ = std::move(loaded->predictor);
   added_labels_.clear();
   added_ranks_.clear();
@@ -186,31 +182,79 @@ QStringList SearchPanel::result_texts(const QString& mode) const {
 
 void SearchPanel::search(const QString& text) {
   if (!predictor_ || text.trimmed().isEmpty()) return;
-  const std::string query = text.toStdString();
+  if (search_.isRunning()) {
+    queued_query_ = text;  // runs when the current search ends, replacing any query queued before it
+    return;
+  }
+  start_search(text);
+}
+
+void SearchPanel::start_search(const QString& text) {
+  std::vector<std::string> modes;
+  for (const auto& [mode, table] : tables_) modes.push_back(mode.toStdString());
+  const std::int64_t added = added_labels_.empty() ? -1 : added_labels_.back();
+  const std::int64_t top = top_->value();
+  const Predictor* predictor = predictor_.get();
+  const int number = ++search_number_;
+  auto* watcher = new QFutureWatcher<SearchResult>(this);
+  connect(watcher, &QFutureWatcher<SearchResult>::finished, this, [this, watcher, number, text] {
+    watcher->deleteLater();
+    if (number != search_number_) return;  // superseded: a newer search started, or another run was installed
+    if (queued_query_) {
+      // A newer query came while this one ran: its results would be stale at once, so skip them.
+      const QString next = *std::exchange(queued_query_, std::nullopt);
+      start_search(next);
+      return;
+    }
+    show_results(text, watcher->result());
+  });
+  search_ = QtConcurrent::run([predictor, query = text.toStdString(), modes, added, top] {
+    SearchResult result;
+    try {
+      for (const std::string& mode : modes) {
+        ModeResult found;
+        QElapsedTimer timer;
+        timer.start();
+        found.ranked = predictor->predict({query}, top, mode).front();
+        found.milliseconds = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+        if (added >= 0) found.added_rank = predictor->rank_of(query, added, mode);
+        result.modes.push_back(std::move(found));
+      }
+      if (added >= 0) result.added_text = predictor->label_texts()[static_cast<std::size_t>(added)];
+      result.num_labels = predictor->num_labels();
+    } catch (const std::exception& e) {
+      result.error = QString::fromUtf8(e.what());
+    }
+    return result;
+  });
+  watcher->setFuture(search_);
+}
+
+void SearchPanel::show_results(const QString& text, const SearchResult& result) {
+  if (!result.error.isEmpty()) {
+    status_->setText(QString("Search failed: %1").arg(result.error));
+    Q_EMIT search_finished(text);
+    return;
+  }
   const auto truth = truth_by_text_.find(text.trimmed().toStdString());  // as indexed: without outer spaces
   highlighted_ = 0;
-  for (std::size_t m = 0; m < tables_.size(); ++m) {
+  added_ranks_.assign(tables_.size(), 0);
+  for (std::size_t m = 0; m < tables_.size() && m < result.modes.size(); ++m) {
     auto& [mode, table] = tables_[m];
-    QElapsedTimer timer;
-    timer.start();
-    const auto ranked = predictor_->predict({query}, top_->value(), mode.toStdString()).front();
-    const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-    QString title = QString("<b>%1</b> — %2 ms").arg(mode).arg(ms, 0, 'f', 1);
-    added_ranks_.resize(tables_.size(), 0);
-    if (!added_labels_.empty()) {
-      const LabelRank placed = predictor_->rank_of(query, added_labels_.back(), mode.toStdString());
-      added_ranks_[m] = placed.rank;
-      const QString added_text = QString::fromStdString(predictor_->label_texts()[static_cast<std::size_t>(added_labels_.back())]);
+    const ModeResult& found = result.modes[m];
+    QString title = QString("<b>%1</b> — %2 ms").arg(mode).arg(found.milliseconds, 0, 'f', 1);
+    if (found.added_rank) {
+      added_ranks_[m] = found.added_rank->rank;
       title += QString("<br><span style='color:#1f5fbf'>new label “%1” ranks %2 of %3 (score %4)</span>")
-                   .arg(fontMetrics().elidedText(added_text, Qt::ElideRight, 240).toHtmlEscaped())
-                   .arg(placed.rank)
-                   .arg(predictor_->num_labels())
-                   .arg(static_cast<double>(placed.score), 0, 'f', 4);
+                   .arg(fontMetrics().elidedText(QString::fromStdString(result.added_text), Qt::ElideRight, 240).toHtmlEscaped())
+                   .arg(found.added_rank->rank)
+                   .arg(result.num_labels)
+                   .arg(static_cast<double>(found.added_rank->score), 0, 'f', 4);
     }
     latency_labels_[m]->setText(title);
-    table->setRowCount(static_cast<int>(ranked.size()));
-    for (int r = 0; r < static_cast<int>(ranked.size()); ++r) {
-      const auto& hit = ranked[static_cast<std::size_t>(r)];
+    table->setRowCount(static_cast<int>(found.ranked.size()));
+    for (int r = 0; r < static_cast<int>(found.ranked.size()); ++r) {
+      const auto& hit = found.ranked[static_cast<std::size_t>(r)];
       auto* rank = new QTableWidgetItem(QString::number(r + 1));
       auto* score = new QTableWidgetItem(QString::number(static_cast<double>(hit.score), 'f', 4));
       auto* label = new QTableWidgetItem(QString::fromStdString(hit.text));
@@ -233,10 +277,12 @@ void SearchPanel::search(const QString& text) {
     table->resizeColumnToContents(0);
     table->resizeColumnToContents(1);
   }
+  Q_EMIT search_finished(text);
 }
 
 std::int64_t SearchPanel::add_label(const QString& text) {
   if (!predictor_ || text.trimmed().isEmpty()) return -1;
+  search_.waitForFinished();  // the running search reads the index this changes
   const std::int64_t id = predictor_->add_label(text.trimmed().toStdString());
   added_labels_.push_back(id);
   return id;

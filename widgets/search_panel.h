@@ -3,13 +3,22 @@
 // for each inference mode of the run and the latency of each; when the text is a dataset query, its true
 // labels are highlighted. New labels can be added by text and are ranked from then on: each search says
 // where the newest added label ranks in every mode, and added labels are marked in the result tables.
+//
+// Loading and searching run on worker threads, so a large label index never freezes the window. One
+// search runs at a time (the predictor is not shared between threads); a query typed while one runs
+// waits, and replaces any query waiting before it: results land in the order typed, and a query
+// superseded while it ran is never shown.
 #include <QFuture>
 #include <QWidget>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "engine/session/predictor.h"
 
 class QLabel;
 class QLineEdit;
@@ -18,10 +27,6 @@ class QPushButton;
 class QSpinBox;
 class QTableWidget;
 class QHBoxLayout;
-
-namespace xmc {
-class Predictor;
-}
 
 namespace xmc::gui {
 
@@ -37,9 +42,11 @@ class SearchPanel : public QWidget {
   void open_run(const QString& db, std::int64_t run);
   bool ready() const { return predictor_ != nullptr; }
 
-  /// Runs the query in `text` (also what pressing Enter does). Results land in the per-mode tables.
+  /// Searches for `text` in the background (also what pressing Enter does); the results land in the
+  /// per-mode tables, then search_finished() is emitted. Returns at once.
   void search(const QString& text);
-  /// Adds a label by its text; returns its id (-1 when no run is loaded).
+  /// Adds a label by its text (after the running search, if any, ends); returns its id (-1 when no run
+  /// is loaded).
   std::int64_t add_label(const QString& text);
 
   /// For tests and scripting: mode names shown, and the rows of a mode's table.
@@ -53,12 +60,32 @@ class SearchPanel : public QWidget {
  Q_SIGNALS:
   void run_loaded(std::int64_t run);
   void load_failed(const QString& error);
+  /// The results of `text` are shown (or its error is, in the status line).
+  void search_finished(const QString& text);
 
  private:
   struct LoadedRun;
+  /// What one search found in each inference mode, computed off the UI thread.
+  struct ModeResult {
+    std::vector<LabelScore> ranked;
+    double milliseconds = 0;  ///< latency of the top-k search alone
+    std::optional<LabelRank> added_rank;  ///< where the newest added label ranks
+  };
+  struct SearchResult {
+    std::vector<ModeResult> modes;  ///< in the order of tables_
+    std::string added_text;        ///< the newest added label's text ("" = none added)
+    std::int64_t num_labels = 0;
+    QString error;
+  };
+
   void install(std::unique_ptr<LoadedRun> loaded);
+  void start_search(const QString& text);
+  void show_results(const QString& text, const SearchResult& result);
 
   std::unique_ptr<Predictor> predictor_;
+  QFuture<SearchResult> search_;              ///< the search running on predictor_ (at most one)
+  std::optional<QString> queued_query_;       ///< the newest query typed while it ran
+  int search_number_ = 0;                     ///< numbers searches; results of older numbers are stale
   /// Loads in flight: they report to load_progress_, so the panel waits for them before it goes away.
   std::map<int, QFuture<LoadedRun*>> loads_;  ///< by load number
   int next_load_ = 0;

@@ -3,6 +3,7 @@
 #include <QGridLayout>
 #include <QLabel>
 #include <QProgressBar>
+#include <QRegularExpression>
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -118,7 +119,9 @@ void TrainingProgress::show_counts(QProgressBar* bar, qint64 done, qint64 total)
 }
 
 bool TrainingProgress::is_step_task(const QString& task) {
-  return task.startsWith("epoch ") || task.startsWith("M1 epoch ") || task.startsWith("M4 epoch ");
+  // The trainer names each stage's epochs "<stage label> i/n": "epoch 2/5", NGAME's "M1 epoch 1/5".
+  static const QRegularExpression epoch_task(QStringLiteral("^(.+ )?epoch \\d+/\\d+$"));
+  return epoch_task.match(task).hasMatch();
 }
 
 QString TrainingProgress::format_eta(double seconds) {

@@ -1,7 +1,7 @@
 #include "widgets/training_worker.h"
 
 #include "engine/core/error.h"
-#include "engine/train/training_run.h"
+#include "engine/session/session.h"
 
 namespace xmc::gui {
 
@@ -18,7 +18,7 @@ bool TrainingWorker::running() const { return thread_ != nullptr && thread_->isR
 
 std::int64_t TrainingWorker::start(const TrainConfig& config, const QString& db) {
   if (running()) throw Error("a run is already training; stop it first");
-  auto run = std::make_unique<TrainingRun>(config, db.toStdString());
+  auto run = std::make_unique<RunHandle>(Session(db.toStdString()).start_run(config));
   run_id_ = run->run_id();
   launch(std::move(run));
   return run_id_;
@@ -26,20 +26,20 @@ std::int64_t TrainingWorker::start(const TrainConfig& config, const QString& db)
 
 std::int64_t TrainingWorker::resume(std::int64_t run, const QString& db) {
   if (running()) throw Error("a run is already training; stop it first");
-  auto training = std::make_unique<TrainingRun>(TrainingRun::resume(run, db.toStdString()));
+  auto training = std::make_unique<RunHandle>(Session(db.toStdString()).resume_run(run));
   run_id_ = run;
   launch(std::move(training));
   return run_id_;
 }
 
-void TrainingWorker::launch(std::unique_ptr<TrainingRun> run) {
+void TrainingWorker::launch(std::unique_ptr<RunHandle> run) {
   wait();
   run_ = std::move(run);
   paused_ = false;
   progress_->reset();
   // Events are emitted from the training thread; Qt queues them to receivers on the UI thread.
   run_->subscribe([this](const TrainEvent& e) { Q_EMIT event(e); });
-  TrainingRun* training = run_.get();
+  RunHandle* training = run_.get();
   const std::int64_t id = run_id_;
   thread_ = QThread::create([this, training, id] {
     try {

@@ -1,5 +1,5 @@
 #pragma once
-// Runs an xmc::TrainingRun on its own thread so the UI never blocks; the run's events arrive as queued
+// Runs a training run (the Session's RunHandle) on its own thread so the UI never blocks; the run's events arrive as queued
 // Qt signals on the UI thread. Stop and pause are forwarded to the engine (thread-safe there).
 #include <QObject>
 #include <QString>
@@ -13,7 +13,7 @@
 Q_DECLARE_METATYPE(xmc::TrainEvent)
 
 namespace xmc {
-class TrainingRun;
+class RunHandle;
 }
 
 namespace xmc::gui {
@@ -46,9 +46,9 @@ class TrainingWorker : public QObject {
   void ended(std::int64_t run, bool ok, const QString& message);
 
  private:
-  void launch(std::unique_ptr<TrainingRun> run);
+  void launch(std::unique_ptr<RunHandle> run);
 
-  std::unique_ptr<TrainingRun> run_;
+  std::unique_ptr<RunHandle> run_;
   QThread* thread_ = nullptr;
   QtProgress* progress_;
   std::int64_t run_id_ = 0;

@@ -1,8 +1,10 @@
 #include "engine/index/exact_index.h"
 
 #include <algorithm>
+#include <istream>
 #include <limits>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,21 @@ void ExactIndex::reset() {
   ntotal_ = 0;
   std::lock_guard lock(impl_->device_mutex);
   impl_->device_keys = torch::Tensor();
+}
+
+void ExactIndex::write(std::ostream& out) const {
+  out.write(reinterpret_cast<const char*>(impl_->data.data()), static_cast<std::streamsize>(impl_->data.size() * sizeof(float)));
+}
+
+std::unique_ptr<ExactIndex> ExactIndex::read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, ExactIndexOptions options) {
+  auto index = std::make_unique<ExactIndex>(dim, std::move(options));
+  if (ntotal < 0 || bytes != static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(ntotal) * sizeof(float))
+    throw Error("an exact index of " + std::to_string(ntotal) + " vectors of dimension " + std::to_string(dim) + " takes " +
+                std::to_string(dim * ntotal * static_cast<std::int64_t>(sizeof(float))) + " bytes, not " + std::to_string(bytes));
+  index->impl_->data.resize(static_cast<std::size_t>(dim * ntotal));
+  if (!in.read(reinterpret_cast<char*>(index->impl_->data.data()), static_cast<std::streamsize>(bytes))) throw Error("the stored vectors end early");
+  index->ntotal_ = ntotal;
+  return index;
 }
 
 }  // namespace xmc

@@ -24,6 +24,11 @@ class ExactIndex final : public Index {
   /// Ties are broken by lower label. Safe to call from several threads at once (not during add/reset).
   void search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const override;
   void reset() override;
+  /// The stored vectors as raw floats (ntotal × dim, row-major).
+  void write(std::ostream& out) const override;
+  /// What write() wrote (`bytes` of it), holding `ntotal` vectors of dimension `dim`. Throws Error when the
+  /// size does not match or the stream ends early.
+  static std::unique_ptr<ExactIndex> read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, ExactIndexOptions options = {});
 
  private:
   struct Impl;

@@ -1,12 +1,16 @@
 #include "engine/index/hnsw_index.h"
 
 #include <hnswlib/hnswlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +50,43 @@ void parallel_rows(std::int64_t begin, std::int64_t end, int threads, Body&& bod
   work();
   for (auto& thread : pool) thread.join();
   if (error) std::rethrow_exception(error);
+}
+
+// A file in the temporary folder, removed when this goes out of scope. hnswlib saves and loads graphs
+// only through file paths, so the graph passes through one on its way into or out of an index file.
+class ScratchFile {
+ public:
+  ScratchFile() {
+    static std::atomic<std::uint64_t> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("xmc-hnsw-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(std::random_device{}()));
+  }
+  ~ScratchFile() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Copies `bytes` bytes (all of it when `bytes` is -1) from `in` to `out`; false if `in` ends first or `out` fails.
+bool copy_bytes(std::istream& in, std::ostream& out, std::int64_t bytes) {
+  std::vector<char> buffer(std::size_t{1} << 20);
+  const auto chunk = static_cast<std::int64_t>(buffer.size());
+  while (bytes != 0) {
+    const auto want = static_cast<std::streamsize>(bytes < 0 ? chunk : std::min(bytes, chunk));
+    in.read(buffer.data(), want);
+    const std::streamsize got = in.gcount();
+    out.write(buffer.data(), got);
+    if (!out) return false;
+    if (bytes > 0) bytes -= got;
+    if (got < want) return bytes < 0;  // the end of `in`: fine only when copying all of it
+  }
+  return true;
 }
 
 }  // namespace
@@ -121,6 +162,43 @@ void HnswIndex::set_ef_search(std::int64_t ef) {
   if (ef < 1) throw ConfigError("HnswIndex: ef_search must be >= 1");
   impl_->options.ef_search = ef;
   if (impl_->graph) impl_->graph->setEf(static_cast<std::size_t>(ef));
+}
+
+void HnswIndex::write(std::ostream& out) const {
+  if (!impl_->graph) return;  // nothing added: an empty payload
+  ScratchFile scratch;
+  impl_->graph->saveIndex(scratch.path().string());
+  std::ifstream saved(scratch.path(), std::ios::binary);
+  if (!saved || !copy_bytes(saved, out, -1)) throw Error("cannot pass the HNSW graph through " + scratch.path().string() + " (temporary folder full?)");
+}
+
+std::unique_ptr<HnswIndex> HnswIndex::read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, HnswIndexOptions options) {
+  auto index = std::make_unique<HnswIndex>(dim, options);
+  if (bytes == 0) {
+    if (ntotal != 0) throw Error("an empty HNSW payload for " + std::to_string(ntotal) + " vectors");
+    return index;
+  }
+  ScratchFile scratch;
+  {
+    std::ofstream graph_file(scratch.path(), std::ios::binary);
+    if (!graph_file || !copy_bytes(in, graph_file, static_cast<std::int64_t>(bytes)) || !graph_file.flush())
+      throw Error("cannot pass the HNSW graph through " + scratch.path().string() + " (payload ends early or temporary folder full)");
+  }
+  auto& graph = index->impl_->graph;
+  try {
+    graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(&index->impl_->space, scratch.path().string());
+  } catch (const std::exception& e) {
+    throw Error(std::string("not a readable HNSW graph: ") + e.what());
+  }
+  // hnswlib does not check the stored vectors' size against the space it is given.
+  const auto stored_vector_bytes = graph->label_offset_ - graph->offsetData_;
+  if (stored_vector_bytes != static_cast<std::size_t>(dim) * sizeof(float))
+    throw Error("the HNSW graph stores vectors of " + std::to_string(stored_vector_bytes / sizeof(float)) + " floats, not " + std::to_string(dim));
+  if (static_cast<std::int64_t>(graph->cur_element_count) != ntotal)
+    throw Error("the HNSW graph holds " + std::to_string(graph->cur_element_count) + " vectors, not " + std::to_string(ntotal));
+  graph->setEf(static_cast<std::size_t>(options.ef_search));
+  index->ntotal_ = ntotal;
+  return index;
 }
 
 }  // namespace xmc

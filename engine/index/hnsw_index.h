@@ -26,6 +26,12 @@ class HnswIndex final : public Index {
   /// Safe to call from several threads at once (not during add, reset or set_ef_search).
   void search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const override;
   void reset() override;
+  /// The graph in hnswlib's own format (nothing for an empty index).
+  void write(std::ostream& out) const override;
+  /// What write() wrote (`bytes` of it), holding `ntotal` vectors of dimension `dim`; `options` give the
+  /// search settings (the graph keeps the M and ef_construction it was built with). Throws Error when the
+  /// graph is not readable or does not hold what is said.
+  static std::unique_ptr<HnswIndex> read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, HnswIndexOptions options = {});
 
   /// Changes ef_search for later searches.
   void set_ef_search(std::int64_t ef);

@@ -9,6 +9,7 @@
 //     reset) has label i.
 //   - A query with fewer than k results is padded with label -1 and score -infinity.
 #include <cstdint>
+#include <iosfwd>
 
 namespace xmc {
 
@@ -31,6 +32,11 @@ class Index {
 
   /// Removes every stored vector.
   virtual void reset() = 0;
+
+  /// Writes what the index holds (vectors, graph, lists) to `out` in the index's own format, read back by
+  /// the index's static read(). save_index() (index_factory.h) frames it with the description (kind,
+  /// dimension, size, checksum) that load_index() needs; use those, not this, to store an index.
+  virtual void write(std::ostream& out) const = 0;
 
   std::int64_t dim() const { return dim_; }
   std::int64_t ntotal() const { return ntotal_; }

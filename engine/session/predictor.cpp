@@ -7,7 +7,7 @@
 
 #include "engine/core/error.h"
 #include "engine/index/exact_search.h"
-#include "engine/index/exact_index.h"
+#include "engine/index/index_factory.h"
 #include "engine/method/trained_run.h"
 #include "engine/store/run_files.h"
 
@@ -56,7 +56,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   auto impl = std::make_unique<Impl>();
   impl->index_spec = index_spec.empty() ? "exact" : index_spec;
-  if (impl->index_spec != "exact") throw ConfigError("index: \"" + impl->index_spec + "\" is not a known index (exact)");
+  check_index_spec(impl->index_spec);  // a typo fails before minutes of encoding
   impl->run = load_trained_run(db_path, run_id, device);
   const TokenizedCorpus labels = impl->run.method->tokenizer().tokenize(impl->run.label_texts);
   {
@@ -73,15 +73,26 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
     const auto saved = run_dir / ("index-" + mode.name + "-" + file_safe(impl->index_spec) + ".bin");
     std::unique_ptr<Index> index;
     if (impl->index_spec != "exact" && std::filesystem::exists(saved) && std::filesystem::last_write_time(saved) > checkpoint_time) {
-      index.reset();
-      if (index->ntotal() != matrix.size(0) || index->dim() != matrix.size(1)) index.reset();  // another shape: rebuild
+      try {
+        if (read_saved_index_info(saved).spec == impl->index_spec) index = load_index(saved);
+      } catch (const InputError&) {
+        index.reset();  // damaged: rebuilt and saved again below
+      }
+      if (index && (index->ntotal() != matrix.size(0) || index->dim() != matrix.size(1))) index.reset();
     }
     if (!index) {
       progress.start("search index: " + impl->index_spec + " over " + mode.name, 1);
-      index = std::make_unique<ExactIndex>(matrix.size(1));
+      index = make_index(impl->index_spec, matrix.size(1));
       index->add(matrix.size(0), matrix.data_ptr<float>());
       progress.update(1);
       progress.finish();
+      if (impl->index_spec != "exact") {
+        try {
+          save_index(*index, impl->index_spec, saved);
+        } catch (const Error&) {
+          // A store folder we may not write to: the index serves this session and is built again next time.
+        }
+      }
     }
     impl->indexes.push_back(std::move(index));
   }

@@ -15,6 +15,8 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 const std::filesystem::path& Session::db_path() const { return db_path_; }
 
+void Session::open() { store(); }
+
 RunStore& Session::store() const {
   if (!store_) store_ = std::make_unique<RunStore>(db_path_);
   return *store_;
@@ -55,6 +57,21 @@ RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& 
 
 Predictor Session::open_predictor(std::int64_t run, const std::string& device, Progress& progress, const std::string& index_spec) const {
   return Predictor::open(db_path_, run, device, progress, index_spec);
+}
+
+std::vector<std::pair<std::string, std::vector<std::int32_t>>> Session::dataset_queries(std::int64_t run) const {
+  const TrainConfig config = parse_train_config(get_run(run).config_json, "run " + std::to_string(run) + " config");
+  const Dataset d = load_dataset(config.dataset, {.load_features = false});
+  std::vector<std::pair<std::string, std::vector<std::int32_t>>> out;
+  auto add = [&](const std::vector<std::string>& texts, const CsrMatrix& labels) {
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      const auto row = labels.row_indices(static_cast<std::int64_t>(i));
+      out.emplace_back(texts[i], std::vector<std::int32_t>(row.begin(), row.end()));
+    }
+  };
+  add(d.train_text, d.train_labels);
+  add(d.test_text, d.test_labels);
+  return out;
 }
 
 DatasetSummary Session::summarize_dataset_folder(const std::filesystem::path& folder) {

@@ -46,6 +46,8 @@ class Session {
   Session& operator=(Session&&) noexcept;
 
   const std::filesystem::path& db_path() const;
+  /// Opens the store now, so that a bad path or a damaged store is reported here rather than at first use.
+  void open();
   /// Opens an existing store only: a typo'd path must not create an empty database. Throws Error.
   static Session open_existing(const std::filesystem::path& db_path);
 
@@ -85,6 +87,8 @@ class Session {
                            const std::string& index_spec = "exact") const;
 
   // ---- datasets -----------------------------------------------------------------------------------
+  /// Every training and test query text of run `run`'s dataset with its true labels (train rows first).
+  std::vector<std::pair<std::string, std::vector<std::int32_t>>> dataset_queries(std::int64_t run) const;
   static DatasetSummary summarize_dataset_folder(const std::filesystem::path& folder);
   static void build_wordnet_dataset_folder(const WordnetBuildOptions& options, const std::filesystem::path& out,
                                            Progress& progress = silent_progress());

@@ -1,6 +1,11 @@
 // Drives the `xmc` binary as a user would: exit codes, one-line errors, --json as the last line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/test_support.h"
@@ -186,6 +191,26 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   for (const char* metric : {"P@1", "P@3", "nDCG@3", "PSP@3", "R@3"})
     EXPECT_NEAR(evaluated[metric].get<double>(), trained[metric].get<double>(), 1e-6) << metric;
 
+  // Every index kind ranks the same labels first here (6 labels: flat search is exact; IVF2 probes both
+  // lists); an approximate index is saved in the run's folder and reused.
+  const std::string predict = "predict --db " + db + " --run " + std::to_string(run) + " --text key4 --top 3 --json --index ";
+  for (const std::string index : {"exact", "faiss:Flat", "hnsw", "hnsw:M=8,ef=16", "faiss:IVF2,Flat"}) {
+    r = xmc(predict + "'" + index + "'");
+    ASSERT_EQ(r.exit_code, 0) << index << ": " << r.output;
+    const auto by_index = nlohmann::json::parse(r.last_line());
+    ASSERT_EQ(by_index.size(), 3u) << index;
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(by_index[i]["label"], ranked[i]["label"]) << index << " rank " << i + 1;
+  }
+  const auto run_dir = std::filesystem::path(db + ".artifacts") / std::to_string(run);
+  EXPECT_TRUE(std::filesystem::exists(run_dir / "index-embedding-faiss-Flat.bin"));
+  r = xmc(predict + "'faiss:IVF256,Flat'");  // 6 labels cannot train 256 lists
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("IVF256,Flat needs at least 256 vectors to train on, got 6"), std::string::npos) << r.output;
+  r = xmc(predict + "annoy");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("\"annoy\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("faiss:IVF256,Flat"), std::string::npos) << "lists the known kinds: " << r.output;
+
   // Bad requests: unknown run, unknown key.
   r = xmc("predict --db " + db + " --run 999 --text x");
   EXPECT_EQ(r.exit_code, 1);
@@ -206,5 +231,63 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "typo"));
 }
+
+#ifdef XMC_CLI_HAS_REPORT
+TEST(Cli, ReportWritesTheWorkbenchReportHeadless) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  auto r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --set dataset=" + (dir / "data").string() +
+                                 " --set name=tiny-report-run --set encoder.dim=8 --set batch_size=32 --set epochs=1" +
+                                 " --set threads=1 --set eval.k=[1,3] --json",
+                             /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string run = std::to_string(nlohmann::json::parse(r.last_line())["run_id"].get<int>());
+  const std::string report = "report --db " + db + " --run " + run + " --out ";
+  r = xmc("report --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("Example"), std::string::npos) << r.output;
+
+  // No display needed: the command starts Qt offscreen by itself.
+  for (const std::string name : {"report.html", "report.pdf"}) {
+    const auto out = dir / name;
+    r = test::run_command("env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM " + std::string(XMC_CLI_PATH) + " " + report +
+                          out.string());
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    ASSERT_TRUE(std::filesystem::exists(out)) << name;
+    EXPECT_GT(std::filesystem::file_size(out), 1024u) << name;
+    std::ifstream in(out, std::ios::binary);
+    const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (name == "report.pdf") {
+      EXPECT_EQ(content.rfind("%PDF", 0), 0u);
+    } else {
+      EXPECT_NE(content.find("tiny-report-run"), std::string::npos) << "the run's name";
+      EXPECT_NE(content.find("<table"), std::string::npos);
+      EXPECT_NE(content.find("class=\"metrics\""), std::string::npos) << "the metric table";
+      EXPECT_NE(content.find("title=\"P@1\""), std::string::npos) << "the metric table's P@1";
+      EXPECT_NE(content.find("data:image/png;base64,"), std::string::npos) << "the plots, embedded";
+    }
+  }
+
+  // Errors: one line naming the value, exit code 1.
+  const auto fails_naming = [&](const std::string& args, const std::string& named) {
+    const auto failed = xmc(args);
+    EXPECT_EQ(failed.exit_code, 1) << args << ": " << failed.output;
+    EXPECT_NE(failed.output.find(named), std::string::npos) << args << ": " << failed.output;
+    EXPECT_EQ(std::count(failed.output.begin(), failed.output.end(), '\n'), 1) << args << ": " << failed.output;
+  };
+  fails_naming(report + (dir / "report.docx").string(), "report.docx");
+  fails_naming("report --db " + db + " --run 999 --out " + (dir / "r.html").string(), "999");
+  fails_naming("report --db " + (dir / "missing.sqlite").string() + " --run " + run + " --out " + (dir / "r.html").string(),
+               "missing.sqlite");
+  for (const char* out : {"no-such-folder/r.html", "no-such-folder/r.pdf"})
+    fails_naming(report + (dir / out).string(), out);
+  // A path that cannot be written (here a folder): the rendered report fails to save, naming it.
+  for (const char* out : {"folder.html", "folder.pdf"}) {
+    std::filesystem::create_directory(dir / out);
+    fails_naming(report + (dir / out).string(), out);
+  }
+}
+#endif
 
 }  // namespace xmc

@@ -19,11 +19,13 @@
 #include <QTest>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "engine/data/csr_matrix.h"
 #include "engine/data/dataset.h"
+#include "engine/session/session.h"
 #include "engine/store/run_store.h"
 #include "widgets/compare_view.h"
 #include "widgets/decile_plot.h"
@@ -273,11 +275,11 @@ class RunsTest : public QObject {
     const QModelIndex name = model.index_of_run(beta_, RunTableModel::kName);
     QVERIFY(model.setData(name, QStringLiteral("  beta renamed ")));
     QCOMPARE(name.data().toString(), QStringLiteral("beta renamed"));
-    QCOMPARE(xmc::RunStore(db_).get_run(beta_).name, std::string("beta renamed"));
+    QCOMPARE(xmc::Session(db_).get_run(beta_).name, std::string("beta renamed"));
     QSignalSpy errors(&model, &RunTableModel::error_occurred);
     QVERIFY(!model.setData(name, QStringLiteral("   ")));
     QCOMPARE(errors.count(), 1);
-    QCOMPARE(xmc::RunStore(db_).get_run(beta_).name, std::string("beta renamed"));
+    QCOMPARE(xmc::Session(db_).get_run(beta_).name, std::string("beta renamed"));
     QVERIFY(model.rename_run(beta_, QStringLiteral("beta-ngame")));
   }
 
@@ -328,6 +330,9 @@ class RunsTest : public QObject {
   void delete_asks_with_the_run_name_and_removes_it() {
     RunsBrowser browser(db_);
     const std::int64_t doomed = xmc::RunStore(db_).create_run({.name = "doomed run"});
+    const std::filesystem::path files = xmc::Session(db_).run_directory(doomed);
+    std::filesystem::create_directories(files);
+    std::ofstream(files / "checkpoint.pt") << "weights";
     browser.refresh();
     QStringList asked;
     bool answer = false;
@@ -339,17 +344,18 @@ class RunsTest : public QObject {
     QCOMPARE(browser.delete_selected(), 0);  // declined
     QCOMPARE(asked.size(), 1);
     QVERIFY(asked.front().contains(QStringLiteral("doomed run")));
-    QVERIFY(xmc::RunStore(db_).find_run(doomed).has_value());
+    QVERIFY(xmc::Session(db_).find_run(doomed).has_value());
 
     answer = true;
     QCOMPARE(browser.delete_selected(), 1);
-    QVERIFY(!xmc::RunStore(db_).find_run(doomed).has_value());
+    QVERIFY(!xmc::Session(db_).find_run(doomed).has_value());
+    QVERIFY(!std::filesystem::exists(files));  // as the confirmation says: its files go too
     QVERIFY(!browser.model()->index_of_run(doomed).isValid());
     QVERIFY(browser.selected_runs().empty());
   }
 
   void compare_view_shows_both_runs_with_bold_best_values() {
-    xmc::RunStore store(db_);
+    const xmc::Session store(db_);
     CompareView view;
     view.set_runs(store, {alpha_, beta_, 9999});
     QCOMPARE(view.runs(), (std::vector<std::int64_t>{alpha_, beta_}));
@@ -406,7 +412,7 @@ class RunsTest : public QObject {
       }
     }
     CompareView view;
-    view.set_runs(xmc::RunStore(many_db), ids);
+    view.set_runs(xmc::Session(many_db), ids);
     const std::vector<QCPBars*> bars = view.decile_plot()->all_bars();
     QCOMPARE(bars.size(), std::size_t{4});
     for (std::size_t r = 0; r < bars.size(); ++r) {

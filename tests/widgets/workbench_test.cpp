@@ -10,6 +10,7 @@
 
 #include "app/main_window.h"
 #include "engine/data/dataset.h"
+#include "engine/session/session.h"
 #include "engine/store/run_store.h"
 #include "widgets/decile_plot.h"
 #include "widgets/launch_form.h"
@@ -41,6 +42,13 @@ void write_keyword_dataset(const std::filesystem::path& dir) {
   d.train_labels = xmc::csr_from_rows(train, 8);
   d.test_labels = xmc::csr_from_rows(test, 8);
   xmc::save_dataset(d, dir);
+}
+
+// Searches `text` in the panel and waits for its results to be shown.
+bool search_and_wait(xmc::gui::SearchPanel* panel, const QString& text) {
+  QSignalSpy finished(panel, &xmc::gui::SearchPanel::search_finished);
+  panel->search(text);
+  return finished.wait(30000) && finished.last().at(0).toString() == text;
 }
 
 struct Result {
@@ -124,7 +132,7 @@ class WorkbenchTest : public QObject {
     QCOMPARE(tsne->point_count(), 1 + 8);
     QVERIFY(tsne->group_count() >= 3);
     const auto run = worker->run_id();
-    const xmc::RunStore store(options.db.toStdString());
+    const xmc::Session store(options.db.toStdString());
     QCOMPARE(store.get_run(run).status, xmc::RunStatus::Completed);
     QCOMPARE(static_cast<int>(store.latest_decile_table(run, "P@5").size()), 10);
 
@@ -134,18 +142,28 @@ class WorkbenchTest : public QObject {
       QSignalSpy loaded(search, &xmc::gui::SearchPanel::run_loaded);
       QVERIFY(loaded.wait(60000));
     }
-    search->search("key3 filler1");
+    QVERIFY(search_and_wait(search, "key3 filler1"));
     const QStringList results = search->result_texts(search->modes().front());
     QVERIFY(!results.isEmpty());
     QCOMPARE(results.front(), QString("key3 topic"));
     QVERIFY(search->highlighted_count() >= 1);
     // A label the run never saw is ranked once added: one that names both keys of a query ranks high.
     QCOMPARE(search->add_label("key3 key5 topic"), 8);
-    search->search("key3 key5");
+    QVERIFY(search_and_wait(search, "key3 key5"));
     const QStringList with_new = search->result_texts(search->modes().front());
     QVERIFY(with_new.mid(0, 3).contains("key3 key5 topic"));
     // The panel says where the new label ranks: the same place the result table shows it.
     QCOMPARE(search->added_label_rank(search->modes().front()), with_new.indexOf("key3 key5 topic") + 1);
+    // Searches run in the background in the order typed: queries typed while one runs are superseded by
+    // the newest, and only its results are shown.
+    QSignalSpy finished(search, &xmc::gui::SearchPanel::search_finished);
+    for (const char* query : {"key1 filler0", "key2 key6", "key5 filler1"}) search->search(query);
+    QVERIFY(finished.wait(30000));
+    QTest::qWait(200);  // a superseded search would have finished by now
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.front().at(0).toString(), QString("key5 filler1"));
+    QCOMPARE(search->result_texts(search->modes().front()).front(), QString("key5 topic"));
+    QVERIFY(search->highlighted_count() >= 1);
 
     // A second run; its decile bars can be put beside the first run's from the Live tab.
     QSignalSpy second_ended(worker, &xmc::gui::TrainingWorker::ended);
@@ -211,7 +229,7 @@ class WorkbenchTest : public QObject {
     QVERIFY(ended.wait(120000));
     QCoreApplication::processEvents();
     const auto run = worker->run_id();
-    QCOMPARE(xmc::RunStore(options.db.toStdString()).get_run(run).status, xmc::RunStatus::Stopped);
+    QCOMPARE(xmc::Session(options.db.toStdString()).get_run(run).status, xmc::RunStatus::Stopped);
     QVERIFY(resume->isEnabled());
 
     resume->trigger();
@@ -220,7 +238,7 @@ class WorkbenchTest : public QObject {
     QVERIFY(ended.wait(120000));
     QCoreApplication::processEvents();
     QCOMPARE(worker->run_id(), run);  // the same run, continued
-    const xmc::RunStore store(options.db.toStdString());
+    const xmc::Session store(options.db.toStdString());
     QCOMPARE(store.get_run(run).status, xmc::RunStatus::Completed);
     QCOMPARE(store.list_runs().size(), std::size_t{1});
     QVERIFY(!resume->isEnabled());
@@ -231,7 +249,8 @@ class WorkbenchTest : public QObject {
     QVERIFY(dir.isValid());
     xmc::app::WorkbenchOptions options;
     options.db = dir.filePath("runs.sqlite");
-    // The "other process" writes through its own connection, as `xmc train` on a server would.
+    // The "other process" writes through its own connection, as `xmc train` on a server would (the
+    // store itself: the Session records runs only by training them).
     xmc::RunStore writer(options.db.toStdString());
     const auto run = writer.create_run({.name = "remote"});
     writer.set_status(run, xmc::RunStatus::Running);
@@ -267,7 +286,7 @@ class WorkbenchTest : public QObject {
       const QImage image(png);
       QVERIFY2(!image.isNull() && image.width() >= 800, qPrintable(png));
     }
-    const xmc::RunStore store(dir.filePath("runs.sqlite").toStdString());
+    const xmc::Session store(dir.filePath("runs.sqlite").toStdString());
     QCOMPARE(store.list_runs().size(), std::size_t{1});
     QCOMPARE(store.list_runs().front().status, xmc::RunStatus::Completed);
   }
@@ -285,7 +304,7 @@ class WorkbenchTest : public QObject {
     QVERIFY2(r.finished, "the workbench waited for a dialog");
     QCOMPARE(r.exit_code, 2);
     QVERIFY2(r.err.contains("nope"), qPrintable(r.err));
-    QVERIFY(xmc::RunStore(dir.filePath("runs.sqlite").toStdString()).list_runs().empty());  // nothing half-started
+    QVERIFY(xmc::Session(dir.filePath("runs.sqlite").toStdString()).list_runs().empty());  // nothing half-started
   }
 
   void buildsADatasetInTheBackground() {
@@ -299,7 +318,7 @@ class WorkbenchTest : public QObject {
     QVERIFY(ready.wait(60000));
     QVERIFY(QFileInfo::exists(dir.filePath("wn/dataset.json")));
     QCOMPARE(window.findChild<xmc::gui::LaunchForm*>()->dataset(), dir.filePath("wn"));
-    QCOMPARE(xmc::load_dataset(dir.filePath("wn").toStdString()).num_train(), 210);
+    QCOMPARE(xmc::Session::summarize_dataset_folder(dir.filePath("wn").toStdString()).num_train, 210);
   }
 };
 
