@@ -341,6 +341,18 @@ void MainWindow::on_event(const TrainEvent& e) {
       metric_plot_->add_evaluation(e.epoch, e.metrics);
       decile_plot_->set_bars(QString("run %1").arg(e.run_id), e.deciles);
       ++evaluations_seen_;
+      // A collapse warning stays in the status bar (phase messages would hide a transient one) until an
+      // evaluation of the shown run is healthy again.
+      if (!collapse_warning_) {
+        collapse_warning_ = new QLabel;
+        collapse_warning_->setStyleSheet("color: #b00020; font-weight: bold");
+        statusBar()->addPermanentWidget(collapse_warning_);
+      }
+      collapse_warning_->setVisible(embeddings_collapsed(e.score_spread, e.score_mean));
+      collapse_warning_->setText(QString("embeddings collapsed at epoch %1: score spread %2, mean cosine %3 — lower lr or change the loss")
+                                     .arg(e.epoch, 0, 'f', 2)
+                                     .arg(e.score_spread, 0, 'f', 4)
+                                     .arg(e.score_mean, 0, 'f', 4));
       if (!options_.screenshot.isEmpty() && !first_screenshot_taken_) {
         first_screenshot_taken_ = true;
         first_screenshot_pending_ = true;
@@ -392,6 +404,7 @@ void MainWindow::show_run(std::int64_t run) {
     Session session(options_.db.toStdString());
     const RunInfo info = session.get_run(run);
     shown_run_ = run;
+    if (collapse_warning_) collapse_warning_->hide();  // it spoke of the run shown before
     run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
     show_stored_plots(session, run);
     refresh_decile_overlay_choices();

@@ -122,6 +122,7 @@ class MainWindow : public QMainWindow {
   QComboBox* decile_overlay_ = nullptr;
   std::int64_t shown_run_ = 0;
   int evaluations_seen_ = 0;
+  QLabel* collapse_warning_ = nullptr;  ///< in the status bar while the shown run's embeddings have collapsed
   bool first_screenshot_taken_ = false;
   bool first_screenshot_pending_ = false;  ///< taken at the next event after the first evaluation
   bool screenshot_failed_ = false;
