@@ -15,6 +15,10 @@ DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(co
   loss_options_.topk_k = config.topk_k;
 }
 
+torch::Tensor DualEncoderTraining::loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const {
+  return compute_loss(loss_kind_, scores, positive_mask, loss_options_);
+}
+
 std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& model) const {
   std::vector<torch::Tensor> decay, no_decay, head;
   for (const auto& item : model->named_parameters()) {
@@ -54,7 +58,7 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   const LabelPoolOptions pool_options{.hard_per_query = config_.negatives == "hard" ? config_.hard_per_query : 0,
                                       .all_labels = config_.negatives == "all"};
   const LabelPool pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
-  auto loss_of = [&](const torch::Tensor& scores, const torch::Tensor& mask) { return compute_loss(loss_kind_, scores, mask, loss_options_); };
+  auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };
   if (config_.negatives == "all") {
     // Every label: gradient caching keeps memory constant in the number of labels.
     auto [value, queries] = grad_cached_backward(model, context.train_corpus, batch, context.label_corpus, pool.positive_mask, loss_of,
@@ -63,9 +67,9 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   }
   const torch::Tensor queries = model->embed(context.train_corpus, batch);
   const torch::Tensor labels = model->embed(context.label_corpus, pool.labels);
-  const torch::Tensor loss = loss_of(torch::matmul(queries, labels.t()), pool.positive_mask.to(context.device));
-  const double value = loss.item<double>();
-  if (std::isfinite(value)) loss.backward();
+  const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), pool.positive_mask.to(context.device));
+  const double value = batch_loss.item<double>();
+  if (std::isfinite(value)) batch_loss.backward();
   return {value, queries.detach()};
 }
 

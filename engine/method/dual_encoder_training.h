@@ -24,6 +24,8 @@ class DualEncoderTraining {
   /// Clusters the stale query embeddings when the curriculum asks for it (encoding them first when there
   /// are none yet) and refreshes the hard-negative shortlists when due.
   std::vector<std::vector<std::int64_t>> epoch_batches(XmcModel& model, std::int64_t epoch, TrainContext& context);
+  /// The configured loss (kind and options) of `scores` [B x P] against `positive_mask` [B x P].
+  torch::Tensor loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const;
   /// Forward and backward of one batch against its label pool.
   StepResult step(XmcModel& model, std::span<const std::int64_t> batch, TrainContext& context);
 

@@ -19,12 +19,7 @@ namespace {
 
 class NgameMethod final : public Method {
  public:
-  explicit NgameMethod(const TrainConfig& config) : config_(config), encoder_training_(config_), loss_kind_(parse_loss_kind(config.loss)) {
-    loss_options_.temperature = config.temperature;
-    loss_options_.margin = config.margin;
-    loss_options_.hardest_k = config.hardest_k;
-    loss_options_.topk_k = config.topk_k;
-  }
+  explicit NgameMethod(const TrainConfig& config) : config_(config), encoder_training_(config_) {}
 
   std::string name() const override { return "ngame"; }
   std::vector<StageSpec> stages() const override {
@@ -69,8 +64,9 @@ class NgameMethod final : public Method {
     const torch::Tensor pool_ids = torch::tensor(pool.labels, torch::kInt64).to(context.device);
     const torch::Tensor batch_ids = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()), torch::kInt64).to(context.device);
     const torch::Tensor w = built_.model->classifiers(frozen_labels_.index_select(0, pool_ids), pool_ids);
-    const torch::Tensor loss = compute_loss(loss_kind_, torch::matmul(frozen_queries_.index_select(0, batch_ids), w.t()),
-                                            pool.positive_mask.to(context.device), loss_options_);
+    // M4 uses M1's loss (NGAME trains its classifiers with the same triplet loss).
+    const torch::Tensor loss = encoder_training_.loss(torch::matmul(frozen_queries_.index_select(0, batch_ids), w.t()),
+                                                      pool.positive_mask.to(context.device));
     const double value = loss.item<double>();
     if (std::isfinite(value)) loss.backward();
     return {value, {}};
@@ -126,8 +122,6 @@ class NgameMethod final : public Method {
  private:
   TrainConfig config_;
   DualEncoderTraining encoder_training_;
-  LossKind loss_kind_;
-  LossOptions loss_options_;
   BuiltModel built_;
   std::filesystem::path run_dir_;
   torch::Tensor frozen_queries_, frozen_labels_;  ///< M4: embeddings of the frozen encoder

@@ -17,7 +17,7 @@ TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t r
   run.config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
   if (!device.empty()) run.config.device = device;
   const auto run_dir = run_directory(db_path, run_id);
-  const auto checkpoint = run_dir / "checkpoint.pt";
+  const auto checkpoint = checkpoint_file(run_dir);
   if (!std::filesystem::exists(checkpoint))
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
   if (run.config.encoder_type == "bow" && !std::filesystem::exists(run_dir / "vocab.txt"))

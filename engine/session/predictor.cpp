@@ -66,7 +66,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   // An approximate index is built once per run and mode, saved beside the checkpoint and reused while
   // the checkpoint is older than it.
   const auto run_dir = run_directory(db_path, run_id);
-  const auto checkpoint_time = std::filesystem::last_write_time(run_dir / "checkpoint.pt");
+  const auto checkpoint_time = std::filesystem::last_write_time(checkpoint_file(run_dir));
   for (const InferenceMode& mode : impl->modes) {
     impl->mode_names.push_back(mode.name);
     const torch::Tensor matrix = mode.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();

@@ -22,7 +22,7 @@ std::filesystem::path run_directory(const std::filesystem::path& db_path, std::i
   std::error_code ec;
   if (std::filesystem::exists(own, ec) || !std::filesystem::exists(db_path, ec)) return own;
   const auto legacy = std::filesystem::absolute(db_path).parent_path() / "runs" / std::to_string(run_id);
-  if (!std::filesystem::exists(legacy / "checkpoint.pt", ec)) return own;
+  if (!std::filesystem::exists(checkpoint_file(legacy), ec)) return own;
   try {
     const auto recorded = RunStore(db_path).latest_artifact(run_id, "checkpoint");
     if (recorded && std::filesystem::path(*recorded).parent_path() == legacy) return legacy;

@@ -12,6 +12,9 @@ namespace xmc {
 /// the store points into it (a folder shared by several stores is never taken for another store's).
 std::filesystem::path run_directory(const std::filesystem::path& db_path, std::int64_t run_id);
 
+/// The checkpoint a run resumes from and is predicted with, in its folder `run_dir`.
+inline std::filesystem::path checkpoint_file(const std::filesystem::path& run_dir) { return run_dir / "checkpoint.pt"; }
+
 /// Deletes run `run_id` from the store and then its files folder (only the store's own folder).
 /// Throws what RunStore::delete_run throws; a folder that cannot be removed is reported as an Error
 /// naming it, after the run is gone from the store.

@@ -1,7 +1,7 @@
 #pragma once
 // Engine-internal (includes torch). Evaluation of every inference mode a method has now: test queries
 // are encoded once per query encoder, each mode's label matrix is ranked exactly (filter pairs removed)
-// and scored with the metrics of engine/eval. The trainer and `xmc eval`-style checks both use it.
+// and scored with the metrics of engine/eval. The trainer evaluates through it.
 #include <map>
 #include <string>
 #include <vector>

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -10,9 +11,8 @@
 #include "engine/data/dataset.h"
 #include "engine/eval/metric_key.h"
 #include "engine/method/method_registry.h"
-#include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
-#include "engine/store/run_store.h"
+#include "engine/store/run_files.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/mode_evaluation.h"
@@ -73,7 +73,7 @@ struct Trainer::Impl {
 
   explicit Impl(TrainerSetup s) : setup(std::move(s)), config(setup.config) {}
 
-  std::filesystem::path checkpoint_path() const { return setup.run_dir / "checkpoint.pt"; }
+  std::filesystem::path checkpoint_path() const { return checkpoint_file(setup.run_dir); }
 
   void publish(TrainEvent event) {
     event.run_id = setup.run_id;
@@ -288,22 +288,18 @@ struct Trainer::Impl {
       }
     for (const auto& [name, bars] : primary.deciles) e.decile_tables.emplace_back(name, std::vector<double>(bars.begin(), bars.end()));
     if (auto it = primary.deciles.find("P@5"); it != primary.deciles.end()) e.deciles = it->second;
-    for (const InferenceMode& mode : evaluation.modes)
-      if (mode.training_space) {
-        const ScoreSpread spread = score_spread(evaluation.queries.at(mode.query_encoder), mode.label_matrix);
-        e.score_spread = spread.spread;
-        e.score_mean = spread.mean;
-        break;
-      }
+    const auto training_space = std::find_if(evaluation.modes.begin(), evaluation.modes.end(),
+                                             [](const InferenceMode& mode) { return mode.training_space; });
+    if (training_space != evaluation.modes.end()) {
+      const ScoreSpread spread = score_spread(evaluation.queries.at(training_space->query_encoder), training_space->label_matrix);
+      e.score_spread = spread.spread;
+      e.score_mean = spread.mean;
+    }
     publish(e);
     last_eval = primary;
     ++evaluations_done;
-    if (config.tsne_every > 0 && (final || evaluations_done % config.tsne_every == 0))
-      for (const InferenceMode& mode : evaluation.modes)
-        if (mode.training_space) {
-          take_snapshot(epoch, mode);
-          break;
-        }
+    if (training_space != evaluation.modes.end() && config.tsne_every > 0 && (final || evaluations_done % config.tsne_every == 0))
+      take_snapshot(epoch, *training_space);
     return last_eval;
   }
 

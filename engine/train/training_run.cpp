@@ -64,7 +64,7 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   if (config.dataset != before.dataset || config.encoder_type != before.encoder_type || config.encoder_dim != before.encoder_dim ||
       config.encoder_path != before.encoder_path || config.method != before.method || config.batch_size != before.batch_size)
     throw ConfigError("resume: dataset, method, encoder.* and batch_size cannot change when resuming a run");
-  const auto checkpoint = run_directory(db_path, run_id) / "checkpoint.pt";
+  const auto checkpoint = checkpoint_file(run_directory(db_path, run_id));
   if (!std::filesystem::exists(checkpoint))
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint to resume from (" + checkpoint.string() + ")");
   return TrainingRun(std::make_unique<Impl>(std::move(config), db_path, run_id, /*resume=*/true, info.dataset_fingerprint));

@@ -97,7 +97,9 @@ std::vector<std::pair<std::string, double>> train_with_stop(const std::filesyste
       if (e.kind == TrainEvent::Kind::Step && e.stage == stop_stage && ++seen == stop_after) run.request_stop();
     });
     const TrainResult first = run.run();
-    if (stop_after > 0) EXPECT_EQ(first.outcome, RunOutcome::Stopped);
+    if (stop_after > 0) {
+      EXPECT_EQ(first.outcome, RunOutcome::Stopped);
+    }
     if (first.outcome == RunOutcome::Completed) return first.metrics.metrics;
   }
   EXPECT_EQ(RunStore(db).get_run(id).status, RunStatus::Stopped);
