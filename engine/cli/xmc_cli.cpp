@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "engine/cli/command_context.h"
+#include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
 #include "engine/core/version.h"
 
@@ -14,6 +15,7 @@ void CommandContext::print_json(const nlohmann::json& j) const {
 }
 
 int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
+  keep_freed_memory_for_reuse();
   CLI::App app{"xmc — extreme multi-label classification workbench (headless)", "xmc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("xmc ") + kCodeVersion);

@@ -1,5 +1,6 @@
 #include "engine/session/session.h"
 
+#include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/store/run_files.h"
@@ -8,7 +9,7 @@
 
 namespace xmc {
 
-Session::Session(std::filesystem::path db_path) : db_path_(std::move(db_path)) {}
+Session::Session(std::filesystem::path db_path) : db_path_(std::move(db_path)) { keep_freed_memory_for_reuse(); }
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
