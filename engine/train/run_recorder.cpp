@@ -44,7 +44,8 @@ void RunRecorder::record(const TrainEvent& e) {
       store_.add_evaluation(run_id_, e.epoch, e.step, e.metrics);
       for (const auto& [metric, bins] : e.decile_tables) store_.add_decile_table(run_id_, e.epoch, metric, bins);
       store_.add_scalars(run_id_, {{e.step, e.epoch, "score_spread", e.score_spread, RunStore::now_seconds()},
-                                   {e.step, e.epoch, "score_mean", e.score_mean, RunStore::now_seconds()}});
+                                   {e.step, e.epoch, "score_mean", e.score_mean, RunStore::now_seconds()},
+                                   {e.step, e.epoch, "eval_seconds", e.seconds, RunStore::now_seconds()}});
       break;
     case Kind::Snapshot:
       store_.add_tsne_snapshot(run_id_, e.epoch, e.query, e.message);

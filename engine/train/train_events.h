@@ -48,6 +48,7 @@ struct TrainEvent {
   /// test queries) and the mean score; a spread near 0 means every label scores alike.
   double score_spread = 0;
   double score_mean = 0;
+  double seconds = 0;  ///< Evaluation: wall time of encoding, ranking and metrics of every mode
 };
 
 /// The collapse warning's rule: label scores of a query spread less than 0.004 around a mean cosine above

@@ -275,11 +275,14 @@ struct Trainer::Impl {
   /// which always gets a t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
   EvalResult evaluate(double epoch, bool final = false) {
     phase("evaluating");
+    const auto started = Clock::now();
     ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter);
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     const EvalResult& primary = evaluation.results.front();
     TrainEvent e;
     e.kind = TrainEvent::Kind::Evaluation;
     e.epoch = epoch;
+    e.seconds = seconds;
     e.metrics = primary.metrics;
     for (std::size_t m = 1; m < evaluation.modes.size(); ++m)
       for (const auto& [name, value] : evaluation.results[m].metrics) {
