@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/index/streaming_top_k.h"
 
 namespace xmc {
 namespace {
@@ -177,6 +178,29 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
       ex_cols = ex_ids.slice(0, ptr[r0], ptr[r0 + c]);
       ex_rows = torch::repeat_interleave(ex_ptr.slice(0, r0, r0 + c + 1).diff().to(device));
     }
+    if (device.is_cpu()) {
+      // One pass over each score, each thread on its own rows (streaming_top_k.h).
+      StreamingTopK selector(c, k);
+      for (std::int64_t k0 = 0; k0 < m; k0 += key_chunk) {
+        const std::int64_t w = std::min(key_chunk, m - k0);
+        auto scores = chunk_inner_products(q_chunk, kv.narrow(0, k0, w)).contiguous();
+        if (ex_cols.defined()) {
+          const auto here = (ex_cols >= k0) & (ex_cols < k0 + w);
+          scores.index_put_({ex_rows.masked_select(here), ex_cols.masked_select(here) - k0}, minus_inf);
+        }
+        const float* chunk = scores.data_ptr<float>();
+        at::parallel_for(0, c, 16, [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t r = begin; r < end; ++r) selector.offer(r, chunk + r * w, k0, w);
+        });
+      }
+      float* score_out = out.scores.data_ptr<float>() + r0 * k;
+      std::int64_t* id_out = out.indices.data_ptr<std::int64_t>() + r0 * k;
+      at::parallel_for(0, c, 64, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) selector.finish(r, score_out + r * k, id_out + r * k);
+      });
+      if (options.progress != nullptr) options.progress->update(r0 + c);
+      continue;
+    }
     auto best = torch::full({c, k}, kNoKey, ids_of);  // rank keys of the best k results so far
     for (std::int64_t k0 = 0; k0 < m; k0 += key_chunk) {
       const std::int64_t w = std::min(key_chunk, m - k0);
@@ -185,16 +209,7 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
         const auto here = (ex_cols >= k0) & (ex_cols < k0 + w);
         scores.index_put_({ex_rows.masked_select(here), ex_cols.masked_select(here) - k0}, minus_inf);
       }
-      auto merge = [&](std::int64_t begin, std::int64_t end) {
-        merge_chunk(scores.narrow(0, begin, end - begin), best.narrow(0, begin, end - begin), k0, k0 == 0);
-      };
-      // On the CPU, each thread merges its own rows with single-threaded ops: one parallel region per
-      // chunk instead of one per op (the ops are small; their barriers would dominate).
-      if (device.is_cpu()) {
-        at::parallel_for(0, c, 1, merge);
-      } else {
-        merge(0, c);
-      }
+      merge_chunk(scores, best, k0, k0 == 0);
     }
     torch::Tensor scores;
     torch::Tensor ids;

@@ -5,11 +5,11 @@
 //
 // Queries are scored in chunks of `query_chunk` rows against chunks of `key_chunk` keys, so memory is
 // O(query_chunk × key_chunk) whatever n and m are; each key chunk is merged into the running top-k as it
-// comes. A chunk is not ranked as a whole: one vectorised pass takes the maximum of every block of 8
-// (strided) columns, and only the blocks whose maximum beats the running k-th best score are looked
-// into, so the selection costs little next to the product. Runs on the device the tensors live on; on
-// the CPU the products go through oneDNN when LibTorch has it (the system BLAS may be the slow
-// reference one).
+// comes. On the CPU each thread streams its rows' scores through a StreamingTopK (about one comparison
+// per score; streaming_top_k.h) and the products go through oneDNN when LibTorch has it (the system BLAS
+// may be the slow reference one). On other devices a chunk is not ranked as a whole either: one
+// vectorised pass takes the maximum of every block of 8 (strided) columns, and only the blocks whose
+// maximum beats the running k-th best score are looked into.
 //
 // Ranking and ties: results are ordered by score, best first; equal scores (and +0/-0) are ordered by
 // lower key index first, exactly — also across chunk and block boundaries, so the result does not depend
