@@ -18,7 +18,6 @@
 #include <QtConcurrent/QtConcurrent>
 #include <nlohmann/json.hpp>
 #include <filesystem>
-#include <set>
 
 #include "engine/core/error.h"
 #include "engine/data/dataset_summary.h"
@@ -27,22 +26,6 @@
 
 namespace xmc::gui {
 namespace {
-
-/// The group a key's field appears in, from its dotted prefix.
-QString group_of(const std::string& key) {
-  static const std::map<std::string, QString> groups{
-      {"encoder", "Encoder"}, {"sampler", "Batching"}, {"hard", "Negatives"}, {"all", "Negatives"},
-      {"ngame", "NGAME"},     {"eval", "Evaluation"},  {"checkpoint", "Evaluation"}, {"tsne", "Evaluation"}};
-  const auto dot = key.find('.');
-  if (dot != std::string::npos)
-    if (auto it = groups.find(key.substr(0, dot)); it != groups.end()) return it->second;
-  static const std::set<std::string> loss{"loss", "negatives", "temperature", "margin", "hardest_k", "topk_k"};
-  static const std::set<std::string> optimisation{"epochs", "batch_size", "lr", "head_lr_scale", "weight_decay", "warmup",
-                                                  "schedule", "grad_clip", "max_steps"};
-  if (loss.count(key)) return "Loss and negatives";
-  if (optimisation.count(key)) return "Optimisation";
-  return "Run";
-}
 
 QString json_to_text(const nlohmann::json& v) {
   if (v.is_string()) return QString::fromStdString(v.get<std::string>());
@@ -77,13 +60,13 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
   // Left: the generated config form, in groups.
   auto* form_host = new QWidget;
   auto* form_layout = new QVBoxLayout(form_host);
-  std::map<QString, QFormLayout*> group_layouts;
-  const QStringList order{"Run", "Loss and negatives", "Encoder", "Batching", "Negatives", "Optimisation", "NGAME", "Evaluation"};
-  for (const auto& name : order) {
-    auto* box = new QGroupBox(name);
+  std::map<std::string, QFormLayout*> group_layouts;
+  for (const auto& info : train_config_keys()) {  // one box per option group, in the key table's order
+    if (group_layouts.count(info.group)) continue;
+    auto* box = new QGroupBox(QString::fromStdString(info.group));
     auto* layout = new QFormLayout(box);
     layout->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    group_layouts[name] = layout;
+    group_layouts[info.group] = layout;
     form_layout->addWidget(box);
   }
   form_layout->addStretch();
@@ -97,7 +80,7 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
       const auto& values = info.key == "device" ? devices : info.choices;
       for (const auto& c : values) combo->addItem(QString::fromStdString(c));
       combo->setCurrentText(json_to_text(default_value));
-      connect(combo, &QComboBox::currentTextChanged, this, [this] { validate(); });
+      connect(combo, &QComboBox::currentTextChanged, this, [this] { validate(); });  // also shows/hides keys
       editor = combo;
     } else {
       auto* line = new QLineEdit(json_to_text(default_value));
@@ -111,8 +94,9 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
     editor->setObjectName(QString::fromStdString(info.key));
     auto* label = new QLabel(QString::fromStdString(info.key));
     label->setToolTip(tip);
-    group_layouts[group_of(info.key)]->addRow(label, editor);
+    group_layouts[info.group]->addRow(label, editor);
     fields_[info.key] = editor;
+    field_groups_[info.key] = group_layouts[info.group];
   }
   auto* scroll = new QScrollArea;
   scroll->setWidget(form_host);
@@ -252,7 +236,38 @@ TrainConfig LaunchForm::config() const {
   return parse_train_config(j.dump(), "launch form");
 }
 
+void LaunchForm::show_applicable_keys() {
+  // The chosen method, encoder, sampler, ... as a config (keys whose field does not parse keep defaults).
+  TrainConfig chosen;
+  for (const auto& info : train_config_keys()) {
+    if (info.applies_when.empty()) continue;
+    const std::string key = info.applies_when.substr(0, info.applies_when.find('='));
+    try {
+      apply_config_overrides(chosen, {key + "=" + field_text(QString::fromStdString(key)).toStdString()});
+    } catch (const std::exception&) {
+    }
+  }
+  std::map<QFormLayout*, bool> group_shown;
+  for (const auto& info : train_config_keys()) {
+    const auto it = fields_.find(info.key);
+    if (it == fields_.end()) continue;
+    const bool shown = key_applies(info, chosen);
+    QFormLayout* layout = field_groups_.at(info.key);
+    layout->setRowVisible(it->second, shown);
+    group_shown[layout] = group_shown[layout] || shown;
+  }
+  for (const auto& [layout, shown] : group_shown) layout->parentWidget()->setVisible(shown);
+}
+
+bool LaunchForm::field_shown(const QString& key) const {
+  const auto it = fields_.find(key.toStdString());
+  if (it == fields_.end()) return false;
+  const QFormLayout* layout = field_groups_.at(it->first);
+  return layout->isRowVisible(it->second) && !layout->parentWidget()->isHidden();
+}
+
 void LaunchForm::validate() {
+  show_applicable_keys();
   try {
     const TrainConfig c = config();
     if (!c.dataset.empty()) xmc::validate(c);

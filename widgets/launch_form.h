@@ -1,7 +1,8 @@
 #pragma once
 // The form that launches a training run: dataset folder (with its statistics), a preset, and every
 // config key as a validated field with the key's description as tooltip; Start / Pause / Resume / Stop.
-// The fields are generated from xmc::train_config_keys(), so the form always matches the engine.
+// The fields are generated from xmc::train_config_keys(), so the form always matches the engine: one box per
+// option group, and only the keys that matter for the chosen method, encoder, sampler, negatives and loss.
 #include <QWidget>
 #include <map>
 
@@ -38,6 +39,8 @@ class LaunchForm : public QWidget {
   /// The value shown for `key` (tests and scripting).
   QString field_text(const QString& key) const;
   void set_field_text(const QString& key, const QString& text);
+  /// Whether `key`'s field is shown: false for keys of a method, encoder, sampler, ... not chosen.
+  bool field_shown(const QString& key) const;
 
  Q_SIGNALS:
   void start_requested();
@@ -50,8 +53,10 @@ class LaunchForm : public QWidget {
   void apply_preset(int index);
   void show_dataset_summary();
   void validate();
+  void show_applicable_keys();
 
   std::map<std::string, QWidget*> fields_;  ///< config key -> editor
+  std::map<std::string, QFormLayout*> field_groups_;  ///< config key -> the group box layout holding its row
   QLineEdit* dataset_ = nullptr;
   QPlainTextEdit* summary_ = nullptr;
   QComboBox* presets_ = nullptr;

@@ -43,13 +43,28 @@ struct TrainArgs {
   bool list_keys = false;
 };
 
-void print_keys() {
+/// The key table by option group. With a config (--config/--set given), only the keys that matter for its
+/// method, encoder, sampler, negatives and loss; without one, every key, each conditional one saying when
+/// it applies.
+void print_keys(const TrainConfig* config) {
+  std::string group;
   for (const auto& k : train_config_keys()) {
+    if (config != nullptr && !key_applies(k, *config)) continue;
+    if (k.group != group) {
+      group = k.group;
+      std::printf("%s%s\n", group == train_config_keys().front().group ? "" : "\n", group.c_str());
+    }
     std::string choices;
     for (const auto& c : k.choices) choices += (choices.empty() ? " {" : "|") + c;
     if (!choices.empty()) choices += "}";
-    std::printf("  %-24s %-8s default %-22s %s%s\n", k.key.c_str(), k.type.c_str(), k.default_value.c_str(), k.description.c_str(),
-                choices.c_str());
+    std::string condition;
+    if (config == nullptr && !k.applies_when.empty()) {
+      condition = k.applies_when;
+      condition.replace(condition.find('='), 1, " = ");
+      condition = " [when " + condition + "]";
+    }
+    std::printf("  %-24s %-8s default %-22s %s%s%s\n", k.key.c_str(), k.type.c_str(), k.default_value.c_str(), k.description.c_str(),
+                choices.c_str(), condition.c_str());
   }
 }
 
@@ -63,7 +78,8 @@ void add_train_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--db", args->db, "Run store (SQLite)")->capture_default_str();
   cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint");
   cmd->add_flag("--json", args->json, "Print the final evaluation (plus \"run_id\") as one JSON line at the end");
-  cmd->add_flag("--list-keys", args->list_keys, "List every config key with its default and meaning");
+  cmd->add_flag("--list-keys", args->list_keys,
+                "List the config keys by group with defaults and meaning (with --config/--set: only those that apply)");
   cmd->footer(
       "Examples:\n"
       "  xmc train --config datasets/configs/dexml-bow-wordnet.json --db runs.sqlite\n"
@@ -72,8 +88,10 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       "Ctrl-C stops cleanly with a checkpoint; --resume continues from it.");
   cmd->callback([args, &context] {
     if (args->list_keys) {
-      print_keys();
-      return;
+      if (args->config.empty() && args->sets.empty()) return print_keys(nullptr);
+      TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
+      apply_config_overrides(config, args->sets);
+      return print_keys(&config);
     }
     if (args->resume <= 0 && args->config.empty() && args->sets.empty())
       throw ConfigError("give --config FILE (and/or --set key=value), or --resume ID");

@@ -4,8 +4,10 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -76,49 +78,73 @@ KeyBinding float_key(std::string key, double TrainConfig::*field, double min, do
           [field](const TrainConfig& c) { return json(c.*field); }};
 }
 
-const std::vector<KeyBinding>& bindings() {
-  static const std::vector<KeyBinding> table = [] {
-    const double inf = std::numeric_limits<double>::infinity();
-    std::vector<KeyBinding> t{
-        string_key("name", &TrainConfig::name, {}, "Run name shown in the run store"),
+/// One component's option group: its keys get the group's name and the condition under which they matter.
+struct KeyGroup {
+  std::string name;
+  std::string applies_when;  ///< "" or "key=value[|value...]" (ConfigKeyInfo::applies_when)
+  std::vector<KeyBinding> keys;
+};
+
+KeyBinding when(std::string applies_when, KeyBinding binding) {
+  binding.info.applies_when = std::move(applies_when);
+  return binding;
+}
+
+// The key table, registered component by component: a new method, encoder or sampler adds its group here
+// (and its fields to TrainConfig); --list-keys, validation, JSON and the launch form follow.
+std::vector<KeyGroup> key_groups() {
+  const double inf = std::numeric_limits<double>::infinity();
+  return {
+      {"Run", "",
+       {string_key("name", &TrainConfig::name, {}, "Run name shown in the run store"),
         path_key("dataset", &TrainConfig::dataset, "Dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)"),
         string_key("method", &TrainConfig::method, {"dexml", "ngame"}, "Training recipe: DEXML dual encoder or NGAME (M1 encoder + M4 classifiers)"),
         string_key("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N"),
         int_key("threads", &TrainConfig::threads, 0, "CPU threads for torch (0 = all cores)"),
         {ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
          [](TrainConfig& c, const json& v) { c.seed = static_cast<std::uint64_t>(as_int("seed", v, 0)); },
-         [](const TrainConfig& c) { return json(c.seed); }},
-        string_key("loss", &TrainConfig::loss, {"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"},
+         [](const TrainConfig& c) { return json(c.seed); }}}},
+      {"Loss and negatives", "",
+       {string_key("loss", &TrainConfig::loss, {"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"},
                    "Loss over (query, label-pool) scores; decoupled_softmax drops other positives from each denominator"),
         string_key("negatives", &TrainConfig::negatives, {"inbatch", "hard", "all"},
                    "Negatives: other queries' positives, plus hard ones from an ANN shortlist, or all labels (gradient caching)"),
-        float_key("temperature", &TrainConfig::temperature, 1e-4, 100, "τ: scores are divided by it in softmax-family losses"),
-        float_key("margin", &TrainConfig::margin, 0, 4, "γ: margin of the triplet loss"),
-        int_key("hardest_k", &TrainConfig::hardest_k, 1, "Triplet: number of hardest in-batch negatives per positive"),
-        float_key("topk_k", &TrainConfig::topk_k, 1e-3, 1e6, "SoftTop-k: the k of the soft top-k threshold"),
-        int_key("hard.per_query", &TrainConfig::hard_per_query, 1, "Hard negatives sampled per query from its shortlist"),
+        when("loss=softmax|decoupled_softmax|softtopk|supcon",
+             float_key("temperature", &TrainConfig::temperature, 1e-4, 100, "τ: scores are divided by it in softmax-family losses")),
+        when("loss=triplet", float_key("margin", &TrainConfig::margin, 0, 4, "γ: margin of the triplet loss")),
+        when("loss=triplet", int_key("hardest_k", &TrainConfig::hardest_k, 1, "Triplet: number of hardest in-batch negatives per positive")),
+        when("loss=softtopk", float_key("topk_k", &TrainConfig::topk_k, 1e-3, 1e6, "SoftTop-k: the k of the soft top-k threshold"))}},
+      {"Hard negatives", "negatives=hard",
+       {int_key("hard.per_query", &TrainConfig::hard_per_query, 1, "Hard negatives sampled per query from its shortlist"),
         int_key("hard.shortlist", &TrainConfig::shortlist_size, 1, "Shortlist size: exact top-k labels per query, positives removed"),
-        int_key("hard.refresh_every", &TrainConfig::shortlist_refresh_every, 1, "Epochs between shortlist refreshes"),
-        int_key("all.label_chunk", &TrainConfig::label_chunk, 1, "Labels encoded per chunk when negatives = all"),
-        string_key("encoder.type", &TrainConfig::encoder_type, {"bow", "bert"}, "Encoder: bag of words (fast on CPU) or a BERT-family transformer"),
+        int_key("hard.refresh_every", &TrainConfig::shortlist_refresh_every, 1, "Epochs between shortlist refreshes")}},
+      {"All-label negatives", "negatives=all",
+       {int_key("all.label_chunk", &TrainConfig::label_chunk, 1, "Labels encoded per chunk when negatives = all")}},
+      {"Encoder", "",
+       {string_key("encoder.type", &TrainConfig::encoder_type, {"bow", "bert"}, "Encoder: bag of words (fast on CPU) or a BERT-family transformer"),
         int_key("encoder.dim", &TrainConfig::encoder_dim, 2, "Embedding size d of the DE head (bow: also its word vectors)"),
         path_key("encoder.path", &TrainConfig::encoder_path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file"),
-        int_key("encoder.max_len", &TrainConfig::max_len, 3, "Tokens per text for bert (32 for titles, 128 for long text)"),
-        string_key("encoder.pooling", &TrainConfig::pooling, {"mean", "cls"}, "bert: mean over tokens or the [CLS] vector"),
-        int_key("encoder.min_count", &TrainConfig::min_word_count, 1, "bow: drop words seen fewer times in training text"),
-        float_key("encoder.dropout", &TrainConfig::dropout, 0, 0.9, "Dropout in the heads (and inside bert)"),
-        string_key("sampler.type", &TrainConfig::sampler_type, {"random", "cluster"}, "Batches: random, or NGAME clusters of query embeddings"),
-        int_key("sampler.cluster_size", &TrainConfig::cluster_size, 1, "NGAME cluster size C once clustering starts"),
-        int_key("sampler.start_epoch", &TrainConfig::sampler_start_epoch, 0, "First clustered epoch (0-based); earlier epochs are random"),
-        int_key("sampler.refresh_every", &TrainConfig::sampler_refresh_every, 1, "Epochs between re-clustering (from the last pass's embeddings)"),
-        {ConfigKeyInfo{"sampler.grow_at", "int_list", "", {}, "Epochs at which the cluster size C doubles"},
-         [](TrainConfig& c, const json& v) {
-           if (!v.is_array()) bad_value("sampler.grow_at", v, "a list of epochs, e.g. [3, 6]");
-           c.sampler_grow_at.clear();
-           for (const auto& e : v) c.sampler_grow_at.push_back(as_int("sampler.grow_at", e, 0));
-         },
-         [](const TrainConfig& c) { return json(c.sampler_grow_at); }},
-        int_key("epochs", &TrainConfig::epochs, 1, "Training epochs (NGAME: of stage M1)"),
+        when("encoder.type=bert", int_key("encoder.max_len", &TrainConfig::max_len, 3, "Tokens per text for bert (32 for titles, 128 for long text)")),
+        when("encoder.type=bert", string_key("encoder.pooling", &TrainConfig::pooling, {"mean", "cls"}, "bert: mean over tokens or the [CLS] vector")),
+        when("encoder.type=bow", int_key("encoder.min_count", &TrainConfig::min_word_count, 1, "bow: drop words seen fewer times in training text")),
+        float_key("encoder.dropout", &TrainConfig::dropout, 0, 0.9, "Dropout in the heads (and inside bert)")}},
+      {"Batching", "",
+       {string_key("sampler.type", &TrainConfig::sampler_type, {"random", "cluster"}, "Batches: random, or NGAME clusters of query embeddings"),
+        when("sampler.type=cluster", int_key("sampler.cluster_size", &TrainConfig::cluster_size, 1, "NGAME cluster size C once clustering starts")),
+        when("sampler.type=cluster",
+             int_key("sampler.start_epoch", &TrainConfig::sampler_start_epoch, 0, "First clustered epoch (0-based); earlier epochs are random")),
+        when("sampler.type=cluster", int_key("sampler.refresh_every", &TrainConfig::sampler_refresh_every, 1,
+                                             "Epochs between re-clustering (from the last pass's embeddings)")),
+        when("sampler.type=cluster",
+             {ConfigKeyInfo{"sampler.grow_at", "int_list", "", {}, "Epochs at which the cluster size C doubles"},
+              [](TrainConfig& c, const json& v) {
+                if (!v.is_array()) bad_value("sampler.grow_at", v, "a list of epochs, e.g. [3, 6]");
+                c.sampler_grow_at.clear();
+                for (const auto& e : v) c.sampler_grow_at.push_back(as_int("sampler.grow_at", e, 0));
+              },
+              [](const TrainConfig& c) { return json(c.sampler_grow_at); }})}},
+      {"Optimisation", "",
+       {int_key("epochs", &TrainConfig::epochs, 1, "Training epochs (NGAME: of stage M1)"),
         int_key("batch_size", &TrainConfig::batch_size, 2, "Queries per batch"),
         float_key("lr", &TrainConfig::lr, 0, 10, "Peak learning rate (AdamW)"),
         float_key("head_lr_scale", &TrainConfig::head_lr_scale, 0, 1e4, "Heads and classifiers learn at lr × this"),
@@ -126,10 +152,12 @@ const std::vector<KeyBinding>& bindings() {
         float_key("warmup", &TrainConfig::warmup, 0, 1, "Fraction of all steps spent warming the learning rate up"),
         string_key("schedule", &TrainConfig::schedule, {"linear", "cosine", "constant"}, "Learning-rate decay after warm-up"),
         float_key("grad_clip", &TrainConfig::grad_clip, 0, inf, "Clip the global gradient norm to this (0 = off)"),
-        int_key("max_steps", &TrainConfig::max_steps, 0, "Stop after this many steps (0 = train all epochs)"),
-        int_key("ngame.m4_epochs", &TrainConfig::ngame_m4_epochs, 0, "NGAME: epochs of classifier training (M4) on the frozen encoder"),
-        float_key("ngame.fusion", &TrainConfig::ngame_fusion, 0, 1, "NGAME: weight of classifier scores in the fused ranking"),
-        {ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
+        int_key("max_steps", &TrainConfig::max_steps, 0, "Stop after this many steps (0 = train all epochs)")}},
+      {"NGAME", "method=ngame",
+       {int_key("ngame.m4_epochs", &TrainConfig::ngame_m4_epochs, 0, "NGAME: epochs of classifier training (M4) on the frozen encoder"),
+        float_key("ngame.fusion", &TrainConfig::ngame_fusion, 0, 1, "NGAME: weight of classifier scores in the fused ranking")}},
+      {"Evaluation", "",
+       {{ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
          [](TrainConfig& c, const json& v) {
            if (!v.is_array() || v.empty()) bad_value("eval.k", v, "a non-empty list of positive integers, e.g. [1, 3, 5]");
            c.eval_k.clear();
@@ -142,8 +170,19 @@ const std::vector<KeyBinding>& bindings() {
         int_key("tsne.query", &TrainConfig::tsne_query, -1,
                 "Training row whose negatives are shown in the t-SNE snapshots (-1 = the first row with >= 3 labels)"),
         int_key("tsne.every", &TrainConfig::tsne_every, 0,
-                "Evaluations between t-SNE snapshots of that query's negatives (0 = off; the final evaluation always gets one)"),
-    };
+                "Evaluations between t-SNE snapshots of that query's negatives (0 = off; the final evaluation always gets one)")}},
+  };
+}
+
+const std::vector<KeyBinding>& bindings() {
+  static const std::vector<KeyBinding> table = [] {
+    std::vector<KeyBinding> t;
+    for (KeyGroup& group : key_groups())
+      for (KeyBinding& b : group.keys) {
+        b.info.group = group.name;
+        if (b.info.applies_when.empty()) b.info.applies_when = group.applies_when;
+        t.push_back(std::move(b));
+      }
     const TrainConfig defaults;
     for (auto& b : t) b.info.default_value = b.get(defaults).dump();
     return t;
@@ -191,6 +230,22 @@ void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std
 }
 
 }  // namespace
+
+bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
+  if (info.applies_when.empty()) return true;
+  const auto eq = info.applies_when.find('=');
+  const json value = binding(info.applies_when.substr(0, eq)).get(config);
+  if (!value.is_string()) return true;
+  const std::string chosen = value.get<std::string>();
+  std::string_view choices = std::string_view(info.applies_when).substr(eq + 1);
+  while (!choices.empty()) {
+    const auto bar = choices.find('|');
+    if (choices.substr(0, bar) == chosen) return true;
+    if (bar == std::string_view::npos) break;
+    choices.remove_prefix(bar + 1);
+  }
+  return false;
+}
 
 const std::vector<ConfigKeyInfo>& train_config_keys() {
   static const std::vector<ConfigKeyInfo> keys = [] {

@@ -80,9 +80,17 @@ struct ConfigKeyInfo {
   std::string default_value;        ///< as JSON text
   std::vector<std::string> choices; ///< allowed values for strings with a fixed set
   std::string description;          ///< one line for --help and tooltips
+  std::string group;                ///< the component's option group ("Encoder", "NGAME", ...): --list-keys and the
+                                    ///< launch form show keys by group, in table order
+  std::string applies_when;         ///< "" = always; else "key=value[|value...]": the key matters only for that
+                                    ///< choice of method, encoder, sampler, negatives or loss ("encoder.type=bert")
 };
 
+/// Every key, registered group by group (train_config.cpp).
 const std::vector<ConfigKeyInfo>& train_config_keys();
+
+/// Whether a key matters for `config`: its applies_when condition holds (always true without one).
+bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config);
 
 /// Parses a JSON object (nested objects flatten to dotted keys). Unknown keys and values of the wrong
 /// type or out of range throw ConfigError naming the key, the value and what is expected.

@@ -219,6 +219,15 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("unknown config key 'encoder.size'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--list-keys"), std::string::npos) << r.output;
+  // --list-keys: by option group, conditional keys saying when they apply; with a config, only those.
+  r = xmc("train --list-keys");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"\nHard negatives\n", "\nNGAME\n", "[when encoder.type = bert]", "[when negatives = hard]"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line;
+  r = xmc("train --list-keys --set method=ngame --set encoder.type=bert");
+  for (const char* key : {"ngame.fusion", "encoder.pooling", "temperature", "lr"}) EXPECT_NE(r.output.find(" " + std::string(key) + " "), std::string::npos) << key;
+  for (const char* key : {"encoder.min_count", "hard.per_query", "sampler.cluster_size", "margin", "[when"})
+    EXPECT_EQ(r.output.find(key), std::string::npos) << key;
   r = xmc("train --db " + db + " --set dataset=" + (dir / "data").string() + " --set batch_sise=3");
   EXPECT_NE(r.output.find("did you mean 'batch_size'?"), std::string::npos) << r.output;
 

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
@@ -215,6 +218,41 @@ TEST(Training, BadConfigNamesTheKey) {
   EXPECT_EQ(c.method, "ngame");
   EXPECT_EQ(c.sampler_grow_at, (std::vector<std::int64_t>{2, 4}));
   EXPECT_DOUBLE_EQ(c.lr, 0.5);
+}
+
+TEST(Training, KeyGroupsAndConditionsNameRealKeysAndChoices) {
+  std::map<std::string, const ConfigKeyInfo*> by_key;
+  for (const auto& info : train_config_keys()) by_key[info.key] = &info;
+  for (const auto& info : train_config_keys()) {
+    EXPECT_FALSE(info.group.empty()) << info.key;
+    if (info.applies_when.empty()) continue;
+    // "key=a|b": key is a string key with a fixed set of choices that holds a and b.
+    const auto eq = info.applies_when.find('=');
+    ASSERT_NE(eq, std::string::npos) << info.key;
+    const auto it = by_key.find(info.applies_when.substr(0, eq));
+    ASSERT_NE(it, by_key.end()) << info.key << ": " << info.applies_when;
+    std::stringstream values(info.applies_when.substr(eq + 1));
+    for (std::string value; std::getline(values, value, '|');)
+      EXPECT_NE(std::find(it->second->choices.begin(), it->second->choices.end(), value), it->second->choices.end())
+          << info.key << ": " << value;
+  }
+}
+
+TEST(Training, KeysApplyOnlyToTheChosenComponents) {
+  auto applies = [](const std::string& key, const TrainConfig& c) {
+    for (const auto& info : train_config_keys())
+      if (info.key == key) return key_applies(info, c);
+    ADD_FAILURE() << "no key " << key;
+    return false;
+  };
+  TrainConfig c;  // dexml, bow, random batches, in-batch negatives, decoupled softmax
+  for (const char* key : {"lr", "temperature", "encoder.min_count", "encoder.dim"}) EXPECT_TRUE(applies(key, c)) << key;
+  for (const char* key : {"margin", "encoder.pooling", "sampler.cluster_size", "hard.per_query", "all.label_chunk", "ngame.fusion"})
+    EXPECT_FALSE(applies(key, c)) << key;
+  apply_config_overrides(c, {"method=ngame", "encoder.type=bert", "sampler.type=cluster", "negatives=hard", "loss=triplet"});
+  for (const char* key : {"margin", "hardest_k", "encoder.pooling", "encoder.max_len", "sampler.cluster_size", "hard.per_query", "ngame.fusion"})
+    EXPECT_TRUE(applies(key, c)) << key;
+  for (const char* key : {"temperature", "topk_k", "encoder.min_count", "all.label_chunk"}) EXPECT_FALSE(applies(key, c)) << key;
 }
 
 }  // namespace xmc

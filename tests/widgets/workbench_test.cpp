@@ -200,6 +200,24 @@ class WorkbenchTest : public QObject {
     }
   }
 
+  void launchFormShowsOnlyTheChosenComponentsKeys() {
+    xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
+    form.show();
+    // Defaults: dexml, bow, random batches, in-batch negatives, decoupled softmax.
+    for (const char* key : {"lr", "temperature", "encoder.min_count"}) QVERIFY2(form.field_shown(key), key);
+    for (const char* key : {"margin", "encoder.pooling", "sampler.cluster_size", "hard.per_query", "ngame.m4_epochs"})
+      QVERIFY2(!form.field_shown(key), key);
+    form.set_field_text("method", "ngame");
+    form.set_field_text("encoder.type", "bert");
+    form.set_field_text("sampler.type", "cluster");
+    form.set_field_text("loss", "triplet");
+    for (const char* key : {"margin", "encoder.pooling", "sampler.cluster_size", "ngame.m4_epochs"}) QVERIFY2(form.field_shown(key), key);
+    for (const char* key : {"temperature", "encoder.min_count", "hard.per_query"}) QVERIFY2(!form.field_shown(key), key);
+    // A hidden key keeps its value and still reaches the config.
+    form.set_field_text("encoder.min_count", "3");
+    QCOMPARE(form.config().min_word_count, std::int64_t{3});
+  }
+
   void stoppedRunContinuesFromTheTrainingMenu() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
