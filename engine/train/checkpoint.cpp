@@ -40,6 +40,7 @@ void write_state(torch::serialize::OutputArchive& a, const TrainingState& s) {
   a.write("batch_sizes", torch::tensor(sizes, torch::kInt64));
   a.write("batch_rows", torch::tensor(flat, torch::kInt64));
   a.write("sampler_state", bytes_tensor(s.sampler_state));
+  a.write("label_pool_rng", bytes_tensor(s.label_pool_rng));
   a.write("has_last_embeddings", scalar(s.last_embeddings.defined()));
   if (s.last_embeddings.defined()) a.write("last_embeddings", s.last_embeddings.to(torch::kCPU));
   a.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
@@ -68,6 +69,9 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
   }
   a.read("sampler_state", t);
   s.sampler_state = tensor_bytes(t);
+  // Before the label pools had their own stream they drew from the sampler's: such runs resume with the
+  // label-pool stream seeded afresh.
+  if (a.try_read("label_pool_rng", t)) s.label_pool_rng = tensor_bytes(t);
   if (read_int(a, "has_last_embeddings")) a.read("last_embeddings", s.last_embeddings);
   return s;
 }

@@ -22,6 +22,7 @@ struct TrainingState {
   std::int64_t stage_start_step = 0;  ///< `step` when the current stage began (its schedule counts from there)
   std::vector<std::vector<std::int64_t>> epoch_batches;  ///< the current epoch's batches (when mid-epoch)
   std::string sampler_state;       ///< QueryBatcher::save_state()
+  std::string label_pool_rng;      ///< the label-pool random stream (std::mt19937_64 as text); "" = not saved
   torch::Tensor last_embeddings;   ///< [num_train x d] embeddings from the last pass (may be undefined)
 };
 

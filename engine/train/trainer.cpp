@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include "engine/analysis/negatives_snapshot.h"
@@ -57,6 +58,9 @@ struct Trainer::Impl {
   std::unique_ptr<Method> method;
   std::vector<StageSpec> stages;
   std::unique_ptr<QueryBatcher> batcher;
+  /// Sampled positives and hard negatives of the label pools: a stream of its own, so that how batches
+  /// are drawn and how their label pools are drawn never shift each other.
+  std::mt19937_64 label_pool_rng;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::vector<double> base_lrs;
   std::vector<torch::Tensor> clipped_parameters;
@@ -108,8 +112,7 @@ struct Trainer::Impl {
                         .device = device,
                         .distributed = setup.distributed,
                         .batcher = *batcher,
-                        // One stream with the batcher's for now: a separate stream would change every seeded run.
-                        .label_pool_rng = batcher->rng(),
+                        .label_pool_rng = label_pool_rng,
                         .stale_query_embeddings = state.last_embeddings,
                         .progress = reporter,
                         .phase = [this](const std::string& m) { phase(m); }};
@@ -161,6 +164,7 @@ struct Trainer::Impl {
                                                                  .refresh_every = config.sampler_refresh_every,
                                                                  .grow_at = config.sampler_grow_at},
                                              std::move(trainable), config.seed);
+    label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
 
     eval_setup.truth = &dataset.test_labels;
     eval_setup.filter = &dataset.test_filter;
@@ -176,6 +180,11 @@ struct Trainer::Impl {
       state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels());
       if (state.stage.empty()) state.stage = stages.front().name;
       batcher->load_state(state.sampler_state);
+      if (!state.label_pool_rng.empty()) {
+        std::istringstream rng_state(state.label_pool_rng);
+        rng_state >> label_pool_rng;
+        if (!rng_state) throw InputError(checkpoint_path().string(), "the label-pool random state does not parse");
+      }
       phase("resumed from " + checkpoint_path().string() + " at step " + std::to_string(state.step));
     }
   }
@@ -311,6 +320,9 @@ struct Trainer::Impl {
 
   void checkpoint() {
     state.sampler_state = batcher->save_state();
+    std::ostringstream rng_state;
+    rng_state << label_pool_rng;
+    state.label_pool_rng = rng_state.str();
     save_checkpoint(checkpoint_path(), *method, optimizer.get(), state);
     publish_kind(TrainEvent::Kind::Checkpoint, checkpoint_path().string());
   }
