@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "engine/core/allocator_tuning.h"
+#include "engine/core/blas_threads.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/data/filter_pairs.h"
 #include "engine/eval/decile_bins.h"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   const std::int64_t d = argc > 3 ? std::atoll(argv[3]) : 128;
   const int repeats = argc > 4 ? std::atoi(argv[4]) : 3;
   xmc::keep_freed_memory_for_reuse();
+  xmc::run_blas_on_calling_thread();
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   torch::NoGradGuard no_grad;

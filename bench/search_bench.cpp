@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "engine/core/allocator_tuning.h"
+#include "engine/core/blas_threads.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/hnsw_index.h"
 
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   const int repeats = argc > 7 ? std::atoi(argv[7]) : 2;
   const bool hnsw = argc > 8 ? std::atoi(argv[8]) != 0 : true;
   xmc::keep_freed_memory_for_reuse();  // as xmc does: score chunks are reused, not mapped afresh
+  xmc::run_blas_on_calling_thread();
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   torch::NoGradGuard no_grad;

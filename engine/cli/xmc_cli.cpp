@@ -5,6 +5,7 @@
 
 #include "engine/cli/command_context.h"
 #include "engine/core/allocator_tuning.h"
+#include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/core/version.h"
 
@@ -16,6 +17,7 @@ void CommandContext::print_json(const nlohmann::json& j) const {
 
 int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
   keep_freed_memory_for_reuse();
+  run_blas_on_calling_thread();
   CLI::App app{"xmc — extreme multi-label classification workbench (headless)", "xmc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("xmc ") + kCodeVersion);

@@ -1,6 +1,7 @@
 #include "engine/session/session.h"
 
 #include "engine/core/allocator_tuning.h"
+#include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/store/run_files.h"
@@ -9,7 +10,10 @@
 
 namespace xmc {
 
-Session::Session(std::filesystem::path db_path) : db_path_(std::move(db_path)) { keep_freed_memory_for_reuse(); }
+Session::Session(std::filesystem::path db_path) : db_path_(std::move(db_path)) {
+  keep_freed_memory_for_reuse();
+  run_blas_on_calling_thread();
+}
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;

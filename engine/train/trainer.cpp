@@ -9,6 +9,7 @@
 
 #include "engine/analysis/negatives_snapshot.h"
 #include "engine/core/allocator_tuning.h"
+#include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/eval/metric_key.h"
@@ -76,7 +77,10 @@ struct Trainer::Impl {
   std::vector<std::vector<std::int64_t>> snapshot_batches;
   std::int64_t evaluations_done = 0;
 
-  explicit Impl(TrainerSetup s) : setup(std::move(s)), config(setup.config) { keep_freed_memory_for_reuse(); }
+  explicit Impl(TrainerSetup s) : setup(std::move(s)), config(setup.config) {
+    keep_freed_memory_for_reuse();
+    run_blas_on_calling_thread();
+  }
 
   std::filesystem::path checkpoint_path() const { return checkpoint_file(setup.run_dir); }
 
