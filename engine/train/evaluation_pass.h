@@ -1,8 +1,11 @@
 #pragma once
-// Engine-internal (includes torch). Evaluation of embeddings: exact top-k search of test queries over
-// a label matrix, reciprocal pairs filtered, metrics streamed row by row (never an N x L matrix).
+// Engine-internal (includes torch). Evaluation of embeddings: top-k search of test queries over a label
+// matrix through an Index (exact by default: index_factory.h), reciprocal pairs filtered, metrics
+// streamed row by row (never an N x L matrix).
 #include <torch/torch.h>
 
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -10,6 +13,7 @@
 #include "engine/data/csr_matrix.h"
 #include "engine/data/filter_pairs.h"
 #include "engine/eval/metrics.h"
+#include "engine/index/index.h"
 
 namespace xmc {
 
@@ -20,6 +24,7 @@ struct EvaluationSetup {
   std::vector<std::int8_t> bins;           ///< decile bins per label (train frequency)
   std::vector<int> ks{1, 3, 5, 10};
   std::int64_t top = 100;                  ///< predictions kept per query
+  std::string index = "exact";             ///< how label matrices are searched: an index_factory spec
 };
 
 /// Ranked predictions of each query: [n x top] label ids (-1 past the end) and scores, filtered.
@@ -28,10 +33,17 @@ struct RankedPredictions {
   torch::Tensor scores;  ///< float32, CPU
 };
 
-/// Exact inner-product search of `queries` ([n x d]) over `label_matrix` ([L x d]), with the filter
-/// pairs of rows [row_offset, row_offset + n) removed.
-RankedPredictions rank_labels(const torch::Tensor& queries, const torch::Tensor& label_matrix, std::int64_t top,
-                              const FilterPairs* filter = nullptr, std::int64_t row_offset = 0);
+/// Throws ConfigError naming the key eval.index when `spec` is not an index description.
+void check_eval_index(const std::string& spec);
+
+/// An index over the rows of `label_matrix` ([L x d]) made from `spec` (index_factory.h); "exact"
+/// searches on the matrix's device.
+std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix);
+
+/// The `top` best labels of each of `queries` ([n x d]) in `labels`, with the filter pairs of rows
+/// [row_offset, row_offset + n) removed.
+RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels, std::int64_t top, const FilterPairs* filter = nullptr,
+                              std::int64_t row_offset = 0);
 
 /// Ranks every test query and evaluates: P/nDCG/PSP/PSnDCG/R at setup.ks and decile-wise P@5. Reports
 /// the query rows ranked to `progress` as task `task`.

@@ -166,6 +166,8 @@ std::vector<KeyGroup> key_groups() {
          [](const TrainConfig& c) { return json(c.eval_k); }},
         int_key("eval.every", &TrainConfig::eval_every, 0, "Epochs between evaluations (0 = only at the end)"),
         int_key("eval.top", &TrainConfig::eval_top, 1, "Predictions kept per test query"),
+        string_key("eval.index", &TrainConfig::eval_index, {},
+                   "How test queries search the labels: exact, hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on many labels, some recall lost)"),
         int_key("checkpoint.every", &TrainConfig::checkpoint_every, 0, "Epochs between checkpoints (0 = only at the end)"),
         int_key("tsne.query", &TrainConfig::tsne_query, -1,
                 "Training row whose negatives are shown in the t-SNE snapshots (-1 = the first row with >= 3 labels)"),

@@ -66,6 +66,7 @@ struct TrainConfig {
   std::vector<int> eval_k{1, 3, 5, 10};
   std::int64_t eval_every = 1;             ///< epochs between evaluations (0 = only at the end)
   std::int64_t eval_top = 100;             ///< predictions kept per test query
+  std::string eval_index = "exact";        ///< index_factory spec the evaluation searches labels with
   std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (0 = only at the end)
 
   // t-SNE of one training query's negatives (taken after evaluations)

@@ -176,6 +176,8 @@ struct Trainer::Impl {
     eval_setup.bins = decile_bins(dataset.label_frequencies());
     eval_setup.ks = config.eval_k;
     eval_setup.top = config.eval_top;
+    check_eval_index(config.eval_index);
+    eval_setup.index = config.eval_index;
 
     if (config.tsne_every > 0) snapshot_query = choose_snapshot_query();
 

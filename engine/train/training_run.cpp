@@ -4,6 +4,7 @@
 #include "engine/data/dataset.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
+#include "engine/train/evaluation_pass.h"
 #include "engine/train/run_recorder.h"
 #include "engine/train/trainer.h"
 
@@ -37,6 +38,7 @@ TrainingRun::TrainingRun(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_path) {
   validate(config);
+  check_eval_index(config.eval_index);  // before the run is recorded: a typo must not leave a failed run behind
   if (config.name.empty()) config.name = default_run_name(config);
   NewRun run;
   run.name = config.name;

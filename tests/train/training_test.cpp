@@ -88,6 +88,26 @@ TEST(Training, DexmlLearnsAndRecordsTheRun) {
   EXPECT_TRUE(std::filesystem::exists(TrainingRun::run_directory(db, run.run_id()) / "checkpoint.pt"));
 }
 
+TEST(Training, EvaluationSearchesThroughTheConfiguredIndex) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 1);
+  TrainConfig config = small_config(dir / "data");
+  config.epochs = 2;
+  // 12 labels: HNSW's graph holds every label within ef_search, so it finds exactly what exact search finds.
+  const TrainResult exact = TrainingRun(config, dir / "exact.sqlite").run();
+  config.eval_index = "hnsw";
+  const TrainResult hnsw = TrainingRun(config, dir / "hnsw.sqlite").run();
+  for (const char* metric : {"P@1", "P@5", "nDCG@5"}) EXPECT_DOUBLE_EQ(hnsw.metrics.get(metric), exact.metrics.get(metric)) << metric;
+  config.eval_index = "ivf";
+  try {
+    TrainingRun(config, dir / "bad.sqlite").run();
+    FAIL() << "an unknown index kind must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("eval.index: \"ivf\" is not an index description", 0), 0u) << e.what();
+  }
+  EXPECT_TRUE(RunStore(dir / "bad.sqlite").list_runs().empty()) << "a refused config records no run";
+}
+
 TEST(Training, ResumeContinuesBitForBit) {
   test::TempDir dir;
   write_synthetic_dataset(dir / "data", 2);
