@@ -47,6 +47,8 @@ class TrainingProgress : public QWidget {
   QString work_eta() const;
 
  private:
+  void draw_position();
+
   QProgressBar* run_bar_ = nullptr;
   QProgressBar* steps_bar_ = nullptr;
   QProgressBar* work_bar_ = nullptr;
@@ -56,6 +58,8 @@ class TrainingProgress : public QWidget {
   double total_epochs_ = 0;
   double first_position_ = -1;  ///< epoch position at the first step seen (run ETA excludes start-up)
   QElapsedTimer since_first_step_;
+  double position_ = 0;         ///< the latest epoch position (drawn at most every kRedrawMs)
+  QElapsedTimer since_redraw_;
 };
 
 }  // namespace xmc::gui

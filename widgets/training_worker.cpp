@@ -7,6 +7,8 @@ namespace xmc::gui {
 
 TrainingWorker::TrainingWorker(QObject* parent) : QObject(parent), progress_(new QtProgress(this)) {
   qRegisterMetaType<xmc::TrainEvent>();
+  delivery_timer_.setInterval(100);
+  connect(&delivery_timer_, &QTimer::timeout, this, &TrainingWorker::deliver_events);
 }
 
 TrainingWorker::~TrainingWorker() {
@@ -37,20 +39,40 @@ void TrainingWorker::launch(std::unique_ptr<RunHandle> run) {
   run_ = std::move(run);
   paused_ = false;
   progress_->reset();
-  // Events are emitted from the training thread; Qt queues them to receivers on the UI thread.
-  run_->subscribe([this](const TrainEvent& e) { Q_EMIT event(e); });
+  run_->subscribe([this](const TrainEvent& e) { queue_event(e); });
+  delivery_timer_.start();
   RunHandle* training = run_.get();
   const std::int64_t id = run_id_;
   thread_ = QThread::create([this, training, id] {
+    // The last events reach the UI thread before `ended` does: queued calls run in order.
     try {
       training->run(*progress_);
+      QMetaObject::invokeMethod(this, &TrainingWorker::deliver_events, Qt::QueuedConnection);
       Q_EMIT ended(id, true, QString());
     } catch (const std::exception& e) {
+      QMetaObject::invokeMethod(this, &TrainingWorker::deliver_events, Qt::QueuedConnection);
       Q_EMIT ended(id, false, QString::fromUtf8(e.what()));
     }
   });
   thread_->setObjectName("training");
   thread_->start();
+}
+
+void TrainingWorker::queue_event(const TrainEvent& e) {
+  std::lock_guard lock(pending_mutex_);
+  pending_.push_back(e);
+  if (e.kind != TrainEvent::Kind::Step && pending_.size() == 1)  // else a delivery is already on its way or due
+    QMetaObject::invokeMethod(this, &TrainingWorker::deliver_events, Qt::QueuedConnection);
+}
+
+void TrainingWorker::deliver_events() {
+  std::vector<TrainEvent> events;
+  {
+    std::lock_guard lock(pending_mutex_);
+    events.swap(pending_);
+  }
+  for (const TrainEvent& e : events) Q_EMIT event(e);
+  if (!running()) delivery_timer_.stop();
 }
 
 void TrainingWorker::stop() {

@@ -59,6 +59,16 @@ class ProgressTest : public QObject {
     QCOMPARE(progress.run_text(), QStringLiteral("run stopped — epoch 1.00 of 4"));
     QCOMPARE(progress.run_eta(), QString());
   }
+
+  void rapid_steps_redraw_a_few_times_a_second_and_end_on_the_last() {
+    TrainingProgress progress;
+    progress.begin_run(2);
+    progress.on_epoch_position(0.01);
+    for (int i = 2; i <= 100; ++i) progress.on_epoch_position(i / 100.0);  // microseconds apart
+    QCOMPARE(progress.run_text(), QStringLiteral("epoch 0.01 of 2"));  // drawn again only after 250 ms
+    progress.end_run(QStringLiteral("completed"));
+    QCOMPARE(progress.run_text(), QStringLiteral("run completed — epoch 1.00 of 2"));
+  }
 };
 
 QTEST_MAIN(ProgressTest)
