@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "bench/bare_products.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/data/csr_matrix.h"
@@ -81,16 +82,7 @@ int main(int argc, char** argv) {
 
   // Baseline: exactly the products exact_top_k computes, in the same chunks, and nothing else.
   const xmc::ExactSearchOptions chunks;
-  auto products_only = [&] {
-    double sink = 0;
-    for (std::int64_t r0 = 0; r0 < nq; r0 += chunks.query_chunk)
-      for (std::int64_t k0 = 0; k0 < m; k0 += chunks.key_chunk) {
-        const auto s = xmc::chunk_inner_products(queries.narrow(0, r0, std::min(chunks.query_chunk, nq - r0)),
-                                                 labels.narrow(0, k0, std::min(chunks.key_chunk, m - k0)));
-        sink += s.data_ptr<float>()[0];
-      }
-    return sink;
-  };
+  auto products_only = [&] { return bare_products(queries, labels, chunks); };
 
   double t_products = 1e30, t_eval = 1e30, t_search = 1e30;
   double p1 = 0;

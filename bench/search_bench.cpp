@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include "bench/bare_products.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/index/exact_search.h"
@@ -59,16 +60,7 @@ int main(int argc, char** argv) {
   const auto queries = around(centres, nq);
 
   // Baseline: exactly the products exact_top_k computes, in the same chunks, and nothing else.
-  auto products_only = [&] {
-    double sink = 0;
-    for (std::int64_t r0 = 0; r0 < nq; r0 += options.query_chunk)
-      for (std::int64_t k0 = 0; k0 < m; k0 += options.key_chunk) {
-        const auto s = xmc::chunk_inner_products(queries.narrow(0, r0, std::min(options.query_chunk, nq - r0)),
-                                                 labels.narrow(0, k0, std::min(options.key_chunk, m - k0)));
-        sink += s.data_ptr<float>()[0];
-      }
-    return sink;
-  };
+  auto products_only = [&] { return bare_products(queries, labels, options); };
   // Ablation: the same products with a plain torch::topk over every chunk, merged the same way.
   auto plain_topk = [&] {
     for (std::int64_t r0 = 0; r0 < nq; r0 += options.query_chunk) {
