@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/bounded_json.h"
 #include "engine/core/content_hash.h"
 #include "engine/core/error.h"
 #include "engine/data/text_lines.h"
@@ -25,7 +26,7 @@ DatasetMeta read_dataset_meta(const fs::path& dir) {
   std::ifstream in(path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_bounded_json(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(path.string(), "is not valid JSON: " + std::string(e.what()));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 #include "engine/core/gzip_line_reader.h"
 #include "engine/core/utf8.h"
@@ -36,7 +37,7 @@ std::vector<JsonRecord> read_records(const std::filesystem::path& path, bool tit
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(line);
+      j = parse_bounded_json(line);
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError(reader.path(), reader.line_number(), "not a JSON object: " + std::string(e.what()));
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 #include "engine/model/safetensors_file.h"
 
@@ -316,7 +317,7 @@ void BertConfig::validate(const std::string& source) const {
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source) {
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(json_text);
+    json = parse_bounded_json(json_text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(source, std::string("bad JSON: ") + e.what());
   }

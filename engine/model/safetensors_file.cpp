@@ -14,6 +14,7 @@
 #include <set>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 
 namespace xmc {
@@ -180,8 +181,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes + 8),
-                                   reinterpret_cast<const char*>(bytes + result.data_start_));
+    header = parse_bounded_json(reinterpret_cast<const char*>(bytes + 8), reinterpret_cast<const char*>(bytes + result.data_start_));
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(file, std::string("bad JSON header: ") + e.what());
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
 #include "engine/core/utf8.h"
@@ -130,7 +131,7 @@ json read_json(const std::filesystem::path& path) {
   buffer << in.rdbuf();
   const std::string content = buffer.str();
   try {
-    return json::parse(content);
+    return parse_bounded_json(content);
   } catch (const json::parse_error& e) {
     const auto upto = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, content.size());
     const auto line = 1 + static_cast<std::size_t>(std::count(content.begin(), content.begin() + static_cast<std::ptrdiff_t>(upto), '\n'));

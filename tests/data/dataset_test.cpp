@@ -62,6 +62,12 @@ TEST(Dataset, InconsistentFilesAreReportedByName) {
   test::write_file(dir / "filter_labels_test.txt", "0 1\n1 9\n");
   EXPECT_EQ(load_error(dir.path()), (dir / "filter_labels_test.txt").string() + ":2: label 9 is out of range (there are 4 labels)");
   EXPECT_EQ(load_error(dir / "nope"), (dir / "nope").string() + ": is not a dataset folder (no such directory)");
+  // A dataset.json nested 100,000 levels deep once crashed the loader.
+  save_dataset(small_dataset(), dir.path());
+  test::write_file(dir / "dataset.json", "{\"name\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  EXPECT_NE(load_error(dir.path()).find((dir / "dataset.json").string() + ": is not valid JSON: [json.exception.parse_error.101] parse error: values nested deeper than 256 levels"),
+            std::string::npos)
+      << load_error(dir.path());
 }
 
 TEST(Dataset, FingerprintFollowsContent) {

@@ -218,6 +218,14 @@ TEST(Safetensors, RejectsBadJson) {
   EXPECT_NE(array.find("bad JSON"), std::string::npos) << array;
 }
 
+TEST(Safetensors, RejectsADeeplyNestedHeader) {
+  // A shape nested 100,000 levels deep once crashed the reader (recursive destruction of the JSON).
+  test::TempDir dir;
+  const std::string header = "{\"w\": {\"dtype\": \"F32\", \"shape\": " + std::string(100000, '[') + std::string(100000, ']') +
+                             ", \"data_offsets\": [0, 4]}}";
+  EXPECT_NE(open_error(dir, "deep.safetensors", raw_safetensors(header, "abcd")).find("nested deeper than 256 levels"), std::string::npos);
+}
+
 TEST(Safetensors, WriterRejectsInconsistentTensors) {
   test::TempDir dir;
   const auto four = bytes_of(std::vector<float>{1, 2, 3, 4});
