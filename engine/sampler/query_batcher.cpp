@@ -1,5 +1,7 @@
 #include "engine/sampler/query_batcher.h"
 
+#include <algorithm>
+
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -85,17 +87,25 @@ std::string QueryBatcher::save_state() const {
 }
 
 void QueryBatcher::load_state(const std::string& state) {
+  // The state comes from a checkpoint file: sizes and rows are checked against this batcher's queries
+  // before anything is allocated or used (a damaged or foreign checkpoint must not crash the resume).
+  const auto corrupt = [] { return Error("checkpoint: the sampler state is corrupt or belongs to another run's dataset"); };
+  const std::int64_t max_row = queries_.empty() ? -1 : *std::max_element(queries_.begin(), queries_.end());
   std::istringstream in(state);
   std::size_t n = 0;
   in >> rng_ >> clusters_size_ >> n;
+  if (!in || n > queries_.size()) throw corrupt();
   clusters_.assign(n, {});
   for (auto& c : clusters_) {
     std::size_t size = 0;
     in >> size;
+    if (!in || size > queries_.size()) throw corrupt();
     c.resize(size);
-    for (auto& r : c) in >> r;
+    for (auto& r : c) {
+      in >> r;
+      if (!in || r < 0 || r > max_row) throw corrupt();
+    }
   }
-  if (!in) throw Error("checkpoint: the sampler state is corrupt");
 }
 
 }  // namespace xmc

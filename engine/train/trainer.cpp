@@ -184,6 +184,7 @@ struct Trainer::Impl {
     state.stage = stages.empty() ? kDone : stages.front().name;
     if (setup.resume) {
       state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels());
+      check_resumable(state);
       if (state.stage.empty()) state.stage = stages.front().name;
       batcher->load_state(state.sampler_state);
       if (!state.label_pool_rng.empty()) {
@@ -193,6 +194,24 @@ struct Trainer::Impl {
       }
       phase("resumed from " + checkpoint_path().string() + " at step " + std::to_string(state.step));
     }
+  }
+
+  /// A checkpoint's training state must fit this run's dataset: one of another run (or a damaged one) is
+  /// refused by name before any of its rows is used.
+  void check_resumable(const TrainingState& s) const {
+    const std::string file = checkpoint_path().string();
+    const std::int64_t rows = dataset.num_train();
+    for (const auto& batch : s.epoch_batches)
+      for (const std::int64_t row : batch)
+        if (row < 0 || row >= rows)
+          throw InputError(file, "its saved batches name training row " + std::to_string(row) + ", but the dataset has " + std::to_string(rows) +
+                                     " training rows: the checkpoint belongs to another run or is damaged");
+    if (s.last_embeddings.defined() && (s.last_embeddings.dim() != 2 || s.last_embeddings.size(0) != rows))
+      throw InputError(file, "its saved query embeddings do not have one row per training query (" + std::to_string(rows) +
+                                 "): the checkpoint belongs to another run or is damaged");
+    if (!s.stage.empty() && s.stage != kDone &&
+        std::none_of(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; }))
+      throw InputError(file, "its stage \"" + s.stage + "\" is not a stage of method " + method->name());
   }
 
   /// The optimiser of `stage` over the method's parameter groups (AdamW; lr scheduled per group).
