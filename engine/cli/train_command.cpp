@@ -76,7 +76,7 @@ void add_train_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--config", args->config, "JSON config (see datasets/configs/); keys may be nested or dotted");
   cmd->add_option("--set", args->sets, "Override a key: --set lr=0.001 --set sampler.type=cluster (repeatable)");
   cmd->add_option("--db", args->db, "Run store (SQLite)")->capture_default_str();
-  cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint");
+  cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print the final evaluation (plus \"run_id\") as one JSON line at the end");
   cmd->add_flag("--list-keys", args->list_keys,
                 "List the config keys by group with defaults and meaning (with --config/--set: only those that apply)");

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 
 namespace xmc {
@@ -38,10 +39,16 @@ std::string as_string(const std::string& key, const json& v, const std::vector<s
   return s;
 }
 
-std::int64_t as_int(const std::string& key, const json& v, std::int64_t min) {
-  if (!v.is_number_integer()) bad_value(key, v, "an integer >= " + std::to_string(min));
+std::int64_t as_int(const std::string& key, const json& v, std::int64_t min, std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
+  const std::string expected = max == std::numeric_limits<std::int64_t>::max()
+                                   ? "an integer >= " + std::to_string(min)
+                                   : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (!v.is_number_integer()) bad_value(key, v, expected);
+  // Unsigned JSON integers above the int64 range must not wrap into it.
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    bad_value(key, v, expected);
   const auto i = v.get<std::int64_t>();
-  if (i < min) bad_value(key, v, "an integer >= " + std::to_string(min));
+  if (i < min || i > max) bad_value(key, v, expected);
   return i;
 }
 
@@ -67,9 +74,12 @@ KeyBinding path_key(std::string key, std::filesystem::path TrainConfig::*field, 
   return {info, [key, field](TrainConfig& c, const json& v) { c.*field = as_string(key, v, {}); },
           [field](const TrainConfig& c) { return json((c.*field).string()); }};
 }
-KeyBinding int_key(std::string key, std::int64_t TrainConfig::*field, std::int64_t min, std::string doc) {
+// `max` bounds what a machine can do (threads, sizes that are allocated), so that a typo is a named error
+// rather than a hang or an allocator's message.
+KeyBinding int_key(std::string key, std::int64_t TrainConfig::*field, std::int64_t min, std::string doc,
+                   std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
   ConfigKeyInfo info{key, "int", "", {}, std::move(doc)};
-  return {info, [key, field, min](TrainConfig& c, const json& v) { c.*field = as_int(key, v, min); },
+  return {info, [key, field, min, max](TrainConfig& c, const json& v) { c.*field = as_int(key, v, min, max); },
           [field](const TrainConfig& c) { return json(c.*field); }};
 }
 KeyBinding float_key(std::string key, double TrainConfig::*field, double min, double max, std::string doc) {
@@ -100,7 +110,7 @@ std::vector<KeyGroup> key_groups() {
         path_key("dataset", &TrainConfig::dataset, "Dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)"),
         string_key("method", &TrainConfig::method, {"dexml", "ngame"}, "Training recipe: DEXML dual encoder or NGAME (M1 encoder + M4 classifiers)"),
         string_key("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N"),
-        int_key("threads", &TrainConfig::threads, 0, "CPU threads for torch (0 = all cores)"),
+        int_key("threads", &TrainConfig::threads, 0, "CPU threads for torch (0 = all cores)", 1024),
         {ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
          [](TrainConfig& c, const json& v) { c.seed = static_cast<std::uint64_t>(as_int("seed", v, 0)); },
          [](const TrainConfig& c) { return json(c.seed); }}}},
@@ -115,22 +125,22 @@ std::vector<KeyGroup> key_groups() {
         when("loss=triplet", int_key("hardest_k", &TrainConfig::hardest_k, 1, "Triplet: number of hardest in-batch negatives per positive")),
         when("loss=softtopk", float_key("topk_k", &TrainConfig::topk_k, 1e-3, 1e6, "SoftTop-k: the k of the soft top-k threshold"))}},
       {"Hard negatives", "negatives=hard",
-       {int_key("hard.per_query", &TrainConfig::hard_per_query, 1, "Hard negatives sampled per query from its shortlist"),
-        int_key("hard.shortlist", &TrainConfig::shortlist_size, 1, "Shortlist size: exact top-k labels per query, positives removed"),
+       {int_key("hard.per_query", &TrainConfig::hard_per_query, 1, "Hard negatives sampled per query from its shortlist", 10000),
+        int_key("hard.shortlist", &TrainConfig::shortlist_size, 1, "Shortlist size: exact top-k labels per query, positives removed", 100000),
         int_key("hard.refresh_every", &TrainConfig::shortlist_refresh_every, 1, "Epochs between shortlist refreshes")}},
       {"All-label negatives", "negatives=all",
-       {int_key("all.label_chunk", &TrainConfig::label_chunk, 1, "Labels encoded per chunk when negatives = all")}},
+       {int_key("all.label_chunk", &TrainConfig::label_chunk, 1, "Labels encoded per chunk when negatives = all", 1 << 24)}},
       {"Encoder", "",
        {string_key("encoder.type", &TrainConfig::encoder_type, {"bow", "bert"}, "Encoder: bag of words (fast on CPU) or a BERT-family transformer"),
-        int_key("encoder.dim", &TrainConfig::encoder_dim, 2, "Embedding size d of the DE head (bow: also its word vectors)"),
+        int_key("encoder.dim", &TrainConfig::encoder_dim, 2, "Embedding size d of the DE head (bow: also its word vectors)", 65536),
         path_key("encoder.path", &TrainConfig::encoder_path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file"),
-        when("encoder.type=bert", int_key("encoder.max_len", &TrainConfig::max_len, 3, "Tokens per text for bert (32 for titles, 128 for long text)")),
+        when("encoder.type=bert", int_key("encoder.max_len", &TrainConfig::max_len, 3, "Tokens per text for bert (32 for titles, 128 for long text)", 8192)),
         when("encoder.type=bert", string_key("encoder.pooling", &TrainConfig::pooling, {"mean", "cls"}, "bert: mean over tokens or the [CLS] vector")),
         when("encoder.type=bow", int_key("encoder.min_count", &TrainConfig::min_word_count, 1, "bow: drop words seen fewer times in training text")),
         float_key("encoder.dropout", &TrainConfig::dropout, 0, 0.9, "Dropout in the heads (and inside bert)")}},
       {"Batching", "",
        {string_key("sampler.type", &TrainConfig::sampler_type, {"random", "cluster"}, "Batches: random, or NGAME clusters of query embeddings"),
-        when("sampler.type=cluster", int_key("sampler.cluster_size", &TrainConfig::cluster_size, 1, "NGAME cluster size C once clustering starts")),
+        when("sampler.type=cluster", int_key("sampler.cluster_size", &TrainConfig::cluster_size, 1, "NGAME cluster size C once clustering starts", 1 << 20)),
         when("sampler.type=cluster",
              int_key("sampler.start_epoch", &TrainConfig::sampler_start_epoch, 0, "First clustered epoch (0-based); earlier epochs are random")),
         when("sampler.type=cluster", int_key("sampler.refresh_every", &TrainConfig::sampler_refresh_every, 1,
@@ -138,14 +148,15 @@ std::vector<KeyGroup> key_groups() {
         when("sampler.type=cluster",
              {ConfigKeyInfo{"sampler.grow_at", "int_list", "", {}, "Epochs at which the cluster size C doubles"},
               [](TrainConfig& c, const json& v) {
-                if (!v.is_array()) bad_value("sampler.grow_at", v, "a list of epochs, e.g. [3, 6]");
+                // Each entry doubles C: 30 doublings already exceed any label or query count.
+           if (!v.is_array() || v.size() > 30) bad_value("sampler.grow_at", v, "a list of at most 30 epochs, e.g. [3, 6]");
                 c.sampler_grow_at.clear();
-                for (const auto& e : v) c.sampler_grow_at.push_back(as_int("sampler.grow_at", e, 0));
+                for (const auto& e : v) c.sampler_grow_at.push_back(as_int("sampler.grow_at", e, 0, 1000000));
               },
               [](const TrainConfig& c) { return json(c.sampler_grow_at); }})}},
       {"Optimisation", "",
-       {int_key("epochs", &TrainConfig::epochs, 1, "Training epochs (NGAME: of stage M1)"),
-        int_key("batch_size", &TrainConfig::batch_size, 2, "Queries per batch"),
+       {int_key("epochs", &TrainConfig::epochs, 1, "Training epochs (NGAME: of stage M1)", 1000000),
+        int_key("batch_size", &TrainConfig::batch_size, 2, "Queries per batch", 1 << 24),
         float_key("lr", &TrainConfig::lr, 0, 10, "Peak learning rate (AdamW)"),
         float_key("head_lr_scale", &TrainConfig::head_lr_scale, 0, 1e4, "Heads and classifiers learn at lr × this"),
         float_key("weight_decay", &TrainConfig::weight_decay, 0, 10, "AdamW weight decay (never on biases or norms)"),
@@ -161,11 +172,11 @@ std::vector<KeyGroup> key_groups() {
          [](TrainConfig& c, const json& v) {
            if (!v.is_array() || v.empty()) bad_value("eval.k", v, "a non-empty list of positive integers, e.g. [1, 3, 5]");
            c.eval_k.clear();
-           for (const auto& e : v) c.eval_k.push_back(static_cast<int>(as_int("eval.k", e, 1)));
+           for (const auto& e : v) c.eval_k.push_back(static_cast<int>(as_int("eval.k", e, 1, 100000)));
          },
          [](const TrainConfig& c) { return json(c.eval_k); }},
         int_key("eval.every", &TrainConfig::eval_every, 0, "Epochs between evaluations (0 = only at the end)"),
-        int_key("eval.top", &TrainConfig::eval_top, 1, "Predictions kept per test query"),
+        int_key("eval.top", &TrainConfig::eval_top, 1, "Predictions kept per test query", 100000),
         string_key("eval.index", &TrainConfig::eval_index, {},
                    "How test queries search the labels: exact, hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on many labels, some recall lost)"),
         int_key("checkpoint.every", &TrainConfig::checkpoint_every, 0, "Epochs between checkpoints (0 = only at the end)"),
@@ -261,7 +272,7 @@ const std::vector<ConfigKeyInfo>& train_config_keys() {
 TrainConfig parse_train_config(const std::string& json_text, const std::string& source) {
   json j;
   try {
-    j = json::parse(json_text);
+    j = parse_bounded_json(json_text);
   } catch (const json::parse_error& e) {
     throw ConfigError(source + ": not valid JSON: " + e.what());
   }
@@ -294,8 +305,12 @@ void apply_config_overrides(TrainConfig& config, const std::vector<std::string>&
     if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + a + ": expected KEY=VALUE, e.g. --set lr=0.001");
     const std::string key = a.substr(0, eq);
     const std::string text = a.substr(eq + 1);
-    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) value = text;  // bare strings: --set method=ngame
+    json value;
+    try {
+      value = parse_bounded_json(text);
+    } catch (const json::parse_error&) {
+      value = text;  // bare strings: --set method=ngame
+    }
     binding(key).set(config, value);
   }
 }

@@ -219,6 +219,10 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("unknown config key 'encoder.size'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--list-keys"), std::string::npos) << r.output;
+  // A run id that cannot exist is refused, not taken as "start a new run".
+  r = xmc("train --db " + db + " --resume -1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--resume"), std::string::npos) << r.output;
   // --list-keys: by option group, conditional keys saying when they apply; with a config, only those.
   r = xmc("train --list-keys");
   EXPECT_EQ(r.exit_code, 0) << r.output;

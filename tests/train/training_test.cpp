@@ -108,6 +108,32 @@ TEST(Training, EvaluationSearchesThroughTheConfiguredIndex) {
   EXPECT_TRUE(RunStore(dir / "bad.sqlite").list_runs().empty()) << "a refused config records no run";
 }
 
+TEST(Training, ResumeRefusesACheckpointOfAnotherRunsDataset) {
+  // A checkpoint whose saved batches name rows the dataset does not have once crashed the resume.
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "big", 3, 300, 30);
+  test::write_keyword_dataset(dir / "small", 4, 40, 30);
+  auto stopped_run = [&](const std::string& data) {
+    TrainConfig c = small_config(dir / data);
+    c.eval_every = 0;
+    TrainingRun run(c, dir / (data + ".sqlite"));
+    run.subscribe([&run](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step && e.step == 2) run.request_stop();
+    });
+    EXPECT_EQ(run.run().outcome, RunOutcome::Stopped);
+    return TrainingRun::run_directory(dir / (data + ".sqlite"), run.run_id());
+  };
+  const auto big = stopped_run("big");
+  const auto small = stopped_run("small");
+  std::filesystem::copy_file(big / "checkpoint.pt", small / "checkpoint.pt", std::filesystem::copy_options::overwrite_existing);
+  try {
+    TrainingRun::resume(1, dir / "small.sqlite").run();
+    FAIL() << "resumed from another run's checkpoint";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to another run or is damaged"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Training, ResumeContinuesBitForBit) {
   test::TempDir dir;
   write_synthetic_dataset(dir / "data", 2);
@@ -232,8 +258,40 @@ TEST(Training, BadConfigNamesTheKey) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("loss: got \"hinge\", expected one of: triplet"), std::string::npos) << e.what();
   }
+  // 100,000 nested arrays once crashed the process (recursive destruction of the parsed JSON).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    parse_train_config("{\"eval\": {\"k\": " + deep + "}}", "deep.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("deep.json: not valid JSON: [json.exception.parse_error.101] parse error: values nested deeper than 256 levels"),
+              std::string::npos)
+        << e.what();
+  }
   TrainConfig c;
+  EXPECT_THROW(apply_config_overrides(c, {"eval.k=" + deep}), ConfigError);  // taken as text: not a list of k
   EXPECT_THROW(apply_config_overrides(c, {"batch_size=-3"}), ConfigError);
+  // Values past what an int holds, or a machine can do, are named errors (they wrapped to 1 or hung before).
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {"eval.k=[4294967297]", "eval.k: got 4294967297, expected an integer in [1, 100000]"},
+      {"threads=4294967297", "threads: got 4294967297, expected an integer in [0, 1024]"},
+      {"threads=100000", "threads: got 100000, expected an integer in [0, 1024]"},
+      {"seed=18446744073709551615", "seed: got 18446744073709551615, expected an integer >= 0"},
+      {"encoder.dim=1000000000", "encoder.dim: got 1000000000, expected an integer in [2, 65536]"},
+      {"eval.top=1000000000000", "eval.top: got 1000000000000, expected an integer in [1, 100000]"},
+  };
+  for (const auto& [assignment, message] : refused) {
+    try {
+      TrainConfig fresh;
+      apply_config_overrides(fresh, {assignment});
+      ADD_FAILURE() << assignment << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+  std::string seventy_zeros = "sampler.grow_at=[0";
+  for (int i = 1; i < 70; ++i) seventy_zeros += ",0";
+  EXPECT_THROW(apply_config_overrides(c, {seventy_zeros + "]"}), ConfigError);
   apply_config_overrides(c, {"method=ngame", "sampler.grow_at=[2,4]", "lr=0.5"});
   EXPECT_EQ(c.method, "ngame");
   EXPECT_EQ(c.sampler_grow_at, (std::vector<std::int64_t>{2, 4}));
