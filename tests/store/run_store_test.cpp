@@ -225,6 +225,7 @@ TEST_F(RunStoreTest, StatusTransitionsKeepLastError) {
   EXPECT_EQ(r.last_error, "stopped by the user");
   store.set_status(id, RunStatus::Completed);
   EXPECT_EQ(store.get_run(id).status, RunStatus::Completed);
+  EXPECT_EQ(store.get_run(id).last_error, "") << "a run that completed is not described by an earlier attempt's error";
   store.mark_failed(id, "");
   EXPECT_EQ(store.get_run(id).last_error, "failed without an error message");
 
