@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "engine/cli/command_context.h"
+#include "engine/data/propensity.h"
 #include "engine/eval/prediction_file_eval.h"
 
 namespace xmc::cli {
@@ -70,6 +71,7 @@ void add_eval_command(CLI::App& app, CommandContext& context) {
     if (!args->train.empty()) request.train = args->train;
     if (!args->filter.empty()) request.filter = args->filter;
     request.propensity = {args->a, args->b};
+    check_propensity_params(request.propensity, "--A/--B");
     request.options.ks = args->ks;
     request.options.drop_empty_rows = args->drop_empty;
     if (args->deciles) request.options.decile_ks = {5};

@@ -14,13 +14,18 @@ inline constexpr int kMaxJsonDepth = 256;
 
 /// nlohmann::json::parse(input), refusing documents nested deeper than kMaxJsonDepth with the same
 /// nlohmann::json::parse_error a syntax error gives (so callers report both alike).
+/// A number past double's range (1e400) is reported the same way, not as nlohmann's out_of_range.
 template <typename Input>
 nlohmann::json parse_bounded_json(Input&& input) {
-  return nlohmann::json::parse(std::forward<Input>(input), [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxJsonDepth)
-      throw nlohmann::json::parse_error::create(101, 0, "values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", nullptr);
-    return true;
-  });
+  try {
+    return nlohmann::json::parse(std::forward<Input>(input), [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxJsonDepth)
+        throw nlohmann::json::parse_error::create(101, 0, "values nested deeper than " + std::to_string(kMaxJsonDepth) + " levels", nullptr);
+      return true;
+    });
+  } catch (const nlohmann::json::out_of_range& e) {
+    throw nlohmann::json::parse_error::create(101, 0, e.what(), nullptr);
+  }
 }
 
 /// The same over the bytes [first, last).

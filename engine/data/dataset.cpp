@@ -41,6 +41,11 @@ DatasetMeta read_dataset_meta(const fs::path& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path.string(), "has a field of the wrong type: " + std::string(e.what()));
   }
+  try {
+    check_propensity_params(meta.propensity, "field \"propensity\"");
+  } catch (const ConfigError& e) {
+    throw InputError(path.string(), e.what());
+  }
   return meta;
 }
 

@@ -2,7 +2,16 @@
 
 #include <cmath>
 
+#include "engine/core/error.h"
+
 namespace xmc {
+
+void check_propensity_params(const PropensityParams& params, const std::string& source) {
+  if (!std::isfinite(params.a) || params.a < 0)
+    throw ConfigError(source + ": propensity A must be a finite number >= 0, got " + std::to_string(params.a));
+  if (!std::isfinite(params.b) || params.b <= -1)
+    throw ConfigError(source + ": propensity B must be a finite number > -1, got " + std::to_string(params.b));
+}
 
 std::vector<double> inverse_propensities(const std::vector<std::int64_t>& label_frequencies,
                                          std::int64_t num_train_points, PropensityParams params) {

@@ -69,6 +69,20 @@ TEST(Cli, EvalRejectsPredictionsOfTheWrongShape) {
   EXPECT_NE(r.output.find("declares 4"), std::string::npos) << r.output;
 }
 
+TEST(Cli, EvalRefusesPropensityParametersWhereTheFormulaIsUndefined) {
+  // These gave PSP@k = 0 with exit code 0.
+  test::TempDir dir;
+  test::write_file(dir / "t.txt", "2 4\n1:1\n0:1\n");
+  test::write_file(dir / "p.txt", "2 4\n1:0.9\n0:0.8\n");
+  const std::string base = "eval --truth " + (dir / "t.txt").string() + " --pred " + (dir / "p.txt").string() + " --train " + (dir / "t.txt").string();
+  for (const char* bad : {" --A nan", " --A inf", " --A -1", " --B -1.5"}) {
+    const auto r = xmc(base + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_NE(r.output.find("--A/--B: propensity"), std::string::npos) << bad << ": " << r.output;
+  }
+  EXPECT_EQ(xmc(base + " --A 0.6 --B 2.6").exit_code, 0);
+}
+
 TEST(Cli, WordnetBuildInfoAndNoSilentOverwrite) {
   if (!std::filesystem::exists("/usr/share/wordnet/data.noun")) GTEST_SKIP() << "wordnet-base is not installed";
   test::TempDir dir;

@@ -62,6 +62,11 @@ TEST(Dataset, InconsistentFilesAreReportedByName) {
   test::write_file(dir / "filter_labels_test.txt", "0 1\n1 9\n");
   EXPECT_EQ(load_error(dir.path()), (dir / "filter_labels_test.txt").string() + ":2: label 9 is out of range (there are 4 labels)");
   EXPECT_EQ(load_error(dir / "nope"), (dir / "nope").string() + ": is not a dataset folder (no such directory)");
+  // Propensity parameters where the formula is undefined made every PSP@k 0 without a word.
+  save_dataset(small_dataset(), dir.path());
+  test::write_file(dir / "dataset.json", "{\"name\": \"x\", \"propensity\": {\"A\": 0.5, \"B\": -1.5}}");
+  EXPECT_EQ(load_error(dir.path()),
+            (dir / "dataset.json").string() + ": field \"propensity\": propensity B must be a finite number > -1, got -1.500000");
   // A dataset.json nested 100,000 levels deep once crashed the loader.
   save_dataset(small_dataset(), dir.path());
   test::write_file(dir / "dataset.json", "{\"name\": " + std::string(100000, '[') + std::string(100000, ']') + "}");

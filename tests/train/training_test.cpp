@@ -268,6 +268,13 @@ TEST(Training, BadConfigNamesTheKey) {
               std::string::npos)
         << e.what();
   }
+  try {  // a number past double's range ended as "internal error"
+    parse_train_config(R"({"lr": 1e400})", "huge.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.json: not valid JSON: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1e400"), std::string::npos) << e.what();
+  }
   TrainConfig c;
   EXPECT_THROW(apply_config_overrides(c, {"eval.k=" + deep}), ConfigError);  // taken as text: not a list of k
   EXPECT_THROW(apply_config_overrides(c, {"batch_size=-3"}), ConfigError);
