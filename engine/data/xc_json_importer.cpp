@@ -83,6 +83,7 @@ void fill_split(const std::vector<JsonRecord>& records, std::int64_t num_labels,
 Dataset import_xc_json(const XcJsonImportOptions& options, Progress& progress) {
   auto label_records = read_records(options.labels, options.title_only, false, progress);
   auto train_records = read_records(options.train, options.title_only, true, progress);
+  if (train_records.empty()) throw InputError(options.train.string(), "holds no records: there is nothing to train on");
   auto test_records = read_records(options.test, options.title_only, true, progress);
   Dataset d;
   const auto folder = std::filesystem::absolute(options.train).parent_path().filename().string();

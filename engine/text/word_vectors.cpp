@@ -1,5 +1,7 @@
 #include "engine/text/word_vectors.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -39,7 +41,10 @@ WordVectorTable load_glove_vectors(const std::filesystem::path& path, const std:
       if (p == end) break;
       float v = 0;
       auto [next, ec] = std::from_chars(p, end, v);
-      if (ec != std::errc()) throw InputError(path.string(), reader.line_number(), "a vector component is not a number");
+      // A component ends at a space or the line's end: "0.1-0.1" is not two numbers.
+      if (ec != std::errc() || (next != end && *next != ' '))
+        throw InputError(path.string(), reader.line_number(), "a vector component is not a number: \"" +
+                                                                  std::string(p, std::find(p, end, ' ')) + "\"");
       if (!std::isfinite(v)) throw InputError(path.string(), reader.line_number(), "a vector component is not finite");
       row.push_back(v);
       p = next;

@@ -63,6 +63,7 @@ TEST(XcJsonImporter, BadRecordsNameFileAndLine) {
   EXPECT_EQ(error_for("{\"title\": \"x\", \"target_ind\": [-1]}\n"), trn + ":1: 'target_ind' holds -1, not a label index");
   EXPECT_NE(error_for("{\"title\": \"x\", \n").find(trn + ":1: not a JSON object"), std::string::npos);
   EXPECT_NE(error_for("{\"title\": \"caf\xE9\", \"target_ind\": []}\n").find(trn + ":1: not a JSON object"), std::string::npos);
+  EXPECT_EQ(error_for(""), trn + ": holds no records: there is nothing to train on");  // imported as 0 rows before
   // 100,000 nested arrays once crashed the process (recursive destruction): a named error now.
   const std::string deep = "{\"title\": \"x\", \"target_ind\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n";
   EXPECT_NE(error_for(deep).find(trn + ":1: not a JSON object: [json.exception.parse_error.101] parse error: values nested deeper than 256 levels"),
