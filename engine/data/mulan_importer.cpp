@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
@@ -71,6 +72,7 @@ std::string take_arff_name(std::string_view& s, const std::string& file, std::si
 
 struct ArffRow {
   std::vector<std::pair<std::int32_t, float>> entries;  // (attribute, value), value != 0
+  std::size_t line = 0;                                 // in its file, for errors found later
 };
 
 /// A parsed ARFF file: attribute names and rows of non-zero (attribute, value) entries.
@@ -96,6 +98,7 @@ ArffFile read_arff(const std::filesystem::path& path, Progress& progress) {
   ArffFile arff;
   std::string_view line;
   bool in_data = false;
+  std::unordered_set<std::string> declared;
   progress.start("reading " + path.filename().string(), static_cast<std::int64_t>(reader.file_size()));
   while (reader.next(line)) {
     const std::size_t ln = reader.line_number();
@@ -109,6 +112,8 @@ ArffFile read_arff(const std::filesystem::path& path, Progress& progress) {
       } else if (iequals_prefix(s, "@attribute")) {
         std::string_view rest = s.substr(10);
         arff.attributes.push_back(take_arff_name(rest, file, ln));
+        if (!declared.insert(arff.attributes.back()).second)
+          throw InputError(file, ln, "@attribute '" + arff.attributes.back() + "' is declared twice");
         if (trim(rest).empty()) throw InputError(file, ln, "@attribute '" + arff.attributes.back() + "' has no type");
       } else if (iequals_prefix(s, "@data")) {
         in_data = true;
@@ -118,6 +123,7 @@ ArffFile read_arff(const std::filesystem::path& path, Progress& progress) {
       continue;
     }
     ArffRow row;
+    row.line = ln;
     const auto num_attributes = static_cast<std::int64_t>(arff.attributes.size());
     if (s.front() == '{') {
       if (s.back() != '}') throw InputError(file, ln, "sparse row starts with '{' but does not end with '}'");
@@ -130,7 +136,7 @@ ArffFile read_arff(const std::filesystem::path& path, Progress& progress) {
         const auto space = entry.find_first_of(" \t");
         std::int64_t index = -1;
         auto [ptr, ec] = std::from_chars(entry.data(), entry.data() + (space == std::string_view::npos ? entry.size() : space), index);
-        if (ec != std::errc() || space == std::string_view::npos)
+        if (ec != std::errc() || space == std::string_view::npos || ptr != entry.data() + space)  // "2abc", "0x2"
           throw InputError(file, ln, "expected 'INDEX VALUE' in a sparse row, got '" + std::string(entry) + "'");
         if (index < 0 || index >= num_attributes)
           throw InputError(file, ln, "attribute index " + std::to_string(index) + " is out of range (the header declares " +
@@ -161,6 +167,7 @@ ArffFile read_arff(const std::filesystem::path& path, Progress& progress) {
   progress.update(static_cast<std::int64_t>(reader.bytes_read()));
   progress.finish();
   if (!in_data) throw InputError(file, "no @data section");
+  if (arff.rows.empty()) throw InputError(file, "no data rows after @data");
   return arff;
 }
 
@@ -233,7 +240,8 @@ Dataset import_mulan(const MulanImportOptions& options, Progress& progress) {
   d.meta.feature_names = words;
   for (const auto& name : label_names) d.label_text.push_back(label_text(name, options.label_prefix));
 
-  auto convert = [&](const ArffFile& arff, std::vector<std::string>& texts, CsrMatrix& labels, CsrMatrix& features) {
+  auto convert = [&](const ArffFile& arff, const std::filesystem::path& path, std::vector<std::string>& texts, CsrMatrix& labels,
+                     CsrMatrix& features) {
     labels.cols = static_cast<std::int64_t>(label_names.size());
     features.cols = static_cast<std::int64_t>(words.size());
     std::vector<std::int32_t> label_idx, feature_idx;
@@ -244,6 +252,11 @@ Dataset import_mulan(const MulanImportOptions& options, Progress& progress) {
       for (auto [attribute, value] : row.entries) {
         const auto a = static_cast<std::size_t>(attribute);
         if (label_of[a] >= 0) {
+          if (value != 1.0f) {  // -1 must not count as a positive
+            std::ostringstream shown;
+            shown << value;
+            throw InputError(path.string(), row.line, "label attribute '" + train.attributes[a] + "' has value " + shown.str() + "; labels are 0 or 1");
+          }
           label_idx.push_back(label_of[a]);
           label_val.push_back(1.0f);
         } else {
@@ -266,8 +279,8 @@ Dataset import_mulan(const MulanImportOptions& options, Progress& progress) {
   };
   d.train_features.emplace();
   d.test_features.emplace();
-  convert(train, d.train_text, d.train_labels, *d.train_features);
-  convert(test, d.test_text, d.test_labels, *d.test_features);
+  convert(train, options.train_arff, d.train_text, d.train_labels, *d.train_features);
+  convert(test, options.test_arff, d.test_text, d.test_labels, *d.test_features);
   return d;
 }
 

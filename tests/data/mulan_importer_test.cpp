@@ -67,6 +67,21 @@ TEST(MulanImporter, MalformedInputNamesFileAndLine) {
   expect_error("{0 1}\n{3 x}\n", "10: value 'x' is not a finite number (only numeric attributes are supported)");
   expect_error("0,1,0\n", "9: dense row has 3 values but the header declares 4 attributes");
   expect_error("{2 1,0 1}\n", "9: attribute indices in a sparse row must increase (0 after 2)");
+  // Accepted before: an index with trailing junk or in hex (read as 2 and 0), a label value of -1 (a
+  // positive), and an ARFF without rows.
+  expect_error("{2abc 1}\n", "9: expected 'INDEX VALUE' in a sparse row, got '2abc 1'");
+  expect_error("{0x2 1}\n", "9: expected 'INDEX VALUE' in a sparse row, got '0x2 1'");
+  expect_error("{0 1}\n{3 -1}\n", "10: label attribute 'TAG_web_design' has value -1; labels are 0 or 1");
+  expect_error("", " no data rows after @data");
+  // An attribute declared twice (a label twice gave rows "0:1 0:1" that the reader then rejected).
+  o.train_arff = test::write_file(dir / "train.arff", std::string(kHeader).replace(std::string(kHeader).find("@data"), 5,
+                                                                                  "@attribute TAG_a&b {0,1}\n@data") + "{0 1}\n");
+  try {
+    import_mulan(o);
+    ADD_FAILURE() << "a duplicate attribute was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), o.train_arff.string() + ":8: @attribute 'TAG_a&b' is declared twice");
+  }
 }
 
 TEST(MulanImporter, LabelMissingFromArffIsAnError) {
