@@ -110,7 +110,9 @@ CsrMatrix read_xc_sparse(const std::filesystem::path& path, Progress& progress) 
   XcSparseReader reader(path);
   CsrMatrix m;
   m.cols = reader.cols();
-  m.indptr.reserve(static_cast<std::size_t>(reader.rows()) + 1);
+  // The header's count is not trusted for memory ("99999999999999 6" ran out of it): a bounded reserve, and
+  // the rows actually read are checked against the header at the end.
+  m.indptr.reserve(static_cast<std::size_t>(std::min<std::int64_t>(reader.rows(), std::int64_t{1} << 22)) + 1);
   progress.start("reading " + path.filename().string(), reader.rows());
   std::vector<std::int32_t> idx;
   std::vector<float> val;

@@ -68,6 +68,8 @@ TEST(XcSparseFile, ErrorsNameFileLineAndValue) {
   EXPECT_EQ(error_of(out_of_range), out_of_range.string() + ":3: index 5 is out of range: the header declares 5 columns (valid 0..4)");
   const auto fewer = p("fewer.txt", "3 5\n1:1\n2:1\n");
   EXPECT_EQ(error_of(fewer), fewer.string() + ": the header says 3 rows but the file has 2");
+  const auto huge = p("huge.txt", "99999999999999 6\n1:1\n");  // ran out of memory reserving the header's rows
+  EXPECT_EQ(error_of(huge), huge.string() + ": the header says 99999999999999 rows but the file has 1");
   const auto more = p("more.txt", "1 5\n1:1\n2:1\n");
   EXPECT_EQ(error_of(more), more.string() + ":3: more rows than the 1 the header declares");
   EXPECT_NE(error_of(p("header.txt", "3\n1:1\n")).find("header.txt:1: expected the header 'ROWS COLS'"), std::string::npos);
