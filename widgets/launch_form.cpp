@@ -240,11 +240,11 @@ void LaunchForm::show_applicable_keys() {
   // The chosen method, encoder, sampler, ... as a config (keys whose field does not parse keep defaults).
   TrainConfig chosen;
   for (const auto& info : train_config_keys()) {
-    if (info.applies_when.empty()) continue;
-    const std::string key = info.applies_when.substr(0, info.applies_when.find('='));
-    try {
-      apply_config_overrides(chosen, {key + "=" + field_text(QString::fromStdString(key)).toStdString()});
-    } catch (const std::exception&) {
+    for (const KeyCondition& condition : key_conditions(info)) {
+      try {
+        apply_config_overrides(chosen, {condition.key + "=" + field_text(QString::fromStdString(condition.key)).toStdString()});
+      } catch (const std::exception&) {
+      }
     }
   }
   std::map<QFormLayout*, bool> group_shown;

@@ -59,9 +59,12 @@ void print_keys(const TrainConfig* config) {
     if (!choices.empty()) choices += "}";
     std::string condition;
     if (config == nullptr && !k.applies_when.empty()) {
-      condition = k.applies_when;
-      condition.replace(condition.find('='), 1, " = ");
-      condition = " [when " + condition + "]";
+      for (const KeyCondition& c : key_conditions(k)) {
+        std::string values;
+        for (const auto& v : c.values) values += (values.empty() ? "" : "|") + v;
+        condition += (condition.empty() ? " [when " : " and ") + c.key + " = " + values;
+      }
+      condition += "]";
     }
     std::printf("  %-24s %-8s default %-22s %s%s%s\n", k.key.c_str(), k.type.c_str(), k.default_value.c_str(), k.description.c_str(),
                 choices.c_str(), condition.c_str());
@@ -71,13 +74,15 @@ void print_keys(const TrainConfig* config) {
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandContext& context) {
-  auto* cmd = app.add_subcommand("train", "Train DEXML or NGAME on a dataset; every step lands in the run store");
+  auto* cmd = app.add_subcommand("train", "Train DEXML, NGAME, UniDEC or DEPSL on a dataset; every step lands in the run store");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config, "JSON config (see datasets/configs/); keys may be nested or dotted");
   cmd->add_option("--set", args->sets, "Override a key: --set lr=0.001 --set sampler.type=cluster (repeatable)");
   cmd->add_option("--db", args->db, "Run store (SQLite)")->capture_default_str();
   cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint")->check(CLI::PositiveNumber);
-  cmd->add_flag("--json", args->json, "Print the final evaluation (plus \"run_id\") as one JSON line at the end");
+  cmd->add_flag("--json", args->json,
+                "Print the final evaluation as one JSON line at the end: the primary mode's metrics, \"modes\" (every inference "
+                "mode's), \"run_id\" and \"status\"");
   cmd->add_flag("--list-keys", args->list_keys,
                 "List the config keys by group with defaults and meaning (with --config/--set: only those that apply)");
   cmd->footer(
@@ -141,6 +146,9 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       nlohmann::json j = nlohmann::json::object();
       for (const auto& [name, value] : result.metrics.metrics) j[name] = value;
       for (const auto& [name, bars] : result.metrics.deciles) j["deciles"][name] = bars;
+      // Every inference mode under its name, with the same metric keys as the top level (the primary mode's).
+      for (const auto& [mode, evaluation] : result.modes)
+        for (const auto& [name, value] : evaluation.metrics) j["modes"][mode][name] = value;
       j["run_id"] = run.run_id();
       j["status"] = result.outcome == RunOutcome::Completed ? "completed" : "stopped";
       context.print_json(j);

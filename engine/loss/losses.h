@@ -75,6 +75,12 @@ torch::Tensor supcon_loss(const torch::Tensor& scores, const torch::Tensor& posi
 /// alone carry signal here, so a batch without positives still gives the (non-zero) negatives' loss.
 torch::Tensor bce_loss(const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options);
 
+/// UniDEC's symmetric loss: w·ℓ(S, M) + (1 − w)·ℓ(Sᵀ, Mᵀ) with ℓ = `kind` and w = query_to_label_weight —
+/// queries ranking the pool's labels, and labels ranking the batch's queries (a label without a positive
+/// query in the batch contributes nothing in that direction). w = 1 is the query→label direction alone.
+torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options,
+                             double query_to_label_weight = 0.5);
+
 namespace loss_detail {
 
 /// Checks the shared input contract (throws c10::Error on a programming error) and returns the scores to

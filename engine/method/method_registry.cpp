@@ -8,6 +8,9 @@ const std::vector<MethodRegistration>& registered_methods() {
   static const std::vector<MethodRegistration> methods{
       {"dexml", "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives", make_dexml_method},
       {"ngame", "NGAME: M1 encoder on clustered batches, then M4 classifiers on the frozen encoder", make_ngame_method},
+      {"unidec", "UniDEC: dual encoder and classifiers together on pick-some-labels batches; concat, de and clf inference",
+       make_unidec_method},
+      {"depsl", "DEPSL: UniDEC's dual encoder alone on pick-some-labels batches", make_depsl_method},
   };
   return methods;
 }

@@ -29,5 +29,7 @@ std::unique_ptr<Method> make_method(const TrainConfig& config);
 // The factories, each defined in its method's file.
 std::unique_ptr<Method> make_dexml_method(const TrainConfig& config);
 std::unique_ptr<Method> make_ngame_method(const TrainConfig& config);
+std::unique_ptr<Method> make_unidec_method(const TrainConfig& config);  // and DEPSL: unidec_method.cpp
+std::unique_ptr<Method> make_depsl_method(const TrainConfig& config);
 
 }  // namespace xmc

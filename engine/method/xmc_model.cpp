@@ -22,7 +22,10 @@ XmcModelImpl::XmcModelImpl(std::shared_ptr<EncoderImpl> encoder, std::int64_t di
 }
 
 torch::Tensor XmcModelImpl::embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
-  const torch::Tensor encoded = encoder_->encode(corpus, rows);
+  return embed_encoded(encoder_->encode(corpus, rows));
+}
+
+torch::Tensor XmcModelImpl::embed_encoded(const torch::Tensor& encoded) {
   if (head_ == EmbeddingHead::Normalize)
     return torch::nn::functional::normalize(encoded, torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-8));
   return de_head_->forward(encoded);

@@ -36,6 +36,8 @@ class XmcModelImpl : public torch::nn::Module {
 
   /// g1(Φ(rows of corpus)) (or normalize(Φ) without a DE head): [rows.size() x d], unit rows, with graph.
   torch::Tensor embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
+  /// The embedding of encoder outputs: g1(encoded), or normalize(encoded) without a DE head.
+  torch::Tensor embed_encoded(const torch::Tensor& encoded);
   /// g1(Φ(rows of corpus)) without graph, in eval mode for the duration (a few rows for inspection).
   torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
   /// Embeds every row in chunks without graph (eval mode for the duration): [corpus.size() x d].

@@ -108,7 +108,9 @@ std::vector<KeyGroup> key_groups() {
       {"Run", "",
        {string_key("name", &TrainConfig::name, {}, "Run name shown in the run store"),
         path_key("dataset", &TrainConfig::dataset, "Dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)"),
-        string_key("method", &TrainConfig::method, {"dexml", "ngame"}, "Training recipe: DEXML dual encoder or NGAME (M1 encoder + M4 classifiers)"),
+        string_key("method", &TrainConfig::method, {"dexml", "ngame", "unidec", "depsl"},
+                   "Training recipe: DEXML dual encoder, NGAME (M1 encoder + M4 classifiers), UniDEC (dual encoder + classifiers, "
+                   "pick-some-labels) or DEPSL (UniDEC's dual encoder alone)"),
         string_key("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N"),
         int_key("threads", &TrainConfig::threads, 0, "CPU threads for torch (0 = all cores)", 1024),
         {ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
@@ -124,11 +126,11 @@ std::vector<KeyGroup> key_groups() {
         when("loss=triplet", float_key("margin", &TrainConfig::margin, 0, 4, "γ: margin of the triplet loss")),
         when("loss=triplet", int_key("hardest_k", &TrainConfig::hardest_k, 1, "Triplet: number of hardest in-batch negatives per positive")),
         when("loss=softtopk", float_key("topk_k", &TrainConfig::topk_k, 1e-3, 1e6, "SoftTop-k: the k of the soft top-k threshold"))}},
-      {"Hard negatives", "negatives=hard",
+      {"Hard negatives", "negatives=hard;method=dexml|ngame",
        {int_key("hard.per_query", &TrainConfig::hard_per_query, 1, "Hard negatives sampled per query from its shortlist", 10000),
         int_key("hard.shortlist", &TrainConfig::shortlist_size, 1, "Shortlist size: exact top-k labels per query, positives removed", 100000),
         int_key("hard.refresh_every", &TrainConfig::shortlist_refresh_every, 1, "Epochs between shortlist refreshes")}},
-      {"All-label negatives", "negatives=all",
+      {"All-label negatives", "negatives=all;method=dexml|ngame",
        {int_key("all.label_chunk", &TrainConfig::label_chunk, 1, "Labels encoded per chunk when negatives = all", 1 << 24)}},
       {"Encoder", "",
        {string_key("encoder.type", &TrainConfig::encoder_type, {"bow", "bert"}, "Encoder: bag of words (fast on CPU) or a BERT-family transformer"),
@@ -167,6 +169,26 @@ std::vector<KeyGroup> key_groups() {
       {"NGAME", "method=ngame",
        {int_key("ngame.m4_epochs", &TrainConfig::ngame_m4_epochs, 0, "NGAME: epochs of classifier training (M4) on the frozen encoder"),
         float_key("ngame.fusion", &TrainConfig::ngame_fusion, 0, 1, "NGAME: weight of classifier scores in the fused ranking")}},
+      {"Pick-some-labels", "method=unidec|depsl",
+       {int_key("psl.positives", &TrainConfig::psl_positives, 1, "β: positives sampled per query into the batch's label pool", 100000),
+        when("method=unidec|depsl;negatives=hard",
+             int_key("psl.hard_negatives", &TrainConfig::psl_hard_negatives, 1, "η: hard negatives per query and epoch from its shortlist", 100000)),
+        when("method=unidec|depsl;negatives=hard",
+             int_key("psl.shortlist", &TrainConfig::psl_shortlist, 1, "Shortlist size: top labels by DE embedding per query, positives removed", 100000)),
+        when("method=unidec|depsl;negatives=hard",
+             int_key("psl.refresh_every", &TrainConfig::psl_refresh_every, 1,
+                     "τ: epochs between shortlist refreshes (each query sees η·τ distinct shortlist labels per window)")),
+        int_key("psl.pool_size", &TrainConfig::psl_pool_size, 0, "Cap on the batch's label pool (0 = none); sampled positives always stay"),
+        string_key("psl.directions", &TrainConfig::psl_directions, {"both", "query_to_label"},
+                   "Loss directions: queries ranking labels and labels ranking queries (0.5 each), or the first alone"),
+        string_key("psl.de_head", &TrainConfig::psl_de_head, {"tanh_linear", "normalize"},
+                   "DE embeddings: the DE head L2norm(Tanh(Linear(Φ))), or the encoder's output normalised (as NGAME)")}},
+      {"UniDEC classifiers", "method=unidec",
+       {float_key("unidec.lambda", &TrainConfig::unidec_lambda, 0, 1, "λ: loss = λ·dual-encoder loss + (1-λ)·classifier loss"),
+        float_key("unidec.classifier_lr", &TrainConfig::unidec_classifier_lr, 0, 100, "Learning rate of the classifier table Ψ (its own)"),
+        float_key("unidec.bce_weight", &TrainConfig::unidec_bce_weight, 0, 100, "Weight of an auxiliary BCE on the classifier scores (0 = off)"),
+        string_key("unidec.classifier_init", &TrainConfig::unidec_classifier_init, {"label_text", "random"},
+                   "Classifiers start as the CLF head's encoding of each label's text, or random")}},
       {"Evaluation", "",
        {{ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
          [](TrainConfig& c, const json& v) {
@@ -244,20 +266,26 @@ void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std
 
 }  // namespace
 
-bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
-  if (info.applies_when.empty()) return true;
-  const auto eq = info.applies_when.find('=');
-  const json value = binding(info.applies_when.substr(0, eq)).get(config);
-  if (!value.is_string()) return true;
-  const std::string chosen = value.get<std::string>();
-  std::string_view choices = std::string_view(info.applies_when).substr(eq + 1);
-  while (!choices.empty()) {
-    const auto bar = choices.find('|');
-    if (choices.substr(0, bar) == chosen) return true;
-    if (bar == std::string_view::npos) break;
-    choices.remove_prefix(bar + 1);
+std::vector<KeyCondition> key_conditions(const ConfigKeyInfo& info) {
+  std::vector<KeyCondition> out;
+  std::stringstream conditions(info.applies_when);
+  for (std::string condition; std::getline(conditions, condition, ';');) {
+    const auto eq = condition.find('=');
+    KeyCondition c{condition.substr(0, eq), {}};
+    std::stringstream values(eq == std::string::npos ? std::string() : condition.substr(eq + 1));
+    for (std::string value; std::getline(values, value, '|');) c.values.push_back(value);
+    out.push_back(std::move(c));
   }
-  return false;
+  return out;
+}
+
+bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
+  for (const KeyCondition& condition : key_conditions(info)) {
+    const json value = binding(condition.key).get(config);
+    if (!value.is_string()) continue;
+    if (std::find(condition.values.begin(), condition.values.end(), value.get<std::string>()) == condition.values.end()) return false;
+  }
+  return true;
 }
 
 const std::vector<ConfigKeyInfo>& train_config_keys() {

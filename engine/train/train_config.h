@@ -14,7 +14,7 @@ struct TrainConfig {
   // Run
   std::string name;                 ///< run name shown in the store ("" = "<method> <encoder> <dataset>")
   std::filesystem::path dataset;    ///< dataset folder (canonical layout)
-  std::string method = "dexml";     ///< dexml | ngame
+  std::string method = "dexml";     ///< dexml | ngame | unidec | depsl
   std::string device = "cpu";       ///< cpu | cuda | cuda:N
   std::int64_t threads = 0;         ///< CPU threads for torch (0 = all cores)
   std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
@@ -62,6 +62,21 @@ struct TrainConfig {
   std::int64_t ngame_m4_epochs = 3;        ///< epochs of classifier training with the encoder frozen
   double ngame_fusion = 0.5;               ///< fused score = w·classifier + (1-w)·embedding
 
+  // UniDEC and DEPSL: pick-some-labels batches (DESIGN.md section 3)
+  std::int64_t psl_positives = 3;          ///< β: positives sampled per query into the label pool
+  std::int64_t psl_hard_negatives = 6;     ///< η: hard negatives per query per epoch (negatives = hard)
+  std::int64_t psl_shortlist = 100;        ///< top labels by DE embedding per query (positives removed)
+  std::int64_t psl_refresh_every = 5;      ///< τ: epochs between shortlist refreshes; η·τ entries are used per window
+  std::int64_t psl_pool_size = 0;          ///< cap on the batch's label pool (0 = none); sampled positives always stay
+  std::string psl_directions = "both";     ///< both (q→l and l→q, 0.5 each) | query_to_label
+  std::string psl_de_head = "tanh_linear"; ///< DE embeddings: tanh_linear (g1 = L2norm(Tanh(Linear))) | normalize (L2norm(Φ))
+
+  // UniDEC's classifiers
+  double unidec_lambda = 0.5;              ///< λ: loss = λ·L_DE + (1-λ)·L_CLF
+  double unidec_classifier_lr = 0.01;      ///< learning rate of the classifier table Ψ
+  double unidec_bce_weight = 0;            ///< weight of an auxiliary BCE on the classifier scores (0 = off)
+  std::string unidec_classifier_init = "label_text";  ///< label_text (Ψ_l = CLF head of the label's text) | random
+
   // Evaluation and checkpoints
   std::vector<int> eval_k{1, 3, 5, 10};
   std::int64_t eval_every = 1;             ///< epochs between evaluations (0 = only at the end)
@@ -83,12 +98,20 @@ struct ConfigKeyInfo {
   std::string description;          ///< one line for --help and tooltips
   std::string group;                ///< the component's option group ("Encoder", "NGAME", ...): --list-keys and the
                                     ///< launch form show keys by group, in table order
-  std::string applies_when;         ///< "" = always; else "key=value[|value...]": the key matters only for that
-                                    ///< choice of method, encoder, sampler, negatives or loss ("encoder.type=bert")
+  std::string applies_when;         ///< "" = always; else "key=value[|value...]" conditions joined by ';' (all must
+                                    ///< hold): the key matters only for that choice of method, encoder, sampler,
+                                    ///< negatives or loss ("encoder.type=bert", "negatives=hard;method=dexml|ngame")
 };
 
 /// Every key, registered group by group (train_config.cpp).
 const std::vector<ConfigKeyInfo>& train_config_keys();
+
+/// One condition of ConfigKeyInfo::applies_when: `key` holds one of `values`.
+struct KeyCondition {
+  std::string key;
+  std::vector<std::string> values;
+};
+std::vector<KeyCondition> key_conditions(const ConfigKeyInfo& info);
 
 /// Whether a key matters for `config`: its applies_when condition holds (always true without one).
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config);

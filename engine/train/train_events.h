@@ -61,7 +61,9 @@ enum class RunOutcome { Completed, Stopped };
 
 struct TrainResult {
   RunOutcome outcome = RunOutcome::Completed;
-  EvalResult metrics;  ///< final evaluation (the last one made, when stopped)
+  EvalResult metrics;  ///< final evaluation (the last one made, when stopped) of the primary inference mode
+  /// The same evaluation of every inference mode, by mode name ("concat", "de", "clf"), primary first.
+  std::vector<std::pair<std::string, EvalResult>> modes;
 };
 
 }  // namespace xmc

@@ -69,6 +69,7 @@ struct Trainer::Impl {
   torch::Device device = torch::kCPU;
   EvaluationSetup eval_setup;
   EvalResult last_eval;
+  std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
   ReportOnlyProgress reporter;  ///< forwards to the caller's progress display for the current run()
 
   // t-SNE snapshots of one query's negatives: its row, the batches of the last finished epoch (not part of
@@ -335,6 +336,8 @@ struct Trainer::Impl {
     }
     publish(e);
     last_eval = primary;
+    last_modes.clear();
+    for (std::size_t m = 0; m < evaluation.modes.size(); ++m) last_modes.emplace_back(evaluation.modes[m].name, evaluation.results[m]);
     ++evaluations_done;
     if (training_space != evaluation.modes.end() && config.tsne_every > 0 && (final || evaluations_done % config.tsne_every == 0))
       take_snapshot(epoch, *training_space);
@@ -489,7 +492,7 @@ struct Trainer::Impl {
       e.kind = TrainEvent::Kind::Stopped;
       e.message = "stopped at step " + std::to_string(state.step) + " (checkpoint written)";
       publish(e);
-      return {RunOutcome::Stopped, last_eval};
+      return {RunOutcome::Stopped, last_eval, last_modes};
     } catch (const std::exception& e) {
       progress.finish();
       std::string message = e.what();
@@ -509,7 +512,7 @@ struct Trainer::Impl {
     if (auto it = result.deciles.find("P@5"); it != result.deciles.end()) e.deciles = it->second;
     e.message = outcome == RunOutcome::Completed ? "completed" : "stopped after max_steps = " + std::to_string(config.max_steps) + " (checkpoint written)";
     publish(e);
-    return {outcome, result};
+    return {outcome, result, last_modes};
   }
 };
 

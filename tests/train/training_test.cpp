@@ -311,15 +311,17 @@ TEST(Training, KeyGroupsAndConditionsNameRealKeysAndChoices) {
   for (const auto& info : train_config_keys()) {
     EXPECT_FALSE(info.group.empty()) << info.key;
     if (info.applies_when.empty()) continue;
-    // "key=a|b": key is a string key with a fixed set of choices that holds a and b.
-    const auto eq = info.applies_when.find('=');
-    ASSERT_NE(eq, std::string::npos) << info.key;
-    const auto it = by_key.find(info.applies_when.substr(0, eq));
-    ASSERT_NE(it, by_key.end()) << info.key << ": " << info.applies_when;
-    std::stringstream values(info.applies_when.substr(eq + 1));
-    for (std::string value; std::getline(values, value, '|');)
-      EXPECT_NE(std::find(it->second->choices.begin(), it->second->choices.end(), value), it->second->choices.end())
-          << info.key << ": " << value;
+    // "key=a|b;key2=c": each key is a string key with a fixed set of choices that holds the values named.
+    const auto conditions = key_conditions(info);
+    ASSERT_FALSE(conditions.empty()) << info.key;
+    for (const KeyCondition& condition : conditions) {
+      const auto it = by_key.find(condition.key);
+      ASSERT_NE(it, by_key.end()) << info.key << ": " << info.applies_when;
+      ASSERT_FALSE(condition.values.empty()) << info.key << ": " << info.applies_when;
+      for (const std::string& value : condition.values)
+        EXPECT_NE(std::find(it->second->choices.begin(), it->second->choices.end(), value), it->second->choices.end())
+            << info.key << ": " << value;
+    }
   }
 }
 
@@ -337,7 +339,15 @@ TEST(Training, KeysApplyOnlyToTheChosenComponents) {
   apply_config_overrides(c, {"method=ngame", "encoder.type=bert", "sampler.type=cluster", "negatives=hard", "loss=triplet"});
   for (const char* key : {"margin", "hardest_k", "encoder.pooling", "encoder.max_len", "sampler.cluster_size", "hard.per_query", "ngame.fusion"})
     EXPECT_TRUE(applies(key, c)) << key;
-  for (const char* key : {"temperature", "topk_k", "encoder.min_count", "all.label_chunk"}) EXPECT_FALSE(applies(key, c)) << key;
+  for (const char* key : {"temperature", "topk_k", "encoder.min_count", "all.label_chunk", "psl.positives"}) EXPECT_FALSE(applies(key, c)) << key;
+  // Both conditions of a key must hold: UniDEC's hard negatives are its own keys, not the dual encoder's.
+  apply_config_overrides(c, {"method=unidec"});
+  for (const char* key : {"psl.positives", "psl.hard_negatives", "psl.refresh_every", "unidec.lambda", "unidec.classifier_lr"})
+    EXPECT_TRUE(applies(key, c)) << key;
+  for (const char* key : {"hard.per_query", "hard.refresh_every", "ngame.fusion"}) EXPECT_FALSE(applies(key, c)) << key;
+  apply_config_overrides(c, {"method=depsl", "negatives=inbatch"});
+  EXPECT_TRUE(applies("psl.positives", c));
+  for (const char* key : {"psl.hard_negatives", "unidec.lambda", "hard.per_query"}) EXPECT_FALSE(applies(key, c)) << key;
 }
 
 }  // namespace xmc

@@ -1,0 +1,190 @@
+// UniDEC (dual encoder and classifiers trained together on pick-some-labels batches) and DEPSL (its dual
+// encoder alone). One stage trains the shared encoder Φ, the DE head g1 and — for UniDEC — the CLF head g2
+// and the classifier table Ψ (at its own learning rate) on batches of clustered queries (NGAME's batcher
+// over the DE query embeddings). Each batch's label pool holds ≤β sampled positives and η shortlist
+// negatives per query (engine/sampler/psl_batch.h); the loss is λ·L_D + (1-λ)·L_C, each the symmetric
+// (q→l and l→q) multi-class loss ℓ_MC = config `loss` (supcon or decoupled_softmax in the presets), plus an
+// optional BCE on the classifier scores. Inference: concat (primary), de, clf (unidec_model.h).
+#include "engine/data/dataset.h"
+#include "engine/loss/losses.h"
+#include "engine/method/method_registry.h"
+#include "engine/method/unidec_model.h"
+#include "engine/sampler/hard_negative_shortlist.h"
+#include "engine/sampler/psl_batch.h"
+#include "engine/sampler/query_batcher.h"
+
+namespace xmc {
+namespace {
+
+UnidecSpace space_named(const std::string& name) {
+  if (name == "clf") return UnidecSpace::Clf;
+  if (name == "concat") return UnidecSpace::Concat;
+  return UnidecSpace::De;
+}
+
+class UnidecMethod final : public Method {
+ public:
+  UnidecMethod(const TrainConfig& config, bool with_classifiers)
+      : config_(config), with_classifiers_(with_classifiers), loss_kind_(parse_loss_kind(config.loss)) {
+    loss_options_.temperature = config.temperature;
+    loss_options_.margin = config.margin;
+    loss_options_.hardest_k = config.hardest_k;
+    loss_options_.topk_k = config.topk_k;
+  }
+
+  std::string name() const override { return with_classifiers_ ? "unidec" : "depsl"; }
+  std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.epochs}}; }
+
+  void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
+    built_ = build_model(config_, vocabulary_texts, run_dir,
+                         config_.psl_de_head == "normalize" ? EmbeddingHead::Normalize : EmbeddingHead::TanhLinear);
+    model_ = UnidecModel(built_.model, with_classifiers_, config_.dropout);
+  }
+  std::string description() const override {
+    return built_.description + (with_classifiers_ ? ", DE and CLF heads + classifier table" : ", DE head");
+  }
+  const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
+  torch::nn::Module& module() override { return *model_; }
+
+  void begin_stage(const StageSpec&, TrainContext& context) override {
+    if (!with_classifiers_ || model_->has_classifier_table()) return;  // resumed: the checkpoint filled Ψ
+    model_->add_classifier_table(context.dataset.num_labels());
+    torch::NoGradGuard no_grad;
+    if (config_.unidec_classifier_init == "label_text") {
+      context.phase("UniDEC: classifiers from the labels' texts");
+      model_->classifier_table().copy_(model_->embed_all(context.label_corpus, UnidecSpace::Clf, context.progress, "encoding labels for the classifiers"));
+    } else {
+      model_->classifier_table().normal_(0.0, 1.0 / std::sqrt(static_cast<double>(model_->dim())));
+    }
+  }
+
+  std::vector<ParameterGroup> parameter_groups(const StageSpec&) override {
+    std::vector<torch::Tensor> decay, no_decay, heads, table;
+    for (const auto& item : model_->named_parameters()) {
+      const std::string& name = item.key();
+      if (name == "classifiers") table.push_back(item.value());
+      else if (name.rfind("dual_encoder.de_head.", 0) == 0 || name.rfind("clf_head.", 0) == 0) heads.push_back(item.value());
+      else if (item.value().dim() <= 1 || name.find("norm") != std::string::npos || name.find("LayerNorm") != std::string::npos)
+        no_decay.push_back(item.value());
+      else decay.push_back(item.value());
+    }
+    std::vector<ParameterGroup> groups{{std::move(decay), config_.lr, config_.weight_decay},
+                                       {std::move(no_decay), config_.lr, 0.0},
+                                       {std::move(heads), config_.lr * config_.head_lr_scale, 0.0}};
+    if (!table.empty()) groups.push_back({std::move(table), config_.unidec_classifier_lr, 0.0});
+    return groups;
+  }
+
+  std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
+    epoch_ = epoch;
+    QueryBatcher& batcher = context.batcher;
+    if (batcher.needs_embeddings(epoch)) {
+      if (!context.stale_query_embeddings.defined() || epoch == 0) {
+        context.phase("encoding training queries");
+        context.stale_query_embeddings =
+            model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "encoding training queries for clustering");
+      }
+      context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
+    }
+    auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
+    if (config_.negatives == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.psl_refresh_every)) {
+      context.phase("refreshing hard-negative shortlists");
+      const torch::Tensor shortlist = hard_negative_shortlist(
+          model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding training queries"),
+          model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels"),
+          context.dataset.train_labels, config_.psl_shortlist, context.progress);
+      window_.refresh(shortlist, epoch, context.label_pool_rng);
+    }
+    return batches;
+  }
+
+  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
+    const torch::Tensor hard = config_.negatives == "hard" && window_.ready() ? window_.draw(batch, epoch_, config_.psl_hard_negatives) : torch::Tensor();
+    const PslBatch pool = build_psl_batch(context.dataset.train_labels, batch, context.label_pool_rng,
+                                          {.positives_per_query = config_.psl_positives,
+                                           .pool_size = config_.psl_pool_size,
+                                           .all_labels = config_.negatives == "all"},
+                                          hard);
+    const torch::Device device = context.device;
+    const torch::Tensor kept = pool.kept.to(device);
+    const torch::Tensor pool_labels = pool.labels.to(device);
+    const torch::Tensor mask = pool.positive_mask.to(device);
+    const double q2l = config_.psl_directions == "both" ? 0.5 : 1.0;
+
+    const torch::Tensor queries_encoded = model_->encode(context.train_corpus, batch);
+    const torch::Tensor queries_de = model_->de(queries_encoded);
+    const std::vector<std::int64_t> label_rows(pool.labels.data_ptr<std::int64_t>(), pool.labels.data_ptr<std::int64_t>() + pool.labels.numel());
+    const torch::Tensor labels_de = model_->de(model_->encode(context.label_corpus, label_rows));
+    torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(queries_de.index_select(0, kept), labels_de.t()), mask, loss_options_, q2l);
+    if (with_classifiers_) {
+      const torch::Tensor queries_clf = model_->clf(queries_encoded).index_select(0, kept);
+      const torch::Tensor clf_scores = torch::matmul(queries_clf, model_->classifiers(pool_labels).t());
+      torch::Tensor classifier_loss = symmetric_loss(loss_kind_, clf_scores, mask, loss_options_, q2l);
+      if (config_.unidec_bce_weight > 0)
+        classifier_loss = classifier_loss + config_.unidec_bce_weight * bce_loss(clf_scores / config_.temperature, mask, loss_options_);
+      loss = config_.unidec_lambda * loss + (1.0 - config_.unidec_lambda) * classifier_loss;
+    }
+    const double value = loss.item<double>();
+    if (std::isfinite(value)) loss.backward();
+    return {value, queries_de.detach()};
+  }
+
+  torch::Tensor encode_queries(const std::string& query_encoder, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {
+    return model_->embed_all(corpus, space_named(query_encoder), progress, task);
+  }
+  torch::Tensor encode_query_rows(const std::string& query_encoder, const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override {
+    return model_->embed_rows(corpus, rows, space_named(query_encoder));
+  }
+
+  std::vector<InferenceMode> inference_modes(const TokenizedCorpus& labels, Progress& progress) override {
+    InferenceMode de{.name = "de",
+                     .metric_prefix = "de",
+                     .query_encoder = "de",
+                     .label_matrix = model_->embed_all(labels, UnidecSpace::De, progress, "encoding labels"),
+                     .training_space = true};
+    if (!with_classifiers_ || !model_->has_classifier_table()) return {de};
+    torch::NoGradGuard no_grad;
+    const torch::Tensor classifiers = model_->classifiers();
+    InferenceMode concat{.name = "concat", .metric_prefix = "concat", .query_encoder = "concat",
+                         .label_matrix = torch::cat({de.label_matrix, classifiers}, /*dim=*/1)};
+    InferenceMode clf{.name = "clf", .metric_prefix = "clf", .query_encoder = "clf", .label_matrix = classifiers};
+    return {concat, de, clf};
+  }
+
+  std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) override {
+    // A label the run never saw has no trained classifier: its CLF-head encoding stands in for Ψ_l, as at
+    // the start of training.
+    const torch::Tensor de = model_->embed_all(texts, UnidecSpace::De);
+    if (!with_classifiers_ || !model_->has_classifier_table()) return {de};
+    const torch::Tensor clf = model_->embed_all(texts, UnidecSpace::Clf);
+    return {torch::cat({de, clf}, /*dim=*/1), de, clf};
+  }
+
+  void save_state(torch::serialize::OutputArchive& archive) const override {
+    window_.save(archive, "psl_shortlist");
+    archive.write("has_classifier_table", torch::tensor({static_cast<std::int64_t>(model_->has_classifier_table())}, torch::kInt64));
+  }
+  void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
+    window_.load(archive, "psl_shortlist");
+    torch::Tensor has;
+    if (with_classifiers_ && archive.try_read("has_classifier_table", has) && has.item<std::int64_t>() != 0 && !model_->has_classifier_table())
+      model_->add_classifier_table(num_labels);
+  }
+
+ private:
+  TrainConfig config_;
+  bool with_classifiers_;
+  LossKind loss_kind_;
+  LossOptions loss_options_;
+  BuiltModel built_;
+  UnidecModel model_{nullptr};
+  HardNegativeWindow window_;
+  std::int64_t epoch_ = 0;  ///< the epoch whose batches are being trained (picks the shortlist window's slice)
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_unidec_method(const TrainConfig& config) { return std::make_unique<UnidecMethod>(config, true); }
+std::unique_ptr<Method> make_depsl_method(const TrainConfig& config) { return std::make_unique<UnidecMethod>(config, false); }
+
+}  // namespace xmc

@@ -1,0 +1,313 @@
+// UniDEC and DEPSL: the pick-some-labels pool on hand-made batches, the symmetric loss against a
+// hand-worked example, the classifier table's own learning rate, concatenated scores, and small
+// end-to-end runs (every inference mode far above chance, resume equal to an uninterrupted run).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "engine/data/dataset.h"
+#include "engine/loss/losses.h"
+#include "engine/method/trained_run.h"
+#include "engine/sampler/hard_negative_shortlist.h"
+#include "engine/sampler/psl_batch.h"
+#include "engine/store/run_store.h"
+#include "engine/text/tokenized_corpus.h"
+#include "engine/train/training_run.h"
+#include "tests/support/synthetic_dataset.h"
+#include "tests/support/test_support.h"
+
+namespace xmc {
+namespace {
+
+std::vector<std::int64_t> to_vector(const torch::Tensor& t) {
+  const torch::Tensor c = t.to(torch::kInt64).contiguous();
+  return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
+}
+
+/// Checks the mask of a pool against the label matrix: entry (i, j) is set iff pool label j is a positive
+/// of kept query i, whoever brought it into the pool.
+void expect_mask_is_membership(const PslBatch& pool, const CsrMatrix& labels, const std::vector<std::int64_t>& batch) {
+  const auto kept = to_vector(pool.kept);
+  const auto ids = to_vector(pool.labels);
+  ASSERT_EQ(pool.positive_mask.sizes(), (std::vector<std::int64_t>{static_cast<std::int64_t>(kept.size()), static_cast<std::int64_t>(ids.size())}));
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const auto row = labels.row_indices(batch[static_cast<std::size_t>(kept[i])]);
+    const std::set<std::int64_t> positives(row.begin(), row.end());
+    for (std::size_t j = 0; j < ids.size(); ++j)
+      EXPECT_EQ(pool.positive_mask[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)].item<bool>(), positives.count(ids[j]) == 1)
+          << "query " << kept[i] << ", label " << ids[j];
+  }
+}
+
+TrainConfig small_unidec_config(const std::filesystem::path& data, const std::string& method = "unidec") {
+  TrainConfig c;
+  c.dataset = data;
+  c.method = method;
+  c.loss = "supcon";
+  c.negatives = "hard";
+  c.encoder_dim = 32;
+  c.batch_size = 32;
+  c.epochs = 4;
+  c.lr = 0.01;
+  c.unidec_classifier_lr = 0.05;
+  c.psl_positives = 2;
+  c.psl_hard_negatives = 2;
+  c.psl_shortlist = 6;
+  c.psl_refresh_every = 2;
+  c.sampler_type = "cluster";
+  c.cluster_size = 4;
+  c.threads = 1;
+  c.eval_k = {1, 3, 5};
+  c.eval_top = 10;
+  return c;
+}
+
+/// A named tensor of the model in a run's checkpoint ("classifiers", "dual_encoder.de_head.linear.weight").
+torch::Tensor checkpoint_tensor(const std::filesystem::path& db, std::int64_t run_id, const std::string& name) {
+  torch::serialize::InputArchive archive;
+  archive.load_from((TrainingRun::run_directory(db, run_id) / "checkpoint.pt").string());
+  torch::serialize::InputArchive model;
+  archive.read("model", model);
+  torch::Tensor t;
+  if (model.try_read(name, t)) return t;
+  // Nested modules are nested archives: walk the dotted path.
+  torch::serialize::InputArchive node = std::move(model);
+  std::string rest = name;
+  for (auto dot = rest.find('.'); dot != std::string::npos; dot = rest.find('.')) {
+    torch::serialize::InputArchive child;
+    if (!node.try_read(rest.substr(0, dot), child)) break;
+    node = std::move(child);
+    rest = rest.substr(dot + 1);
+  }
+  node.read(rest, t);
+  return t;
+}
+
+}  // namespace
+
+TEST(PslBatch, AtMostBetaPositivesPerQuerySampledUniformly) {
+  const CsrMatrix labels = csr_from_rows({{0, 1, 2, 3, 4}}, 8);
+  std::mt19937_64 rng(11);
+  std::map<std::int64_t, int> drawn;
+  const int draws = 3000;
+  for (int d = 0; d < draws; ++d) {
+    const PslBatch pool = build_psl_batch(labels, std::vector<std::int64_t>{0}, rng, {.positives_per_query = 3});
+    const auto ids = to_vector(pool.labels);
+    ASSERT_EQ(ids.size(), 3u);
+    for (auto l : ids) {
+      ASSERT_LT(l, 5);
+      ++drawn[l];
+    }
+    EXPECT_EQ(pool.positive_mask.sum().item<std::int64_t>(), 3);
+  }
+  // Each of the 5 positives lands in 3 of 5 pools.
+  for (std::int64_t l = 0; l < 5; ++l) EXPECT_NEAR(drawn[l] / static_cast<double>(draws), 0.6, 0.04) << "label " << l;
+  // β larger than the row: every positive, once.
+  const PslBatch all = build_psl_batch(labels, std::vector<std::int64_t>{0}, rng, {.positives_per_query = 10});
+  EXPECT_EQ(to_vector(all.labels), (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(PslBatch, EveryPooledPositiveCountsWhoeverBroughtIt) {
+  // Query 0: {0, 1, 2}; query 1: {2, 3}; query 2: {5}; β = 1 so most positives come in through others.
+  const CsrMatrix labels = csr_from_rows({{0, 1, 2}, {2, 3}, {5}}, 8);
+  const std::vector<std::int64_t> batch{0, 1, 2};
+  std::mt19937_64 rng(2);
+  for (int d = 0; d < 50; ++d) {
+    const PslBatch pool = build_psl_batch(labels, batch, rng, {.positives_per_query = 1});
+    EXPECT_EQ(to_vector(pool.kept), (std::vector<std::int64_t>{0, 1, 2}));
+    expect_mask_is_membership(pool, labels, batch);
+  }
+}
+
+TEST(PslBatch, HardNegativesJoinThePoolAndAnotherQuerysPositiveStaysItsPositive) {
+  const CsrMatrix labels = csr_from_rows({{0, 1}, {2}}, 10);
+  const std::vector<std::int64_t> batch{0, 1};
+  // Query 1's hard negative 0 is query 0's positive; -1 is an empty shortlist slot.
+  const torch::Tensor hard = torch::tensor({7, -1, 0, 9}, torch::kInt64).view({2, 2});
+  std::mt19937_64 rng(4);
+  const PslBatch pool = build_psl_batch(labels, batch, rng, {.positives_per_query = 5}, hard);
+  EXPECT_EQ(to_vector(pool.labels), (std::vector<std::int64_t>{0, 1, 2, 7, 9}));
+  expect_mask_is_membership(pool, labels, batch);
+  // The label→query mask is the transpose: label 0's positive queries are {0}, label 7 has none.
+  const torch::Tensor l2q = pool.positive_mask.t();
+  EXPECT_EQ(to_vector(l2q[0].nonzero().reshape({-1})), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(l2q[3].sum().item<std::int64_t>(), 0);
+}
+
+TEST(PslBatch, QueriesWithoutLabelsAreDroppedAndTheCapKeepsPositives) {
+  const CsrMatrix labels = csr_from_rows({{0, 1, 2}, {}, {3}}, 20);
+  const std::vector<std::int64_t> batch{0, 1, 2};
+  const torch::Tensor hard = torch::tensor({10, 11, 12, 13, 14, 15, 16, 17, 18}, torch::kInt64).view({3, 3});
+  std::mt19937_64 rng(8);
+  const PslBatch capped = build_psl_batch(labels, batch, rng, {.positives_per_query = 3, .pool_size = 6}, hard);
+  EXPECT_EQ(to_vector(capped.kept), (std::vector<std::int64_t>{0, 2}));  // query 1 has no positives
+  const auto ids = to_vector(capped.labels);
+  ASSERT_EQ(ids.size(), 6u);
+  EXPECT_EQ(std::vector<std::int64_t>(ids.begin(), ids.begin() + 4), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_GE(ids[4], 10);
+  EXPECT_GE(ids[5], 10);
+  expect_mask_is_membership(capped, labels, batch);
+  // A cap below the sampled positives drops negatives only.
+  const PslBatch tight = build_psl_batch(labels, batch, rng, {.positives_per_query = 3, .pool_size = 2}, hard);
+  EXPECT_EQ(to_vector(tight.labels), (std::vector<std::int64_t>{0, 1, 2, 3}));
+  // negatives = all: every label, the mask is the label matrix's rows.
+  const PslBatch all = build_psl_batch(labels, batch, rng, {.all_labels = true});
+  EXPECT_EQ(all.labels.size(0), 20);
+  EXPECT_EQ(all.positive_mask.sum().item<std::int64_t>(), 4);
+}
+
+TEST(HardNegativeWindow, ARefreshWindowUsesEtaTimesTauDistinctShortlistEntries) {
+  // Two queries, shortlists of 12; η = 3 per epoch over τ = 4 epochs uses all 12, none twice.
+  const torch::Tensor shortlist = (torch::arange(24, torch::kInt64) + 100).view({2, 12});
+  HardNegativeWindow window;
+  std::mt19937_64 rng(6);
+  window.refresh(shortlist, /*epoch=*/10, rng);
+  const std::vector<std::int64_t> batch{1, 0};
+  std::vector<std::multiset<std::int64_t>> seen(2);
+  for (std::int64_t epoch = 10; epoch < 14; ++epoch) {
+    const torch::Tensor drawn = window.draw(batch, epoch, 3);
+    ASSERT_EQ(drawn.sizes(), (std::vector<std::int64_t>{2, 3}));
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (auto l : to_vector(drawn[i])) seen[static_cast<std::size_t>(batch[static_cast<std::size_t>(i)])].insert(l);
+  }
+  for (std::int64_t q = 0; q < 2; ++q) {
+    std::multiset<std::int64_t> expected;
+    for (std::int64_t k = 0; k < 12; ++k) expected.insert(100 + q * 12 + k);
+    EXPECT_EQ(seen[static_cast<std::size_t>(q)], expected) << "query " << q;
+  }
+  // A new refresh shuffles again: the first epoch's draw differs from the last window's (with 12!/9! orders,
+  // equal draws for both queries would be a broken shuffle).
+  const torch::Tensor before = window.draw(batch, 10, 3);
+  window.refresh(shortlist, 14, rng);
+  EXPECT_FALSE(torch::equal(before, window.draw(batch, 14, 3)));
+}
+
+TEST(HardNegativeWindow, ShortlistsLeaveTheQuerysPositivesOut) {
+  // Query 0 sits on label 0 (its positive) and next to label 1; query 1 sits on label 2 (its positive).
+  const torch::Tensor queries = torch::tensor({1.0f, 0.0f, 0.0f, 1.0f}).view({2, 2});
+  const torch::Tensor label_vectors = torch::tensor({1.0f, 0.0f, 0.9f, 0.1f, 0.0f, 1.0f, -1.0f, 0.0f}).view({4, 2});
+  const CsrMatrix positives = csr_from_rows({{0}, {2}}, 4);
+  const torch::Tensor shortlist = hard_negative_shortlist(queries, label_vectors, positives, 2);
+  EXPECT_EQ(to_vector(shortlist[0]), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(to_vector(shortlist[1]), (std::vector<std::int64_t>{1, 0}));
+}
+
+TEST(SymmetricLoss, EqualsBothDirectionsWorkedByHand) {
+  // S = [[1, 3], [0, 2]], positives (0,0), (1,0), (1,1); SupCon at τ = 1.
+  const torch::Tensor scores = torch::tensor({1.0, 3.0, 0.0, 2.0}, torch::kFloat64).view({2, 2});
+  const torch::Tensor mask = torch::tensor({true, false, true, true}).view({2, 2});
+  LossOptions options;
+  options.temperature = 1.0;
+  auto lse = [](double a, double b) { return std::log(std::exp(a) + std::exp(b)); };
+  // Queries ranking labels: row 0 has positive 1 (score 1) among {1, 3}; row 1 has both of {0, 2}.
+  const double q2l = ((lse(1, 3) - 1) + ((lse(0, 2) - 0) + (lse(0, 2) - 2)) / 2) / 2;
+  // Labels ranking queries: label 0 has both queries {1, 0} positive; label 1 has query 1 (score 2) among {3, 2}.
+  const double l2q = (((lse(1, 0) - 1) + (lse(1, 0) - 0)) / 2 + (lse(3, 2) - 2)) / 2;
+  EXPECT_NEAR(symmetric_loss(LossKind::SupCon, scores, mask, options).item<double>(), 0.5 * q2l + 0.5 * l2q, 1e-12);
+  EXPECT_NEAR(symmetric_loss(LossKind::SupCon, scores, mask, options, 1.0).item<double>(), q2l, 1e-12);
+  // The gradient flows through both directions.
+  const torch::Tensor s = scores.clone().requires_grad_(true);
+  symmetric_loss(LossKind::DecoupledSoftmax, s, mask, options).backward();
+  EXPECT_GT(s.grad().abs().sum().item<double>(), 0);
+}
+
+TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 200, 40);
+  auto run_two_steps = [&](const std::string& db, double lr, double classifier_lr) {
+    TrainConfig c = small_unidec_config(dir / "data");
+    c.lr = lr;
+    c.unidec_classifier_lr = classifier_lr;
+    c.warmup = 0;
+    c.max_steps = 2;
+    c.eval_every = 0;
+    c.tsne_every = 0;
+    TrainingRun run(c, dir / db);
+    run.run();
+    return std::make_pair(checkpoint_tensor(dir / db, run.run_id(), "classifiers"),
+                          checkpoint_tensor(dir / db, run.run_id(), "dual_encoder.de_head.linear.weight"));
+  };
+  const auto [table0, head0] = run_two_steps("frozen.sqlite", 0.0, 0.0);  // same seed: the initial values
+  const auto [table1, head1] = run_two_steps("table.sqlite", 0.0, 0.05);
+  const auto [table2, head2] = run_two_steps("encoder.sqlite", 0.01, 0.0);
+  EXPECT_FALSE(torch::equal(table0, table1)) << "Ψ moved at its own learning rate while lr = 0";
+  EXPECT_TRUE(torch::equal(head0, head1)) << "lr = 0 leaves the heads alone";
+  EXPECT_TRUE(torch::equal(table0, table2)) << "classifier_lr = 0 leaves Ψ alone while the encoder learns";
+  EXPECT_FALSE(torch::equal(head0, head2));
+  // AdamW's first steps move a parameter by about its learning rate per step (g/√v = ±1).
+  EXPECT_LE((table1 - table0).abs().max().item<double>(), 2 * 0.05 + 1e-6);
+  EXPECT_GT((table1 - table0).abs().max().item<double>(), 0.5 * 0.05);
+}
+
+TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatAddsTheTwoScores) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 5, 400, 120);
+  TrainConfig config = small_unidec_config(dir / "data");
+  config.eval_every = 0;
+  TrainingRun run(config, dir / "runs.sqlite");
+  const TrainResult result = run.run();
+  ASSERT_EQ(result.outcome, RunOutcome::Completed);
+  // Random ranking gets P@1 = 2/12.
+  std::vector<std::string> modes;
+  for (const auto& [mode, evaluation] : result.modes) {
+    modes.push_back(mode);
+    EXPECT_GT(evaluation.get("P@1"), 0.5) << mode;
+  }
+  EXPECT_EQ(modes, (std::vector<std::string>{"concat", "de", "clf"}));
+  EXPECT_EQ(result.metrics.get("P@1"), result.modes.front().second.get("P@1"));
+  std::set<std::string> stored;
+  for (const auto& e : RunStore(dir / "runs.sqlite").evaluations(run.run_id())) stored.insert(e.metric);
+  EXPECT_TRUE(stored.count("P@1") && stored.count("de/P@1") && stored.count("clf/P@1"));
+
+  // The trained run as the predictor loads it: concat scores are the de and clf scores added.
+  TrainedRun trained = load_trained_run(dir / "runs.sqlite", run.run_id());
+  const Dataset dataset = load_dataset(config.dataset);
+  const TokenizedCorpus label_corpus = trained.method->tokenizer().tokenize(dataset.label_text);
+  const TokenizedCorpus test_corpus = trained.method->tokenizer().tokenize(dataset.test_text);
+  const auto inference = trained.method->inference_modes(label_corpus, silent_progress());
+  ASSERT_EQ(inference.size(), 3u);
+  std::map<std::string, torch::Tensor> scores;
+  for (const auto& mode : inference)
+    scores[mode.name] = torch::matmul(trained.method->encode_queries(mode.query_encoder, test_corpus, silent_progress(), "test"), mode.label_matrix.t());
+  EXPECT_TRUE(torch::allclose(scores["concat"], scores["de"] + scores["clf"], 1e-5, 1e-5));
+  EXPECT_FALSE(torch::allclose(scores["de"], scores["clf"], 1e-3, 1e-3));
+}
+
+TEST(Unidec, DepslTrainsTheDualEncoderAlone) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 6, 400, 120);
+  TrainConfig config = small_unidec_config(dir / "data", "depsl");
+  config.eval_every = 0;
+  TrainingRun run(config, dir / "runs.sqlite");
+  const TrainResult result = run.run();
+  ASSERT_EQ(result.modes.size(), 1u);
+  EXPECT_EQ(result.modes.front().first, "de");
+  EXPECT_GT(result.metrics.get("P@1"), 0.5);
+}
+
+TEST(Unidec, ResumeEqualsAnUninterruptedRun) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 7, 300, 60);
+  TrainConfig config = small_unidec_config(dir / "data");
+  config.epochs = 3;
+  config.eval_every = 0;
+  config.tsne_every = 0;
+  TrainingRun whole(config, dir / "a.sqlite");
+  const TrainResult a = whole.run();
+  // 300 / 32 → 10 batches per epoch: stop inside epoch 2 (after the first shortlist refresh window).
+  config.max_steps = 15;
+  TrainingRun first(config, dir / "b.sqlite");
+  EXPECT_EQ(first.run().outcome, RunOutcome::Stopped);
+  TrainingRun second = TrainingRun::resume(first.run_id(), dir / "b.sqlite", {"max_steps=0"});
+  const TrainResult b = second.run();
+  ASSERT_EQ(b.outcome, RunOutcome::Completed);
+  for (const char* name : {"classifiers", "dual_encoder.de_head.linear.weight", "clf_head.linear.weight"})
+    EXPECT_TRUE(torch::equal(checkpoint_tensor(dir / "a.sqlite", whole.run_id(), name), checkpoint_tensor(dir / "b.sqlite", first.run_id(), name)))
+        << name;
+  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+}
+
+}  // namespace xmc
