@@ -47,10 +47,19 @@ namespace {
 /// Appended to the run label of a stopped run.
 const QString kContinueHint = QStringLiteral(" — Training › Continue the shown stopped run resumes it");
 
-std::vector<EvalPoint> main_metrics(std::vector<EvalPoint> points) {
-  // NGAME runs also record "emb/…" and "clf/…" metrics; the live plot shows the main inference mode.
-  std::erase_if(points, [](const EvalPoint& p) { return !MetricKey::parse(p.metric).is_primary(); });
-  return points;
+/// A run's evaluations split by inference mode: "" = the primary mode, else the mode's metric prefix
+/// ("emb", "clf", "de"), each with unprefixed metric names, modes in order of first appearance.
+std::vector<std::pair<std::string, std::vector<EvalPoint>>> points_by_mode(const std::vector<EvalPoint>& points) {
+  std::vector<std::pair<std::string, std::vector<EvalPoint>>> out{{"", {}}};
+  for (EvalPoint p : points) {
+    MetricKey key = MetricKey::parse(p.metric);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& entry) { return entry.first == key.mode; });
+    if (it == out.end()) it = out.insert(out.end(), {key.mode, {}});
+    key.mode.clear();
+    p.metric = key.str();
+    it->second.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace
@@ -301,6 +310,7 @@ void MainWindow::start_training() {
     shown_run_ = run;
     evaluations_seen_ = 0;
     loss_plot_->clear();
+    live_points_.clear();
     metric_plot_->clear();
     decile_plot_->clear();
     refresh_decile_overlay_choices();
@@ -338,7 +348,9 @@ void MainWindow::on_event(const TrainEvent& e) {
       break;
     case TrainEvent::Kind::Evaluation: {
       if (!shown) break;
-      metric_plot_->add_evaluation(e.epoch, e.metrics);
+      for (const auto& [name, value] : e.metrics) live_points_.push_back({e.epoch, e.step, name, value});
+      for (const auto& [name, value] : e.mode_metrics) live_points_.push_back({e.epoch, e.step, name, value});
+      show_live_metrics();
       decile_plot_->set_bars(QString("run %1").arg(e.run_id), e.deciles);
       ++evaluations_seen_;
       // A collapse warning stays in the status bar (phase messages would hide a transient one) until an
@@ -422,9 +434,21 @@ void MainWindow::show_run(std::int64_t run) {
   }
 }
 
+void MainWindow::show_live_metrics() {
+  // The primary inference mode in solid curves; a method's other modes (NGAME's emb and clf, UniDEC's de
+  // and clf) overlaid as dashed and dotted curves of the same metrics, so modes compare at a glance.
+  const auto modes = points_by_mode(live_points_);
+  metric_plot_->clear_comparisons();
+  metric_plot_->set_run_label(modes.size() > 1 ? "primary mode" : "this run");
+  metric_plot_->set_evaluations(modes.front().second);
+  for (std::size_t m = 1; m < modes.size(); ++m)
+    metric_plot_->add_comparison_run(QString::fromStdString(modes[m].first) + " mode", modes[m].second);
+}
+
 void MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
   loss_plot_->set_series(session.scalars(run));
-  metric_plot_->set_evaluations(main_metrics(session.evaluations(run)));
+  live_points_ = session.evaluations(run);
+  show_live_metrics();
   if (const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(run, "P@5")))
     decile_plot_->set_bars(QString("run %1").arg(run), *bars);
   else
@@ -614,6 +638,7 @@ void MainWindow::open_store() {
   shown_run_ = 0;
   follow_timer_->stop();
   loss_plot_->clear();
+  live_points_.clear();
   metric_plot_->clear();
   decile_plot_->clear();
   tsne_plot_->clear();

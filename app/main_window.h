@@ -9,6 +9,7 @@
 
 #include "engine/core/progress.h"
 
+#include "engine/store/run_records.h"
 #include "engine/train/train_events.h"
 #include "widgets/launch_form.h"
 
@@ -100,6 +101,8 @@ class MainWindow : public QMainWindow {
   void apply_decile_overlay();
   /// The stored run's curves, decile bars and t-SNE in the Live tab (what the store has so far).
   void show_stored_plots(const Session& session, std::int64_t run);
+  /// Draws live_points_: the primary mode's metrics, the other inference modes' overlaid.
+  void show_live_metrics();
 
   WorkbenchOptions options_;
   gui::TrainingWorker* worker_ = nullptr;
@@ -122,6 +125,7 @@ class MainWindow : public QMainWindow {
   QComboBox* decile_overlay_ = nullptr;
   std::int64_t shown_run_ = 0;
   int evaluations_seen_ = 0;
+  std::vector<xmc::EvalPoint> live_points_;  ///< every evaluation of the shown run, all inference modes
   QLabel* collapse_warning_ = nullptr;  ///< in the status bar while the shown run's embeddings have collapsed
   bool first_screenshot_taken_ = false;
   bool first_screenshot_pending_ = false;  ///< taken at the next event after the first evaluation
