@@ -38,7 +38,11 @@ class UnidecMethod final : public Method {
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
     built_ = build_model(config_, vocabulary_texts, run_dir,
                          config_.psl_de_head == "normalize" ? EmbeddingHead::Normalize : EmbeddingHead::TanhLinear);
-    model_ = UnidecModel(built_.model, with_classifiers_, config_.dropout);
+    model_ = UnidecModel(built_.model, UnidecModelOptions{.with_classifiers = with_classifiers_,
+                                                          .clf_head = config_.unidec_clf_head,
+                                                          .dropout = config_.dropout,
+                                                          .label_bias = config_.unidec_label_bias == "learned",
+                                                          .concat_weight = config_.unidec_concat_weight});
   }
   std::string description() const override {
     return built_.description + (with_classifiers_ ? ", DE and CLF heads + classifier table" : ", DE head");
@@ -52,9 +56,10 @@ class UnidecMethod final : public Method {
     torch::NoGradGuard no_grad;
     if (config_.unidec_classifier_init == "label_text") {
       context.phase("UniDEC: classifiers from the labels' texts");
-      model_->classifier_table().copy_(model_->embed_all(context.label_corpus, UnidecSpace::Clf, context.progress, "encoding labels for the classifiers"));
+      const torch::Tensor texts = model_->embed_all(context.label_corpus, UnidecSpace::Clf, context.progress, "encoding labels for the classifiers");
+      model_->classifier_table().copy_(texts.narrow(1, 0, model_->clf_dim()));  // without the bias column
     } else {
-      model_->classifier_table().normal_(0.0, 1.0 / std::sqrt(static_cast<double>(model_->dim())));
+      model_->classifier_table().normal_(0.0, 1.0 / std::sqrt(static_cast<double>(model_->clf_dim())));
     }
   }
 
@@ -62,7 +67,7 @@ class UnidecMethod final : public Method {
     std::vector<torch::Tensor> decay, no_decay, heads, table;
     for (const auto& item : model_->named_parameters()) {
       const std::string& name = item.key();
-      if (name == "classifiers") table.push_back(item.value());
+      if (name == "classifiers" || name == "classifier_bias") table.push_back(item.value());
       else if (name.rfind("dual_encoder.de_head.", 0) == 0 || name.rfind("clf_head.", 0) == 0) heads.push_back(item.value());
       else if (item.value().dim() <= 1 || name.find("norm") != std::string::npos || name.find("LayerNorm") != std::string::npos)
         no_decay.push_back(item.value());
@@ -117,7 +122,7 @@ class UnidecMethod final : public Method {
     const torch::Tensor labels_de = model_->de(model_->encode(context.label_corpus, label_rows));
     torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(queries_de.index_select(0, kept), labels_de.t()), mask, loss_options_, q2l);
     if (with_classifiers_) {
-      const torch::Tensor queries_clf = model_->clf(queries_encoded).index_select(0, kept);
+      const torch::Tensor queries_clf = model_->query_vectors(queries_encoded, UnidecSpace::Clf).index_select(0, kept);
       const torch::Tensor clf_scores = torch::matmul(queries_clf, model_->classifiers(pool_labels).t());
       torch::Tensor classifier_loss = symmetric_loss(loss_kind_, clf_scores, mask, loss_options_, q2l);
       if (config_.unidec_bce_weight > 0)
@@ -156,7 +161,8 @@ class UnidecMethod final : public Method {
     // the start of training.
     const torch::Tensor de = model_->embed_all(texts, UnidecSpace::De);
     if (!with_classifiers_ || !model_->has_classifier_table()) return {de};
-    const torch::Tensor clf = model_->embed_all(texts, UnidecSpace::Clf);
+    torch::Tensor clf = model_->embed_all(texts, UnidecSpace::Clf);
+    if (model_->has_label_bias()) clf.select(1, clf.size(1) - 1).zero_();  // a new label has no learned bias
     return {torch::cat({de, clf}, /*dim=*/1), de, clf};
   }
 

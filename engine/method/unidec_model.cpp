@@ -9,14 +9,17 @@ torch::Tensor unit_rows(const torch::Tensor& x) {
 
 }  // namespace
 
-UnidecModelImpl::UnidecModelImpl(XmcModel dual_encoder, bool with_classifiers, double dropout)
-    : dual_encoder_(register_module("dual_encoder", std::move(dual_encoder))) {
-  if (!with_classifiers) return;
-  HeadOptions options(dual_encoder_->encoder().output_dim(), dual_encoder_->dim());
-  options.dropout = dropout;
-  clf_head_ = register_module("clf_head", ClassifierHead(options));
+UnidecModelImpl::UnidecModelImpl(XmcModel dual_encoder, UnidecModelOptions options)
+    : dual_encoder_(register_module("dual_encoder", std::move(dual_encoder))), options_(std::move(options)) {
+  clf_dim_ = options_.clf_head == "none" ? dual_encoder_->encoder().output_dim() : dual_encoder_->dim();
+  if (!options_.with_classifiers || options_.clf_head == "none") return;
+  HeadOptions head(dual_encoder_->encoder().output_dim(), dual_encoder_->dim());
+  head.dropout = options_.dropout;
+  clf_head_ = register_module("clf_head", ClassifierHead(head));
   clf_head_->to(device());
 }
+
+
 
 torch::Tensor UnidecModelImpl::encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
   return dual_encoder_->encoder().encode(corpus, rows);
@@ -24,13 +27,23 @@ torch::Tensor UnidecModelImpl::encode(const TokenizedCorpus& corpus, std::span<c
 
 torch::Tensor UnidecModelImpl::de(const torch::Tensor& encoded) { return dual_encoder_->embed_encoded(encoded); }
 
-torch::Tensor UnidecModelImpl::clf(const torch::Tensor& encoded) { return unit_rows(clf_head_->forward(encoded)); }
+torch::Tensor UnidecModelImpl::clf(const torch::Tensor& encoded) {
+  return unit_rows(clf_head_.is_empty() ? encoded : clf_head_->forward(encoded));
+}
 
 torch::Tensor UnidecModelImpl::query_vectors(const torch::Tensor& encoded, UnidecSpace space) {
   switch (space) {
     case UnidecSpace::De: return de(encoded);
-    case UnidecSpace::Clf: return clf(encoded);
-    case UnidecSpace::Concat: return torch::cat({de(encoded), clf(encoded)}, /*dim=*/1);
+    case UnidecSpace::Clf: return with_bias_column(clf(encoded));
+    case UnidecSpace::Concat: {
+      // 2·[(1-w)·de + w·clf_cos + b_l]: the label's bias is added once to the weighted mean of the two
+      // similarities, as it is to the one similarity of the clf mode (w = 0.5: de + clf_cos + 2·b_l).
+      const double w = options_.concat_weight;
+      torch::Tensor out = w == 0.5 ? torch::cat({de(encoded), clf(encoded)}, /*dim=*/1)
+                                   : torch::cat({2 * (1 - w) * de(encoded), 2 * w * clf(encoded)}, /*dim=*/1);
+      if (has_label_bias()) out = torch::cat({out, torch::full({out.size(0), 1}, 2.0, out.options())}, /*dim=*/1);
+      return out;
+    }
   }
   return de(encoded);
 }
@@ -60,14 +73,28 @@ torch::Tensor UnidecModelImpl::embed_all(const TokenizedCorpus& corpus, UnidecSp
   }
   progress.finish();
   train(was_training);
-  if (parts.empty()) return torch::zeros({0, space == UnidecSpace::Concat ? 2 * dim() : dim()}, torch::TensorOptions().device(device()));
+  if (parts.empty()) {
+    const std::int64_t clf_cols = clf_dim() + (has_label_bias() ? 1 : 0);
+    const std::int64_t cols = space == UnidecSpace::De ? dim() : space == UnidecSpace::Clf ? clf_cols : dim() + clf_cols;
+    return torch::zeros({0, cols}, torch::TensorOptions().device(device()));
+  }
   return torch::cat(parts);
 }
 
 void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {
-  table_ = register_parameter("classifiers", torch::zeros({num_labels, dim()}, torch::TensorOptions().device(device())));
+  table_ = register_parameter("classifiers", torch::zeros({num_labels, clf_dim()}, torch::TensorOptions().device(device())));
+  if (has_label_bias()) bias_ = register_parameter("classifier_bias", torch::zeros({num_labels, 1}, torch::TensorOptions().device(device())));
 }
 
-torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) { return unit_rows(rows.defined() ? table_.index_select(0, rows) : table_); }
+torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) {
+  torch::Tensor w = unit_rows(rows.defined() ? table_.index_select(0, rows) : table_);
+  if (has_label_bias()) w = torch::cat({w, rows.defined() ? bias_.index_select(0, rows) : bias_}, /*dim=*/1);
+  return w;
+}
+
+torch::Tensor UnidecModelImpl::with_bias_column(const torch::Tensor& queries) const {
+  if (!has_label_bias()) return queries;
+  return torch::cat({queries, torch::ones({queries.size(0), 1}, queries.options())}, /*dim=*/1);
+}
 
 }  // namespace xmc

@@ -8,6 +8,11 @@
 //   de      Φ_D(x) · Φ_D(z_l)
 //   clf     Φ_C(x) · normalize(Ψ_l)
 //   concat  [Φ_D(x) ⊕ Φ_C(x)] · [Φ_D(z_l) ⊕ normalize(Ψ_l)] = the sum of the two scores above
+//           (with a concat weight w ≠ 0.5 the query parts are scaled to 2(1-w) and 2w: a weighted sum)
+//           and, with a label bias, + 2·b_l: twice [(1-w)·de + w·clf + b_l]
+// With a learned label bias b (optional, off in the paper's recipe) the classifier score is
+// Φ_C(x)·normalize(Ψ_l) + b_l: queries gain a constant 1 column and classifier rows b_l, so every mode stays
+// one inner product that any index can search.
 #include <torch/torch.h>
 
 #include <span>
@@ -20,18 +25,28 @@ namespace xmc {
 
 enum class UnidecSpace { De, Clf, Concat };
 
+struct UnidecModelOptions {
+  bool with_classifiers = true;  ///< false: DEPSL (the dual encoder alone)
+  /// g2: "linear" (Linear(dΦ→d) + dropout, the paper's CLF head) or "none" (Φ itself: the classifiers live
+  /// in the encoder's space, a linear model over Φ when the encoder is a bag of words)
+  std::string clf_head = "linear";
+  double dropout = 0.1;          ///< in g2
+  bool label_bias = false;       ///< a learned per-label bias b_l added to classifier scores
+  double concat_weight = 0.5;    ///< w: concat score = 2·[(1-w)·de + w·clf_cos + b_l]
+};
+
 class UnidecModelImpl : public torch::nn::Module {
  public:
-  /// `dual_encoder` brings Φ and g1; the CLF head (when `with_classifiers`) maps Φ's output to its d.
-  UnidecModelImpl(XmcModel dual_encoder, bool with_classifiers, double dropout);
+  /// `dual_encoder` brings Φ and g1; the CLF side (when `options.with_classifiers`) is g2 and Ψ.
+  UnidecModelImpl(XmcModel dual_encoder, UnidecModelOptions options);
 
   /// Φ of rows of `corpus`, with graph: one encoder pass feeds both heads.
   torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
   /// g1: unit DE embeddings of encoder outputs.
   torch::Tensor de(const torch::Tensor& encoded);
-  /// Φ_C = normalize(g2(·)): unit CLF-side query vectors of encoder outputs.
+  /// Φ_C = normalize(g2(·)) (normalize(Φ) without a CLF head): unit CLF-side query vectors of encoder outputs.
   torch::Tensor clf(const torch::Tensor& encoded);
-  /// The query-side vectors of `space` (concat = [de ⊕ clf]).
+  /// The query-side vectors of `space` (concat = [de ⊕ clf]; clf gains a column of ones with a label bias).
   torch::Tensor query_vectors(const torch::Tensor& encoded, UnidecSpace space);
 
   /// Every row of `corpus` in `space` as a query, without graph, in eval mode, in chunks.
@@ -40,23 +55,32 @@ class UnidecModelImpl : public torch::nn::Module {
   /// A few rows, without graph, in eval mode.
   torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows, UnidecSpace space);
 
-  bool with_classifiers() const { return !clf_head_.is_empty(); }
-  /// Adds Ψ ([num_labels x d], zeros until set_classifier_table or a checkpoint fills it).
+  bool with_classifiers() const { return options_.with_classifiers; }
+  /// Adds Ψ ([num_labels x clf_dim()], zeros until the method or a checkpoint fills it) and b (zeros).
   void add_classifier_table(std::int64_t num_labels);
   bool has_classifier_table() const { return table_.defined(); }
   torch::Tensor& classifier_table() { return table_; }
-  /// normalize(Ψ) of the labels `rows` (all labels when undefined); differentiable in Ψ.
+  /// The classifier rows of the labels `rows` (all labels when undefined): normalize(Ψ), and b as a last
+  /// column with a label bias; differentiable in Ψ and b.
   torch::Tensor classifiers(const torch::Tensor& rows = {});
+  bool has_label_bias() const { return options_.with_classifiers && options_.label_bias; }
 
   XmcModel& dual_encoder() { return dual_encoder_; }
   ClassifierHead& clf_head() { return clf_head_; }
   std::int64_t dim() const { return dual_encoder_->dim(); }
+  /// Size of Φ_C and of the classifier rows (before a bias column): d with a CLF head, Φ's size without.
+  std::int64_t clf_dim() const { return clf_dim_; }
   torch::Device device() const { return dual_encoder_->device(); }
 
  private:
+  torch::Tensor with_bias_column(const torch::Tensor& queries) const;
+
   XmcModel dual_encoder_;
   ClassifierHead clf_head_{nullptr};
   torch::Tensor table_;
+  torch::Tensor bias_;
+  UnidecModelOptions options_;
+  std::int64_t clf_dim_ = 0;
 };
 TORCH_MODULE(UnidecModel);
 

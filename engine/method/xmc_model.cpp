@@ -123,6 +123,9 @@ BuiltModel build_bow(const TrainConfig& config, const std::vector<std::string>& 
   options.word_dim = config.encoder_dim;
   options.dim = config.encoder_dim;
   options.idf = vocabulary.idf_table();
+  options.l2_bag = config.bow_bag == "l2";
+  options.residual_block = config.bow_block == "residual";
+  options.init_std = config.bow_init_std;
   options.device = parse_device(config.device);
   std::string description = "bow encoder: " + std::to_string(vocabulary.size()) + " words";
   WordVectorTable vectors;

@@ -11,17 +11,19 @@ BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(o
   embeddings_ = register_module(
       "embeddings", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(options_.vocab_size, options_.word_dim).mode(torch::kSum)));
   torch::NoGradGuard no_grad;
-  // Unit-variance word vectors, as torch's own default: the TF-IDF mean of a short text then still has
+  // Unit-variance word vectors by default, as torch's own: the TF-IDF mean of a short text then still has
   // coordinates of ~0.3, well above the DE head's bias (±1/sqrt(d)). At 1/sqrt(d) the bias dominated, every
   // text started on nearly one direction, and DEXML learned far slower (WordNet-60k reference job: P@1
   // 25.3 → 34.8 at equal epochs).
-  embeddings_->weight.normal_(0.0, 1.0);
+  embeddings_->weight.normal_(0.0, options_.init_std);
   if (options_.word_dim != options_.dim)
     projection_ = register_module("projection", torch::nn::Linear(options_.word_dim, options_.dim));
-  hidden_ = register_module("hidden", torch::nn::Linear(options_.dim, options_.dim));
-  residual_out_ = register_module("residual_out", torch::nn::Linear(options_.dim, options_.dim));
-  residual_out_->weight.zero_();
-  residual_out_->bias.zero_();
+  if (options_.residual_block) {
+    hidden_ = register_module("hidden", torch::nn::Linear(options_.dim, options_.dim));
+    residual_out_ = register_module("residual_out", torch::nn::Linear(options_.dim, options_.dim));
+    residual_out_->weight.zero_();
+    residual_out_->bias.zero_();
+  }
   idf_ = register_buffer("idf", torch::tensor(options_.idf, torch::kFloat32));
   to(options_.device);
 }
@@ -39,7 +41,7 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
   torch::Tensor input = torch::tensor(ids, long_opts).to(options_.device);
   torch::Tensor bag_offsets = torch::tensor(offsets, long_opts).to(options_.device);
   // TF-IDF weights normalised per text: each occurrence adds idf(t); dividing by the text's total makes
-  // the bag a weighted mean.
+  // the bag a weighted mean (the l2 bag divides by the L2 norm of the text's TF-IDF vector instead).
   torch::Tensor weights = idf_.index_select(0, input);
   torch::Tensor text_of_token;
   if (ids.empty()) {
@@ -52,10 +54,22 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
                                              torch::tensor(lengths, long_opts))
                         .to(options_.device);
   }
-  torch::Tensor totals = torch::zeros({static_cast<std::int64_t>(rows.size())}, weights.options()).index_add_(0, text_of_token, weights);
+  const auto num_texts = static_cast<std::int64_t>(rows.size());
+  torch::Tensor totals;
+  if (options_.l2_bag) {
+    // The L2 norm of the text's TF-IDF vector: a word's occurrences add up (count·idf) before squaring.
+    const auto [words, word_of_token] = torch::_unique(text_of_token * options_.vocab_size + input, /*sorted=*/false, /*return_inverse=*/true);
+    const torch::Tensor word_weights = torch::zeros({words.size(0)}, weights.options()).index_add_(0, word_of_token, weights);
+    totals = torch::zeros({num_texts}, weights.options())
+                 .index_add_(0, torch::div(words, options_.vocab_size, "floor"), word_weights * word_weights)
+                 .sqrt();
+  } else {
+    totals = torch::zeros({num_texts}, weights.options()).index_add_(0, text_of_token, weights);
+  }
   weights = weights / totals.index_select(0, text_of_token).clamp_min(1e-12);
   torch::Tensor h = embeddings_->forward(input, bag_offsets, weights);
   if (!projection_.is_empty()) h = projection_->forward(h);
+  if (hidden_.is_empty()) return h;
   return h + residual_out_->forward(torch::gelu(hidden_->forward(h)));
 }
 

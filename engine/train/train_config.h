@@ -38,6 +38,9 @@ struct TrainConfig {
   std::int64_t max_len = 32;               ///< tokens per text (bert)
   std::string pooling = "mean";            ///< bert pooling: mean | cls
   std::int64_t min_word_count = 1;         ///< bow: words seen fewer times in training text are dropped
+  std::string bow_bag = "mean";            ///< bow: TF-IDF weights summing to 1 (mean) or with unit L2 norm (l2)
+  std::string bow_block = "residual";      ///< bow: after the bag, a residual non-linear block, or none (a linear encoder)
+  double bow_init_std = 1.0;               ///< bow: standard deviation of the word vectors at the start
   double dropout = 0.1;                    ///< dropout in heads (and bert)
 
   // Batching
@@ -76,6 +79,9 @@ struct TrainConfig {
   double unidec_classifier_lr = 0.01;      ///< learning rate of the classifier table Ψ
   double unidec_bce_weight = 0;            ///< weight of an auxiliary BCE on the classifier scores (0 = off)
   std::string unidec_classifier_init = "label_text";  ///< label_text (Ψ_l = CLF head of the label's text) | random
+  double unidec_concat_weight = 0.5;       ///< w: concat inference ranks by (1-w)·de + w·clf (+ label bias)
+  std::string unidec_clf_head = "linear";  ///< g2: linear (Linear + dropout) | none (classifiers over Φ itself)
+  std::string unidec_label_bias = "none";  ///< none | learned: classifier score + b_l (a label prior)
 
   // Evaluation and checkpoints
   std::vector<int> eval_k{1, 3, 5, 10};

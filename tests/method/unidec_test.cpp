@@ -242,38 +242,64 @@ TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
   EXPECT_GT((table1 - table0).abs().max().item<double>(), 0.5 * 0.05);
 }
 
-TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatAddsTheTwoScores) {
-  test::TempDir dir;
-  test::write_keyword_dataset(dir / "data", 5, 400, 120);
-  TrainConfig config = small_unidec_config(dir / "data");
-  config.eval_every = 0;
-  TrainingRun run(config, dir / "runs.sqlite");
-  const TrainResult result = run.run();
-  ASSERT_EQ(result.outcome, RunOutcome::Completed);
-  // Random ranking gets P@1 = 2/12.
-  std::vector<std::string> modes;
-  for (const auto& [mode, evaluation] : result.modes) {
-    modes.push_back(mode);
-    EXPECT_GT(evaluation.get("P@1"), 0.5) << mode;
-  }
-  EXPECT_EQ(modes, (std::vector<std::string>{"concat", "de", "clf"}));
-  EXPECT_EQ(result.metrics.get("P@1"), result.modes.front().second.get("P@1"));
-  std::set<std::string> stored;
-  for (const auto& e : RunStore(dir / "runs.sqlite").evaluations(run.run_id())) stored.insert(e.metric);
-  EXPECT_TRUE(stored.count("P@1") && stored.count("de/P@1") && stored.count("clf/P@1"));
+// Every variant of the CLF side: with and without a learned label bias (a constant query column against a
+// bias column of the classifiers), with the paper's CLF head or none, and concat weights w = 0.5 and 0.8
+// (concat = 2·[(1-w)·de + w·clf + b]).
+TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores) {
+  struct Variant {
+    const char* label_bias;
+    const char* clf_head;
+    double concat_weight;
+  };
+  for (const Variant variant : {Variant{"none", "linear", 0.5}, Variant{"learned", "none", 0.8}}) {
+    SCOPED_TRACE(std::string("label_bias ") + variant.label_bias + ", clf_head " + variant.clf_head + ", w " + std::to_string(variant.concat_weight));
+    test::TempDir dir;
+    test::write_keyword_dataset(dir / "data", 5, 400, 120);
+    TrainConfig config = small_unidec_config(dir / "data");
+    config.unidec_label_bias = variant.label_bias;
+    config.unidec_clf_head = variant.clf_head;
+    config.unidec_concat_weight = variant.concat_weight;
+    config.eval_every = 0;
+    TrainingRun run(config, dir / "runs.sqlite");
+    const TrainResult result = run.run();
+    ASSERT_EQ(result.outcome, RunOutcome::Completed);
+    // Random ranking gets P@1 = 2/12.
+    std::vector<std::string> modes;
+    for (const auto& [mode, evaluation] : result.modes) {
+      modes.push_back(mode);
+      EXPECT_GT(evaluation.get("P@1"), 0.5) << mode;
+    }
+    EXPECT_EQ(modes, (std::vector<std::string>{"concat", "de", "clf"}));
+    EXPECT_EQ(result.metrics.get("P@1"), result.modes.front().second.get("P@1"));
+    std::set<std::string> stored;
+    for (const auto& e : RunStore(dir / "runs.sqlite").evaluations(run.run_id())) stored.insert(e.metric);
+    EXPECT_TRUE(stored.count("P@1") && stored.count("de/P@1") && stored.count("clf/P@1"));
 
-  // The trained run as the predictor loads it: concat scores are the de and clf scores added.
-  TrainedRun trained = load_trained_run(dir / "runs.sqlite", run.run_id());
-  const Dataset dataset = load_dataset(config.dataset);
-  const TokenizedCorpus label_corpus = trained.method->tokenizer().tokenize(dataset.label_text);
-  const TokenizedCorpus test_corpus = trained.method->tokenizer().tokenize(dataset.test_text);
-  const auto inference = trained.method->inference_modes(label_corpus, silent_progress());
-  ASSERT_EQ(inference.size(), 3u);
-  std::map<std::string, torch::Tensor> scores;
-  for (const auto& mode : inference)
-    scores[mode.name] = torch::matmul(trained.method->encode_queries(mode.query_encoder, test_corpus, silent_progress(), "test"), mode.label_matrix.t());
-  EXPECT_TRUE(torch::allclose(scores["concat"], scores["de"] + scores["clf"], 1e-5, 1e-5));
-  EXPECT_FALSE(torch::allclose(scores["de"], scores["clf"], 1e-3, 1e-3));
+    // The trained run as the predictor loads it.
+    TrainedRun trained = load_trained_run(dir / "runs.sqlite", run.run_id());
+    const Dataset dataset = load_dataset(config.dataset);
+    const TokenizedCorpus label_corpus = trained.method->tokenizer().tokenize(dataset.label_text);
+    const TokenizedCorpus test_corpus = trained.method->tokenizer().tokenize(dataset.test_text);
+    const auto inference = trained.method->inference_modes(label_corpus, silent_progress());
+    ASSERT_EQ(inference.size(), 3u);
+    std::map<std::string, torch::Tensor> scores;
+    for (const auto& mode : inference)
+      scores[mode.name] = torch::matmul(trained.method->encode_queries(mode.query_encoder, test_corpus, silent_progress(), "test"), mode.label_matrix.t());
+    const double w = variant.concat_weight;
+    // concat = 2·[(1-w)·de + w·cos + b]; clf = cos + b, so the bias counts 2(1-w) more than in 2w·clf.
+    const torch::Tensor bias = std::string(variant.label_bias) == "learned" ? inference[2].label_matrix.select(1, -1) : torch::zeros({1});
+    EXPECT_TRUE(torch::allclose(scores["concat"], 2 * (1 - w) * scores["de"] + 2 * w * scores["clf"] + 2 * (1 - w) * bias, 1e-5, 1e-5));
+    EXPECT_FALSE(torch::allclose(scores["de"], scores["clf"], 1e-3, 1e-3));
+    // Without a bias, clf scores are cosines; with one, a label's score moves by its bias.
+    if (std::string(variant.label_bias) == "none") EXPECT_LE(scores["clf"].abs().max().item<double>(), 1 + 1e-5);
+    // Without a CLF head the classifiers live in the encoder's space (bow: d wide), plus the bias column.
+    EXPECT_EQ(inference[2].label_matrix.size(1), config.encoder_dim + (std::string(variant.label_bias) == "learned" ? 1 : 0));
+    // A label added at run time has no learned bias: its clf vector is its text's, with a zero bias entry.
+    const auto added = trained.method->new_label_vectors(trained.method->tokenizer().tokenize({"kw3 topic"}));
+    ASSERT_EQ(added.size(), 3u);
+    EXPECT_EQ(added[2].size(1), inference[2].label_matrix.size(1));
+    if (std::string(variant.label_bias) == "learned") EXPECT_EQ(added[2][0][-1].item<float>(), 0.0f);
+  }
 }
 
 TEST(Unidec, DepslTrainsTheDualEncoderAlone) {

@@ -88,6 +88,36 @@ TEST(LrSchedule, WarmupThenDecay) {
   EXPECT_NEAR(cosine.factor(4), 0.5 * (1 + std::cos(M_PI / 4)), 1e-12);
 }
 
+// The bag without its block is a linear encoder: a text is its words' vectors weighted by idf × count,
+// divided by the weights' sum (mean) or by the L2 norm of the text's TF-IDF vector (l2), worked by hand.
+TEST(BowEncoder, MeanAndL2BagsOfALinearEncoderWorkedByHand) {
+  const std::int64_t vocab = 5;
+  TokenizedCorpus texts;
+  texts.append(std::vector<std::int32_t>{2, 3, 2});  // word 2 twice, word 3 once
+  texts.append(std::vector<std::int32_t>{4, 1});     // [UNK] (1) carries no weight
+  for (const bool l2 : {false, true}) {
+    SCOPED_TRACE(l2 ? "l2 bag" : "mean bag");
+    BowEncoderOptions options;
+    options.vocab_size = vocab;
+    options.word_dim = 2;
+    options.dim = 2;
+    options.idf = {1.0f, 1.0f, 2.0f, 3.0f, 0.5f};
+    options.l2_bag = l2;
+    options.residual_block = false;
+    options.init_std = 0.01;
+    BowEncoder encoder(options);
+    EXPECT_NEAR(encoder->named_parameters()["embeddings.weight"].std().item<double>(), 0.01, 0.01);
+    EXPECT_EQ(encoder->parameters().size(), 1u);  // no block: the word vectors are all there is
+    torch::NoGradGuard no_grad;
+    encoder->named_parameters()["embeddings.weight"].copy_(torch::tensor({{0.f, 0.f}, {9.f, 9.f}, {1.f, 0.f}, {0.f, 1.f}, {2.f, 2.f}}));
+    const std::vector<std::int64_t> rows{0, 1};
+    const torch::Tensor out = encoder->encode(texts, rows);
+    // Text 0: TF-IDF (word 2: 2·2 = 4, word 3: 3) → mean divides by 7, l2 by 5; text 1: word 4 alone.
+    const torch::Tensor expected = l2 ? torch::tensor({{4.f / 5, 3.f / 5}, {2.f, 2.f}}) : torch::tensor({{4.f / 7, 3.f / 7}, {2.f, 2.f}});
+    EXPECT_TRUE(torch::allclose(out, expected, 1e-6, 1e-6)) << out;
+  }
+}
+
 TEST(GradCache, GradientsEqualPlainBackpropagation) {
   torch::manual_seed(0);
   const std::int64_t vocab = 30, labels = 23;
