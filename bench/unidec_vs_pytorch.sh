@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# UniDEC's speed targets, on one machine, whole processes:
+#   1. `xmc train` with method=unidec against the same method written plainly in PyTorch-Python
+#      (bench/reference/pytorch_unidec.py) on the same job (bench/unidec_vs_pytorch.json: bow d = 128, random
+#      batches of 512, β 3, η 6 from top-100 shortlists refreshed every 5 epochs, symmetric SupCon on both
+#      heads, 6 epochs, 2 threads, concat inference), alternated A B A B. Target: wall time ≤ 0.5×.
+#   2. The PSL overhead: seconds per epoch of that unidec job against DEXML in-batch (bench/train_vs_pytorch.json)
+#      at the same batch size, from the runs' step times (epochs 1 and later; the time between epochs, shortlist
+#      refreshes included, counts). Target: ≤ 1.3×.
+# Needs Debian's python3-torch for the reference (never a dependency of the product).
+# Usage: bench/unidec_vs_pytorch.sh [build_dir] [rounds] [dataset...]   (default: WordNet-60k and Delicious)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$here/build}
+rounds=${2:-1}
+shift $(( $# >= 2 ? 2 : $# ))
+xmc="$build/app/xmc"
+reference="$here/bench/reference/pytorch_unidec.py"
+python=${PYTHON:-/usr/bin/python3}
+work=${XMC_BENCH_DIR:-$here/datasets/demo}
+db=$(mktemp -d)/bench.sqlite
+job="$here/bench/unidec_vs_pytorch.json"
+dexml_job="$here/bench/train_vs_pytorch.json"
+epochs=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['epochs'])" "$job")
+
+[ -x "$xmc" ] || { echo "no $xmc: build first (cmake --build build)" >&2; exit 1; }
+"$python" -c "import torch" 2>/dev/null || { echo "$python cannot import torch: apt-get install python3-torch" >&2; exit 1; }
+
+datasets=("$@")
+if [ ${#datasets[@]} -eq 0 ]; then
+  wordnet="$work/wordnet-60k"
+  delicious="$work/delicious"
+  mulan="$here/../shared/datasets/mulan/delicious"
+  [ -f "$wordnet/dataset.json" ] || "$xmc" dataset build wordnet --out "$wordnet" --max-items 60000 --seed 7 >/dev/null
+  if [ ! -f "$delicious/dataset.json" ]; then
+    "$xmc" dataset import mulan --train "$mulan/delicious-train.arff" --test "$mulan/delicious-test.arff" \
+      --labels "$mulan/delicious.xml" --out "$delicious" >/dev/null
+  fi
+  datasets=("$wordnet" "$delicious")
+fi
+
+now() { date +%s.%N; }
+median() { python3 -c "import statistics,sys; print('%.1f' % statistics.median(map(float, sys.argv[1:])))" "$@"; }
+# Seconds per epoch of a run: mean gap between the last steps of consecutive epochs, from epoch 1 on.
+epoch_seconds() {
+  python3 - "$db" "$1" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1]); run = int(sys.argv[2])
+ends = {}
+for epoch, t in con.execute("select epoch, wall_time from scalars where run=? and key='loss' order by step", (run,)):
+    ends[int(epoch - 1e-9)] = t
+e = sorted(ends)
+gaps = [ends[b] - ends[a] for a, b in zip(e, e[1:])]
+print('%.2f' % (sum(gaps) / len(gaps)))
+PY
+}
+
+echo "| dataset | reference s | xmc s | xmc / reference | reference P@1 / P@5 | xmc concat P@1 / P@5 | unidec s/epoch | dexml in-batch s/epoch | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for dir in "${datasets[@]}"; do
+  ref_times=() xmc_times=()
+  for ((r = 1; r <= rounds; ++r)); do
+    t0=$(now)
+    ref_out=$("$python" "$reference" "$dir" "$epochs" | tail -1)   # "unidec (P@1, P@5) s"
+    ref_times+=("$(python3 -c "print($(now) - $t0)")")
+    t0=$(now)
+    xmc_out=$("$xmc" train --config "$job" --set dataset="$dir" --db "$db" --json 2>/dev/null | tail -1)
+    xmc_times+=("$(python3 -c "print($(now) - $t0)")")
+  done
+  dexml_out=$("$xmc" train --config "$dexml_job" --set dataset="$dir" --db "$db" --json 2>/dev/null | tail -1)
+  ref_scores=$(echo "$ref_out" | sed -E 's/.*\(([0-9.]+), ([0-9.]+)\).*/\1 \/ \2/')
+  xmc_scores=$(python3 -c "import json,sys; j=json.loads(sys.argv[1]); print('%.4f / %.4f' % (j['P@1'], j['P@5']))" "$xmc_out")
+  unidec_run=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['run_id'])" "$xmc_out")
+  dexml_run=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['run_id'])" "$dexml_out")
+  ref_wall=$(median "${ref_times[@]}")
+  xmc_wall=$(median "${xmc_times[@]}")
+  u=$(epoch_seconds "$unidec_run")
+  d=$(epoch_seconds "$dexml_run")
+  python3 -c "
+import sys
+name, rw, xw, rs, xs, u, d = sys.argv[1:]
+print('| %s | %s | %s | **%.2f** | %s | %s | %s | %s | **%.2f** |' % (name, rw, xw, float(xw) / float(rw), rs, xs, u, d, float(u) / float(d)))
+" "$(basename "$dir")" "$ref_wall" "$xmc_wall" "$ref_scores" "$xmc_scores" "$u" "$d"
+done
