@@ -1,10 +1,17 @@
 #pragma once
 // Writes a file through a temporary sibling that is renamed into place on commit(), so a crash or an
-// error never leaves a half-written dataset, checkpoint or report behind.
+// error never leaves a half-written dataset, checkpoint or report behind. The file and its folder are
+// fsynced around the rename: after commit() returns, a power cut keeps either the old or the new file.
 #include <filesystem>
 #include <fstream>
 
 namespace xmc {
+
+/// A temporary sibling of `path` no other writer (process, thread or earlier call) uses.
+std::filesystem::path unique_temp_path(const std::filesystem::path& path);
+/// Makes a finished `temp` file durable as `path`: fsync(temp), rename over `path`, fsync(the folder).
+/// Throws xmc::InputError naming `path` on failure (the temporary file is removed).
+void durable_rename(const std::filesystem::path& temp, const std::filesystem::path& path);
 
 class AtomicFileWriter {
  public:

@@ -16,7 +16,7 @@ TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t r
   run.run_id = run_id;
   run.config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
   if (!device.empty()) run.config.device = device;
-  const auto run_dir = run_directory(db_path, run_id);
+  const auto run_dir = verified_run_directory(db_path, run_id);  // never another run's files
   const auto checkpoint = checkpoint_file(run_dir);
   if (!std::filesystem::exists(checkpoint))
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
@@ -25,7 +25,7 @@ TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t r
   run.label_texts = read_text_lines(run.config.dataset / dataset_files::kLabelText);
   run.method = make_method(run.config);
   run.method->build({}, run_dir);  // the vocabulary comes from the run's folder
-  load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()));
+  load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), RunStore(db_path).store_id(), run_id);
   run.method->module().eval();
   return run;
 }

@@ -303,6 +303,48 @@ void RunStore::set_status(std::int64_t run, RunStatus status, const std::string&
   impl_->set_status(run, status, error);
 }
 
+void RunStore::claim_run(std::int64_t run) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  bool claimed = false;
+  m.write("claiming run " + std::to_string(run) + " for training", [&] {
+    StatementUse s(m.statement(
+        "UPDATE runs SET status = 'running', updated = ?1, host = ?2, pid = ?3, heartbeat = ?1"
+        " WHERE id = ?4 AND status IN ('created', 'stopped', 'failed')"));
+    s->bind(1, iso_now());
+    s->bind(2, m.host);
+    s->bind(3, static_cast<std::int64_t>(getpid()));
+    s->bind(4, run);
+    claimed = s->exec() == 1;
+  });
+  if (claimed) return;
+  const std::optional<RunInfo> info = m.find_run(run);
+  if (!info) m.no_run("claim run " + std::to_string(run), run);
+  if (info->status == RunStatus::Completed) throw ConfigError("run " + std::to_string(run) + " is already completed");
+  throw ConfigError("run " + std::to_string(run) + " is being trained by process " + std::to_string(info->pid) + " on host " + info->host +
+                    " (" + to_string(info->status) + ")");
+}
+
+void RunStore::discard_after(std::int64_t run, std::int64_t step, double epoch) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("discarding what run " + std::to_string(run) + " recorded after step " + std::to_string(step), [&] {
+    for (const char* sql : {"DELETE FROM scalars WHERE run = ?1 AND step > ?2", "DELETE FROM evaluations WHERE run = ?1 AND step > ?2"}) {
+      StatementUse s(m.statement(sql));
+      s->bind(1, run);
+      s->bind(2, step);
+      s->exec();
+    }
+    // Epochs are fractions of one step's size apart at the least; 1e-9 keeps the checkpoint's own epoch.
+    for (const char* sql : {"DELETE FROM decile_tables WHERE run = ?1 AND epoch > ?2", "DELETE FROM tsne_snapshots WHERE run = ?1 AND epoch > ?2"}) {
+      StatementUse s(m.statement(sql));
+      s->bind(1, run);
+      s->bind(2, epoch + 1e-9);
+      s->exec();
+    }
+  });
+}
+
 void RunStore::mark_failed(std::int64_t run, const std::string& error) {
   std::lock_guard lock(impl_->mutex);
   impl_->set_status(run, RunStatus::Failed, error.empty() ? std::string("failed without an error message") : error);
@@ -601,25 +643,36 @@ std::optional<TsneSnapshot> RunStore::latest_tsne_snapshot(std::int64_t run) con
   });
 }
 
+std::string RunStore::store_id() const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading the store's identity", [&] {
+    StatementUse s(m.statement("SELECT value FROM store_meta WHERE key = 'store_id'"));
+    if (!s->executeStep()) throw Error("run store " + m.path_text + " has no identity (store_meta.store_id): it is damaged");
+    return s->getColumn(0).getString();
+  });
+}
+
 int RunStore::reap_orphaned_runs() {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
   std::vector<std::pair<std::int64_t, std::int64_t>> owned;  // (run, pid) running on this host
   m.read("looking for orphaned runs", [&] {
-    StatementUse s(m.statement("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?1"));
+    StatementUse s(m.statement("SELECT id, pid FROM runs WHERE status IN ('running', 'paused') AND host = ?1"));
     s->bind(1, m.host);
     while (s->executeStep()) owned.emplace_back(s->getColumn(0).getInt64(), s->getColumn(1).getInt64());
   });
   const std::int64_t self = getpid();
   int reaped = 0;
-  for (const auto& [run, pid] : owned) {
+  for (const auto& owner : owned) {
+    const std::int64_t run = owner.first, pid = owner.second;  // (clang 14 cannot capture structured bindings)
     // pid <= 0 would address process groups; such a row cannot name a live owner either way.
     if (pid == self || pid > std::numeric_limits<pid_t>::max()) continue;
     if (pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)) continue;
     m.write("marking orphaned run " + std::to_string(run) + " failed", [&] {
       StatementUse s(m.statement(
           "UPDATE runs SET status = 'failed', last_error = ?1, updated = ?2"
-          " WHERE id = ?3 AND status = 'running' AND host = ?4 AND pid = ?5"));
+          " WHERE id = ?3 AND status IN ('running', 'paused') AND host = ?4 AND pid = ?5"));
       s->bind(1, "process " + std::to_string(pid) + " ended without finishing the run (crashed or killed)");
       s->bind(2, iso_now());
       s->bind(3, run);

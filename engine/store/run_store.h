@@ -42,6 +42,13 @@ class RunStore {
   /// that finished after a resume is no longer described by its old error). Running also makes this process the
   /// owner (host, pid) and beats the heartbeat. Throws if the run does not exist.
   void set_status(std::int64_t run, RunStatus status, const std::string& error = {});
+  /// Claims the run for training by this process in one UPDATE: created, stopped or failed → running (owner
+  /// host and pid, heartbeat). Throws xmc::ConfigError naming the owner when another process holds it
+  /// ("run 3 is being trained by process 812 on host h"), or when it is completed. Two claimants: one wins.
+  void claim_run(std::int64_t run);
+  /// Forgets what was recorded after a checkpoint the run resumes from, in one transaction: scalars and
+  /// evaluations after `step`, decile tables and t-SNE snapshots after `epoch` (a resumed run records them again).
+  void discard_after(std::int64_t run, std::int64_t step, double epoch);
   /// set_status(run, Failed, error); an empty error is recorded as "failed without an error message".
   void mark_failed(std::int64_t run, const std::string& error);
   /// Records that the owner is alive now. Throws if the run does not exist.
@@ -92,13 +99,15 @@ class RunStore {
   /// The snapshot of the highest epoch (latest added among equals); nullopt when none.
   std::optional<TsneSnapshot> latest_tsne_snapshot(std::int64_t run) const;
 
-  /// Marks Failed every Running run owned by a process on this host that no longer exists (a child
+  /// Marks Failed every Running or Paused run owned by a process on this host that no longer exists (a child
   /// must have been waited for), with last_error "process PID ended without finishing the run
   /// (crashed or killed)". Returns how many runs it marked.
   int reap_orphaned_runs();
 
   /// The database file.
   const std::filesystem::path& path() const;
+  /// The store's identity: 32 hex digits drawn when the store was created (or upgraded to schema 2).
+  std::string store_id() const;
   /// Seconds since the Unix epoch, for ScalarPoint::wall_time.
   static double now_seconds();
 

@@ -84,8 +84,20 @@ CREATE INDEX tsne_snapshots_run_epoch ON tsne_snapshots(run, epoch);
 PRAGMA application_id = 1481458514;
 )sql";
 
-constexpr std::array<Migration, 1> kMigrations{{
+// Version 2: the store's identity, a random id drawn once. Run folders and checkpoints carry it with the
+// run id, so that a store recreated in the same place (ids start again at 1) never takes up the files
+// of the old store's runs.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE store_meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+)sql";
+
+constexpr std::array<Migration, 2> kMigrations{{
     {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
+    {2, "give the store a random identity", kSchemaV2},
 }};
 static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
 static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");

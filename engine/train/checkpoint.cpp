@@ -3,6 +3,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/method/method.h"
 
@@ -44,6 +48,56 @@ void write_state(torch::serialize::OutputArchive& a, const TrainingState& s) {
   a.write("has_last_embeddings", scalar(s.last_embeddings.defined()));
   if (s.last_embeddings.defined()) a.write("last_embeddings", s.last_embeddings.to(torch::kCPU));
   a.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
+  a.write("identity_store", bytes_tensor(s.store_id));
+  a.write("identity_run", scalar(s.run_id));
+}
+
+/// A 64-bit checksum of every parameter and buffer of `module` (names, shapes and bytes, in order), 8 bytes
+/// at a time: a flipped byte in a checkpoint's tensor data changes it.
+std::int64_t model_checksum(torch::nn::Module& module) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](std::uint64_t word) { h = (h ^ word) * 0x100000001b3ULL; };
+  auto add = [&](const std::string& name, const torch::Tensor& value) {
+    for (const char ch : name) mix(static_cast<unsigned char>(ch));
+    for (const auto size : value.sizes()) mix(static_cast<std::uint64_t>(size));
+    const torch::Tensor t = value.detach().to(torch::kCPU).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+    const std::size_t n = static_cast<std::size_t>(t.numel()) * t.element_size();
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, bytes + i, 8);
+      mix(word);
+    }
+    for (; i < n; ++i) mix(bytes[i]);
+  };
+  for (const auto& p : module.named_parameters()) add(p.key(), p.value());
+  for (const auto& b : module.named_buffers()) add(b.key(), b.value());
+  return static_cast<std::int64_t>(h);
+}
+
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + "]";
+}
+
+/// Every parameter and buffer the archive holds for `module` must have the model's shape: torch's loader
+/// would otherwise replace the tensor with the saved one of another shape without a word.
+void check_shapes(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& file, const std::string& prefix) {
+  auto check = [&](const std::string& name, const torch::Tensor& own) {
+    torch::Tensor saved;
+    if (!archive.try_read(name, saved)) return;
+    if (saved.sizes() != own.sizes())
+      throw InputError(file, "it holds " + prefix + name + " of shape " + shape_text(saved.sizes()) + " where this run's model has " +
+                                 shape_text(own.sizes()) + ": the checkpoint belongs to another run or configuration");
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) check(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) check(b.key(), b.value());
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive child_archive;
+    if (archive.try_read(child.key(), child_archive)) check_shapes(*child.value(), child_archive, file, prefix + child.key() + ".");
+  }
 }
 
 TrainingState read_state(torch::serialize::InputArchive& a) {
@@ -60,10 +114,15 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
   torch::Tensor sizes, rows;
   a.read("batch_sizes", sizes);
   a.read("batch_rows", rows);
+  if (sizes.scalar_type() != torch::kInt64 || rows.scalar_type() != torch::kInt64 || sizes.dim() != 1 || rows.dim() != 1)
+    throw std::runtime_error("its saved batches are not lists of int64 rows");
+  sizes = sizes.contiguous();
+  rows = rows.contiguous();
   const auto* size = sizes.data_ptr<std::int64_t>();
   const auto* row = rows.data_ptr<std::int64_t>();
   std::int64_t at = 0;
   for (std::int64_t b = 0; b < sizes.numel(); ++b) {
+    if (size[b] < 0 || size[b] > rows.numel() - at) throw std::runtime_error("its saved batch sizes do not add up to its saved rows");
     s.epoch_batches.emplace_back(row + at, row + at + size[b]);
     at += size[b];
   }
@@ -73,6 +132,8 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
   // label-pool stream seeded afresh.
   if (a.try_read("label_pool_rng", t)) s.label_pool_rng = tensor_bytes(t);
   if (read_int(a, "has_last_embeddings")) a.read("last_embeddings", s.last_embeddings);
+  if (a.try_read("identity_store", t)) s.store_id = tensor_bytes(t);
+  if (a.try_read("identity_run", t)) s.run_id = t.item<std::int64_t>();
   return s;
 }
 
@@ -87,6 +148,7 @@ void save_checkpoint(const std::filesystem::path& path, Method& method, torch::o
   torch::serialize::OutputArchive model_archive;
   method.module().save(model_archive);
   archive.write("model", model_archive);
+  archive.write("model_checksum", scalar(model_checksum(method.module())));
   if (optimizer != nullptr) {
     torch::serialize::OutputArchive optimizer_archive;
     optimizer->save(optimizer_archive);
@@ -94,14 +156,15 @@ void save_checkpoint(const std::filesystem::path& path, Method& method, torch::o
   }
   archive.write("has_optimizer", scalar(optimizer != nullptr));
   std::filesystem::create_directories(path.parent_path());
-  const auto temp = path.string() + ".tmp" + std::to_string(::getpid());
+  const auto temp = unique_temp_path(path);
   try {
-    archive.save_to(temp);
+    archive.save_to(temp.string());
   } catch (const c10::Error& e) {
-    std::filesystem::remove(temp);
+    std::error_code ec;
+    std::filesystem::remove(temp, ec);
     throw Error("cannot write checkpoint " + path.string() + ": " + e.what_without_backtrace());
   }
-  std::filesystem::rename(temp, path);
+  durable_rename(temp, path);
 }
 
 TrainingState read_checkpoint_state(const std::filesystem::path& path) {
@@ -115,18 +178,32 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path) {
   }
 }
 
-TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels) {
+TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels, const std::string& store_id,
+                              std::int64_t run_id) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path.string());
-    TrainingState state = read_state(archive);
+    TrainingState state;
+    try {
+      state = read_state(archive);
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const c10::Error*>(&e) != nullptr) throw;
+      throw InputError(path.string(), std::string(e.what()) + ": the checkpoint is damaged");
+    }
+    if (!store_id.empty() && !state.store_id.empty() && (state.store_id != store_id || state.run_id != run_id))
+      throw InputError(path.string(), "this checkpoint is run " + std::to_string(state.run_id) + "'s of store " + state.store_id + ", not run " +
+                                          std::to_string(run_id) + "'s of store " + store_id + ": it is never loaded for another run");
     torch::serialize::InputArchive method_archive;
     if (archive.try_read("method", method_archive)) method.load_state(method_archive, num_labels);
     else method.load_state(archive, num_labels);  // written before methods had their own state
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
+    check_shapes(method.module(), model_archive, path.string(), "");
     method.module().load(model_archive);
+    torch::Tensor checksum;
+    if (archive.try_read("model_checksum", checksum) && checksum.item<std::int64_t>() != model_checksum(method.module()))
+      throw InputError(path.string(), "its model tensors do not match the checksum saved with them: the checkpoint is damaged");
     torch::Tensor rng;
     archive.read("cpu_rng", rng);
     at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle: shares the global state

@@ -24,6 +24,8 @@ struct TrainingState {
   std::string sampler_state;       ///< QueryBatcher::save_state()
   std::string label_pool_rng;      ///< the label-pool random stream (std::mt19937_64 as text); "" = not saved
   torch::Tensor last_embeddings;   ///< [num_train x d] embeddings from the last pass (may be undefined)
+  std::string store_id;            ///< the run store that owns the run ("" in checkpoints older than identities)
+  std::int64_t run_id = 0;         ///< the run in that store (0 = not recorded)
 };
 
 /// `optimizer` may be null (no stage in progress).
@@ -33,9 +35,12 @@ void save_checkpoint(const std::filesystem::path& path, Method& method, torch::o
 TrainingState read_checkpoint_state(const std::filesystem::path& path);
 
 /// Loads the method's state (which shapes its model), then its parameters, and restores torch's CPU RNG.
-/// Checkpoints written before methods kept their own state (keys at the top level) load too. Errors name
-/// the file.
-TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels);
+/// Checkpoints written before methods kept their own state (keys at the top level) load too. Refused with
+/// an error naming the file, never loaded in part: a checkpoint of another store or run (when `store_id`
+/// is given and the checkpoint records its owner), a parameter whose saved shape differs from the model's
+/// (another configuration), and model tensors that do not match the checksum saved with them (damage).
+TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels, const std::string& store_id = {},
+                              std::int64_t run_id = 0);
 
 /// Loads the optimiser state saved with the checkpoint into `optimizer`, when there is one; returns
 /// whether there was.

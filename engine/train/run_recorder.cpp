@@ -51,7 +51,12 @@ void RunRecorder::record(const TrainEvent& e) {
       store_.add_tsne_snapshot(run_id_, e.epoch, e.query, e.message);
       break;
     case Kind::Checkpoint:
+      flush();  // every step the checkpoint holds is stored before the file exists
       if (!store_.latest_artifact(run_id_, "checkpoint")) store_.add_artifact(run_id_, "checkpoint", e.message);
+      break;
+    case Kind::Restored:
+      pending_.clear();
+      store_.discard_after(run_id_, e.step, e.epoch);
       break;
     case Kind::Finished:
       flush();

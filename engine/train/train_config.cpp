@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/bounded_json.h"
+#include "engine/core/utf8.h"
 #include "engine/core/error.h"
 
 namespace xmc {
@@ -31,6 +32,9 @@ struct KeyBinding {
 std::string as_string(const std::string& key, const json& v, const std::vector<std::string>& choices) {
   if (!v.is_string()) bad_value(key, v, choices.empty() ? "a string" : "one of the listed names");
   const auto s = v.get<std::string>();
+  if (const auto at = find_invalid_utf8(s); at != std::string::npos)
+    bad_value(key, json(s.substr(0, at) + "?"), "valid UTF-8 text (byte " + std::to_string(static_cast<unsigned char>(s[at])) + " at offset " +
+                                                   std::to_string(at) + " is not)");
   if (!choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
     std::string list;
     for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
@@ -216,6 +220,10 @@ std::vector<KeyGroup> key_groups() {
         string_key("eval.index", &TrainConfig::eval_index, {},
                    "How test queries search the labels: exact, hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on many labels, some recall lost)"),
         int_key("checkpoint.every", &TrainConfig::checkpoint_every, 0, "Epochs between checkpoints (0 = only at the end)"),
+        int_key("checkpoint.every_steps", &TrainConfig::checkpoint_every_steps, 0,
+                "Also a checkpoint every this many steps, inside epochs too (0 = off): what a crash or kill -9 can lose"),
+        float_key("checkpoint.every_minutes", &TrainConfig::checkpoint_every_minutes, 0, 1e6,
+                  "Also a checkpoint once this many minutes of training passed since the last one (0 = off)"),
         int_key("tsne.query", &TrainConfig::tsne_query, -1,
                 "Training row whose negatives are shown in the t-SNE snapshots (-1 = the first row with >= 3 labels)"),
         int_key("tsne.every", &TrainConfig::tsne_every, 0,

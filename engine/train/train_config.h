@@ -89,6 +89,8 @@ struct TrainConfig {
   std::int64_t eval_top = 100;             ///< predictions kept per test query
   std::string eval_index = "exact";        ///< index_factory spec the evaluation searches labels with
   std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (0 = only at the end)
+  std::int64_t checkpoint_every_steps = 0; ///< also a checkpoint every this many steps (0 = off)
+  double checkpoint_every_minutes = 5;     ///< also a checkpoint when this much training time passed since the last (0 = off)
 
   // t-SNE of one training query's negatives (taken after evaluations)
   std::int64_t tsne_query = -1;            ///< training row shown (-1 = the first row with >= 3 labels)

@@ -21,7 +21,8 @@ struct TrainEvent {
     Step,        ///< one optimiser step: loss (stored as `loss_series`), lr, samples_per_s
     EpochEnd,    ///< an epoch of `stage` finished: samples_per_s over the whole epoch
     Evaluation,  ///< metrics (fractions) and decile-wise P@5 after an epoch
-    Checkpoint,  ///< a checkpoint was written to `message`
+    Checkpoint,  ///< a checkpoint of `step` is being written to `message` (subscribers record every step before it first)
+    Restored,    ///< training continues from a checkpoint at `step` and `epoch`: anything recorded after them is void
     Snapshot,    ///< a t-SNE of one query's negatives (also stored): message = its JSON (analysis/negatives_snapshot.h)
     Finished,    ///< the run completed (metrics = final evaluation)
     Stopped,     ///< the user stopped the run; a checkpoint to resume from was written

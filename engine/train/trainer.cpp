@@ -66,6 +66,8 @@ struct Trainer::Impl {
   std::vector<double> base_lrs;
   std::vector<torch::Tensor> clipped_parameters;
   TrainingState state;
+  std::int64_t last_checkpoint_step = 0;      ///< state.step of the last checkpoint (or of the start)
+  Clock::time_point last_checkpoint_time{};   ///< when it was written
   torch::Device device = torch::kCPU;
   EvaluationSetup eval_setup;
   EvalResult last_eval;
@@ -184,7 +186,7 @@ struct Trainer::Impl {
 
     state.stage = stages.empty() ? kDone : stages.front().name;
     if (setup.resume) {
-      state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels());
+      state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id);
       check_resumable(state);
       if (state.stage.empty()) state.stage = stages.front().name;
       batcher->load_state(state.sampler_state);
@@ -194,6 +196,23 @@ struct Trainer::Impl {
         if (!rng_state) throw InputError(checkpoint_path().string(), "the label-pool random state does not parse");
       }
       phase("resumed from " + checkpoint_path().string() + " at step " + std::to_string(state.step));
+      TrainEvent restored;
+      restored.kind = TrainEvent::Kind::Restored;
+      restored.step = state.step;
+      const std::size_t index = stage_index(state.stage);
+      restored.epoch = epoch_offset(index) + static_cast<double>(state.epoch) +
+                       (state.epoch_batches.empty() ? 0.0 : static_cast<double>(state.batch_in_epoch) / static_cast<double>(state.epoch_batches.size()));
+      publish(restored);
+    }
+    last_checkpoint_step = state.step;
+    last_checkpoint_time = Clock::now();
+    if (!setup.resume && setup.restart) {
+      // A run that never reached a checkpoint starts over: what it recorded before is void.
+      TrainEvent restored;
+      restored.kind = TrainEvent::Kind::Restored;
+      restored.step = 0;
+      restored.epoch = 0;
+      publish(restored);
     }
   }
 
@@ -351,8 +370,23 @@ struct Trainer::Impl {
     std::ostringstream rng_state;
     rng_state << label_pool_rng;
     state.label_pool_rng = rng_state.str();
-    save_checkpoint(checkpoint_path(), *method, optimizer.get(), state);
+    state.store_id = setup.store_id;
+    state.run_id = setup.run_id;
+    // Announced first: the recorder stores every step up to this one before the file can exist, so a
+    // resume from it never misses a recorded step.
     publish_kind(TrainEvent::Kind::Checkpoint, checkpoint_path().string());
+    save_checkpoint(checkpoint_path(), *method, optimizer.get(), state);
+    last_checkpoint_step = state.step;
+    last_checkpoint_time = Clock::now();
+  }
+
+  /// A checkpoint inside an epoch is due after checkpoint.every_steps steps or checkpoint.every_minutes of
+  /// training since the last one (how much a crash can lose).
+  bool checkpoint_due() const {
+    if (state.step == last_checkpoint_step) return false;
+    if (config.checkpoint_every_steps > 0 && state.step - last_checkpoint_step >= config.checkpoint_every_steps) return true;
+    return config.checkpoint_every_minutes > 0 &&
+           std::chrono::duration<double>(Clock::now() - last_checkpoint_time).count() >= 60 * config.checkpoint_every_minutes;
   }
 
   // ---- one stage ------------------------------------------------------------------------------
@@ -395,6 +429,7 @@ struct Trainer::Impl {
       for (; state.batch_in_epoch < static_cast<std::int64_t>(state.epoch_batches.size()); ++state.batch_in_epoch) {
         wait_while_paused();
         if (stop_requested.load()) throw StopRequested{};
+        if (checkpoint_due()) checkpoint();  // resumes at this batch
         if (config.max_steps > 0 && state.step >= config.max_steps) return false;
         const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
         const auto step_start = Clock::now();

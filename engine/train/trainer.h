@@ -23,8 +23,10 @@ namespace xmc {
 struct TrainerSetup {
   TrainConfig config;
   std::filesystem::path run_dir;        ///< the run's files: checkpoint.pt, vocab.txt
-  std::int64_t run_id = 0;              ///< stamped on every event
+  std::int64_t run_id = 0;              ///< stamped on every event (and on checkpoints)
+  std::string store_id;                 ///< the run store's identity, stamped on checkpoints ("" = none)
   bool resume = false;                  ///< continue from run_dir/checkpoint.pt
+  bool restart = false;                 ///< an existing run without a checkpoint trains again from step 0
   std::string expected_fingerprint;     ///< the dataset's fingerprint when the run started ("" = not known)
   DistributedContext distributed;
 };

@@ -24,11 +24,14 @@ struct TrainingRun::Impl {
   RunRecorder recorder;
   Trainer trainer;
 
-  Impl(TrainConfig c, const std::filesystem::path& db, std::int64_t id, bool resume, std::string fingerprint)
+  Impl(TrainConfig c, const std::filesystem::path& db, std::int64_t id, std::filesystem::path run_dir, bool resume, std::string fingerprint,
+       bool restart = false)
       : config(c), run_id(id), recorder(db, id), trainer(TrainerSetup{.config = std::move(c),
-                                                                        .run_dir = xmc::run_directory(db, id),
+                                                                        .run_dir = std::move(run_dir),
                                                                         .run_id = id,
+                                                                        .store_id = RunStore(db).store_id(),
                                                                         .resume = resume,
+                                                                        .restart = restart,
                                                                         .expected_fingerprint = std::move(fingerprint)}) {
     trainer.subscribe([this](const TrainEvent& e) { recorder.record(e); });
   }
@@ -46,19 +49,18 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
   run.dataset_path = std::filesystem::absolute(config.dataset).string();
   run.dataset_fingerprint = dataset_fingerprint(config.dataset);
   run.device = config.device;
-  const std::int64_t id = RunStore(db_path).create_run(run);
-  impl_ = std::make_unique<Impl>(std::move(config), db_path, id, /*resume=*/false, std::string{});
+  RunStore store(db_path);
+  const std::int64_t id = store.create_run(run);
+  auto run_dir = fresh_run_directory(db_path, id);
+  store.claim_run(id);
+  impl_ = std::make_unique<Impl>(std::move(config), db_path, id, std::move(run_dir), /*resume=*/false, std::string{});
 }
 
 TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides) {
   RunStore store(db_path);
   const RunInfo info = store.get_run(run_id);
   if (info.status == RunStatus::Completed) throw ConfigError("run " + std::to_string(run_id) + " is already completed");
-  if (info.status == RunStatus::Running) {
-    store.reap_orphaned_runs();
-    if (store.get_run(run_id).status == RunStatus::Running)
-      throw ConfigError("run " + std::to_string(run_id) + " is running in process " + std::to_string(info.pid) + " on " + info.host);
-  }
+  if (info.status == RunStatus::Running || info.status == RunStatus::Paused) store.reap_orphaned_runs();
   TrainConfig config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
   const TrainConfig before = config;
   apply_config_overrides(config, overrides);
@@ -66,10 +68,14 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   if (config.dataset != before.dataset || config.encoder_type != before.encoder_type || config.encoder_dim != before.encoder_dim ||
       config.encoder_path != before.encoder_path || config.method != before.method || config.batch_size != before.batch_size)
     throw ConfigError("resume: dataset, method, encoder.* and batch_size cannot change when resuming a run");
-  const auto checkpoint = checkpoint_file(run_directory(db_path, run_id));
-  if (!std::filesystem::exists(checkpoint))
-    throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint to resume from (" + checkpoint.string() + ")");
-  return TrainingRun(std::make_unique<Impl>(std::move(config), db_path, run_id, /*resume=*/true, info.dataset_fingerprint));
+  // A run killed before its first checkpoint trains again from the start (what it recorded is discarded),
+  // in a fresh folder; a checkpoint is used only from the run's own folder.
+  const bool has_checkpoint = std::filesystem::exists(checkpoint_file(run_directory(db_path, run_id)));
+  auto run_dir = has_checkpoint ? verified_run_directory(db_path, run_id) : fresh_run_directory(db_path, run_id);
+  // One atomic claim: of two processes resuming the run, one trains it and the other is told who does.
+  store.claim_run(run_id);
+  return TrainingRun(std::make_unique<Impl>(std::move(config), db_path, run_id, std::move(run_dir), /*resume=*/has_checkpoint,
+                                            info.dataset_fingerprint, /*restart=*/!has_checkpoint));
 }
 
 TrainingRun::~TrainingRun() = default;

@@ -4,6 +4,7 @@
 
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -662,3 +663,106 @@ TEST_F(RunStoreTest, ReapLeavesLiveAndOtherHostsRunsAlone) {
 }
 
 }  // namespace
+
+// Claiming is one UPDATE: of two processes claiming a stopped run, exactly one wins, and the other is
+// told which process on which host trains it.
+TEST_F(RunStoreTest, ClaimingARunIsAtomicAndNamesTheOwner) {
+  std::int64_t id = 0;
+  {
+    RunStore store(db);
+    id = store.create_run(new_run("contested"));
+    store.set_status(id, RunStatus::Stopped);
+  }
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t other = fork_child([&] {
+    RunStore store(db);
+    char ok = 'n';
+    try {
+      store.claim_run(id);
+      ok = 'y';
+    } catch (const std::exception&) {
+    }
+    if (::write(pipe_fds[1], &ok, 1) != 1) _exit(3);
+    ::pause();  // stays alive, owning the run if it won
+  });
+  ASSERT_GT(other, 0);
+  char child_won = 0;
+  ASSERT_EQ(::read(pipe_fds[0], &child_won, 1), 1);
+  RunStore store(db);
+  bool we_won = true;
+  std::string refusal;
+  try {
+    store.claim_run(id);
+  } catch (const xmc::ConfigError& e) {
+    we_won = false;
+    refusal = e.what();
+  }
+  ::kill(other, SIGKILL);
+  wait_exit_code(other);
+  EXPECT_NE(we_won, child_won == 'y') << "exactly one claimant wins";
+  ASSERT_EQ(child_won, 'y');  // the child claimed first: it had the run before this process tried
+  EXPECT_NE(refusal.find("run " + std::to_string(id) + " is being trained by process " + std::to_string(other) + " on host "), std::string::npos)
+      << refusal;
+  // Its process is gone now: the run is reaped as failed and can be claimed again.
+  EXPECT_EQ(store.reap_orphaned_runs(), 1);
+  EXPECT_NO_THROW(store.claim_run(id));
+  EXPECT_EQ(store.get_run(id).status, RunStatus::Running);
+  EXPECT_EQ(store.get_run(id).pid, ::getpid());
+  store.set_status(id, RunStatus::Completed);
+  EXPECT_THROW(store.claim_run(id), xmc::ConfigError);
+}
+
+TEST_F(RunStoreTest, DiscardAfterAResumedCheckpointKeepsExactlyWhatCameBeforeIt) {
+  RunStore store(db);
+  const std::int64_t id = store.create_run(new_run("resumed"));
+  const std::int64_t other = store.create_run(new_run("untouched"));
+  for (const std::int64_t run : {id, other}) {
+    std::vector<xmc::ScalarPoint> points;
+    for (std::int64_t step = 1; step <= 10; ++step) points.push_back({step, 0.1 * static_cast<double>(step), "loss", 1.0, 0.0});
+    store.add_scalars(run, points);
+    store.add_evaluation(run, 0.5, 5, {{"P@1", 0.3}});
+    store.add_evaluation(run, 1.0, 10, {{"P@1", 0.4}});
+    store.add_decile_table(run, 0.5, "P@5", std::vector<double>(10, 0.01));
+    store.add_decile_table(run, 1.0, "P@5", std::vector<double>(10, 0.02));
+    store.add_tsne_snapshot(run, 0.5, 0, "{}");
+    store.add_tsne_snapshot(run, 1.0, 0, "{}");
+  }
+  store.discard_after(id, 5, 0.5);
+  const auto loss = store.scalars(id, "loss");
+  ASSERT_EQ(loss.size(), 5u);
+  EXPECT_EQ(loss.back().step, 5);
+  ASSERT_EQ(store.evaluations(id).size(), 1u);
+  EXPECT_EQ(store.evaluations(id)[0].step, 5);
+  ASSERT_EQ(store.decile_tables(id).size(), 1u);
+  EXPECT_DOUBLE_EQ(store.decile_tables(id)[0].epoch, 0.5);
+  ASSERT_TRUE(store.latest_tsne_snapshot(id));
+  EXPECT_DOUBLE_EQ(store.latest_tsne_snapshot(id)->epoch, 0.5);
+  EXPECT_EQ(store.scalars(other, "loss").size(), 10u) << "another run's records stay";
+  EXPECT_EQ(store.evaluations(other).size(), 2u);
+  store.discard_after(id, 0, 0.0);
+  EXPECT_TRUE(store.scalars(id).empty());
+  EXPECT_TRUE(store.evaluations(id).empty());
+}
+
+// Schema 2 gives every store a random identity; a store of schema 1 gets one when upgraded, keeping its runs.
+TEST_F(RunStoreTest, EveryStoreHasItsOwnIdentityAndOlderStoresGetOneOnUpgrade) {
+  const auto other_db = db.parent_path() / "other.sqlite";
+  const std::string a = RunStore(db).store_id();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_EQ(RunStore(db).store_id(), a) << "the identity is drawn once";
+  EXPECT_NE(RunStore(other_db).store_id(), a);
+
+  const auto v1_db = db.parent_path() / "v1.sqlite";
+  {
+    SQLite::Database raw(v1_db.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    const auto steps = xmc::store::run_store_migrations();
+    ASSERT_EQ(xmc::store::migrate(raw, v1_db.string(), steps.first(1)), 1);
+    raw.exec("INSERT INTO runs (name, created, updated) VALUES ('old', '2026-01-01', '2026-01-01')");
+  }
+  RunStore upgraded(v1_db);
+  EXPECT_EQ(upgraded.store_id().size(), 32u);
+  ASSERT_EQ(upgraded.list_runs().size(), 1u);
+  EXPECT_EQ(upgraded.list_runs()[0].name, "old");
+}

@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <sstream>
@@ -12,6 +14,9 @@
 #include "engine/data/dataset.h"
 #include "engine/model/bert_encoder.h"
 #include "engine/store/run_store.h"
+#include "engine/method/method.h"
+#include "engine/method/method_registry.h"
+#include "engine/method/trained_run.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/training_run.h"
 #include "tests/support/synthetic_dataset.h"
@@ -130,7 +135,125 @@ TEST(Training, ResumeRefusesACheckpointOfAnotherRunsDataset) {
     TrainingRun::resume(1, dir / "small.sqlite").run();
     FAIL() << "resumed from another run's checkpoint";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("belongs to another run or is damaged"), std::string::npos) << e.what();
+    // Both are run 1, of two stores: the checkpoint names its store, and is refused before any row is read.
+    EXPECT_NE(std::string(e.what()).find("this checkpoint is run 1's of store " + RunStore(dir / "big.sqlite").store_id() + ", not run 1's of store " +
+                                         RunStore(dir / "small.sqlite").store_id()),
+              std::string::npos)
+        << e.what();
+  }
+  // Without its owner check (a checkpoint of an earlier version records none) it is still refused: its
+  // vocabulary (and so its word-vector table) has another size.
+  TrainConfig config = small_config(dir / "small");
+  std::unique_ptr<Method> method = make_method(config);
+  method->build({}, small);
+  try {
+    load_checkpoint(small / "checkpoint.pt", *method, load_dataset(dir / "small").num_labels());
+    FAIL() << "loaded another dataset's checkpoint";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the checkpoint belongs to another run or configuration"), std::string::npos) << e.what();
+  }
+}
+
+// torch's loader replaces a parameter by a saved tensor of another shape without a word; a byte flipped in
+// the tensor data loads as a different number. Both are refused by name.
+TEST(Training, CheckpointsOfAnotherShapeOrWithDamagedTensorsAreRefused) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 200, 30);
+  TrainConfig config = small_config(dir / "data");
+  config.eval_every = 0;
+  config.epochs = 1;
+  TrainingRun run(config, dir / "runs.sqlite");
+  run.run();
+  const auto run_dir = TrainingRun::run_directory(dir / "runs.sqlite", run.run_id());
+  const auto checkpoint = run_dir / "checkpoint.pt";
+  const Dataset data = load_dataset(dir / "data");
+
+  TrainConfig wider = config;
+  wider.encoder_dim = 48;
+  std::unique_ptr<Method> other = make_method(wider);
+  other->build({}, run_dir);
+  try {
+    load_checkpoint(checkpoint, *other, data.num_labels());
+    FAIL() << "a dim-32 checkpoint loaded into a dim-48 model";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("of shape [" ), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("belongs to another run or configuration"), std::string::npos) << e.what();
+  }
+
+  // Flip one byte inside the word vectors' data (found by their first 16 bytes in the file).
+  std::unique_ptr<Method> same = make_method(config);
+  same->build({}, run_dir);
+  load_checkpoint(checkpoint, *same, data.num_labels());
+  const torch::Tensor words = same->module().named_parameters()["encoder.embeddings.weight"].contiguous();
+  const std::string needle(static_cast<const char*>(words.data_ptr()), 16);
+  std::string bytes;
+  {
+    std::ifstream in(checkpoint, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto at = bytes.find(needle);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 40] = static_cast<char>(bytes[at + 40] ^ 0x10);
+  {
+    std::ofstream out(checkpoint, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  std::unique_ptr<Method> fresh = make_method(config);
+  fresh->build({}, run_dir);
+  try {
+    load_checkpoint(checkpoint, *fresh, data.num_labels());
+    FAIL() << "a checkpoint with a flipped byte loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("do not match the checksum saved with them: the checkpoint is damaged"), std::string::npos) << e.what();
+  }
+}
+
+// A store recreated in the same place numbers its runs from 1 again: the new run 1 must not take up the
+// old run 1's folder (its vocabulary, its checkpoint). The old folder is moved aside, not deleted.
+TEST(Training, ARecreatedStoreNeverUsesTheOldStoresRunFolders) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 200, 30);
+  TrainConfig config = small_config(dir / "data");
+  config.eval_every = 0;
+  config.epochs = 1;
+  const auto db = dir / "runs.sqlite";
+  { TrainingRun(config, db).run(); }
+  const auto folder = TrainingRun::run_directory(db, 1);
+  const std::string old_store = RunStore(db).store_id();
+  std::filesystem::remove(db);
+  std::filesystem::remove(db.string() + "-wal");
+  std::filesystem::remove(db.string() + "-shm");
+  // Someone planted a vocabulary the new run would have read.
+  { std::ofstream(folder / "vocab.txt") << "planted\n"; }
+  TrainingRun again(config, db);
+  EXPECT_EQ(again.run_id(), 1);
+  EXPECT_NE(RunStore(db).store_id(), old_store);
+  EXPECT_EQ(again.run().outcome, RunOutcome::Completed);
+  std::ifstream identity(folder / "run-identity.json");
+  std::stringstream text;
+  text << identity.rdbuf();
+  EXPECT_NE(text.str().find(RunStore(db).store_id()), std::string::npos) << text.str();
+  int stale = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder.parent_path()))
+    if (entry.path().filename().string().rfind("1.stale-", 0) == 0) {
+      ++stale;
+      EXPECT_TRUE(std::filesystem::exists(entry.path() / "checkpoint.pt")) << "the old run's files are kept aside";
+    }
+  EXPECT_EQ(stale, 1);
+  // A folder marked for another store is refused by name when a run's files are used.
+  { std::ofstream(folder / "run-identity.json", std::ios::trunc) << R"({"store": "0123", "run": 1})"; }
+  try {
+    TrainingRun::resume(1, db);
+    FAIL() << "used a folder that belongs to another store";
+  } catch (const std::exception& e) {
+    // A completed run is refused first; the folder check shows with the predictor's loader.
+    EXPECT_NE(std::string(e.what()).find("already completed"), std::string::npos) << e.what();
+  }
+  try {
+    load_trained_run(db, 1);
+    FAIL() << "loaded a run from a folder that belongs to another store";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("this folder belongs to run 1 of store 0123"), std::string::npos) << e.what();
   }
 }
 
@@ -286,6 +409,8 @@ TEST(Training, BadConfigNamesTheKey) {
       {"seed=18446744073709551615", "seed: got 18446744073709551615, expected an integer >= 0"},
       {"encoder.dim=1000000000", "encoder.dim: got 1000000000, expected an integer in [2, 65536]"},
       {"eval.top=1000000000000", "eval.top: got 1000000000000, expected an integer in [1, 100000]"},
+      // The config is stored as JSON, which holds UTF-8 only ("internal error" when the run was recorded).
+      {"name=run\xff" "1", "name: got \"run?\", expected valid UTF-8 text (byte 255 at offset 3 is not)"},
   };
   for (const auto& [assignment, message] : refused) {
     try {

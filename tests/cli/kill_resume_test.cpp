@@ -1,0 +1,138 @@
+// kill -9 at a random moment of `xmc train`, then `xmc train --resume`: the run completes with exactly the
+// metrics of an uninterrupted run and exactly one scalar row per (key, step). Kills before the first
+// checkpoint exercise the restart from step 0, later ones a resume from a checkpoint inside an epoch.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "engine/store/run_store.h"
+#include "tests/support/synthetic_dataset.h"
+#include "tests/support/test_support.h"
+
+extern char** environ;
+
+namespace xmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> train_args(const std::filesystem::path& data, const std::filesystem::path& db) {
+  return {XMC_CLI_PATH,           "train",
+          "--db",                 db.string(),
+          "--set",                "dataset=" + data.string(),
+          "--set",                "encoder.dim=16",
+          "--set",                "batch_size=8",
+          "--set",                "epochs=3",
+          "--set",                "lr=0.01",
+          "--set",                "threads=1",
+          "--set",                "checkpoint.every_steps=40",
+          "--set",                "eval.k=[1,3]",
+          "--set",                "tsne.every=0",
+          "--json"};
+}
+
+/// Starts a command with its output discarded; returns its pid.
+pid_t spawn_quietly(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+/// Every (key, step) must be stored once; returns the loss steps in order.
+std::vector<std::int64_t> checked_loss_steps(const std::filesystem::path& db, std::int64_t run) {
+  RunStore store(db);
+  std::map<std::pair<std::string, std::int64_t>, int> rows;
+  std::vector<std::int64_t> loss_steps;
+  for (const ScalarPoint& p : store.scalars(run)) {
+    if (++rows[{p.key, p.step}] == 2) ADD_FAILURE() << "scalar " << p.key << " of step " << p.step << " is stored twice";
+    if (p.key == "loss") loss_steps.push_back(p.step);
+  }
+  return loss_steps;
+}
+
+/// Polls the store until run 1 exists (the process has recorded it); false after 30 s.
+bool wait_for_run(const std::filesystem::path& db) {
+  const auto until = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < until) {
+    try {
+      if (std::filesystem::exists(db) && RunStore(db).find_run(1)) return true;
+    } catch (const std::exception&) {
+      // being created by the other process
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+TEST(KillResume, ARunKilledAtRandomMomentsResumesToTheUninterruptedResult) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 4000, 300);
+
+  // The uninterrupted run: its metrics, its steps, and how long its training takes (to place the kills).
+  const pid_t plain_pid = spawn_quietly(train_args(dir / "data", dir / "plain.sqlite"));
+  ASSERT_TRUE(wait_for_run(dir / "plain.sqlite"));
+  const auto recorded = Clock::now();
+  int plain_status = 0;
+  ASSERT_EQ(::waitpid(plain_pid, &plain_status, 0), plain_pid);
+  ASSERT_TRUE(WIFEXITED(plain_status) && WEXITSTATUS(plain_status) == 0);
+  const double seconds = std::chrono::duration<double>(Clock::now() - recorded).count();
+  const std::vector<std::int64_t> expected_steps = checked_loss_steps(dir / "plain.sqlite", 1);
+  ASSERT_GT(expected_steps.size(), 1000u);
+  const auto expected = RunStore(dir / "plain.sqlite").evaluations(1);
+
+  std::mt19937_64 rng(20261123);
+  std::uniform_real_distribution<double> when(0.0, 0.8);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const std::filesystem::path db = dir / ("killed" + std::to_string(attempt) + ".sqlite");
+    const double kill_after = when(rng) * seconds;
+    SCOPED_TRACE("kill -9 " + std::to_string(kill_after) + " s after the run was recorded (uninterrupted: " + std::to_string(seconds) + " s)");
+    const pid_t trainer = spawn_quietly(train_args(dir / "data", db));
+    ASSERT_GT(trainer, 0);
+    ASSERT_TRUE(wait_for_run(db));
+    std::this_thread::sleep_for(std::chrono::duration<double>(kill_after));
+    ASSERT_EQ(::kill(trainer, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(trainer, &status, 0), trainer);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before the kill: the kill time is off";
+
+    const auto errors = dir / "resume.err";
+    const auto resumed =
+        test::run_command(std::string(XMC_CLI_PATH) + " train --resume 1 --db '" + db.string() + "' --json 2>'" + errors.string() + "'", false);
+    std::ifstream error_text(errors);
+    ASSERT_EQ(resumed.exit_code, 0) << std::string(std::istreambuf_iterator<char>(error_text), {});
+    EXPECT_EQ(nlohmann::json::parse(resumed.last_line())["status"], "completed");
+    // Every evaluation (each epoch's, in every metric) equals the uninterrupted run's, bit for bit.
+    const auto got = RunStore(db).evaluations(1);
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].metric, expected[i].metric);
+      EXPECT_EQ(got[i].step, expected[i].step);
+      EXPECT_DOUBLE_EQ(got[i].value, expected[i].value) << got[i].metric << " at step " << got[i].step;
+    }
+    EXPECT_EQ(checked_loss_steps(db, 1), expected_steps) << "every step once, none missing";
+    EXPECT_EQ(RunStore(db).get_run(1).last_error, "") << "a completed run carries no earlier error";
+  }
+}
+
+}  // namespace
+}  // namespace xmc
