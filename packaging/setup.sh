@@ -2,7 +2,7 @@
 # One entry point for a fresh Debian 12 machine (run as root, or with sudo available):
 #   packaging/setup.sh deps    install the Debian packages the project builds against
 #   packaging/setup.sh build   deps + configure and build (Release, Ninja, ccache)
-#   packaging/setup.sh test    build + run the whole test suite (ctest -j2)
+#   packaging/setup.sh test    build + fuzz every parser for 30 s each (XMC_FUZZ_SECONDS) + the whole test suite (ctest -j2)
 #   packaging/setup.sh demo    build + build the bundled demo dataset + run the demo
 # Every step is idempotent: a second run only does what is missing.
 set -euo pipefail
@@ -11,6 +11,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${XMC_BUILD_DIR:-$here/build}
 jobs=${XMC_JOBS:-2}
 
+# clang: the parser fuzz targets (packaging/fuzz.sh, libFuzzer), run by `test` before the test suite.
 # libopenblas0-pthread: Debian's libtorch calls the system BLAS (libblas.so.3); the reference BLAS it
 # falls back to runs matrix products ~50x slower.
 packages=(
@@ -20,6 +21,7 @@ packages=(
   libhnswlib-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
   libutf8proc-dev zlib1g-dev libgtest-dev libbenchmark-dev
   xvfb xauth fonts-dejavu-core wordnet-base
+  clang
 )
 
 as_root() {
@@ -77,7 +79,8 @@ run_demo() {
 case "${1:-}" in
   deps) install_deps ;;
   build) install_deps; build ;;
-  test) install_deps; build; ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure ;;
+  # Every parser fuzzed for a bounded time first (a crash fails the command), then the suite.
+  test) install_deps; build; "$here/packaging/fuzz.sh" "${XMC_FUZZ_SECONDS:-30}"; ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure ;;
   demo) install_deps; build; run_demo ;;
   *) echo "usage: packaging/setup.sh deps|build|test|demo" >&2; exit 2 ;;
 esac

@@ -1,11 +1,13 @@
 #include "engine/data/dataset.h"
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/bounded_json.h"
 #include "engine/core/content_hash.h"
+#include "engine/core/utf8.h"
 #include "engine/core/error.h"
 #include "engine/data/text_lines.h"
 #include "engine/data/xc_sparse_file.h"
@@ -106,7 +108,28 @@ Dataset load_dataset(const fs::path& dir, DatasetLoadOptions options, Progress& 
   return d;
 }
 
+namespace {
+
+/// dataset.json is JSON, which holds UTF-8 text only: a name from a non-UTF-8 file is refused before
+/// anything is written (it used to fail after the other files, leaving a folder without dataset.json).
+void check_meta_text(const DatasetMeta& meta, const fs::path& dir) {
+  auto check = [&](const std::string& what, const std::string& text) {
+    const auto at = find_invalid_utf8(text);
+    if (at == std::string::npos) return;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[at]));
+    throw InputError(dir.string(), "the dataset's " + what + " is not valid UTF-8 (byte " + byte + " at offset " + std::to_string(at) +
+                                       "); give a name with --name or fix the source file's encoding");
+  };
+  check("name", meta.name);
+  check("source", meta.source);
+  for (const auto& name : meta.feature_names) check("feature name \"" + to_single_line(name.substr(0, 40)) + "\"", name);
+}
+
+}  // namespace
+
 void save_dataset(const Dataset& d, const fs::path& dir) {
+  check_meta_text(d.meta, dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw InputError(dir.string(), "cannot create the output folder: " + ec.message());

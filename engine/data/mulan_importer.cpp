@@ -192,12 +192,12 @@ std::vector<std::string> read_mulan_label_names(const std::filesystem::path& xml
     if (next != ' ' && next != '\t' && next != '\n' && next != '\r') continue;  // e.g. <labels>
     const auto close = text.find('>', pos);
     const auto attr = text.find("name=", pos);
-    if (attr == std::string::npos || attr > close) {
-      const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n');
-      throw InputError(xml.string(), static_cast<std::size_t>(line), "<label> element without a name attribute");
-    }
-    const char quote = text[attr + 5];
+    const auto line = [&] { return static_cast<std::size_t>(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n')); };
+    if (attr == std::string::npos || attr > close) throw InputError(xml.string(), line(), "<label> element without a name attribute");
+    const char quote = attr + 5 < text.size() ? text[attr + 5] : '\0';
+    if (quote != '"' && quote != '\'') throw InputError(xml.string(), line(), "<label> name attribute without a quoted value");
     const auto end = text.find(quote, attr + 6);
+    if (end == std::string::npos) throw InputError(xml.string(), line(), "<label> name attribute whose quote is never closed");
     names.push_back(decode_xml_entities(std::string_view(text).substr(attr + 6, end - attr - 6)));
   }
   if (names.empty()) throw InputError(xml.string(), "no <label name=\"...\"> elements found");

@@ -228,10 +228,16 @@ WordPieceTokenizer WordPieceTokenizer::from_tokenizer_json(const std::filesystem
     throw InputError(file, "model.vocab must be an object mapping each token to its id");
 
   WordPieceTokenizer t;
+  // Ids index a table: they must stay below the number of tokens the file lists (real vocabularies number
+  // their tokens densely), or one id of 2^31 - 2 would allocate two billion entries.
+  std::size_t listed = model["vocab"].size();
+  if (const auto it = root.find("added_tokens"); it != root.end() && it->is_array()) listed += it->size();
+  const auto id_limit = static_cast<std::int64_t>(std::min<std::size_t>(listed, INT32_MAX));
   const auto add_token = [&](const std::string& token, const json& id_value, const std::string& where) {
-    if (!id_value.is_number_integer() || id_value.get<std::int64_t>() < 0 || id_value.get<std::int64_t>() >= INT32_MAX)
-      throw InputError(file, where + ": id of \"" + token + "\" must be an integer in [0, 2^31 - 1), got " + id_value.dump());
     if (!is_valid_utf8(token)) throw InputError(file, where + ": a token is not valid UTF-8");
+    if (!id_value.is_number_integer() || id_value.get<std::int64_t>() < 0 || id_value.get<std::int64_t>() >= id_limit)
+      throw InputError(file, where + ": id of \"" + to_single_line(token.substr(0, 40)) + "\" must be an integer in [0, " + std::to_string(id_limit) +
+                                 ") (the file lists " + std::to_string(listed) + " entries), got " + id_value.dump());
     const auto id = id_value.get<std::int32_t>();
     if (static_cast<std::size_t>(id) >= t.tokens_.size()) t.tokens_.resize(static_cast<std::size_t>(id) + 1);
     t.tokens_[static_cast<std::size_t>(id)] = token;

@@ -49,6 +49,21 @@ TEST(Dataset, SaveThenLoadRoundTrips) {
   EXPECT_FALSE(d.train_features.has_value());
 }
 
+// dataset.json holds UTF-8 only: a name taken from a Latin-1 ARFF relation used to fail after every other
+// file was written, leaving a folder without dataset.json and "internal error".
+TEST(Dataset, ANameThatIsNotUtf8IsRefusedBeforeAnythingIsWritten) {
+  test::TempDir dir;
+  Dataset d = small_dataset();
+  d.meta.name = "caf\xe9";
+  try {
+    save_dataset(d, dir / "out");
+    FAIL() << "saved a non-UTF-8 name";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the dataset's name is not valid UTF-8 (byte 0xE9 at offset 3)"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 TEST(Dataset, InconsistentFilesAreReportedByName) {
   test::TempDir dir;
   save_dataset(small_dataset(), dir.path());

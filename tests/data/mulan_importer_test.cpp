@@ -84,6 +84,29 @@ TEST(MulanImporter, MalformedInputNamesFileAndLine) {
   }
 }
 
+// Found by the mulan_xml fuzz target: a name attribute at the end of the file, or with its quote never
+// closed, read past the text (std::out_of_range escaped as "internal error").
+TEST(MulanImporter, LabelsXmlWithAnUnfinishedNameNamesFileAndLine) {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"<labels>\n<label name=", ":2: <label> name attribute without a quoted value"},
+      {"<labels>\n\n<label name=\"TAG_a", ":3: <label> name attribute whose quote is never closed"},
+      {"<labels><label name=TAG_a></label>", ":1: <label> name attribute without a quoted value"},
+      {"<labels><label id=\"1\"></label>", ":1: <label> element without a name attribute"},
+  };
+  for (const auto& [xml, expected] : cases) {
+    const auto path = test::write_file(dir / "labels.xml", xml);
+    try {
+      read_mulan_label_names(path);
+      ADD_FAILURE() << "accepted " << xml;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), path.string() + expected);
+    }
+  }
+  EXPECT_EQ(read_mulan_label_names(test::write_file(dir / "ok.xml", "<labels><label name='TAG_x'/></labels>")),
+            (std::vector<std::string>{"TAG_x"}));
+}
+
 TEST(MulanImporter, LabelMissingFromArffIsAnError) {
   test::TempDir dir;
   MulanImportOptions o;

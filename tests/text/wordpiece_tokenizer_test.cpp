@@ -184,6 +184,24 @@ TEST_F(WordPieceTest, TokenizerJsonMatchesVocabTxt) {
   EXPECT_EQ(WordPieceTokenizer::from_file(json_path, cased).tokenize("Hello"), (Pieces{"Hello"}));
 }
 
+// One id of 2^31 - 2 in a small file once sized the token table to two billion entries.
+TEST_F(WordPieceTest, TokenizerJsonIdsBeyondTheListedTokensAreRefusedByName) {
+  for (const std::int64_t id : {std::int64_t{2147483646}, std::int64_t{2147483648}, std::int64_t{-1}, std::int64_t{10}}) {
+    nlohmann::json file = tokenizer_json({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"});  // 5 in model.vocab, 5 added
+    file["model"]["vocab"]["[SEP]"] = id;
+    const auto path = test::write_file(dir_ / "tokenizer.json", file.dump());
+    try {
+      WordPieceTokenizer::from_file(path);
+      ADD_FAILURE() << "id " << id << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("tokenizer.json: model.vocab: id of \"[SEP]\" must be an integer in [0, 10) (the file lists 10 entries), got " +
+                                           std::to_string(id)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST_F(WordPieceTest, FolderPrefersTokenizerJsonAndReadsConfig) {
   test::TempDir folder;
   test::write_file(folder / "vocab.txt", vocab_txt(kVocab));
