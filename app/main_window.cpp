@@ -3,7 +3,6 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
 #include <QInputDialog>
@@ -28,6 +27,7 @@
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
 #include "engine/train/train_config.h"
+#include "widgets/file_dialogs.h"
 #include "widgets/compare_view.h"
 #include "widgets/decile_plot.h"
 #include "widgets/launch_form.h"
@@ -260,7 +260,7 @@ void MainWindow::run_dataset_job(const QString& title, const QString& out, std::
 }
 
 void MainWindow::build_wordnet_dataset() {
-  const QString out = QFileDialog::getExistingDirectory(this, "Empty folder for the WordNet dataset");
+  const QString out = xmc::gui::existing_directory(this, "Empty folder for the WordNet dataset");
   if (out.isEmpty()) return;
   bool ok = false;
   const int items = QInputDialog::getInt(this, "WordNet dataset", "Noun synsets to sample (0 = all 82,115):", 20000, 0, 100000, 1000, &ok);
@@ -277,13 +277,13 @@ void MainWindow::start_wordnet_build(const QString& out, int items) {
 }
 
 void MainWindow::import_mulan_dataset() {
-  const QString train = QFileDialog::getOpenFileName(this, "Train ARFF", QString(), "ARFF (*.arff)");
+  const QString train = xmc::gui::open_file_name(this, "Train ARFF", QString(), "ARFF (*.arff)");
   if (train.isEmpty()) return;
-  const QString test = QFileDialog::getOpenFileName(this, "Test ARFF", QFileInfo(train).path(), "ARFF (*.arff)");
+  const QString test = xmc::gui::open_file_name(this, "Test ARFF", QFileInfo(train).path(), "ARFF (*.arff)");
   if (test.isEmpty()) return;
-  const QString labels = QFileDialog::getOpenFileName(this, "Labels XML", QFileInfo(train).path(), "XML (*.xml)");
+  const QString labels = xmc::gui::open_file_name(this, "Labels XML", QFileInfo(train).path(), "XML (*.xml)");
   if (labels.isEmpty()) return;
-  const QString out = QFileDialog::getExistingDirectory(this, "Empty folder for the imported dataset");
+  const QString out = xmc::gui::existing_directory(this, "Empty folder for the imported dataset");
   if (out.isEmpty()) return;
   run_dataset_job("Import mulan dataset", out, [=](Progress& progress) {
     MulanImportOptions options;
@@ -596,12 +596,12 @@ void MainWindow::export_report(const QString& format) {
   bool ok = false;
   const std::filesystem::path db = options_.db.toStdString();
   if (format == "csv") {
-    const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the CSV files");
+    const QString dir = xmc::gui::existing_directory(this, "Folder for the CSV files");
     if (dir.isEmpty()) return;
     ok = gui::export_run_csv(db, shown_run_, dir + QString("/run-%1-scalars.csv").arg(shown_run_),
                              dir + QString("/run-%1-metrics.csv").arg(shown_run_), &error);
   } else {
-    const QString path = QFileDialog::getSaveFileName(this, "Export report", QString("run-%1.%2").arg(shown_run_).arg(format),
+    const QString path = xmc::gui::save_file_name(this, "Export report", QString("run-%1.%2").arg(shown_run_).arg(format),
                                                       format == "html" ? "HTML (*.html)" : "PDF (*.pdf)");
     if (path.isEmpty()) return;
     ok = format == "html" ? gui::export_run_report_html(db, shown_run_, path, &error) : gui::export_run_report_pdf(db, shown_run_, path, &error);
@@ -611,7 +611,7 @@ void MainWindow::export_report(const QString& format) {
 }
 
 void MainWindow::export_current_plots() {
-  const QString dir = QFileDialog::getExistingDirectory(this, "Folder for the plot files");
+  const QString dir = xmc::gui::existing_directory(this, "Folder for the plot files");
   if (dir.isEmpty()) return;
   QString error;
   for (auto [plot, name] : {std::pair<QCustomPlot*, const char*>{loss_plot_, "loss"}, {metric_plot_, "metrics"},
@@ -625,7 +625,7 @@ void MainWindow::export_current_plots() {
 }
 
 void MainWindow::open_store() {
-  const QString path = QFileDialog::getOpenFileName(this, "Run store", QFileInfo(options_.db).path(), "SQLite (*.sqlite *.db);;All files (*)");
+  const QString path = xmc::gui::open_file_name(this, "Run store", QFileInfo(options_.db).path(), "SQLite (*.sqlite *.db);;All files (*)");
   if (path.isEmpty() || worker_->running()) return;
   options_.db = path;
   setWindowTitle("XMC Workbench — " + QFileInfo(path).fileName());

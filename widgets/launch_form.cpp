@@ -2,7 +2,6 @@
 
 #include <QComboBox>
 #include <QDir>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QFutureWatcher>
@@ -23,6 +22,7 @@
 #include "engine/data/dataset_summary.h"
 #include "engine/session/devices.h"
 #include "engine/session/session.h"
+#include "widgets/file_dialogs.h"
 
 namespace xmc::gui {
 namespace {
@@ -135,7 +135,7 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
   connect(resume_, &QPushButton::clicked, this, &LaunchForm::resume_requested);
   connect(stop_, &QPushButton::clicked, this, &LaunchForm::stop_requested);
   connect(browse, &QPushButton::clicked, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, "Dataset folder", dataset_->text());
+    const QString dir = xmc::gui::existing_directory(this, "Dataset folder", dataset_->text());
     if (!dir.isEmpty()) set_dataset(dir);
   });
   connect(dataset_, &QLineEdit::editingFinished, this, [this] { show_dataset_summary(); });

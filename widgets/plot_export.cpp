@@ -1,7 +1,6 @@
 #include "widgets/plot_export.h"
 
 #include <QDir>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
@@ -9,6 +8,8 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QSvgGenerator>
+
+#include "widgets/file_dialogs.h"
 
 namespace xmc::gui {
 namespace {
@@ -64,7 +65,7 @@ void export_with_dialog(QCustomPlot* plot, QWidget* parent, const QString& forma
   QString dir = last_export_dir();
   if (dir.isEmpty()) dir = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
   if (dir.isEmpty()) dir = QDir::homePath();
-  QString path = QFileDialog::getSaveFileName(parent, QObject::tr("Export plot as %1").arg(format),
+  QString path = xmc::gui::save_file_name(parent, QObject::tr("Export plot as %1").arg(format),
                                               QDir(dir).filePath(file_stem(plot) + QLatin1Char('.') + ext), filter);
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += QLatin1Char('.') + ext;

@@ -1,5 +1,7 @@
 #include "widgets/run_table_model.h"
 
+#include <sys/stat.h>
+
 #include <QColor>
 #include <QDateTime>
 #include <QFileInfo>
@@ -105,11 +107,22 @@ bool RunTableModel::open_store() {
   try {
     store_ = std::make_unique<Session>(db_);
     store_->open();
+    struct stat info {};
+    if (::stat(db_.c_str(), &info) == 0) {
+      opened_device_ = static_cast<std::uint64_t>(info.st_dev);
+      opened_inode_ = static_cast<std::uint64_t>(info.st_ino);
+    }
     return true;
   } catch (const std::exception& e) {
     fail(QString::fromUtf8(e.what()));
     return false;
   }
+}
+
+bool RunTableModel::store_replaced() const {
+  struct stat info {};
+  if (::stat(db_.c_str(), &info) != 0) return false;  // gone: keep showing what was read, and say so on the next read
+  return static_cast<std::uint64_t>(info.st_dev) != opened_device_ || static_cast<std::uint64_t>(info.st_ino) != opened_inode_;
 }
 
 void RunTableModel::fail(const QString& message) {
@@ -137,8 +150,29 @@ void RunTableModel::set_metric_value(MetricValue which) {
 }
 
 bool RunTableModel::reload(bool all_evaluations) {
+  if (store_ && store_replaced()) store_.reset();  // a new file at the same path: read it, not the old one
   if (!store_ && !open_store()) return false;
   try {
+    load_rows(all_evaluations);
+  } catch (const std::exception&) {
+    // A connection whose -wal/-shm files were deleted under it reads "disk I/O error" or "not a database"
+    // although the file is fine: open it afresh once before reporting.
+    store_.reset();
+    try {
+      if (!open_store()) return false;
+      load_rows(all_evaluations);
+    } catch (const std::exception& e) {
+      fail(QString::fromUtf8(e.what()));
+      return false;
+    }
+  }
+  last_error_.clear();
+  Q_EMIT refreshed();
+  return true;
+}
+
+void RunTableModel::load_rows(bool all_evaluations) {
+  {
     // A read-only store still lists its runs: reaping is best effort.
     try {
       store_->reap_orphaned_runs();
@@ -154,13 +188,7 @@ bool RunTableModel::reload(bool all_evaluations) {
       fresh.push_back(make_row(std::move(info), it == previous.end() ? nullptr : &rows_[it->second], all_evaluations));
     }
     apply(std::move(fresh));
-  } catch (const std::exception& e) {
-    fail(QString::fromUtf8(e.what()));
-    return false;
   }
-  last_error_.clear();
-  Q_EMIT refreshed();
-  return true;
 }
 
 RunTableModel::Row RunTableModel::make_row(RunInfo info, const Row* previous, bool read_evaluations) const {

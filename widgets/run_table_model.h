@@ -102,6 +102,10 @@ class RunTableModel : public QAbstractTableModel {
   };
 
   bool open_store();
+  /// True when the store file at db_ is no longer the one that was opened (deleted and recreated, or
+  /// replaced by a copy): judged by device and inode, without opening the file.
+  bool store_replaced() const;
+  void load_rows(bool all_evaluations);
   bool reload(bool all_evaluations);
   Row make_row(RunInfo info, const Row* previous, bool read_evaluations) const;
   void apply(std::vector<Row> rows);
@@ -110,6 +114,7 @@ class RunTableModel : public QAbstractTableModel {
 
   std::filesystem::path db_;
   std::unique_ptr<Session> store_;
+  std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened
   std::vector<Row> rows_;
   QTimer* timer_ = nullptr;
   MetricValue metric_value_ = MetricValue::Final;

@@ -2,7 +2,6 @@
 
 #include <QAction>
 #include <QComboBox>
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -20,6 +19,7 @@
 
 #include "widgets/report_export.h"
 #include "widgets/run_table_model.h"
+#include "widgets/file_dialogs.h"
 
 namespace xmc::gui {
 
@@ -282,7 +282,7 @@ bool RunsBrowser::export_table_csv(const QString& path, QString* error) const {
 }
 
 void RunsBrowser::choose_table_csv() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export runs table"), QStringLiteral("runs.csv"),
+  const QString path = xmc::gui::save_file_name(this, tr("Export runs table"), QStringLiteral("runs.csv"),
                                                     tr("CSV files (*.csv)"));
   if (path.isEmpty()) return;
   QString error;
@@ -292,7 +292,7 @@ void RunsBrowser::choose_table_csv() {
 void RunsBrowser::choose_run_csv() {
   const std::vector<std::int64_t> runs = selected_runs();
   if (runs.size() != 1) return;
-  const QString dir = QFileDialog::getExistingDirectory(
+  const QString dir = xmc::gui::existing_directory(
       this, tr("Folder for run-%1-scalars.csv and run-%1-metrics.csv").arg(runs.front()));
   if (dir.isEmpty()) return;
   const QString stem = dir + QStringLiteral("/run-%1-").arg(runs.front());

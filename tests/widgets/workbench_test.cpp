@@ -1,6 +1,15 @@
 // The whole workbench window on a tiny dataset, as a user drives it: fill the launch form, start, watch
 // the live plots fill, search labels when the run is done, save a screenshot.
 #include <QAction>
+#include <QFileDialog>
+#include <QApplication>
+#include <QFileSystemModel>
+#include <QTimer>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 #include <QComboBox>
 #include <QProcess>
 #include <QSignalSpy>
@@ -13,6 +22,9 @@
 #include "engine/session/session.h"
 #include "engine/store/run_store.h"
 #include "widgets/decile_plot.h"
+#include "widgets/file_dialogs.h"
+#include "widgets/run_table_model.h"
+#include "widgets/runs_browser.h"
 #include "widgets/launch_form.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
@@ -70,6 +82,23 @@ Result run_workbench(const QStringList& args) {
   r.exit_code = process.exitCode();
   r.err = QString::fromLocal8Bit(process.readAllStandardError());
   return r;
+}
+
+// POSIX locks this process holds on `file` (from /proc/locks: "1: POSIX ADVISORY READ <pid> <maj:min:inode> ...").
+int posix_locks_held_on(const QString& file) {
+  struct stat info {};
+  if (::stat(file.toLocal8Bit().constData(), &info) != 0) return -1;
+  std::ifstream locks("/proc/locks");
+  const std::string pid = std::to_string(::getpid());
+  const std::string inode = ":" + std::to_string(info.st_ino);
+  int held = 0;
+  for (std::string line; std::getline(locks, line);) {
+    std::istringstream fields(line);
+    std::string n, kind, mode, access, owner, where;
+    fields >> n >> kind >> mode >> access >> owner >> where;
+    if (kind == "POSIX" && owner == pid && where.size() > inode.size() && where.compare(where.size() - inode.size(), inode.size(), inode) == 0) ++held;
+  }
+  return held;
 }
 
 }  // namespace
@@ -323,6 +352,57 @@ class WorkbenchTest : public QObject {
     QCOMPARE(r.exit_code, 2);
     QVERIFY2(r.err.contains("nope"), qPrintable(r.err));
     QVERIFY(xmc::Session(dir.filePath("runs.sqlite").toStdString()).list_runs().empty());  // nothing half-started
+  }
+
+  // A file dialog in the store's folder used to open runs.sqlite (to choose its icon) and so drop every
+  // POSIX lock SQLite held on it; an `xmc train` exiting then deleted the -wal/-shm files under the open
+  // workbench ("disk I/O error", stale rows). The workbench's dialogs read names only, and it keeps working.
+  void fileDialogsKeepTheStoreLockedWhileAnotherProcessTrains() {
+    QTemporaryDir dir;
+    const std::filesystem::path data = dir.filePath("data").toStdString();
+    write_keyword_dataset(data);
+    const QString db = dir.filePath("runs.sqlite");
+    const QString train = QString(XMC_CLI_PATH) + " train --db " + db + " --set dataset=" + QString::fromStdString(data.string()) +
+                          " --set encoder.dim=8 --set epochs=1 --set threads=1 --set eval.every=0";
+    QCOMPARE(QProcess::execute("sh", {"-c", train + " >/dev/null 2>&1"}), 0);
+    xmc::app::WorkbenchOptions options;
+    options.db = db;
+    xmc::app::MainWindow window(options);
+    auto* runs = window.findChild<xmc::gui::RunsBrowser*>();
+    QVERIFY(runs != nullptr);
+    QVERIFY(runs->model()->refresh());
+    QCOMPARE(runs->model()->rowCount(), 1);
+    const int locks_before = posix_locks_held_on(db);
+    QVERIFY2(locks_before > 0, "the open store should hold SQLite's shared lock");
+
+    // Open the dialog in the store's folder, let it list (and draw) the files, then cancel it.
+    bool listed = false;
+    QTimer::singleShot(0, [&] {
+      auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+      if (dialog == nullptr) return;
+      auto* model = dialog->findChild<QFileSystemModel*>();
+      if (model != nullptr) {
+        QSignalSpy loaded(model, &QFileSystemModel::directoryLoaded);
+        if (model->rowCount(model->index(dir.path())) == 0) loaded.wait(5000);
+        for (int r = 0; r < model->rowCount(model->index(dir.path())); ++r) {
+          const QModelIndex index = model->index(r, 0, model->index(dir.path()));
+          model->data(index, Qt::DecorationRole);   // the icon
+          model->data(model->index(r, 2, model->index(dir.path())), Qt::DisplayRole);  // the type column
+          listed = listed || model->fileName(index) == "runs.sqlite";
+        }
+      }
+      dialog->grab();
+      dialog->reject();
+    });
+    xmc::gui::open_file_name(&window, "Run store", dir.path(), "SQLite (*.sqlite)");
+    QVERIFY2(listed, "the dialog should have listed runs.sqlite");
+    QCOMPARE(posix_locks_held_on(db), locks_before);
+
+    // Another process trains a run to the end and exits; the workbench still reads the store.
+    QCOMPARE(QProcess::execute("sh", {"-c", train + " >/dev/null 2>&1"}), 0);
+    QVERIFY2(QFileInfo::exists(db + "-wal"), "the exiting trainer must not delete the WAL under the open store");
+    QVERIFY2(runs->model()->refresh(), qPrintable(runs->model()->last_error()));
+    QCOMPARE(runs->model()->rowCount(), 2);
   }
 
   void buildsADatasetInTheBackground() {
