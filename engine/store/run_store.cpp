@@ -179,8 +179,8 @@ struct RunStore::Impl {
     write(what, [&] {
       StatementUse s(statement(
           "UPDATE runs SET status = ?1, updated = ?2,"
-          // Completed: an earlier attempt's error no longer describes the run (while a resumed attempt
-          // runs, it stays visible).
+          // Completed or stopped cleanly: an earlier attempt's error no longer describes the run (while a
+          // resumed attempt runs, it stays visible).
           " last_error = CASE WHEN ?3 <> '' THEN ?3 WHEN ?8 THEN '' ELSE last_error END,"
           " host = CASE WHEN ?4 THEN ?5 ELSE host END,"
           " pid = CASE WHEN ?4 THEN ?6 ELSE pid END,"
@@ -194,7 +194,7 @@ struct RunStore::Impl {
       s->bind(5, host);
       s->bind(6, static_cast<std::int64_t>(getpid()));
       s->bind(7, run);
-      s->bind(8, status == RunStatus::Completed ? 1 : 0);
+      s->bind(8, status == RunStatus::Completed || status == RunStatus::Stopped ? 1 : 0);
       if (s->exec() == 0) no_run("set the status of run " + std::to_string(run), run);
     });
   }

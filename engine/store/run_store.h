@@ -38,8 +38,8 @@ class RunStore {
 
   /// Inserts a run with status Created owned by this process (host, pid, code version); returns its id.
   std::int64_t create_run(const NewRun& run);
-  /// Sets the status; a non-empty `error` replaces last_error, and Completed without one clears it (a run
-  /// that finished after a resume is no longer described by its old error). Running also makes this process the
+  /// Sets the status; a non-empty `error` replaces last_error, and Completed or Stopped without one clears it
+  /// (a run that finished or stopped cleanly after a resume is no longer described by its old error). Running also makes this process the
   /// owner (host, pid) and beats the heartbeat. Throws if the run does not exist.
   void set_status(std::int64_t run, RunStatus status, const std::string& error = {});
   /// Claims the run for training by this process in one UPDATE: created, stopped or failed → running (owner

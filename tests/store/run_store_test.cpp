@@ -224,6 +224,10 @@ TEST_F(RunStoreTest, StatusTransitionsKeepLastError) {
   r = store.get_run(id);
   EXPECT_EQ(r.status, RunStatus::Stopped);
   EXPECT_EQ(r.last_error, "stopped by the user");
+  store.mark_failed(id, "process 12 ended without finishing the run (crashed or killed)");
+  store.set_status(id, RunStatus::Running);
+  store.set_status(id, RunStatus::Stopped);
+  EXPECT_EQ(store.get_run(id).last_error, "") << "an attempt that stopped cleanly is not described by the crash before it";
   store.set_status(id, RunStatus::Completed);
   EXPECT_EQ(store.get_run(id).status, RunStatus::Completed);
   EXPECT_EQ(store.get_run(id).last_error, "") << "a run that completed is not described by an earlier attempt's error";
