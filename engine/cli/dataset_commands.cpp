@@ -5,6 +5,7 @@
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/data/zero_shot_split.h"
 #include "engine/data/dataset_summary.h"
 #include "engine/data/mulan_importer.h"
 #include "engine/data/wordnet_builder.h"
@@ -112,6 +113,41 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
     cmd->callback([opts, out, &context] {
       check_output_folder(*out);
       save_and_report(build_wordnet_dataset(*opts, context.progress), *out, context);
+    });
+  }
+  // Zero-shot split (novel labels without training points; pseudo-novel ones to select a generator on).
+  {
+    auto* cmd = dataset->add_subcommand("split-zeroshot", "Make a zero-shot split: a fraction of labels becomes novel (no training points)");
+    auto opts = std::make_shared<ZeroShotSplitOptions>();
+    auto in = std::make_shared<std::string>();
+    auto out = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("--in", *in, "Dataset folder to split")->required();
+    cmd->add_option("--out", *out, "New folder for the split")->required();
+    cmd->add_option("--novel-frac", opts->novel_frac, "Fraction of labels made novel (drawn among labels with a test positive)")
+        ->capture_default_str();
+    cmd->add_option("--val-frac", opts->val_frac,
+                    "Fraction of labels withheld from base training as pseudo-novel, to train and select a generator on")
+        ->capture_default_str();
+    cmd->add_option("--seed", opts->seed, "Seed of the draw")->capture_default_str();
+    cmd->add_flag("--json", *json, "Print the split's counts as one JSON line");
+    cmd->footer("Example:\n  xmc dataset split-zeroshot --in data/wordnet-60k --out data/wordnet-60k-zs --novel-frac 0.1 --val-frac 0.02 --seed 0");
+    cmd->callback([opts, in, out, json, &context] {
+      opts->in = *in;
+      opts->out = *out;
+      const ZeroShotSplitSummary s = split_zero_shot(*opts, context.progress);
+      const nlohmann::json j{{"labels", s.labels},
+                             {"novel", s.novel},
+                             {"pseudo_novel", s.pseudo_novel},
+                             {"zero_shot_test_rows", s.zero_shot_test_rows},
+                             {"train_rows_without_labels", s.train_rows_without_labels}};
+      if (*json) {
+        context.print_json(j);
+      } else {
+        std::cout << "wrote " << *out << ": " << s.novel << " novel and " << s.pseudo_novel << " pseudo-novel of " << s.labels << " labels; "
+                  << s.zero_shot_test_rows << " test rows have a novel positive (tst_X_Y_zero.txt); " << s.train_rows_without_labels
+                  << " train rows kept no observed label\n";
+      }
     });
   }
   // Summary statistics.

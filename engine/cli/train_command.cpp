@@ -82,7 +82,8 @@ void add_train_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json,
                 "Print the final evaluation as one JSON line at the end: the primary mode's metrics, \"modes\" (every inference "
-                "mode's), \"run_id\" and \"status\"");
+                "mode's), \"run_id\" and \"status\"; for irene each setting (zero_shot, zero_shot_base, generalized, generalized_base) "
+                "under its name");
   cmd->add_flag("--list-keys", args->list_keys,
                 "List the config keys by group with defaults and meaning (with --config/--set: only those that apply)");
   cmd->footer(
@@ -142,7 +143,15 @@ void add_train_command(CLI::App& app, CommandContext& context) {
     }
     g_running.store(nullptr);
     std::signal(SIGINT, SIG_DFL);
-    if (args->json) {
+    const bool settings = run.config().method == "irene";  // IRENE: every evaluation setting under its name
+    if (args->json && settings) {
+      nlohmann::json j = nlohmann::json::object();
+      j["run_id"] = run.run_id();
+      for (const auto& [mode, evaluation] : result.modes)
+        for (const auto& [name, value] : evaluation.metrics) j[mode][name] = value;
+      j["status"] = result.outcome == RunOutcome::Completed ? "completed" : "stopped";
+      context.print_json(j);
+    } else if (args->json) {
       nlohmann::json j = nlohmann::json::object();
       for (const auto& [name, value] : result.metrics.metrics) j[name] = value;
       for (const auto& [name, bars] : result.metrics.deciles) j["deciles"][name] = bars;
@@ -152,6 +161,9 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       j["run_id"] = run.run_id();
       j["status"] = result.outcome == RunOutcome::Completed ? "completed" : "stopped";
       context.print_json(j);
+    } else if (settings) {
+      std::printf("run %lld %s\n", static_cast<long long>(run.run_id()), result.outcome == RunOutcome::Completed ? "completed" : "stopped");
+      for (const auto& [mode, evaluation] : result.modes) std::printf("  %-17s %s\n", mode.c_str(), percent_line(evaluation.metrics).c_str());
     } else {
       const std::string line = percent_line(result.metrics.metrics);
       std::printf("run %lld %s%s%s\n", static_cast<long long>(run.run_id()),

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "engine/core/progress.h"
+#include "engine/data/csr_matrix.h"
+#include "engine/data/filter_pairs.h"
 #include "engine/method/xmc_model.h"
 #include "engine/text/tokenized_corpus.h"
 #include "engine/train/train_config.h"
@@ -81,6 +83,15 @@ struct StepResult {
   torch::Tensor query_embeddings;
 };
 
+/// What a mode is scored on when it is not every test row against every label (IRENE's zero-shot setting:
+/// the test rows with a novel positive, against the novel labels only).
+struct EvaluationSubset {
+  std::vector<std::int64_t> query_rows;  ///< test rows scored, in order
+  CsrMatrix truth;                       ///< [query_rows x label_matrix rows]
+  FilterPairs filter;                    ///< pairs never to predict, in these coordinates
+  std::vector<std::int64_t> label_ids;   ///< the dataset label of each label_matrix row
+};
+
 /// One way of ranking labels for a query: a label matrix searched with a query encoder.
 struct InferenceMode {
   std::string name;           ///< "embedding", "classifier", "fused"
@@ -89,6 +100,8 @@ struct InferenceMode {
   torch::Tensor label_matrix; ///< [L x d]
   /// The space training steps score in (the t-SNE of a query's negatives is drawn in it).
   bool training_space = false;
+  /// Set when the mode ranks a subset of the labels for a subset of the test rows; null = all of both.
+  std::shared_ptr<const EvaluationSubset> subset;
 };
 
 class Method {
@@ -99,6 +112,12 @@ class Method {
   /// The stages of the run, in order.
   virtual std::vector<StageSpec> stages() const = 0;
 
+  /// True for a method that takes its encoder and tokenizer from another run (IRENE): its own folder has
+  /// no vocabulary.
+  virtual bool builds_on_another_run() const { return false; }
+  /// The run store the run lives in, given before build(): a method built on another run (IRENE on its
+  /// base run) finds that run there.
+  virtual void use_store(const std::filesystem::path& /*db_path*/) {}
   /// Builds the model: tokenizer, encoder and heads (run_dir keeps files such as the vocabulary).
   /// `vocabulary_texts` are the training queries and label texts (empty when the vocabulary is loaded).
   virtual void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) = 0;
@@ -110,8 +129,14 @@ class Method {
 
   /// Called before the first epoch of `stage` (also when a run resumes inside it).
   virtual void begin_stage(const StageSpec& stage, TrainContext& context) = 0;
+  /// Called once `stage` has trained its last epoch, before the evaluation and checkpoint that follow (IRENE
+  /// keeps the generator that selected best here).
+  virtual void end_stage(const StageSpec& /*stage*/, TrainContext& /*context*/) {}
   /// What `stage` optimises; the trainer makes one optimiser over these groups.
   virtual std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) = 0;
+  /// How many batches an epoch of `stage` has, when the method draws its batches from other rows than the
+  /// dataset's training queries with labels (-1: those rows, in batches of batch_size). Asked after begin_stage.
+  virtual std::int64_t batches_per_epoch(const StageSpec& /*stage*/) const { return -1; }
   /// The batches (training query rows) of epoch `epoch` of `stage`.
   virtual std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) = 0;
   /// Forward and backward of one batch: gradients accumulate in the parameters; the loss may be

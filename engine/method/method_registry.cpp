@@ -11,6 +11,8 @@ const std::vector<MethodRegistration>& registered_methods() {
       {"unidec", "UniDEC: dual encoder and classifiers together on pick-some-labels batches; concat, de and clf inference",
        make_unidec_method},
       {"depsl", "DEPSL: UniDEC's dual encoder alone on pick-some-labels batches", make_depsl_method},
+      {"irene", "IRENE: classifiers of novel labels synthesized from their text and their neighbours' classifiers, on a base run",
+       make_irene_method},
   };
   return methods;
 }

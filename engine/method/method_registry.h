@@ -31,5 +31,6 @@ std::unique_ptr<Method> make_dexml_method(const TrainConfig& config);
 std::unique_ptr<Method> make_ngame_method(const TrainConfig& config);
 std::unique_ptr<Method> make_unidec_method(const TrainConfig& config);  // and DEPSL: unidec_method.cpp
 std::unique_ptr<Method> make_depsl_method(const TrainConfig& config);
+std::unique_ptr<Method> make_irene_method(const TrainConfig& config);
 
 }  // namespace xmc

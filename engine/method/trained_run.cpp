@@ -20,10 +20,11 @@ TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t r
   const auto checkpoint = checkpoint_file(run_dir);
   if (!std::filesystem::exists(checkpoint))
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
-  if (run.config.encoder_type == "bow" && !std::filesystem::exists(run_dir / "vocab.txt"))
-    throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
   run.label_texts = read_text_lines(run.config.dataset / dataset_files::kLabelText);
   run.method = make_method(run.config);
+  if (run.config.encoder_type == "bow" && !run.method->builds_on_another_run() && !std::filesystem::exists(run_dir / "vocab.txt"))
+    throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
+  run.method->use_store(db_path);
   run.method->build({}, run_dir);  // the vocabulary comes from the run's folder
   load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), RunStore(db_path).store_id(), run_id);
   run.method->module().eval();

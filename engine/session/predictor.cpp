@@ -29,6 +29,10 @@ struct Predictor::Impl {
   std::vector<InferenceMode> modes;            ///< label matrices (exact scores, for rank_of), primary first
   std::vector<std::unique_ptr<Index>> indexes; ///< one per mode, searched by predict()
   std::vector<std::string> mode_names;
+  /// Per mode, the label of each label-matrix row when the mode ranks a subset of the labels (empty: row = label).
+  std::vector<std::vector<std::int64_t>> row_labels;
+
+  std::int64_t label_of(std::size_t mode, std::int64_t row) const { return row_labels[mode].empty() ? row : row_labels[mode][static_cast<std::size_t>(row)]; }
 
   /// The position of `mode` ("" = the primary); ConfigError naming the known modes otherwise.
   std::size_t mode_index(const std::string& mode) const {
@@ -69,6 +73,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   const auto checkpoint_time = std::filesystem::last_write_time(checkpoint_file(run_dir));
   for (const InferenceMode& mode : impl->modes) {
     impl->mode_names.push_back(mode.name);
+    impl->row_labels.push_back(mode.subset ? mode.subset->label_ids : std::vector<std::int64_t>{});
     const torch::Tensor matrix = mode.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
     const auto saved = run_dir / ("index-" + mode.name + "-" + file_safe(impl->index_spec) + ".bin");
     std::unique_ptr<Index> index;
@@ -115,16 +120,26 @@ std::int64_t Predictor::add_label(const std::string& text) {
     matrix = torch::cat({matrix, vectors[m].to(matrix.device(), matrix.scalar_type())});
     const torch::Tensor row = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
     impl_->indexes[m]->add(row.size(0), row.data_ptr<float>());
+    if (impl_->modes[m].subset) impl_->row_labels[m].push_back(num_labels());  // a mode of a label subset ranks new labels too
   }
   impl_->run.label_texts.push_back(text);
   return num_labels() - 1;
 }
 
 LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const std::string& mode) const {
-  const InferenceMode& m = impl_->modes[impl_->mode_index(mode)];
+  const std::size_t mode_at = impl_->mode_index(mode);
+  const InferenceMode& m = impl_->modes[mode_at];
   if (label < 0 || label >= num_labels())
     throw ConfigError("label " + std::to_string(label) + " is out of range: run " + std::to_string(run_id()) + " has " +
                       std::to_string(num_labels()) + " labels");
+  const auto& rows = impl_->row_labels[mode_at];
+  if (!rows.empty()) {
+    const auto at = std::find(rows.begin(), rows.end(), label);
+    if (at == rows.end())
+      throw ConfigError("label " + std::to_string(label) + " is not ranked in mode " + m.name + " of run " + std::to_string(run_id()) +
+                        " (it ranks " + std::to_string(rows.size()) + " of the labels)");
+    label = at - rows.begin();
+  }
   torch::NoGradGuard no_grad;
   const torch::Tensor& matrix = m.label_matrix;
   const torch::Tensor q = impl_->encode(m, {text}).to(matrix.device(), matrix.scalar_type());
@@ -146,15 +161,16 @@ std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::s
   if (texts.empty()) return out;
   torch::NoGradGuard no_grad;
   const torch::Tensor queries = impl_->encode(impl_->modes[m], texts).to(torch::kCPU, torch::kFloat32).contiguous();
-  const std::int64_t k = std::min<std::int64_t>(top, num_labels());
+  const std::int64_t k = std::min<std::int64_t>(top, impl_->modes[m].label_matrix.size(0));
   const auto n = static_cast<std::int64_t>(texts.size());
   std::vector<float> scores(static_cast<std::size_t>(n * k));
   std::vector<std::int64_t> ids(static_cast<std::size_t>(n * k));
   impl_->indexes[m]->search(n, queries.data_ptr<float>(), k, scores.data(), ids.data());
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < k; ++j) {
-      const auto label = ids[static_cast<std::size_t>(i * k + j)];
-      if (label < 0) break;
+      const auto row = ids[static_cast<std::size_t>(i * k + j)];
+      if (row < 0) break;
+      const auto label = impl_->label_of(m, row);
       out[static_cast<std::size_t>(i)].push_back(
           {label, scores[static_cast<std::size_t>(i * k + j)], impl_->run.label_texts[static_cast<std::size_t>(label)]});
     }

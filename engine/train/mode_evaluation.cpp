@@ -31,7 +31,24 @@ ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_querie
     if (it == queries.end())
       it = queries.emplace(mode.query_encoder, method.encode_queries(mode.query_encoder, test_queries, reporter, "encoding test queries")).first;
     const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
-    out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));
+    if (!mode.subset) {
+      out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));
+      continue;
+    }
+    // A subset of rows against a subset of labels: its own truth and filter; propensities and decile bins
+    // follow the labels the matrix rows are.
+    const EvaluationSubset& subset = *mode.subset;
+    EvaluationSetup own = setup;
+    own.truth = &subset.truth;
+    own.filter = &subset.filter;
+    own.inv_propensities.clear();
+    own.bins.clear();
+    for (const std::int64_t label : subset.label_ids) {
+      own.inv_propensities.push_back(setup.inv_propensities.at(static_cast<std::size_t>(label)));
+      own.bins.push_back(setup.bins.at(static_cast<std::size_t>(label)));
+    }
+    const torch::Tensor rows = torch::tensor(subset.query_rows, torch::kInt64).to(it->second.device());
+    out.results.push_back(evaluate_ranking(it->second.index_select(0, rows), mode.label_matrix, own, reporter, task));
   }
   return out;
 }

@@ -112,7 +112,7 @@ std::vector<KeyGroup> key_groups() {
       {"Run", "",
        {string_key("name", &TrainConfig::name, {}, "Run name shown in the run store"),
         path_key("dataset", &TrainConfig::dataset, "Dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)"),
-        string_key("method", &TrainConfig::method, {"dexml", "ngame", "unidec", "depsl"},
+        string_key("method", &TrainConfig::method, {"dexml", "ngame", "unidec", "depsl", "irene"},
                    "Training recipe: DEXML dual encoder, NGAME (M1 encoder + M4 classifiers), UniDEC (dual encoder + classifiers, "
                    "pick-some-labels) or DEPSL (UniDEC's dual encoder alone)"),
         string_key("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N"),
@@ -207,6 +207,15 @@ std::vector<KeyGroup> key_groups() {
                    "CLF head g2: Linear + dropout (the paper's), or none (classifiers over the encoder's normalised output)"),
         string_key("unidec.label_bias", &TrainConfig::unidec_label_bias, {"none", "learned"},
                    "A learned per-label bias added to classifier scores (a label prior; none in the paper)")}},
+      {"IRENE", "method=irene",
+       {int_key("irene.base_run", &TrainConfig::irene_base_run, 0,
+                "Finished ngame or unidec run (same store, same zero-shot split) whose encoder and classifiers IRENE builds on"),
+        string_key("irene.generator", &TrainConfig::irene_generator, {"transformer", "weighted_sum"},
+                   "Classifier generator: one transformer layer trained on pseudo-novel labels, or the training-free weighted sum"),
+        int_key("irene.neighbours", &TrainConfig::irene_neighbours, 1, "K: nearest observed labels whose classifiers a new one is made from", 64),
+        float_key("irene.temperature", &TrainConfig::irene_temperature, 1e-4, 100, "T: neighbours are weighted by softmax(similarity / T)"),
+        float_key("irene.positive_weight", &TrainConfig::irene_positive_weight, 1e-3, 1e6, "C: weight of the positives in the generator's BCE"),
+        int_key("irene.heads", &TrainConfig::irene_heads, 1, "Attention heads of the generator's transformer layer (divide the classifiers' size)", 64)}},
       {"Evaluation", "",
        {{ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
          [](TrainConfig& c, const json& v) {
@@ -382,6 +391,8 @@ void validate(const TrainConfig& config) {
     throw ConfigError("device: got \"" + config.device + "\", expected cpu, cuda or cuda:N");
   if (config.encoder_type == "bert" && config.encoder_path.empty())
     throw ConfigError("encoder.path: bert needs a local Hugging Face folder (config.json, model.safetensors, vocab.txt)");
+  if (config.method == "irene" && config.irene_base_run <= 0)
+    throw ConfigError("irene.base_run: irene builds on a finished ngame or unidec run of the same store: give its id (--set irene.base_run=3)");
   for (int k : config.eval_k)
     if (k > config.eval_top) throw ConfigError("eval.k: k = " + std::to_string(k) + " is larger than eval.top = " + std::to_string(config.eval_top));
 }

@@ -14,7 +14,7 @@ struct TrainConfig {
   // Run
   std::string name;                 ///< run name shown in the store ("" = "<method> <encoder> <dataset>")
   std::filesystem::path dataset;    ///< dataset folder (canonical layout)
-  std::string method = "dexml";     ///< dexml | ngame | unidec | depsl
+  std::string method = "dexml";     ///< dexml | ngame | unidec | depsl | irene
   std::string device = "cpu";       ///< cpu | cuda | cuda:N
   std::int64_t threads = 0;         ///< CPU threads for torch (0 = all cores)
   std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
@@ -82,6 +82,14 @@ struct TrainConfig {
   double unidec_concat_weight = 0.5;       ///< w: concat inference ranks by (1-w)·de + w·clf (+ label bias)
   std::string unidec_clf_head = "linear";  ///< g2: linear (Linear + dropout) | none (classifiers over Φ itself)
   std::string unidec_label_bias = "none";  ///< none | learned: classifier score + b_l (a label prior)
+
+  // IRENE (classifier synthesis for novel labels, on a finished ngame or unidec run of the same store)
+  std::int64_t irene_base_run = 0;           ///< the run whose encoder and classifiers IRENE builds on
+  std::string irene_generator = "transformer";  ///< transformer | weighted_sum (training-free)
+  std::int64_t irene_neighbours = 3;         ///< K nearest observed labels by embedding (never the label itself)
+  double irene_temperature = 0.1;            ///< T of the neighbours' softmax weights
+  double irene_positive_weight = 10;         ///< C: weight of positives in the generator's BCE
+  std::int64_t irene_heads = 4;              ///< attention heads of the generator's transformer layer
 
   // Evaluation and checkpoints
   std::vector<int> eval_k{1, 3, 5, 10};

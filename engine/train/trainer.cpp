@@ -155,6 +155,7 @@ struct Trainer::Impl {
     stages = method->stages();
     std::vector<std::string> vocabulary_texts = dataset.train_text;
     vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
+    if (!setup.db_path.empty()) method->use_store(setup.db_path);
     method->build(vocabulary_texts, setup.run_dir);
     train_corpus = method->tokenizer().tokenize(dataset.train_text);
     test_corpus = method->tokenizer().tokenize(dataset.test_text);
@@ -408,7 +409,8 @@ struct Trainer::Impl {
     if (setup.resume) load_optimizer_state(checkpoint_path(), *optimizer);
     setup.resume = false;
 
-    const std::int64_t per_epoch = batches_per_epoch();
+    const std::int64_t own = method->batches_per_epoch(stage);
+    const std::int64_t per_epoch = own >= 0 ? own : batches_per_epoch();
     const LrSchedule schedule{.total_steps = per_epoch * stage.epochs,
                               .warmup_steps = static_cast<std::int64_t>(config.warmup * static_cast<double>(per_epoch * stage.epochs)),
                               .kind = config.schedule};
@@ -504,6 +506,10 @@ struct Trainer::Impl {
           const double fraction = static_cast<double>(state.batch_in_epoch) / static_cast<double>(std::max<std::size_t>(1, state.epoch_batches.size()));
           EvalResult result = evaluate(epoch_offset(index) + static_cast<double>(state.epoch) + fraction, /*final=*/true);
           return finish(result, RunOutcome::Stopped);
+        }
+        {
+          TrainContext ctx = context();
+          method->end_stage(stages[index], ctx);
         }
         // The stage is done: the next one starts at its first epoch, with its own schedule.
         state.stage = index + 1 < stages.size() ? stages[index + 1].name : kDone;

@@ -23,6 +23,7 @@ namespace xmc {
 struct TrainerSetup {
   TrainConfig config;
   std::filesystem::path run_dir;        ///< the run's files: checkpoint.pt, vocab.txt
+  std::filesystem::path db_path;        ///< the run store (methods built on another run look it up there; "" = none)
   std::int64_t run_id = 0;              ///< stamped on every event (and on checkpoints)
   std::string store_id;                 ///< the run store's identity, stamped on checkpoints ("" = none)
   bool resume = false;                  ///< continue from run_dir/checkpoint.pt

@@ -28,6 +28,7 @@ struct TrainingRun::Impl {
        bool restart = false)
       : config(c), run_id(id), recorder(db, id), trainer(TrainerSetup{.config = std::move(c),
                                                                         .run_dir = std::move(run_dir),
+                                                                        .db_path = db,
                                                                         .run_id = id,
                                                                         .store_id = RunStore(db).store_id(),
                                                                         .resume = resume,

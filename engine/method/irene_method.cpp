@@ -1,0 +1,375 @@
+// IRENE: classifiers for novel labels, synthesized from each label's text and the classifiers of its K
+// nearest observed labels (irene_generator.h), on top of a finished base run (ngame or unidec) of the same
+// zero-shot split (engine/data/zero_shot_split.h). The base encoder and classifiers stay frozen.
+//
+// Observed labels' embeddings were trained on their own positives and novel ones were not, so a generator
+// fitted on observed labels learns the wrong trust. The generator trains on the pseudo-novel labels the
+// split withheld from base training: half of them (by position) train it with a weighted BCE over in-batch
+// queries, the other half select it by R@10 after every epoch, against the weighted sum it starts as; the
+// better one is kept. Evaluation: zero-shot (test rows with a novel positive, novel labels only) and
+// generalized (every test row, observed classifiers plus synthesized ones), each beside the base run's
+// own zero-shot label vectors.
+#include <algorithm>
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/zero_shot_split.h"
+#include "engine/method/irene_generator.h"
+#include "engine/method/method_registry.h"
+#include "engine/method/trained_run.h"
+
+namespace xmc {
+namespace {
+
+/// The generator and the scale and bias that turn its cosine scores into BCE logits (saved in checkpoints).
+class IreneModelImpl : public torch::nn::Module {
+ public:
+  explicit IreneModelImpl(IreneGeneratorOptions options) : generator(register_module("generator", IreneGenerator(options))) {
+    if (!options.transformer) return;
+    logit_scale = register_parameter("logit_scale", torch::full({1}, 10.0));
+    logit_bias = register_parameter("logit_bias", torch::full({1}, -5.0));
+  }
+  IreneGenerator generator;
+  torch::Tensor logit_scale, logit_bias;
+};
+TORCH_MODULE(IreneModel);
+
+std::vector<std::int64_t> to_int64(const std::vector<std::int32_t>& v) { return {v.begin(), v.end()}; }
+
+class IreneMethod final : public Method {
+ public:
+  explicit IreneMethod(const TrainConfig& config) : config_(config) {}
+
+  std::string name() const override { return "irene"; }
+  std::vector<StageSpec> stages() const override {
+    if (config_.irene_generator == "weighted_sum") return {};  // training-free
+    return {{.name = "generator", .epoch_label = "generator epoch", .epochs = config_.epochs, .clip_gradients = true,
+             .evaluate_between_epochs = true}};
+  }
+
+  bool builds_on_another_run() const override { return true; }
+  void use_store(const std::filesystem::path& db_path) override { db_path_ = db_path; }
+
+  void build(const std::vector<std::string>&, const std::filesystem::path&) override {
+    if (db_path_.empty()) throw Error("irene needs the run store of its base run");
+    base_ = load_trained_run(db_path_, config_.irene_base_run, config_.device);
+    const std::string base_method = base_.method->name();
+    if (base_method != "ngame" && base_method != "unidec")
+      throw ConfigError("irene.base_run: run " + std::to_string(config_.irene_base_run) + " is a " + base_method +
+                        " run; irene builds on the classifiers of an ngame or unidec run");
+    std::error_code ec;
+    if (!std::filesystem::equivalent(base_.config.dataset, config_.dataset, ec))
+      throw ConfigError("irene.base_run: run " + std::to_string(config_.irene_base_run) + " trained on " + base_.config.dataset.string() +
+                        ", not on " + config_.dataset.string() + " (the same zero-shot split is needed)");
+    if (!is_zero_shot_split(config_.dataset))
+      throw ConfigError("dataset: " + config_.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
+    const Dataset sizes = load_dataset(config_.dataset, {.load_features = false});
+    split_ = read_zero_shot_split(config_.dataset, sizes.num_train(), sizes.num_test(), sizes.num_labels());
+    if (config_.irene_generator == "transformer" && split_.pseudo_novel.size() < 4)
+      throw ConfigError("irene.generator: the transformer trains and is selected on pseudo-novel labels, and " + config_.dataset.string() +
+                        " has " + std::to_string(split_.pseudo_novel.size()) +
+                        "; split with --val-frac (e.g. 0.02), or use irene.generator=weighted_sum");
+
+    // The base run's classifier space: its mode that ranks by classifiers (ngame "classifier", unidec "clf").
+    torch::NoGradGuard no_grad;
+    const TokenizedCorpus labels = base_.method->tokenizer().tokenize(base_.label_texts);
+    const auto modes = base_.method->inference_modes(labels, silent_progress());
+    const auto clf = std::find_if(modes.begin(), modes.end(), [](const InferenceMode& m) { return m.metric_prefix == "clf"; });
+    if (clf == modes.end())
+      throw ConfigError("irene.base_run: run " + std::to_string(config_.irene_base_run) + " has no classifiers yet (did it finish?)");
+    base_mode_ = static_cast<std::size_t>(clf - modes.begin());
+    query_encoder_ = clf->query_encoder;
+    classifiers_ = clf->label_matrix.to(torch::kFloat32);
+    embeddings_ = base_.method->new_label_vectors(labels)[base_mode_].to(torch::kFloat32);
+    trained_ = torch::ones({classifiers_.size(0)}, torch::kBool);
+    trained_.index_fill_(0, torch::tensor(to_int64(split_.novel), torch::kInt64), false);
+    if (!split_.pseudo_novel.empty()) trained_.index_fill_(0, torch::tensor(to_int64(split_.pseudo_novel), torch::kInt64), false);
+    trained_ids_ = trained_.nonzero().reshape({-1});
+    untrained_ids_ = trained_.logical_not().nonzero().reshape({-1});
+    if (trained_ids_.size(0) <= config_.irene_neighbours)
+      throw ConfigError("irene.neighbours: " + std::to_string(config_.irene_neighbours) + " neighbours among " +
+                        std::to_string(trained_ids_.size(0)) + " observed labels");
+    std::tie(neighbours_, similarities_) = nearest_observed(embeddings_, torch::arange(embeddings_.size(0), torch::kInt64));
+
+    model_ = IreneModel(IreneGeneratorOptions{.dim = classifiers_.size(1),
+                                              .transformer = config_.irene_generator == "transformer",
+                                              .heads = config_.irene_heads,
+                                              .temperature = config_.irene_temperature});
+  }
+
+  std::string description() const override {
+    return "irene (" + config_.irene_generator + ", K=" + std::to_string(config_.irene_neighbours) + ") on run " +
+           std::to_string(config_.irene_base_run) + " (" + base_.method->name() + "): " + std::to_string(split_.novel.size()) + " novel, " +
+           std::to_string(split_.pseudo_novel.size()) + " pseudo-novel labels";
+  }
+  const TextTokenizer& tokenizer() const override { return base_.method->tokenizer(); }
+  torch::nn::Module& module() override { return *model_; }
+
+  void begin_stage(const StageSpec&, TrainContext& context) override {
+    torch::NoGradGuard no_grad;
+    if (!train_queries_.defined()) {
+      context.phase("IRENE: encoding training queries with the base run");
+      train_queries_ = base_.method->encode_queries(query_encoder_, context.train_corpus, context.progress, "encoding training queries")
+                           .to(torch::kFloat32);
+    }
+    // Pseudo-novel labels by position: even ones train the generator, odd ones select it.
+    std::vector<std::int64_t> train_half, select_half;
+    for (std::size_t i = 0; i < split_.pseudo_novel.size(); ++i) (i % 2 == 0 ? train_half : select_half).push_back(split_.pseudo_novel[i]);
+    train_labels_ = torch::tensor(train_half, torch::kInt64);
+    select_labels_ = torch::tensor(select_half, torch::kInt64);
+    training_rows_ = rows_with_positives(train_half);
+    selection_rows_ = rows_with_positives(select_half);
+    if (training_rows_.empty() || selection_rows_.empty())
+      throw ConfigError("dataset: the pseudo-novel labels of " + config_.dataset.string() + " have no training queries to train and select on");
+    if (best_r10_ < 0) {  // not resumed: the weighted sum is the generator to beat
+      best_r10_ = selection_recall();
+      best_state_ = snapshot();
+      context.phase("IRENE: weighted sum R@10 on pseudo-novel labels " + std::to_string(best_r10_));
+    }
+  }
+
+  std::vector<ParameterGroup> parameter_groups(const StageSpec&) override {
+    return {{model_->parameters(), config_.lr, config_.weight_decay}};
+  }
+
+  std::int64_t batches_per_epoch(const StageSpec&) const override {
+    return std::max<std::int64_t>(1, (static_cast<std::int64_t>(training_rows_.size()) + config_.batch_size - 1) / config_.batch_size);
+  }
+
+  std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
+    if (epoch > 0) keep_if_better(context, epoch);  // the previous epoch's generator
+    std::vector<std::int64_t> rows = training_rows_;
+    std::shuffle(rows.begin(), rows.end(), context.label_pool_rng);
+    std::vector<std::vector<std::int64_t>> batches;
+    for (std::size_t start = 0; start < rows.size(); start += static_cast<std::size_t>(config_.batch_size))
+      batches.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(start),
+                           rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + static_cast<std::size_t>(config_.batch_size))));
+    return batches;
+  }
+
+  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext&) override {
+    const torch::Tensor rows = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()), torch::kInt64);
+    const torch::Tensor q = train_queries_.index_select(0, rows);
+    const torch::Tensor u = synthesize(train_labels_);
+    const torch::Tensor logits = model_->logit_scale * torch::matmul(q, u.t()) + model_->logit_bias;
+    const torch::Tensor targets = positives(batch, train_labels_);
+    const torch::Tensor weight = 1 + (config_.irene_positive_weight - 1) * targets;
+    const torch::Tensor loss = torch::binary_cross_entropy_with_logits(logits, targets, weight);
+    const double value = loss.item<double>();
+    if (std::isfinite(value)) loss.backward();
+    return {value, torch::Tensor()};
+  }
+
+  void end_stage(const StageSpec&, TrainContext& context) override {
+    const double last = selection_recall();
+    if (last > best_r10_) {
+      best_r10_ = last;
+      best_state_ = snapshot();
+    }
+    restore(best_state_);
+    context.phase("IRENE: kept the " + std::string(best_is_weighted_sum() ? "weighted sum" : "trained transformer") +
+                  " (pseudo-novel R@10 " + std::to_string(best_r10_) + ")");
+  }
+
+  torch::Tensor encode_queries(const std::string&, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {
+    return base_.method->encode_queries(query_encoder_, corpus, progress, task).to(torch::kFloat32);
+  }
+  torch::Tensor encode_query_rows(const std::string&, const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override {
+    return base_.method->encode_query_rows(query_encoder_, corpus, rows).to(torch::kFloat32);
+  }
+
+  std::vector<InferenceMode> inference_modes(const TokenizedCorpus&, Progress&) override {
+    torch::NoGradGuard no_grad;
+    const bool was_training = model_->is_training();
+    model_->eval();
+    const torch::Tensor novel = torch::tensor(to_int64(split_.novel), torch::kInt64);
+    const torch::Tensor synthesized = synthesize(untrained_ids_);
+    torch::Tensor generalized = classifiers_.clone(), generalized_base = classifiers_.clone();
+    generalized.index_copy_(0, untrained_ids_, synthesized);
+    generalized_base.index_copy_(0, untrained_ids_, embeddings_.index_select(0, untrained_ids_));
+    model_->train(was_training);
+    const auto zero = zero_shot_subset();
+    return {
+        {.name = "zero_shot", .metric_prefix = "zs", .query_encoder = query_encoder_, .label_matrix = generalized.index_select(0, novel), .subset = zero},
+        {.name = "zero_shot_base", .metric_prefix = "zs_base", .query_encoder = query_encoder_, .label_matrix = embeddings_.index_select(0, novel),
+         .subset = zero},
+        {.name = "generalized", .metric_prefix = "gzs", .query_encoder = query_encoder_, .label_matrix = generalized},
+        {.name = "generalized_base", .metric_prefix = "gzs_base", .query_encoder = query_encoder_, .label_matrix = generalized_base},
+    };
+  }
+
+  std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) override {
+    torch::NoGradGuard no_grad;
+    const bool was_training = model_->is_training();
+    model_->eval();
+    const torch::Tensor e = base_.method->new_label_vectors(texts)[base_mode_].to(torch::kFloat32);
+    const auto [neighbours, similarities] = nearest_observed(e, torch::Tensor());
+    const torch::Tensor u = model_->generator->forward(e, classifiers_.index_select(0, neighbours.reshape({-1})).view({e.size(0), -1, e.size(1)}), similarities);
+    model_->train(was_training);
+    return {u, e, u, e};
+  }
+
+  void save_state(torch::serialize::OutputArchive& archive) const override {
+    archive.write("irene_best_r10", torch::tensor({best_r10_}, torch::kFloat64));
+    for (std::size_t i = 0; i < best_state_.size(); ++i) archive.write("irene_best_" + std::to_string(i), best_state_[i]);
+  }
+  void load_state(torch::serialize::InputArchive& archive, std::int64_t) override {
+    torch::Tensor r10;
+    if (!archive.try_read("irene_best_r10", r10)) return;
+    best_r10_ = r10.item<double>();
+    best_state_.clear();
+    for (std::size_t i = 0; i < model_->parameters().size(); ++i) {
+      torch::Tensor t;
+      if (!archive.try_read("irene_best_" + std::to_string(i), t)) break;
+      best_state_.push_back(t);
+    }
+  }
+
+ private:
+  /// The K observed labels nearest to each row of `vectors` by cosine, never the row's own label
+  /// (`own[i]`, or none when `own` is undefined): [n x K] label ids and similarities.
+  std::pair<torch::Tensor, torch::Tensor> nearest_observed(const torch::Tensor& vectors, const torch::Tensor& own) const {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor candidates = torch::nn::functional::normalize(embeddings_.index_select(0, trained_ids_),
+                                                                      torch::nn::functional::NormalizeFuncOptions().dim(1));
+    const torch::Tensor queries = torch::nn::functional::normalize(vectors, torch::nn::functional::NormalizeFuncOptions().dim(1));
+    std::vector<torch::Tensor> ids, sims;
+    constexpr std::int64_t kChunk = 4096;
+    for (std::int64_t start = 0; start < queries.size(0); start += kChunk) {
+      const std::int64_t n = std::min(kChunk, queries.size(0) - start);
+      torch::Tensor scores = torch::matmul(queries.narrow(0, start, n), candidates.t());
+      if (own.defined()) {  // a label is never its own neighbour
+        const torch::Tensor self = (trained_ids_.unsqueeze(0) == own.narrow(0, start, n).unsqueeze(1));
+        scores.masked_fill_(self, -std::numeric_limits<float>::infinity());
+      }
+      const auto [top, at] = scores.topk(config_.irene_neighbours, /*dim=*/1);
+      sims.push_back(top);
+      ids.push_back(trained_ids_.index_select(0, at.reshape({-1})).view(at.sizes()));
+    }
+    return {torch::cat(ids), torch::cat(sims)};
+  }
+
+  /// The generator's classifiers for labels `ids` (with graph when training).
+  torch::Tensor synthesize(const torch::Tensor& ids) {
+    const torch::Tensor nb = neighbours_.index_select(0, ids);
+    const torch::Tensor w = classifiers_.index_select(0, nb.reshape({-1})).view({ids.size(0), nb.size(1), classifiers_.size(1)});
+    return model_->generator->forward(embeddings_.index_select(0, ids), w, similarities_.index_select(0, ids));
+  }
+
+  std::vector<std::int64_t> rows_with_positives(const std::vector<std::int64_t>& labels) const {
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = 0; r < split_.train_observed.rows; ++r)
+      for (const auto l : split_.train_observed.row_indices(r))
+        if (std::binary_search(labels.begin(), labels.end(), static_cast<std::int64_t>(l))) {
+          rows.push_back(r);
+          break;
+        }
+    return rows;
+  }
+
+  /// [rows x labels] float: 1 where the training row has the label (trn_X_Y_observed.txt).
+  torch::Tensor positives(std::span<const std::int64_t> rows, const torch::Tensor& labels) const {
+    torch::Tensor out = torch::zeros({static_cast<std::int64_t>(rows.size()), labels.size(0)});
+    const auto* ids = labels.data_ptr<std::int64_t>();
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      for (const auto l : split_.train_observed.row_indices(rows[i])) {
+        const auto* at = std::lower_bound(ids, ids + labels.size(0), static_cast<std::int64_t>(l));
+        if (at != ids + labels.size(0) && *at == l) out[static_cast<std::int64_t>(i)][at - ids] = 1.0f;
+      }
+    return out;
+  }
+
+  /// R@10 of the selection half's training queries among every pseudo-novel label's synthesized classifier.
+  double selection_recall() {
+    torch::NoGradGuard no_grad;
+    const bool was_training = model_->is_training();
+    model_->eval();
+    const torch::Tensor candidates = torch::cat({train_labels_, select_labels_});
+    const auto [sorted, order] = candidates.sort();
+    const torch::Tensor u = synthesize(sorted);
+    model_->train(was_training);
+    const torch::Tensor rows = torch::tensor(selection_rows_, torch::kInt64);
+    const torch::Tensor scores = torch::matmul(train_queries_.index_select(0, rows), u.t());
+    const torch::Tensor top = std::get<1>(scores.topk(std::min<std::int64_t>(10, u.size(0)), /*dim=*/1));
+    const torch::Tensor truth = positives(selection_rows_, sorted) * torch::isin(sorted, select_labels_).to(torch::kFloat32);
+    const torch::Tensor hits = truth.gather(1, top).sum(1);
+    return (hits / truth.sum(1).clamp_min(1)).mean().item<double>();
+  }
+
+  void keep_if_better(TrainContext& context, std::int64_t epoch) {
+    const double r10 = selection_recall();
+    context.phase("IRENE: pseudo-novel R@10 after generator epoch " + std::to_string(epoch) + ": " + std::to_string(r10) + " (best " +
+                  std::to_string(best_r10_) + ")");
+    if (r10 > best_r10_) {
+      best_r10_ = r10;
+      best_state_ = snapshot();
+    }
+  }
+
+  std::vector<torch::Tensor> snapshot() const {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : model_->parameters()) out.push_back(p.detach().clone());
+    return out;
+  }
+  void restore(const std::vector<torch::Tensor>& state) {
+    torch::NoGradGuard no_grad;
+    auto params = model_->parameters();
+    for (std::size_t i = 0; i < params.size() && i < state.size(); ++i) params[i].copy_(state[i]);
+  }
+  /// The kept generator is the weighted sum when its output projection is still zero.
+  bool best_is_weighted_sum() {
+    for (const auto& p : model_->generator->named_parameters())
+      if (p.key().rfind("out.", 0) == 0 && p.value().abs().max().item<double>() != 0) return false;
+    return true;
+  }
+
+  std::shared_ptr<const EvaluationSubset> zero_shot_subset() const {
+    auto subset = std::make_shared<EvaluationSubset>();
+    subset->query_rows = split_.test_zero_rows;
+    subset->label_ids = to_int64(split_.novel);
+    auto column_of = [&](std::int32_t label) -> std::int32_t {
+      const auto at = std::lower_bound(split_.novel.begin(), split_.novel.end(), label);
+      return at != split_.novel.end() && *at == label ? static_cast<std::int32_t>(at - split_.novel.begin()) : -1;
+    };
+    subset->truth.cols = static_cast<std::int64_t>(split_.novel.size());
+    std::vector<std::int32_t> cols;
+    std::vector<float> vals;
+    for (std::int64_t r = 0; r < split_.test_zero.rows; ++r) {
+      cols.clear();
+      vals.clear();
+      for (const auto l : split_.test_zero.row_indices(r)) {
+        cols.push_back(column_of(l));
+        vals.push_back(1.0f);
+      }
+      subset->truth.append_row(cols, vals);  // novel ids ascending -> columns ascending
+    }
+    std::vector<FilterPair> pairs;
+    for (const FilterPair& p : split_.filter_zero.pairs())
+      if (const auto c = column_of(p.label); c >= 0) pairs.push_back({p.row, c});
+    subset->filter = FilterPairs(std::move(pairs));
+    return subset;
+  }
+
+  TrainConfig config_;
+  std::filesystem::path db_path_;
+  TrainedRun base_;
+  ZeroShotSplit split_;
+  std::size_t base_mode_ = 0;   ///< the base run's classifier mode
+  std::string query_encoder_;   ///< and its query encoder
+  torch::Tensor classifiers_;   ///< [L x d] the base run's classifiers (untrained rows for novel and pseudo-novel labels)
+  torch::Tensor embeddings_;    ///< [L x d] the base run's zero-shot vectors of every label's text
+  torch::Tensor trained_, trained_ids_, untrained_ids_;
+  torch::Tensor neighbours_, similarities_;  ///< [L x K]
+  IreneModel model_{nullptr};
+  torch::Tensor train_queries_;  ///< [N x d] the base run's training query vectors (frozen)
+  torch::Tensor train_labels_, select_labels_;
+  std::vector<std::int64_t> training_rows_, selection_rows_;
+  double best_r10_ = -1;
+  std::vector<torch::Tensor> best_state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_irene_method(const TrainConfig& config) { return std::make_unique<IreneMethod>(config); }
+
+}  // namespace xmc

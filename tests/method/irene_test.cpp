@@ -1,0 +1,170 @@
+// IRENE: the generator on hand-made inputs (shape, start as the weighted sum, determinism), the weighted sum
+// worked by hand against the base run's own vectors, and small runs of both generators on a zero-shot split.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+
+#include "engine/core/error.h"
+#include "engine/data/dataset.h"
+#include "engine/data/zero_shot_split.h"
+#include "engine/method/irene_generator.h"
+#include "engine/method/trained_run.h"
+#include "engine/store/run_store.h"
+#include "engine/train/training_run.h"
+#include "tests/support/synthetic_dataset.h"
+#include "tests/support/test_support.h"
+
+namespace xmc {
+namespace {
+
+torch::Tensor unit(const torch::Tensor& x) { return x / x.norm(2, -1, true); }
+
+/// A zero-shot split of the keyword set (3 novel, 4 pseudo-novel of 12 labels) and a unidec base run on it.
+struct ZeroShotFixture {
+  test::TempDir dir;
+  std::filesystem::path data, db;
+  std::int64_t base_run = 0;
+  ZeroShotFixture() {
+    test::write_keyword_dataset(dir / "source", 11, 600, 200);
+    data = dir / "zs";
+    db = dir / "runs.sqlite";
+    split_zero_shot({.in = dir / "source", .out = data, .novel_frac = 0.25, .val_frac = 0.34, .seed = 1});
+    TrainConfig c;
+    c.dataset = data;
+    c.method = "unidec";
+    c.loss = "decoupled_softmax";
+    c.negatives = "inbatch";
+    c.encoder_dim = 32;
+    c.batch_size = 32;
+    c.epochs = 4;
+    c.lr = 0.01;
+    c.threads = 1;
+    c.eval_every = 0;
+    c.eval_k = {1, 3};
+    c.eval_top = 10;
+    c.psl_de_head = "normalize";
+    c.unidec_clf_head = "none";
+    TrainingRun run(c, db);
+    run.run();
+    base_run = run.run_id();
+  }
+  TrainConfig irene(const std::string& generator) const {
+    TrainConfig c;
+    c.dataset = data;
+    c.method = "irene";
+    c.irene_base_run = base_run;
+    c.irene_generator = generator;
+    c.epochs = 3;
+    c.batch_size = 16;
+    c.lr = 0.001;
+    c.threads = 1;
+    c.eval_k = {1, 3};
+    c.eval_top = 10;
+    return c;
+  }
+};
+
+}  // namespace
+
+TEST(IreneGenerator, StartsAsTheWeightedSumAndIsDeterministic) {
+  torch::manual_seed(3);
+  const torch::Tensor e = unit(torch::randn({5, 8})), w = unit(torch::randn({5, 3, 8})), s = torch::rand({5, 3}) * 2 - 1;
+  IreneGenerator sum(IreneGeneratorOptions{.dim = 8, .transformer = false, .temperature = 0.5});
+  // By hand: a = softmax(s / T), u = norm(e + Σ a_n w_n).
+  const torch::Tensor a = torch::exp(s / 0.5) / torch::exp(s / 0.5).sum(1, true);
+  const torch::Tensor by_hand = unit(e + (a.unsqueeze(2) * w).sum(1));
+  EXPECT_TRUE(torch::allclose(sum->forward(e, w, s), by_hand, 1e-5, 1e-6));
+
+  torch::manual_seed(9);
+  IreneGenerator one(IreneGeneratorOptions{.dim = 8, .transformer = true, .heads = 4, .temperature = 0.5});
+  torch::manual_seed(9);
+  IreneGenerator two(IreneGeneratorOptions{.dim = 8, .transformer = true, .heads = 4, .temperature = 0.5});
+  one->eval();
+  two->eval();
+  const torch::Tensor u = one->forward(e, w, s);
+  EXPECT_EQ(u.sizes(), (std::vector<std::int64_t>{5, 8}));
+  EXPECT_TRUE(torch::allclose(u.norm(2, 1), torch::ones({5}), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(u, by_hand, 1e-5, 1e-6)) << "an untrained transformer is the weighted sum";
+  // Moved off the start, the same seed still gives the same generator.
+  for (auto* g : {&one, &two}) {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(4);
+    for (auto& p : (*g)->parameters()) p.add_(torch::randn(p.sizes()) * 0.1);
+  }
+  EXPECT_FALSE(torch::allclose(one->forward(e, w, s), by_hand, 1e-3, 1e-3));
+  EXPECT_TRUE(torch::equal(one->forward(e, w, s), two->forward(e, w, s)));
+  EXPECT_THROW(IreneGenerator(IreneGeneratorOptions{.dim = 10, .transformer = true, .heads = 4}), ConfigError);
+}
+
+TEST(Irene, WeightedSumOfTheNearestObservedLabelsWorkedByHandAndBothGeneratorsRun) {
+  ZeroShotFixture f;
+  TrainingRun sum_run(f.irene("weighted_sum"), f.db);
+  const TrainResult sum = sum_run.run();
+  ASSERT_EQ(sum.outcome, RunOutcome::Completed);
+  std::vector<std::string> settings;
+  for (const auto& [mode, evaluation] : sum.modes) settings.push_back(mode);
+  EXPECT_EQ(settings, (std::vector<std::string>{"zero_shot", "zero_shot_base", "generalized", "generalized_base"}));
+
+  // By hand from the base run: e = its zero-shot clf vector of a label's text, the K = 3 nearest labels that
+  // are neither novel nor pseudo-novel (never the label itself), a = softmax(cos / 0.1), u = norm(e + Σ a w).
+  const Dataset d = load_dataset(f.data);
+  const ZeroShotSplit split = read_zero_shot_split(f.data, d.num_train(), d.num_test(), d.num_labels());
+  TrainedRun base = load_trained_run(f.db, f.base_run);
+  const TokenizedCorpus labels = base.method->tokenizer().tokenize(d.label_text);
+  const auto base_modes = base.method->inference_modes(labels, silent_progress());
+  const auto clf = std::find_if(base_modes.begin(), base_modes.end(), [](const InferenceMode& m) { return m.name == "clf"; });
+  ASSERT_NE(clf, base_modes.end());
+  const torch::Tensor e = base.method->new_label_vectors(labels)[static_cast<std::size_t>(clf - base_modes.begin())];
+  std::set<std::int32_t> untrained(split.novel.begin(), split.novel.end());
+  untrained.insert(split.pseudo_novel.begin(), split.pseudo_novel.end());
+  TrainedRun irene = load_trained_run(f.db, sum_run.run_id());
+  const auto modes = irene.method->inference_modes(labels, silent_progress());
+  ASSERT_TRUE(modes[0].subset);
+  EXPECT_EQ(modes[0].subset->label_ids, std::vector<std::int64_t>(split.novel.begin(), split.novel.end()));
+  for (std::size_t i = 0; i < split.novel.size(); ++i) {
+    const std::int32_t l = split.novel[i];
+    std::vector<std::pair<float, std::int32_t>> near;
+    for (std::int32_t n = 0; n < d.num_labels(); ++n)
+      if (!untrained.count(n)) near.push_back({torch::dot(unit(e[l]), unit(e[n])).item<float>(), n});
+    std::sort(near.rbegin(), near.rend());
+    torch::Tensor weights = torch::zeros({3}), sum_w = torch::zeros_like(e[l]);
+    for (int k = 0; k < 3; ++k) weights[k] = near[static_cast<std::size_t>(k)].first / 0.1;
+    weights = torch::softmax(weights, 0);
+    for (int k = 0; k < 3; ++k) sum_w += weights[k] * clf->label_matrix[near[static_cast<std::size_t>(k)].second];
+    EXPECT_TRUE(torch::allclose(modes[0].label_matrix[static_cast<std::int64_t>(i)], unit(e[l] + sum_w), 1e-4, 1e-5)) << "novel label " << l;
+    EXPECT_TRUE(torch::allclose(modes[1].label_matrix[static_cast<std::int64_t>(i)], e[l], 1e-5, 1e-6)) << "the baseline is the base's own vector";
+  }
+  // Generalized: trained labels keep the base classifiers; the others get synthesized ones.
+  for (std::int32_t l = 0; l < d.num_labels(); ++l)
+    if (!untrained.count(l)) EXPECT_TRUE(torch::equal(modes[2].label_matrix[l], clf->label_matrix[l].to(torch::kFloat32))) << l;
+
+  // The transformer trains on pseudo-novel labels and ends at least as good as the weighted sum on them.
+  TrainingRun transformer_run(f.irene("transformer"), f.db);
+  const TrainResult transformer = transformer_run.run();
+  ASSERT_EQ(transformer.outcome, RunOutcome::Completed);
+  EXPECT_EQ(transformer.modes.size(), 4u);
+  EXPECT_GT(RunStore(f.db).scalars(transformer_run.run_id(), "loss").size(), 0u);
+}
+
+TEST(Irene, RefusesWhatItCannotBuildOn) {
+  ZeroShotFixture f;
+  TrainConfig c = f.irene("transformer");
+  c.irene_base_run = 0;
+  EXPECT_THROW(validate(c), ConfigError);
+  c.irene_base_run = 99;
+  EXPECT_THROW(TrainingRun(c, f.db).run(), Error);
+  // A base run of another dataset is refused by name.
+  test::write_keyword_dataset(f.dir / "other", 2, 100, 20);
+  c = f.irene("weighted_sum");
+  c.dataset = f.dir / "other";
+  try {
+    TrainingRun(c, f.db).run();
+    FAIL() << "irene built on a run of another dataset";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the same zero-shot split is needed"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace xmc
