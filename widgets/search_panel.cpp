@@ -60,9 +60,9 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   new_label_ = new QLineEdit;
   new_label_->setPlaceholderText("New label text (e.g. a synset's lemmas and gloss)");
   add_label_ = new QPushButton("Add label");
-  add_label_->setToolTip("Encode a label the run never saw and add it to the index. Its vector is the encoder's embedding "
-                         "of its text (zero-shot; the run has no IRENE meta-classifier generator). Each search then says "
-                         "where it ranks, and added labels are marked blue in the tables.");
+  add_label_->setToolTip("Encode a label the run never saw and add it to the index (kept with the run). Its vectors are "
+                         "the encoder's embedding of its text, or IRENE's synthesized classifier when the run is an IRENE "
+                         "run or one is built on it. Each search then says where it ranks; added labels are blue.");
   add_row->addWidget(new QLabel("New label:"));
   add_row->addWidget(new_label_, 1);
   add_row->addWidget(add_label_);
@@ -70,14 +70,25 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   for (auto* w : std::initializer_list<QWidget*>{query_, top_, go, new_label_, add_label_}) w->setEnabled(false);
   connect(query_, &QLineEdit::returnPressed, this, [this] { search(query_->text()); });
   connect(go, &QPushButton::clicked, this, [this] { search(query_->text()); });
-  connect(add_label_, &QPushButton::clicked, this, [this] {
-    const auto id = add_label(new_label_->text());
+  const auto add = [this] {
+    std::int64_t id = -1;
+    try {
+      id = add_label(new_label_->text());
+    } catch (const std::exception& e) {
+      status_->setText(QString("Not added: %1").arg(QString::fromUtf8(e.what())));
+      return;
+    }
     if (id >= 0) {
-      status_->setText(QString("Added label %1: %2").arg(id).arg(new_label_->text()));
+      status_->setText(QString("Added label %1 (vectors by %2): %3")
+                           .arg(id)
+                           .arg(QString::fromStdString(predictor_->synthesized_by()))
+                           .arg(new_label_->text()));
       new_label_->clear();
       if (!query_->text().isEmpty()) search(query_->text());
     }
-  });
+  };
+  connect(add_label_, &QPushButton::clicked, this, add);
+  connect(new_label_, &QLineEdit::returnPressed, this, add);
 }
 
 SearchPanel::~SearchPanel() {
@@ -136,6 +147,9 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   queued_query_.reset();
   predictor_ = std::move(loaded->predictor);
   added_labels_.clear();
+  // Labels added earlier (kept with the run) follow the dataset's labels.
+  const auto earlier = static_cast<std::int64_t>(predictor_->added_labels().size());
+  for (std::int64_t id = predictor_->num_labels() - earlier; id < predictor_->num_labels(); ++id) added_labels_.push_back(id);
   added_ranks_.clear();
   truth_by_text_ = std::move(loaded->truth_by_text);
   for (auto& [mode, table] : tables_) table->deleteLater();
@@ -283,7 +297,7 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
 std::int64_t SearchPanel::add_label(const QString& text) {
   if (!predictor_ || text.trimmed().isEmpty()) return -1;
   search_.waitForFinished();  // the running search reads the index this changes
-  const std::int64_t id = predictor_->add_label(text.trimmed().toStdString());
+  const std::int64_t id = predictor_->add_label(text.trimmed().toStdString());  // throws ConfigError for a duplicate
   added_labels_.push_back(id);
   return id;
 }

@@ -34,6 +34,7 @@ int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
   add_eval_command(app, context);
   add_train_command(app, context);
   add_predict_command(app, context);
+  add_labels_commands(app, context);
   add_runs_commands(app, context);
   for (const auto& add : extra) add(app, context);
   try {

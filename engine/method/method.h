@@ -155,6 +155,11 @@ class Method {
   /// Label vectors for labels the run never saw (zero-shot, from their texts), one [n x d] matrix per
   /// mode of inference_modes(), in the same order.
   virtual std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) = 0;
+  /// The same with the classifiers of the new labels given ([n x d] in the method's classifier mode, e.g.
+  /// synthesized by IRENE): modes that rank by classifiers use them. Methods without classifiers ignore them.
+  virtual std::vector<torch::Tensor> new_label_vectors_with_classifiers(const TokenizedCorpus& texts, const torch::Tensor& /*classifiers*/) {
+    return new_label_vectors(texts);
+  }
 
   /// The method's own state beyond the module's parameters (shortlists, classifier shapes). load_state()
   /// is called before the parameters are loaded, so it can shape the model first.

@@ -103,6 +103,12 @@ class NgameMethod final : public Method {
     if (!built_.model->has_classifiers()) return {embedding};
     return {embedding, embedding, embedding};
   }
+  std::vector<torch::Tensor> new_label_vectors_with_classifiers(const TokenizedCorpus& texts, const torch::Tensor& classifiers) override {
+    const torch::Tensor embedding = built_.model->embed_all(texts);
+    if (!built_.model->has_classifiers()) return {embedding};
+    const torch::Tensor w = classifiers.to(embedding.device(), embedding.scalar_type());
+    return {XmcModelImpl::fuse(w, embedding, config_.ngame_fusion), embedding, w};
+  }
 
   void save_state(torch::serialize::OutputArchive& archive) const override {
     encoder_training_.save_state(archive);

@@ -165,6 +165,12 @@ class UnidecMethod final : public Method {
     if (model_->has_label_bias()) clf.select(1, clf.size(1) - 1).zero_();  // a new label has no learned bias
     return {torch::cat({de, clf}, /*dim=*/1), de, clf};
   }
+  std::vector<torch::Tensor> new_label_vectors_with_classifiers(const TokenizedCorpus& texts, const torch::Tensor& classifiers) override {
+    const torch::Tensor de = model_->embed_all(texts, UnidecSpace::De);
+    if (!with_classifiers_ || !model_->has_classifier_table()) return {de};
+    const torch::Tensor clf = classifiers.to(de.device(), de.scalar_type());
+    return {torch::cat({de, clf}, /*dim=*/1), de, clf};
+  }
 
   void save_state(torch::serialize::OutputArchive& archive) const override {
     window_.save(archive, "psl_shortlist");

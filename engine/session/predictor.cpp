@@ -3,13 +3,18 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/core/utf8.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
 #include "engine/method/trained_run.h"
 #include "engine/store/run_files.h"
+#include "engine/store/run_store.h"
+#include "engine/train/train_config.h"
 
 namespace xmc {
 namespace {
@@ -25,6 +30,11 @@ std::string file_safe(const std::string& spec) {
 
 struct Predictor::Impl {
   TrainedRun run;
+  std::filesystem::path db_path;
+  std::unique_ptr<RunStore> store;        ///< kept open: adding a label is a few milliseconds, opening a store is not
+  std::int64_t dataset_labels = 0;        ///< labels of the dataset; added labels follow
+  std::optional<TrainedRun> synthesizer;  ///< the IRENE run built on this run, when there is one
+  std::string synthesized_by = "embedding";
   std::string index_spec;
   std::vector<InferenceMode> modes;            ///< label matrices (exact scores, for rank_of), primary first
   std::vector<std::unique_ptr<Index>> indexes; ///< one per mode, searched by predict()
@@ -42,6 +52,30 @@ struct Predictor::Impl {
     std::string known;
     for (const auto& k : mode_names) known += (known.empty() ? "" : ", ") + k;
     throw ConfigError("mode: \"" + mode + "\" is not an inference mode of run " + std::to_string(run.run_id) + " (" + known + ")");
+  }
+
+  /// Every mode's vectors of new labels: IRENE's classifiers where an IRENE run is built on this one.
+  std::vector<torch::Tensor> new_label_vectors(const std::vector<std::string>& texts) const {
+    torch::NoGradGuard no_grad;
+    const TokenizedCorpus corpus = run.method->tokenizer().tokenize(texts);
+    if (!synthesizer) return run.method->new_label_vectors(corpus);
+    const torch::Tensor classifiers = synthesizer->method->new_label_vectors(synthesizer->method->tokenizer().tokenize(texts)).front();
+    return run.method->new_label_vectors_with_classifiers(corpus, classifiers);
+  }
+
+  void insert(const std::vector<std::string>& texts) {
+    if (texts.empty()) return;
+    const std::vector<torch::Tensor> vectors = new_label_vectors(texts);
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      torch::Tensor& matrix = modes[m].label_matrix;
+      matrix = torch::cat({matrix, vectors[m].to(matrix.device(), matrix.scalar_type())});
+      const torch::Tensor rows = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
+      indexes[m]->add(rows.size(0), rows.data_ptr<float>());
+      // A mode of a label subset (IRENE's zero-shot) ranks added labels too.
+      if (modes[m].subset)
+        for (std::size_t i = 0; i < texts.size(); ++i) row_labels[m].push_back(static_cast<std::int64_t>(run.label_texts.size() + i));
+    }
+    run.label_texts.insert(run.label_texts.end(), texts.begin(), texts.end());
   }
 
   torch::Tensor encode(const InferenceMode& mode, const std::vector<std::string>& texts) const {
@@ -101,6 +135,30 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
     }
     impl->indexes.push_back(std::move(index));
   }
+  impl->db_path = db_path;
+  impl->store = std::make_unique<RunStore>(db_path);
+  impl->dataset_labels = static_cast<std::int64_t>(impl->run.label_texts.size());
+  if (impl->run.config.method == "irene") {
+    impl->synthesized_by = "irene";
+  } else {
+    // The newest completed IRENE run built on this one synthesizes classifiers of added labels.
+    for (const RunInfo& info : impl->store->list_runs()) {  // newest first
+      if (info.status != RunStatus::Completed) continue;
+      TrainConfig config;
+      try {
+        config = parse_train_config(info.config_json, "run " + std::to_string(info.id) + " config");
+      } catch (const Error&) {
+        continue;
+      }
+      if (config.method != "irene" || config.irene_base_run != run_id) continue;
+      impl->synthesizer = load_trained_run(db_path, info.id, device);
+      impl->synthesized_by = "irene run " + std::to_string(info.id);
+      break;
+    }
+  }
+  std::vector<std::string> added;
+  for (const AddedLabel& label : impl->store->added_labels(run_id)) added.push_back(label.text);
+  impl->insert(added);
   return Predictor(std::move(impl));
 }
 
@@ -111,20 +169,34 @@ std::int64_t Predictor::num_labels() const { return static_cast<std::int64_t>(im
 const std::vector<std::string>& Predictor::label_texts() const { return impl_->run.label_texts; }
 std::int64_t Predictor::run_id() const { return impl_->run.run_id; }
 
-std::int64_t Predictor::add_label(const std::string& text) {
-  torch::NoGradGuard no_grad;
-  const TokenizedCorpus corpus = impl_->run.method->tokenizer().tokenize({text});
-  const std::vector<torch::Tensor> vectors = impl_->run.method->new_label_vectors(corpus);
-  for (std::size_t m = 0; m < impl_->modes.size(); ++m) {
-    torch::Tensor& matrix = impl_->modes[m].label_matrix;
-    matrix = torch::cat({matrix, vectors[m].to(matrix.device(), matrix.scalar_type())});
-    const torch::Tensor row = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
-    impl_->indexes[m]->add(row.size(0), row.data_ptr<float>());
-    if (impl_->modes[m].subset) impl_->row_labels[m].push_back(num_labels());  // a mode of a label subset ranks new labels too
+std::int64_t Predictor::add_label(const std::string& text) { return add_labels({text}); }
+
+std::int64_t Predictor::add_labels(const std::vector<std::string>& texts) {
+  const std::int64_t first = num_labels();
+  std::vector<std::string> clean;
+  std::unordered_map<std::string, std::int64_t> known;
+  for (std::size_t l = 0; l < impl_->run.label_texts.size(); ++l) known.emplace(impl_->run.label_texts[l], static_cast<std::int64_t>(l));
+  for (const std::string& text : texts) {
+    std::string t = text;
+    t.erase(0, t.find_first_not_of(" \t"));
+    t.erase(t.find_last_not_of(" \t") + 1);
+    if (t.empty()) throw ConfigError("label text: empty (give the new label's words, e.g. its name and description)");
+    if (t.find_first_of("\n\r") != std::string::npos) throw ConfigError("label text: one line per label (got a line break in \"" + t.substr(0, 40) + "\")");
+    if (!is_valid_utf8(t)) throw ConfigError("label text: not valid UTF-8 text");
+    if (const auto it = known.find(t); it != known.end())
+      throw ConfigError("label text: run " + std::to_string(run_id()) + " already has the label \"" + t + "\" (label " + std::to_string(it->second) + ")");
+    known.emplace(t, first + static_cast<std::int64_t>(clean.size()));
+    clean.push_back(std::move(t));
   }
-  impl_->run.label_texts.push_back(text);
-  return num_labels() - 1;
+  // Kept in the store first: a label the store refuses is not half added.
+  for (const std::string& t : clean) impl_->store->add_added_label(run_id(), t, impl_->synthesized_by);
+  impl_->insert(clean);
+  return first;
 }
+
+const std::string& Predictor::synthesized_by() const { return impl_->synthesized_by; }
+
+std::vector<AddedLabel> Predictor::added_labels() const { return impl_->store->added_labels(run_id()); }
 
 LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const std::string& mode) const {
   const std::size_t mode_at = impl_->mode_index(mode);

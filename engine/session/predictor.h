@@ -9,6 +9,8 @@
 
 #include "engine/core/progress.h"
 
+#include "engine/store/run_records.h"
+
 namespace xmc {
 
 struct LabelScore {
@@ -46,9 +48,19 @@ class Predictor {
   /// by lower label id first, as predict() orders them. Throws ConfigError for an unknown mode or label.
   LabelRank rank_of(const std::string& text, std::int64_t label, const std::string& mode = "") const;
 
-  /// Adds a label that the run never saw, by its text, to every inference mode: its embedding for
-  /// "embedding", and the zero-shot classifier w = Φ(z) (η = 0) for "classifier"/"fused". Returns its id.
+  /// Adds a label that the run never saw, by its text, to every inference mode, and keeps it in the run
+  /// store so that every later Predictor of the run ranks it too. Its vectors are the run's zero-shot ones
+  /// (its embedding; for NGAME's classifiers w = Φ(z)), or IRENE's synthesized classifier when the run is an
+  /// IRENE run or a completed IRENE run is built on it (synthesized_by() says which). Returns its label id
+  /// (num_labels() before the call). Throws ConfigError for an empty or multi-line text, or a text the run
+  /// already has as a label or as an added label (naming it).
   std::int64_t add_label(const std::string& text);
+  /// Adds several labels at once (one encoding and synthesis pass): the first one's id.
+  std::int64_t add_labels(const std::vector<std::string>& texts);
+  /// "embedding", "irene" (an IRENE run) or "irene run N" (the IRENE run built on this one).
+  const std::string& synthesized_by() const;
+  /// The labels added to this run (its store rows), oldest first; their ids follow the dataset's labels.
+  std::vector<AddedLabel> added_labels() const;
 
   std::int64_t num_labels() const;
   const std::vector<std::string>& label_texts() const;

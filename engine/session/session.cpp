@@ -53,6 +53,11 @@ std::vector<double> Session::latest_decile_table(std::int64_t run, const std::st
 }
 std::optional<TsneSnapshot> Session::latest_tsne_snapshot(std::int64_t run) const { return store().latest_tsne_snapshot(run); }
 std::vector<Artifact> Session::artifacts(std::int64_t run) const { return store().artifacts(run); }
+std::vector<AddedLabel> Session::added_labels(std::int64_t run) const {
+  store().get_run(run);  // names a missing run
+  return store().added_labels(run);
+}
+void Session::remove_added_label(std::int64_t run, std::int64_t id) { store().remove_added_label(run, id); }
 
 RunHandle Session::start_run(TrainConfig config) { return RunHandle(std::make_unique<TrainingRun>(std::move(config), db_path_)); }
 

@@ -72,6 +72,10 @@ class Session {
   std::vector<double> latest_decile_table(std::int64_t run, const std::string& metric) const;
   std::optional<TsneSnapshot> latest_tsne_snapshot(std::int64_t run) const;
   std::vector<Artifact> artifacts(std::int64_t run) const;
+  /// Labels added to a trained run by their text (open_predictor(run).add_label adds them), oldest first.
+  std::vector<AddedLabel> added_labels(std::int64_t run) const;
+  /// Forgets an added label (by its row id in added_labels()); later predictors of the run no longer rank it.
+  void remove_added_label(std::int64_t run, std::int64_t id);
 
   // ---- training -----------------------------------------------------------------------------------
   /// Validates `config` and records a new run ("created"); run() it to train.

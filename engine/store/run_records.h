@@ -67,6 +67,15 @@ struct DecileTable {
   std::vector<double> bins;  ///< exactly 10 values
 };
 
+/// A label added to a trained run by its text; its label id is the run's label count plus its position
+/// among the run's added labels.
+struct AddedLabel {
+  std::int64_t id = 0;         ///< the store's row id (stable, used to remove it)
+  std::string text;
+  std::string synthesized_by;  ///< how its vectors were made: "embedding", "irene run 7", ...
+  std::string created;
+};
+
 /// A file the run produced.
 struct Artifact {
   std::string kind;        ///< e.g. "checkpoint", "index", "report"

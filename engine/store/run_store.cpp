@@ -643,6 +643,55 @@ std::optional<TsneSnapshot> RunStore::latest_tsne_snapshot(std::int64_t run) con
   });
 }
 
+std::int64_t RunStore::add_added_label(std::int64_t run, const std::string& text, const std::string& synthesized_by) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  std::int64_t id = 0;
+  m.write("adding a label to run " + std::to_string(run), [&] {
+    m.require_run("add a label to run " + std::to_string(run), run);
+    StatementUse existing(m.statement("SELECT id FROM added_labels WHERE run = ?1 AND text = ?2"));
+    existing->bind(1, run);
+    existing->bind(2, text);
+    if (existing->executeStep())
+      throw ConfigError("run " + std::to_string(run) + " already has the added label \"" + text + "\" (added label " +
+                        std::to_string(existing->getColumn(0).getInt64()) + ")");
+    StatementUse s(m.statement("INSERT INTO added_labels (run, text, synthesized_by, created) VALUES (?1, ?2, ?3, ?4)"));
+    s->bind(1, run);
+    s->bind(2, text);
+    s->bind(3, synthesized_by);
+    s->bind(4, iso_now());
+    s->exec();
+    id = m.db->getLastInsertRowid();
+  });
+  return id;
+}
+
+std::vector<AddedLabel> RunStore::added_labels(std::int64_t run) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading the added labels of run " + std::to_string(run), [&] {
+    std::vector<AddedLabel> out;
+    StatementUse s(m.statement("SELECT id, text, synthesized_by, created FROM added_labels WHERE run = ?1 ORDER BY id"));
+    s->bind(1, run);
+    while (s->executeStep())
+      out.push_back({s->getColumn(0).getInt64(), s->getColumn(1).getString(), s->getColumn(2).getString(), s->getColumn(3).getString()});
+    return out;
+  });
+}
+
+void RunStore::remove_added_label(std::int64_t run, std::int64_t id) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  bool removed = false;
+  m.write("removing added label " + std::to_string(id) + " of run " + std::to_string(run), [&] {
+    StatementUse s(m.statement("DELETE FROM added_labels WHERE run = ?1 AND id = ?2"));
+    s->bind(1, run);
+    s->bind(2, id);
+    removed = s->exec() == 1;
+  });
+  if (!removed) throw ConfigError("run " + std::to_string(run) + " has no added label " + std::to_string(id) + " (xmc labels list shows them)");
+}
+
 std::string RunStore::store_id() const {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);

@@ -94,6 +94,14 @@ class RunStore {
   /// Path of the most recently added artifact of `kind` (e.g. the checkpoint to resume from).
   std::optional<std::string> latest_artifact(std::int64_t run, const std::string& kind) const;
 
+  /// Keeps a label added to `run`; throws ConfigError naming the earlier one when the run already has a label
+  /// added with this text. Returns its row id.
+  std::int64_t add_added_label(std::int64_t run, const std::string& text, const std::string& synthesized_by);
+  /// The run's added labels, oldest first.
+  std::vector<AddedLabel> added_labels(std::int64_t run) const;
+  /// Forgets an added label; throws ConfigError when the run has none with that row id.
+  void remove_added_label(std::int64_t run, std::int64_t id);
+
   /// Stores a t-SNE snapshot; `payload_json` must be valid JSON.
   void add_tsne_snapshot(std::int64_t run, double epoch, std::int64_t query, const std::string& payload_json);
   /// The snapshot of the highest epoch (latest added among equals); nullopt when none.

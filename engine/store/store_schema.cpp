@@ -95,9 +95,23 @@ CREATE TABLE store_meta (
 INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
 )sql";
 
-constexpr std::array<Migration, 2> kMigrations{{
+// Version 3: labels added to a trained run by their text (xmc labels add, the workbench's search panel),
+// kept so that every later use of the run ranks them too.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE added_labels (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  run            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  text           TEXT NOT NULL,
+  synthesized_by TEXT NOT NULL,
+  created        TEXT NOT NULL,
+  UNIQUE (run, text)
+);
+)sql";
+
+constexpr std::array<Migration, 3> kMigrations{{
     {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
     {2, "give the store a random identity", kSchemaV2},
+    {3, "keep the labels added to trained runs", kSchemaV3},
 }};
 static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
 static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");

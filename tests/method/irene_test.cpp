@@ -11,6 +11,7 @@
 #include "engine/data/zero_shot_split.h"
 #include "engine/method/irene_generator.h"
 #include "engine/method/trained_run.h"
+#include "engine/session/predictor.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
 #include "tests/support/synthetic_dataset.h"
@@ -146,6 +147,44 @@ TEST(Irene, WeightedSumOfTheNearestObservedLabelsWorkedByHandAndBothGeneratorsRu
   ASSERT_EQ(transformer.outcome, RunOutcome::Completed);
   EXPECT_EQ(transformer.modes.size(), 4u);
   EXPECT_GT(RunStore(f.db).scalars(transformer_run.run_id(), "loss").size(), 0u);
+}
+
+// Labels added by text are synthesized by IRENE (on the IRENE run, and on its base run once an IRENE run is
+// built on it), retrievable by their own text, kept across a restart, and refused when empty or repeated.
+TEST(Irene, AddedLabelsAreSynthesizedRetrievableAndSurviveARestart) {
+  ZeroShotFixture f;
+  {
+    Predictor plain = Predictor::open(f.db, f.base_run);
+    EXPECT_EQ(plain.synthesized_by(), "embedding") << "no IRENE run is built on the base run yet";
+  }
+  TrainingRun irene_run(f.irene("weighted_sum"), f.db);
+  irene_run.run();
+  const std::string text = "kw5 topic kw7 noise3";
+  std::int64_t id = 0;
+  {
+    Predictor irene = Predictor::open(f.db, irene_run.run_id());
+    EXPECT_EQ(irene.synthesized_by(), "irene");
+    const std::int64_t labels = irene.num_labels();
+    id = irene.add_label(text);
+    EXPECT_EQ(id, labels);
+    const auto top = irene.predict({text}, 1, "generalized").front();
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top[0].label, id) << "a label is found by its own text";
+    EXPECT_EQ(irene.predict({text}, 1, "zero_shot").front()[0].label, id) << "the zero-shot setting ranks added labels too";
+    EXPECT_THROW(irene.add_label("  " + text + " "), ConfigError) << "a repeated text is refused";
+    EXPECT_THROW(irene.add_label(" \t "), ConfigError);
+    EXPECT_THROW(irene.add_label("kw0 topic"), ConfigError) << "a dataset label's own text is refused";
+  }
+  Predictor restarted = Predictor::open(f.db, irene_run.run_id());
+  ASSERT_EQ(restarted.added_labels().size(), 1u);
+  EXPECT_EQ(restarted.added_labels()[0].synthesized_by, "irene");
+  EXPECT_EQ(restarted.label_texts().back(), text);
+  EXPECT_EQ(restarted.predict({text}, 1, "generalized").front()[0].label, id);
+  // The base run now has an IRENE run built on it: its added labels get IRENE's classifiers in its clf mode.
+  Predictor base = Predictor::open(f.db, f.base_run);
+  EXPECT_EQ(base.synthesized_by(), "irene run " + std::to_string(irene_run.run_id()));
+  const std::int64_t base_id = base.add_label(text);
+  EXPECT_EQ(base.predict({text}, 1, "clf").front()[0].label, base_id);
 }
 
 TEST(Irene, RefusesWhatItCannotBuildOn) {
