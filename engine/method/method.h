@@ -161,6 +161,10 @@ class Method {
     return new_label_vectors(texts);
   }
 
+  /// For a method built on another run (IRENE): classifiers it synthesizes for new labels, in its base run's
+  /// classifier space (what the base run's new_label_vectors_with_classifiers takes). Undefined otherwise.
+  virtual torch::Tensor synthesized_classifiers(const TokenizedCorpus& /*texts*/) { return {}; }
+
   /// The method's own state beyond the module's parameters (shortlists, classifier shapes). load_state()
   /// is called before the parameters are loaded, so it can shape the model first.
   virtual void save_state(torch::serialize::OutputArchive& archive) const = 0;

@@ -59,16 +59,30 @@ struct Predictor::Impl {
     torch::NoGradGuard no_grad;
     const TokenizedCorpus corpus = run.method->tokenizer().tokenize(texts);
     if (!synthesizer) return run.method->new_label_vectors(corpus);
-    const torch::Tensor classifiers = synthesizer->method->new_label_vectors(synthesizer->method->tokenizer().tokenize(texts)).front();
+    const torch::Tensor classifiers = synthesizer->method->synthesized_classifiers(synthesizer->method->tokenizer().tokenize(texts));
     return run.method->new_label_vectors_with_classifiers(corpus, classifiers);
+  }
+
+  /// Rows added since each mode's label_matrix was last made whole: copying a 10^4-row matrix for every
+  /// added label took milliseconds; rank_of() joins them when it needs the matrix.
+  std::vector<std::vector<torch::Tensor>> pending;
+
+  const torch::Tensor& matrix(std::size_t m) {
+    if (m < pending.size() && !pending[m].empty()) {
+      pending[m].insert(pending[m].begin(), modes[m].label_matrix);
+      modes[m].label_matrix = torch::cat(pending[m]);
+      pending[m].clear();
+    }
+    return modes[m].label_matrix;
   }
 
   void insert(const std::vector<std::string>& texts) {
     if (texts.empty()) return;
     const std::vector<torch::Tensor> vectors = new_label_vectors(texts);
+    pending.resize(modes.size());
     for (std::size_t m = 0; m < modes.size(); ++m) {
-      torch::Tensor& matrix = modes[m].label_matrix;
-      matrix = torch::cat({matrix, vectors[m].to(matrix.device(), matrix.scalar_type())});
+      const torch::Tensor& matrix = modes[m].label_matrix;
+      pending[m].push_back(vectors[m].to(matrix.device(), matrix.scalar_type()));
       const torch::Tensor rows = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
       indexes[m]->add(rows.size(0), rows.data_ptr<float>());
       // A mode of a label subset (IRENE's zero-shot) ranks added labels too.
@@ -213,7 +227,7 @@ LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const 
     label = at - rows.begin();
   }
   torch::NoGradGuard no_grad;
-  const torch::Tensor& matrix = m.label_matrix;
+  const torch::Tensor& matrix = impl_->matrix(mode_at);
   const torch::Tensor q = impl_->encode(m, {text}).to(matrix.device(), matrix.scalar_type());
   // The exact products, key chunk by key chunk as exact search computes them, so ranks agree with the
   // exact index's order (an approximate index may order its results differently).
@@ -233,7 +247,7 @@ std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::s
   if (texts.empty()) return out;
   torch::NoGradGuard no_grad;
   const torch::Tensor queries = impl_->encode(impl_->modes[m], texts).to(torch::kCPU, torch::kFloat32).contiguous();
-  const std::int64_t k = std::min<std::int64_t>(top, impl_->modes[m].label_matrix.size(0));
+  const std::int64_t k = std::min<std::int64_t>(top, impl_->indexes[m]->ntotal());
   const auto n = static_cast<std::int64_t>(texts.size());
   std::vector<float> scores(static_cast<std::size_t>(n * k));
   std::vector<std::int64_t> ids(static_cast<std::size_t>(n * k));

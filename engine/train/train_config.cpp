@@ -215,7 +215,10 @@ std::vector<KeyGroup> key_groups() {
         int_key("irene.neighbours", &TrainConfig::irene_neighbours, 1, "K: nearest observed labels whose classifiers a new one is made from", 64),
         float_key("irene.temperature", &TrainConfig::irene_temperature, 1e-4, 100, "T: neighbours are weighted by softmax(similarity / T)"),
         float_key("irene.positive_weight", &TrainConfig::irene_positive_weight, 1e-3, 1e6, "C: weight of the positives in the generator's BCE"),
-        int_key("irene.heads", &TrainConfig::irene_heads, 1, "Attention heads of the generator's transformer layer (divide the classifiers' size)", 64)}},
+        int_key("irene.heads", &TrainConfig::irene_heads, 1, "Attention heads of the generator's transformer layer (divide the classifiers' size)", 64),
+        string_key("irene.calibration", &TrainConfig::irene_calibration, {"mean_query", "none"},
+                   "Scores of a synthesized classifier u get q̄·(w̄ − u) added (q̄ the mean training query, w̄ the mean observed "
+                   "classifier): it scores an average query as an average observed classifier does")}},
       {"Evaluation", "",
        {{ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
          [](TrainConfig& c, const json& v) {

@@ -90,6 +90,7 @@ struct TrainConfig {
   double irene_temperature = 0.1;            ///< T of the neighbours' softmax weights
   double irene_positive_weight = 10;         ///< C: weight of positives in the generator's BCE
   std::int64_t irene_heads = 4;              ///< attention heads of the generator's transformer layer
+  std::string irene_calibration = "mean_query";  ///< mean_query | none: offsets of synthesized classifiers' scores
 
   // Evaluation and checkpoints
   std::vector<int> eval_k{1, 3, 5, 10};

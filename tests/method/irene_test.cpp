@@ -120,6 +120,12 @@ TEST(Irene, WeightedSumOfTheNearestObservedLabelsWorkedByHandAndBothGeneratorsRu
   const torch::Tensor e = base.method->new_label_vectors(labels)[static_cast<std::size_t>(clf - base_modes.begin())];
   std::set<std::int32_t> untrained(split.novel.begin(), split.novel.end());
   untrained.insert(split.pseudo_novel.begin(), split.pseudo_novel.end());
+  const torch::Tensor mean_query = base.method->encode_queries(clf->query_encoder, base.method->tokenizer().tokenize(d.train_text), silent_progress(), "")
+                                       .mean(0);
+  std::vector<std::int64_t> observed;
+  for (std::int64_t n = 0; n < d.num_labels(); ++n)
+    if (!untrained.count(static_cast<std::int32_t>(n))) observed.push_back(n);
+  const torch::Tensor mean_classifier = clf->label_matrix.index_select(0, torch::tensor(observed)).mean(0);
   TrainedRun irene = load_trained_run(f.db, sum_run.run_id());
   const auto modes = irene.method->inference_modes(labels, silent_progress());
   ASSERT_TRUE(modes[0].subset);
@@ -134,12 +140,20 @@ TEST(Irene, WeightedSumOfTheNearestObservedLabelsWorkedByHandAndBothGeneratorsRu
     for (int k = 0; k < 3; ++k) weights[k] = near[static_cast<std::size_t>(k)].first / 0.1;
     weights = torch::softmax(weights, 0);
     for (int k = 0; k < 3; ++k) sum_w += weights[k] * clf->label_matrix[near[static_cast<std::size_t>(k)].second];
-    EXPECT_TRUE(torch::allclose(modes[0].label_matrix[static_cast<std::int64_t>(i)], unit(e[l] + sum_w), 1e-4, 1e-5)) << "novel label " << l;
+    const torch::Tensor u = unit(e[l] + sum_w);
+    const torch::Tensor row = modes[0].label_matrix[static_cast<std::int64_t>(i)];
+    ASSERT_EQ(row.size(0), u.size(0) + 1) << "[u, its score offset]";
+    EXPECT_TRUE(torch::allclose(row.narrow(0, 0, u.size(0)), u, 1e-4, 1e-5)) << "novel label " << l;
+    // The offset q̄·(w̄ − u): the mean training query (600 rows: all of them) and the mean observed classifier.
+    EXPECT_NEAR(row[-1].item<double>(), torch::dot(mean_classifier - u, mean_query).item<double>(), 1e-4) << "novel label " << l;
     EXPECT_TRUE(torch::allclose(modes[1].label_matrix[static_cast<std::int64_t>(i)], e[l], 1e-5, 1e-6)) << "the baseline is the base's own vector";
   }
   // Generalized: trained labels keep the base classifiers; the others get synthesized ones.
   for (std::int32_t l = 0; l < d.num_labels(); ++l)
-    if (!untrained.count(l)) EXPECT_TRUE(torch::equal(modes[2].label_matrix[l], clf->label_matrix[l].to(torch::kFloat32))) << l;
+    if (!untrained.count(l)) {
+      EXPECT_TRUE(torch::equal(modes[2].label_matrix[l].narrow(0, 0, e.size(1)), clf->label_matrix[l].to(torch::kFloat32))) << l;
+      EXPECT_EQ(modes[2].label_matrix[l][-1].item<float>(), 0.0f) << "observed classifiers get no offset";
+    }
 
   // The transformer trains on pseudo-novel labels and ends at least as good as the weighted sum on them.
   TrainingRun transformer_run(f.irene("transformer"), f.db);
