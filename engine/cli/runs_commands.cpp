@@ -85,7 +85,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       if (*json) {
         context.print_json(j);
       } else {
-        std::cout << j.dump(2) << "\n";
+        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       }
     });
   }

@@ -12,7 +12,7 @@
 namespace xmc::cli {
 
 void CommandContext::print_json(const nlohmann::json& j) const {
-  std::cout << j.dump() << std::endl;
+  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;  // label texts may hold any bytes
 }
 
 int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {

@@ -26,7 +26,9 @@ struct KeyBinding {
 };
 
 [[noreturn]] void bad_value(const std::string& key, const json& value, const std::string& expected) {
-  throw ConfigError(key + ": got " + value.dump() + ", expected " + expected);
+  // A --set value that is not JSON arrives as a raw string, which may hold any bytes: shown with U+FFFD for
+  // bytes that are not UTF-8 rather than letting the JSON writer throw.
+  throw ConfigError(key + ": got " + value.dump(-1, ' ', false, json::error_handler_t::replace) + ", expected " + expected);
 }
 
 std::string as_string(const std::string& key, const json& v, const std::vector<std::string>& choices) {

@@ -411,6 +411,9 @@ TEST(Training, BadConfigNamesTheKey) {
       {"eval.top=1000000000000", "eval.top: got 1000000000000, expected an integer in [1, 100000]"},
       // The config is stored as JSON, which holds UTF-8 only ("internal error" when the run was recorded).
       {"name=run\xff" "1", "name: got \"run?\", expected valid UTF-8 text (byte 255 at offset 3 is not)"},
+      // A non-JSON value is taken as text, with whatever bytes it has; naming it ended the process (the JSON
+      // writer threw on the byte 0xC5 that starts no UTF-8 sequence here). It is shown with U+FFFD.
+      {"epochs=x\xc5y", "epochs: got \"x\xef\xbf\xbdy\", expected an integer in [1, 1000000]"},
   };
   for (const auto& [assignment, message] : refused) {
     try {
