@@ -4,6 +4,8 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include <memory>
+
 #include "app/main_window.h"
 #include "engine/core/version.h"
 #include "engine/store/default_store_path.h"
@@ -21,10 +23,18 @@ QString find_presets_dir() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setApplicationName("xmc-workbench");
-  QApplication::setApplicationVersion(xmc::kCodeVersion);
-  QApplication::setWindowIcon(QIcon(":/icons/xmc-workbench.svg"));
+  // --help and --version print and exit before a QApplication exists: they must work without a display
+  // (QApplication aborts when there is none).
+  bool text_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const QString arg = QString::fromLocal8Bit(argv[i]);
+    text_only = text_only || arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "-v" || arg == "--version" || arg == "-?";
+  }
+  std::unique_ptr<QCoreApplication> app =
+      text_only ? std::make_unique<QCoreApplication>(argc, argv) : std::make_unique<QApplication>(argc, argv);
+  QCoreApplication::setApplicationName("xmc-workbench");
+  QCoreApplication::setApplicationVersion(xmc::kCodeVersion);
+  if (!text_only) QApplication::setWindowIcon(QIcon(":/icons/xmc-workbench.svg"));
   QCommandLineParser parser;
   parser.setApplicationDescription(
       "XMC Workbench: train extreme multi-label classifiers, watch them learn, look labels up.\n\n"
@@ -41,7 +51,7 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot(QStringLiteral("screenshot"), "Save the window as PNG after the first evaluation and when training ends.", "FILE");
   QCommandLineOption quit(QStringLiteral("quit-when-done"), "Quit when training ends (exit code 0 only if it completed).");
   parser.addOptions({db, dataset, config, autostart, screenshot, quit});
-  parser.process(app);
+  parser.process(*app);  // prints and exits for --help and --version
 
   xmc::app::WorkbenchOptions options;
   options.db = parser.value(db);

@@ -23,6 +23,7 @@
 #include "engine/session/devices.h"
 #include "engine/session/session.h"
 #include "widgets/file_dialogs.h"
+#include "widgets/focus_wheel_combo_box.h"
 
 namespace xmc::gui {
 namespace {
@@ -51,7 +52,7 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
   dataset_row->addWidget(dataset_, 1);
   dataset_row->addWidget(browse);
   top->addRow("Dataset", dataset_row);
-  presets_ = new QComboBox;
+  presets_ = new FocusWheelComboBox;
   presets_->setToolTip("Start from an example configuration (datasets/configs)");
   top->addRow("Preset", presets_);
   outer->addLayout(top);
@@ -76,7 +77,7 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
     QWidget* editor = nullptr;
     const auto default_value = nlohmann::json::parse(info.default_value);
     if (!info.choices.empty() || info.key == "device") {
-      auto* combo = new QComboBox;
+      auto* combo = new FocusWheelComboBox;
       const auto& values = info.key == "device" ? devices : info.choices;
       for (const auto& c : values) combo->addItem(QString::fromStdString(c));
       combo->setCurrentText(json_to_text(default_value));
