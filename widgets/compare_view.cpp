@@ -24,6 +24,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "engine/store/evaluation_modes.h"
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
 #include "widgets/decile_plot.h"
@@ -246,7 +247,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
       column.id = id;
       column.label = tr("%1 (#%2)").arg(qstr(info->name)).arg(id);
       column.colour = run_colour(columns.size());
-      std::vector<EvalPoint> points = session.evaluations(id);
+      std::vector<EvalPoint> points = without_primary_copies(session.evaluations(id));
       for (const EvalPoint& p : points) {
         auto& v = column.metrics[p.metric];
         v.final_value = p.value;  // by step: the last one is the final one

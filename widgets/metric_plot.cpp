@@ -218,7 +218,38 @@ void MetricPlot::clear_comparisons() {
 
 void MetricPlot::clear() {
   for (auto& s : series_) s.graph->data()->clear();
+  set_milestones({});
   clear_comparisons();
+}
+
+void MetricPlot::set_milestones(const std::vector<std::pair<double, QString>>& milestones) {
+  for (QCPAbstractItem* item : milestone_items_) removeItem(item);
+  milestone_items_.clear();
+  milestone_list_ = milestones;
+  const QColor grey(0x70, 0x70, 0x70);
+  for (const auto& [epoch, label] : milestones) {
+    auto* line = new QCPItemStraightLine(this);
+    line->point1->setCoords(epoch, 0);
+    line->point2->setCoords(epoch, 1);
+    line->setPen(QPen(grey, 1, Qt::DashDotLine));
+    line->setSelectable(false);
+    auto* text = new QCPItemText(this);
+    text->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    text->position->setCoords(epoch, 0.01);
+    text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    text->setPadding(QMargins(3, 0, 0, 0));
+    text->setText(label);
+    text->setColor(grey);
+    QFont font = this->font();
+    font.setPointSizeF(font.pointSizeF() * 0.85);
+    text->setFont(font);
+    text->setSelectable(false);
+    text->setClipToAxisRect(true);
+    milestone_items_.push_back(line);
+    milestone_items_.push_back(text);
+  }
+  replot(QCustomPlot::rpQueuedReplot);
 }
 
 void MetricPlot::set_run_label(const QString& label) {

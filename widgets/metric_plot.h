@@ -34,6 +34,12 @@ class MetricPlot : public QCustomPlot {
   /// Removes everything (curves of the run and of the overlaid runs).
   void clear();
 
+  /// Vertical marks at epochs where the training schedule changes ("M4: classifiers" at 5), labelled at the
+  /// top; replaces earlier ones. clear() removes them.
+  void set_milestones(const std::vector<std::pair<double, QString>>& milestones);
+  /// The marks shown, for tests.
+  std::vector<std::pair<double, QString>> milestones() const { return milestone_list_; }
+
   /// Names the plotted run in the legend when runs are compared ("this run" by default).
   void set_run_label(const QString& label);
 
@@ -81,6 +87,8 @@ class MetricPlot : public QCustomPlot {
   QCPGraph* run_legend_key_ = nullptr;
   QCPLegend* run_legend_ = nullptr;  // line styles of the compared runs, in a row under the metrics
   QMenu* metrics_menu_ = nullptr;
+  std::vector<std::pair<double, QString>> milestone_list_;
+  std::vector<QCPAbstractItem*> milestone_items_;  // a line and a label per mark
 };
 
 }  // namespace xmc::gui

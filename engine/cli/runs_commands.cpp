@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "engine/store/evaluation_modes.h"
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
 #include "engine/store/default_store_path.h"
@@ -77,7 +78,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       j["config"] = nlohmann::json::parse(r.config_json);
       nlohmann::json metrics = nlohmann::json::object();
       double last_epoch = -1;
-      const auto evaluations = session.evaluations(*id);
+      const auto evaluations = without_primary_copies(session.evaluations(*id));
       for (const auto& e : evaluations) last_epoch = std::max(last_epoch, e.epoch);
       for (const auto& e : evaluations)
         if (e.epoch == last_epoch) metrics[e.metric] = e.value;

@@ -1,3 +1,4 @@
+#include "engine/store/evaluation_modes.h"
 #include "engine/session/session.h"
 
 #include "engine/core/allocator_tuning.h"
@@ -100,7 +101,7 @@ RunReportContent Session::report_content(std::int64_t run) const {
   RunReportContent d;
   d.info = store().get_run(run);
   d.scalars = store().scalars(run);
-  d.evaluations = store().evaluations(run);
+  d.evaluations = without_primary_copies(store().evaluations(run));  // the primary mode shows as P@k, once
   d.deciles = store().decile_tables(run);
   d.artifacts = store().artifacts(run);
   d.tsne = store().latest_tsne_snapshot(run);

@@ -42,7 +42,7 @@ struct TrainEvent {
   std::int64_t query = -1;       ///< Snapshot: the training query it is centred on
   std::string message;
   std::vector<std::pair<std::string, double>> metrics;  ///< the primary inference mode's (unprefixed)
-  std::vector<std::pair<std::string, double>> mode_metrics;  ///< Evaluation: other modes', as "emb/P@5"
+  std::vector<std::pair<std::string, double>> mode_metrics;  ///< Evaluation: every mode's, the primary's too, as "emb/P@5"
   std::vector<std::pair<std::string, std::vector<double>>> decile_tables;  ///< Evaluation: every decile-wise metric
   std::array<double, 10> deciles{};  ///< decile-wise P@5 (bin 1 = head) with Evaluation/Finished
   /// Evaluation: the collapse signal of the training space — std of a query's label scores (mean over

@@ -339,11 +339,13 @@ struct Trainer::Impl {
     e.epoch = epoch;
     e.seconds = seconds;
     e.metrics = primary.metrics;
-    for (std::size_t m = 1; m < evaluation.modes.size(); ++m)
+    // Every mode under its prefix, the primary's too: the primary can change within a run (NGAME's embedding
+    // in M1, fused ranking from M4), and its curve is that mode's, not the plain names' (evaluation_modes.h).
+    for (std::size_t m = 0; m < evaluation.modes.size(); ++m)
       for (const auto& [name, value] : evaluation.results[m].metrics) {
         MetricKey key = MetricKey::parse(name);
         key.mode = evaluation.modes[m].metric_prefix;
-        e.mode_metrics.emplace_back(key.str(), value);
+        if (!key.mode.empty()) e.mode_metrics.emplace_back(key.str(), value);
       }
     for (const auto& [name, bars] : primary.deciles) e.decile_tables.emplace_back(name, std::vector<double>(bars.begin(), bars.end()));
     if (auto it = primary.deciles.find("P@5"); it != primary.deciles.end()) e.deciles = it->second;

@@ -8,6 +8,8 @@ set(allowed_everywhere
   "^engine/store/default_store_path\\.h$"
   "^engine/train/train_config\\.h$"
   "^engine/train/train_events\\.h$"
+  "^engine/train/training_milestones\\.h$"
+  "^engine/store/evaluation_modes\\.h$"
   "^engine/core/progress\\.h$"
   "^engine/core/error\\.h$"
   "^engine/core/version\\.h$"

@@ -152,10 +152,20 @@ class PlotsTest : public QObject {
       points.push_back({s, s / 10.0, "lr", 1e-3, 0});
       points.push_back({s, s / 10.0, "samples_per_s", 900, 0});
     }
-    for (int s = 51; s <= 80; ++s) points.push_back({s, s / 10.0, "m4_loss", 0.8 - s / 400.0, 0});
+    for (int s = 51; s <= 80; ++s) {  // M4 on a frozen encoder: ~100× the queries per second
+      points.push_back({s, s / 10.0, "m4_loss", 0.8 - s / 400.0, 0});
+      points.push_back({s, s / 10.0, "lr", 1e-3, 0});
+      points.push_back({s, s / 10.0, "samples_per_s", 95000, 0});
+    }
     points.push_back({80, 8.0, "epoch_queries_per_s", 1000, 0});  // ignored
     plot.set_series(points);
     QCOMPARE(plot.point_count(), std::size_t{80});
+    // M1's rate is its own series and the axis is logarithmic, so 900 q/s does not read as zero.
+    QCOMPARE(plot.throughput_graph()->dataCount(), 50);
+    QCOMPARE(plot.m4_throughput_graph()->dataCount(), 30);
+    QVERIFY(plot.throughput_log_scale());
+    QCPAxis* rate_axis = plot.m4_throughput_graph()->valueAxis();
+    QVERIFY(rate_axis->range().contains(900) && rate_axis->range().contains(95000));
     QCOMPARE(plot.raw_loss_graph()->dataCount(), 50);
     QCOMPARE(plot.m4_raw_loss_graph()->dataCount(), 30);
     QCOMPARE(plot.m4_smoothed_loss_graph()->dataCount(), 30);
@@ -165,7 +175,12 @@ class PlotsTest : public QObject {
     screenshot(plot, QStringLiteral("loss_no_throughput"));
     plot.clear();
     QCOMPARE(plot.point_count(), std::size_t{0});
+    QCOMPARE(plot.m4_throughput_graph()->dataCount(), 0);
     screenshot(plot, QStringLiteral("loss_empty"));
+    fill_training(plot, 60);  // rates within 10× of each other: a linear axis from 0
+    plot.set_throughput_visible(true);
+    plot.replot();
+    QVERIFY(!plot.throughput_log_scale());
   }
 
   void metric_plot_shows_percent() {
@@ -202,6 +217,21 @@ class PlotsTest : public QObject {
     screenshot(plot, QStringLiteral("metrics_compared_small"), static_cast<QWidget&>(plot).minimumSizeHint());
     plot.clear_comparisons();
     QCOMPARE(plot.comparison_count(), 0);
+
+    // Schedule changes are marked where they happen, and go with clear().
+    const int base = plot.itemCount();  // the "no evaluation yet" note
+    plot.set_milestones({{4, QStringLiteral("C = 32")}, {8, QStringLiteral("M4: classifiers")}});
+    QCOMPARE(plot.milestones().size(), std::size_t{2});
+    QCOMPARE(plot.itemCount(), base + 4);  // a line and a label each
+    auto* line = qobject_cast<QCPItemStraightLine*>(plot.item(base + 2));
+    QVERIFY(line);
+    QCOMPARE(line->point1->coords().x(), 8.0);
+    screenshot(plot, QStringLiteral("metrics_milestones"));
+    plot.set_milestones({{5, QStringLiteral("shortlists")}});
+    QCOMPARE(plot.itemCount(), base + 2);
+    plot.clear();
+    QCOMPARE(plot.itemCount(), base);
+    QVERIFY(plot.milestones().empty());
   }
 
   void decile_plot_bars_in_percent_and_overlay() {
