@@ -98,6 +98,9 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   throughput_ = addGraph(tp_x, tp_y);
   throughput_->setName(tr("throughput"));
   throughput_->setPen(pen(style::kPurple, 1.5));
+  m4_throughput_ = addGraph(tp_x, tp_y);
+  m4_throughput_->setName(tr("M4 throughput"));
+  m4_throughput_->setPen(pen(style::kGreen, 1.5));
 
   // Legend in its own row under the plot, so it never covers a curve.
   main_rect_->insetLayout()->take(legend);
@@ -151,7 +154,7 @@ void LossPlot::append(std::int64_t step, double loss, double lr, double samples_
   else
     add_loss(raw_, smoothed_, ema_, x, loss);
   if (std::isfinite(lr) && lr >= 0) lr_->addData(x, lr);
-  if (usable(samples_per_s)) throughput_->addData(x, samples_per_s);
+  if (usable(samples_per_s)) (classifier_loss ? m4_throughput_ : throughput_)->addData(x, samples_per_s);
   schedule_refresh();
 }
 
@@ -161,10 +164,11 @@ void LossPlot::append_point(const xmc::ScalarPoint& point) {
     add_loss(raw_, smoothed_, ema_, x, point.value);
   } else if (point.key == "m4_loss") {
     add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, point.value);
+    m4_step_ = point.step;  // the store gives a step's loss before its rate
   } else if (point.key == "lr") {
     if (std::isfinite(point.value) && point.value >= 0) lr_->addData(x, point.value);
   } else if (point.key == "samples_per_s") {
-    if (usable(point.value)) throughput_->addData(x, point.value);
+    if (usable(point.value)) (point.step == m4_step_ ? m4_throughput_ : throughput_)->addData(x, point.value);
   } else {
     return;
   }
@@ -179,7 +183,8 @@ void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
 }
 
 void LossPlot::clear() {
-  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_}) g->data()->clear();
+  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
+  m4_step_ = -1;
   ema_ = {};
   m4_ema_ = {};
   follow_data_ = true;
@@ -226,6 +231,10 @@ void LossPlot::resmooth() {
   }
 }
 
+bool LossPlot::throughput_log_scale() const {
+  return throughput_rect_->axis(QCPAxis::atLeft)->scaleType() == QCPAxis::stLogarithmic;
+}
+
 void LossPlot::set_throughput_visible(bool visible) {
   throughput_visible_ = visible;
   if (throughput_action_->isChecked() != visible) throughput_action_->setChecked(visible);
@@ -252,7 +261,8 @@ void LossPlot::refresh() {
 
 // Title / loss rect / [throughput strip] / legend, top to bottom.
 void LossPlot::arrange_layout() {
-  const bool show = throughput_visible_ && !throughput_->data()->isEmpty() && height() >= kMinHeightForStrip;
+  const bool show = throughput_visible_ && !(throughput_->data()->isEmpty() && m4_throughput_->data()->isEmpty()) &&
+                    height() >= kMinHeightForStrip;
   QCPLayoutGrid* layout = plotLayout();
   if (show == throughput_shown_ && layout->hasElement(0, 0) && layout->element(0, 0) == title_) return;
   const QList<QCPLayoutElement*> present = layout->elements(false);
@@ -281,11 +291,11 @@ void LossPlot::arrange_layout() {
 
 // The legend lists only curves that have data, always in the same order.
 void LossPlot::update_legend() {
-  const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_};
+  const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_};
   QList<QCPGraph*> wanted;
   for (QCPGraph* g : order) {
     const bool has_data = !g->data()->isEmpty();
-    const bool shown = g != throughput_ || throughput_shown_;
+    const bool shown = (g != throughput_ && g != m4_throughput_) || throughput_shown_;
     if (has_data && shown) wanted.append(g);
   }
   bool same = legend->itemCount() == wanted.size();
@@ -301,7 +311,7 @@ void LossPlot::rescale() {
   // Steps.
   bool found = false;
   QCPRange steps;
-  for (QCPGraph* g : {raw_, m4_raw_, lr_, throughput_}) {
+  for (QCPGraph* g : {raw_, m4_raw_, lr_, throughput_, m4_throughput_}) {
     bool ok = false;
     const QCPRange r = g->data()->keyRange(ok);
     if (!ok) continue;
@@ -343,8 +353,28 @@ void LossPlot::rescale() {
   const QCPRange lr = lr_->data()->valueRange(ok);
   yAxis2->setRange(0, ok && lr.upper > 0 ? lr.upper * 1.08 : 1);
   yAxis2->setTickLabels(ok);  // no made-up 0…1 scale before the first learning rate
-  const QCPRange tp = throughput_->data()->valueRange(ok);
-  throughput_rect_->axis(QCPAxis::atLeft)->setRange(0, ok && tp.upper > 0 ? tp.upper * 1.12 : 1);
+  // Throughput: a log axis when the rates span more than 10× (M4 on a frozen encoder runs ~100× faster
+  // than M1, which then looked like zero), else linear from 0.
+  double tp_lo = 0, tp_hi = 0;
+  for (QCPGraph* g : {throughput_, m4_throughput_}) {
+    bool has = false;
+    const QCPRange r = g->data()->valueRange(has);
+    if (!has) continue;
+    tp_lo = tp_hi > 0 ? std::min(tp_lo, r.lower) : r.lower;
+    tp_hi = std::max(tp_hi, r.upper);
+  }
+  QCPAxis* tp_y = throughput_rect_->axis(QCPAxis::atLeft);
+  const bool log = tp_lo > 0 && tp_hi > 10 * tp_lo;
+  if (log != (tp_y->scaleType() == QCPAxis::stLogarithmic)) {
+    tp_y->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    tp_y->setTicker(log ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog) : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    tp_y->ticker()->setTickCount(log ? 3 : 2);
+    tp_y->setLabel(log ? tr("queries/s (log)") : tr("queries/s"));
+  }
+  if (log)
+    tp_y->setRange(tp_lo / 1.5, tp_hi * 1.5);
+  else
+    tp_y->setRange(0, tp_hi > 0 ? tp_hi * 1.12 : 1);
   rescaling_ = false;
 }
 

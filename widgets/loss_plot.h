@@ -59,6 +59,10 @@ class LossPlot : public QCustomPlot {
   QCPGraph* m4_smoothed_loss_graph() const { return m4_smoothed_; }
   QCPGraph* lr_graph() const { return lr_; }
   QCPGraph* throughput_graph() const { return throughput_; }
+  /// NGAME's M4 steps' throughput (a frozen encoder: often 100× M1's), a series of its own.
+  QCPGraph* m4_throughput_graph() const { return m4_throughput_; }
+  /// Whether the throughput axis is logarithmic (it is when the rates span more than 10×).
+  bool throughput_log_scale() const;
 
   QSize minimumSizeHint() const override;
   QSize sizeHint() const override;
@@ -97,6 +101,8 @@ class LossPlot : public QCustomPlot {
   QCPGraph* m4_smoothed_ = nullptr;
   QCPGraph* lr_ = nullptr;
   QCPGraph* throughput_ = nullptr;
+  QCPGraph* m4_throughput_ = nullptr;
+  std::int64_t m4_step_ = -1;  // step of the last stored M4 loss: its samples_per_s is M4's
   QAction* throughput_action_ = nullptr;
   QTimer refresh_timer_;
   std::vector<double> scratch_;  // reused by rescale()
