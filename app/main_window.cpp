@@ -26,7 +26,9 @@
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
+#include "engine/store/evaluation_modes.h"
 #include "engine/train/train_config.h"
+#include "engine/train/training_milestones.h"
 #include "widgets/file_dialogs.h"
 #include "widgets/compare_view.h"
 #include "widgets/decile_plot.h"
@@ -47,19 +49,11 @@ namespace {
 /// Appended to the run label of a stopped run.
 const QString kContinueHint = QStringLiteral(" — Training › Continue the shown stopped run resumes it");
 
-/// A run's evaluations split by inference mode: "" = the primary mode, else the mode's metric prefix
-/// ("emb", "clf", "de"), each with unprefixed metric names, modes in order of first appearance.
-std::vector<std::pair<std::string, std::vector<EvalPoint>>> points_by_mode(const std::vector<EvalPoint>& points) {
-  std::vector<std::pair<std::string, std::vector<EvalPoint>>> out{{"", {}}};
-  for (EvalPoint p : points) {
-    MetricKey key = MetricKey::parse(p.metric);
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& entry) { return entry.first == key.mode; });
-    if (it == out.end()) it = out.insert(out.end(), {key.mode, {}});
-    key.mode.clear();
-    p.metric = key.str();
-    it->second.push_back(std::move(p));
-  }
-  return out;
+/// The metric plot's marks for a run's schedule changes (stage switch, clustering, shortlist refreshes).
+std::vector<std::pair<double, QString>> milestone_marks(const TrainConfig& config) {
+  std::vector<std::pair<double, QString>> marks;
+  for (const TrainingMilestone& m : training_milestones(config)) marks.emplace_back(m.epoch, QString::fromStdString(m.label));
+  return marks;
 }
 
 }  // namespace
@@ -313,6 +307,9 @@ void MainWindow::start_training() {
     live_points_.clear();
     metric_plot_->clear();
     decile_plot_->clear();
+    tsne_plot_->clear();  // the last run's query and its negatives are not this run's
+    metric_plot_->set_milestones(milestone_marks(config));
+    if (collapse_warning_) collapse_warning_->hide();
     refresh_decile_overlay_choices();
     apply_decile_overlay();
     run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
@@ -418,7 +415,20 @@ void MainWindow::show_run(std::int64_t run) {
     shown_run_ = run;
     if (collapse_warning_) collapse_warning_->hide();  // it spoke of the run shown before
     run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
-    show_stored_plots(session, run);
+    const double last_epoch = show_stored_plots(session, run);
+    if (!(worker_->running() && worker_->run_id() == run)) {  // the run bar speaks of the run shown
+      try {
+        const double total = static_cast<double>(total_epochs(parse_train_config(info.config_json, "run " + std::to_string(run))));
+        training_progress_->show_stored_run(total, last_epoch, QString::fromStdString(to_string(info.status)));
+      } catch (const std::exception&) {
+        training_progress_->show_stored_run(last_epoch, last_epoch, QString::fromStdString(to_string(info.status)));
+      }
+    }
+    try {
+      metric_plot_->set_milestones(milestone_marks(parse_train_config(info.config_json, "run " + std::to_string(run))));
+    } catch (const std::exception&) {
+      metric_plot_->set_milestones({});  // a config this version cannot read: no marks rather than wrong ones
+    }
     refresh_decile_overlay_choices();
     apply_decile_overlay();
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
@@ -437,16 +447,26 @@ void MainWindow::show_run(std::int64_t run) {
 void MainWindow::show_live_metrics() {
   // The primary inference mode in solid curves; a method's other modes (NGAME's emb and clf, UniDEC's de
   // and clf) overlaid as dashed and dotted curves of the same metrics, so modes compare at a glance.
-  const auto modes = points_by_mode(live_points_);
+  // One series per mode (NGAME: the embedding's curve runs through M1 and M4, the fused ranking's starts
+  // at M4), never one line that joins two modes.
+  const auto modes = series_by_mode(live_points_);
   metric_plot_->clear_comparisons();
-  metric_plot_->set_run_label(modes.size() > 1 ? "primary mode" : "this run");
-  metric_plot_->set_evaluations(modes.front().second);
-  for (std::size_t m = 1; m < modes.size(); ++m)
-    metric_plot_->add_comparison_run(QString::fromStdString(modes[m].first) + " mode", modes[m].second);
+  if (modes.empty()) {
+    metric_plot_->set_run_label("this run");
+    metric_plot_->set_evaluations({});
+    return;
+  }
+  auto mode_label = [](const ModeSeries& s) { return s.mode.empty() ? QString("primary mode") : QString::fromStdString(s.mode) + " mode"; };
+  metric_plot_->set_run_label(modes.size() > 1 ? mode_label(modes.front()) : QString("this run"));
+  metric_plot_->set_evaluations(modes.front().points);
+  for (std::size_t m = 1; m < modes.size(); ++m) metric_plot_->add_comparison_run(mode_label(modes[m]), modes[m].points);
 }
 
-void MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
-  loss_plot_->set_series(session.scalars(run));
+double MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
+  const auto scalars = session.scalars(run);
+  loss_plot_->set_series(scalars);
+  double last_epoch = 0;
+  for (const auto& point : scalars) last_epoch = std::max(last_epoch, point.epoch);
   live_points_ = session.evaluations(run);
   show_live_metrics();
   if (const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(run, "P@5")))
@@ -457,6 +477,7 @@ void MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
     tsne_plot_->set_snapshot(snapshot->payload_json);
   else
     tsne_plot_->clear();
+  return last_epoch;
 }
 
 void MainWindow::refresh_decile_overlay_choices() {
@@ -465,8 +486,12 @@ void MainWindow::refresh_decile_overlay_choices() {
   decile_overlay_->addItem("none", QVariant::fromValue<qlonglong>(0));
   try {
     Session session(options_.db.toStdString());
-    for (const RunInfo& run : session.list_runs()) {
+    const auto runs = session.list_runs();
+    const auto shown = std::find_if(runs.begin(), runs.end(), [this](const RunInfo& r) { return r.id == shown_run_; });
+    for (const RunInfo& run : runs) {
       if (run.id == shown_run_ || session.latest_decile_table(run.id, "P@5").size() != 10) continue;
+      // Deciles are bins of this dataset's label frequencies: another dataset's bars hold other labels.
+      if (shown != runs.end() && run.dataset_fingerprint != shown->dataset_fingerprint) continue;
       decile_overlay_->addItem(QString("run %1: %2").arg(run.id).arg(QString::fromStdString(run.name)), QVariant::fromValue<qlonglong>(run.id));
     }
   } catch (const std::exception& e) {
@@ -520,6 +545,7 @@ void MainWindow::report_error(const QString& title, const QString& message) {
 
 void MainWindow::set_training_state(gui::LaunchForm::State state) {
   launch_->set_state(state);
+  if (training_progress_) training_progress_->set_paused(state == gui::LaunchForm::State::Paused);
   update_actions();
 }
 

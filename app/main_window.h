@@ -100,7 +100,8 @@ class MainWindow : public QMainWindow {
   /// Draws the chosen run's decile bars beside the shown run's (or removes them for "none").
   void apply_decile_overlay();
   /// The stored run's curves, decile bars and t-SNE in the Live tab (what the store has so far).
-  void show_stored_plots(const Session& session, std::int64_t run);
+  /// Loads the run's stored curves into the Live plots; returns the last epoch position it recorded.
+  double show_stored_plots(const Session& session, std::int64_t run);
   /// Draws live_points_: the primary mode's metrics, the other inference modes' overlaid.
   void show_live_metrics();
 

@@ -67,6 +67,8 @@ void TrainingProgress::begin_run(double total_epochs, double done) {
   work_bar_->setFormat("—");
   for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
   since_redraw_.invalidate();
+  paused_ms_ = 0;
+  paused_since_.invalidate();
   on_epoch_position(done);
   first_position_ = -1;  // the pace is measured from the first step of this session, not from `done`
 }
@@ -77,6 +79,31 @@ void TrainingProgress::end_run(const QString& outcome) {
   for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
   if (steps_bar_->maximum() == 0) steps_bar_->setRange(0, 1);  // a busy indicator stops
   if (work_bar_->maximum() == 0) work_bar_->setRange(0, 1);
+}
+
+void TrainingProgress::show_stored_run(double total_epochs, double done, const QString& status) {
+  total_epochs_ = total_epochs;
+  position_ = std::clamp(done, 0.0, std::max(total_epochs, 0.0));
+  run_bar_->setRange(0, std::max(1, static_cast<int>(std::lround(total_epochs * kRunScale))));
+  paused_since_.invalidate();
+  end_run(status);
+  steps_bar_->setValue(0);
+  steps_bar_->setFormat("—");
+  work_bar_->setValue(0);
+  work_bar_->setFormat("—");
+}
+
+void TrainingProgress::set_paused(bool paused) {
+  if (paused == paused_since_.isValid()) return;
+  if (paused) {
+    paused_since_.start();
+    for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
+    run_bar_->setFormat(QString("paused — epoch %1 of %2").arg(position_, 0, 'f', 2).arg(total_epochs_));
+    return;
+  }
+  if (first_position_ >= 0) paused_ms_ += paused_since_.elapsed();  // the pace clock was running meanwhile
+  paused_since_.invalidate();
+  draw_position();
 }
 
 void TrainingProgress::on_epoch_position(double epoch) {
@@ -93,14 +120,16 @@ void TrainingProgress::on_epoch_position(double epoch) {
 void TrainingProgress::draw_position() {
   const double position = position_;
   run_bar_->setValue(static_cast<int>(std::lround(position * kRunScale)));
-  run_bar_->setFormat(QString("epoch %1 of %2").arg(position, 0, 'f', 2).arg(total_epochs_));
+  const bool paused = paused_since_.isValid();
+  run_bar_->setFormat(QString(paused ? "paused — epoch %1 of %2" : "epoch %1 of %2").arg(position, 0, 'f', 2).arg(total_epochs_));
   if (first_position_ < 0) {
     first_position_ = position;
     since_first_step_.start();
     return;
   }
+  if (paused) return;  // a step that finished as the pause began: no ETA while paused
   const double covered = position - first_position_;
-  const double seconds = static_cast<double>(since_first_step_.elapsed()) / 1000.0;
+  const double seconds = static_cast<double>(since_first_step_.elapsed() - paused_ms_) / 1000.0;
   // Pace over everything since the first step (evaluations included), so the estimate covers them too.
   run_eta_->setText(covered > 0 && seconds > 1 ? format_eta(seconds * (total_epochs_ - position) / covered) : QString());
 }
@@ -111,7 +140,7 @@ void TrainingProgress::on_task(const QString& task, qint64 done, qint64 total, d
   QLabel* eta = steps ? steps_eta_ : work_eta_;
   show_counts(bar, done, total);
   bar->setFormat(task + (total > 0 ? QString(" — %v/%m") : QString()));
-  eta->setText(format_eta(eta_seconds));
+  eta->setText(paused_since_.isValid() ? QString() : format_eta(eta_seconds));
 }
 
 void TrainingProgress::on_task_finished(const QString& task) {

@@ -22,6 +22,10 @@ class TrainingProgress : public QWidget {
   void begin_run(double total_epochs, double done = 0);
   /// The run ended: the bars stop and say how it ended ("completed", "stopped", "failed").
   void end_run(const QString& outcome);
+  /// A stored run that is not training here: the run bar shows how far it got and how it ended.
+  void show_stored_run(double total_epochs, double done, const QString& status);
+  /// Training is paused (or resumes): no ETA while paused, and the paused time is left out of the pace.
+  void set_paused(bool paused);
 
   /// A progress report of the run's current task (QtProgress::progressed).
   void on_task(const QString& task, qint64 done, qint64 total, double eta_seconds);
@@ -58,6 +62,8 @@ class TrainingProgress : public QWidget {
   double total_epochs_ = 0;
   double first_position_ = -1;  ///< epoch position at the first step seen (run ETA excludes start-up)
   QElapsedTimer since_first_step_;
+  qint64 paused_ms_ = 0;        ///< time spent paused since the first step, left out of the pace
+  QElapsedTimer paused_since_;  ///< valid while paused
   double position_ = 0;         ///< the latest epoch position (drawn at most every kRedrawMs)
   QElapsedTimer since_redraw_;
 };

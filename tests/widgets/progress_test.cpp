@@ -69,6 +69,41 @@ class ProgressTest : public QObject {
     progress.end_run(QStringLiteral("completed"));
     QCOMPARE(progress.run_text(), QStringLiteral("run completed — epoch 1.00 of 2"));
   }
+
+  void a_paused_run_shows_no_eta_and_its_pause_is_left_out_of_the_pace() {
+    TrainingProgress progress;
+    progress.begin_run(4);
+    progress.on_epoch_position(0.5);
+    QTest::qWait(800);
+    progress.on_epoch_position(1.0);
+    progress.on_task(QStringLiteral("epoch 2/4"), 1, 10, 20);
+    progress.set_paused(true);
+    QCOMPARE(progress.run_text(), QStringLiteral("paused — epoch 1.00 of 4"));
+    QCOMPARE(progress.run_eta(), QString());
+    QCOMPARE(progress.steps_eta(), QString());
+    progress.on_task(QStringLiteral("epoch 2/4"), 2, 10, 18);  // a step that ends as the pause begins
+    QCOMPARE(progress.steps_eta(), QString());
+    QTest::qWait(3000);  // paused far longer than training took
+    progress.set_paused(false);
+    QTest::qWait(400);
+    progress.on_epoch_position(1.5);
+    // One epoch in ~1.2 s of training: the 2.5 epochs left take ~3 s. Counting the 3 s pause would give ~9 s.
+    const QString eta = progress.run_eta();
+    QVERIFY2(eta.startsWith(QStringLiteral("ETA ")) && eta.endsWith(QStringLiteral(" s")) && !eta.contains(QStringLiteral("min")), qPrintable(eta));
+    const int seconds = eta.mid(4).chopped(2).toInt();
+    QVERIFY2(seconds >= 2 && seconds <= 6, qPrintable(eta));
+    QCOMPARE(progress.run_text(), QStringLiteral("epoch 1.50 of 4"));
+  }
+
+  void a_stored_run_says_how_far_it_got_and_how_it_ended() {
+    TrainingProgress progress;  // "no run" until something is shown
+    QCOMPARE(progress.run_text(), QStringLiteral("no run"));
+    progress.show_stored_run(8, 8, QStringLiteral("completed"));
+    QCOMPARE(progress.run_text(), QStringLiteral("run completed — epoch 8.00 of 8"));
+    progress.show_stored_run(10, 3.25, QStringLiteral("stopped"));
+    QCOMPARE(progress.run_text(), QStringLiteral("run stopped — epoch 3.25 of 10"));
+    QCOMPARE(progress.run_eta(), QString());
+  }
 };
 
 QTEST_MAIN(ProgressTest)
