@@ -151,6 +151,8 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   const auto earlier = static_cast<std::int64_t>(predictor_->added_labels().size());
   for (std::int64_t id = predictor_->num_labels() - earlier; id < predictor_->num_labels(); ++id) added_labels_.push_back(id);
   added_ranks_.clear();
+  truth_ranks_.clear();
+  top_rows_.clear();
   truth_by_text_ = std::move(loaded->truth_by_text);
   for (auto& [mode, table] : tables_) table->deleteLater();
   for (auto* label : latency_labels_) label->deleteLater();
@@ -188,10 +190,18 @@ QStringList SearchPanel::modes() const {
 
 QStringList SearchPanel::result_texts(const QString& mode) const {
   QStringList out;
-  for (const auto& [m, table] : tables_)
-    if (m == mode)
-      for (int r = 0; r < table->rowCount(); ++r) out << table->item(r, 2)->text();
+  for (std::size_t m = 0; m < tables_.size(); ++m)
+    if (tables_[m].first == mode) {
+      const int rows = m < top_rows_.size() ? top_rows_[m] : tables_[m].second->rowCount();
+      for (int r = 0; r < rows; ++r) out << tables_[m].second->item(r, 2)->text();
+    }
   return out;
+}
+
+std::map<std::int64_t, std::int64_t> SearchPanel::true_label_ranks(const QString& mode) const {
+  for (std::size_t m = 0; m < tables_.size() && m < truth_ranks_.size(); ++m)
+    if (tables_[m].first == mode) return truth_ranks_[m];
+  return {};
 }
 
 void SearchPanel::search(const QString& text) {
@@ -209,6 +219,11 @@ void SearchPanel::start_search(const QString& text) {
   const std::int64_t added = added_labels_.empty() ? -1 : added_labels_.back();
   const std::int64_t top = top_->value();
   const Predictor* predictor = predictor_.get();
+  // A dataset query's true labels: those below the top-k are ranked one by one (at most kMaxTruthRanks).
+  constexpr std::size_t kMaxTruthRanks = 50;
+  std::vector<std::int64_t> truth;
+  if (const auto it = truth_by_text_.find(text.trimmed().toStdString()); it != truth_by_text_.end())
+    for (std::size_t i = 0; i < it->second.size() && i < kMaxTruthRanks; ++i) truth.push_back(it->second[i]);
   const int number = ++search_number_;
   auto* watcher = new QFutureWatcher<SearchResult>(this);
   connect(watcher, &QFutureWatcher<SearchResult>::finished, this, [this, watcher, number, text] {
@@ -222,7 +237,7 @@ void SearchPanel::start_search(const QString& text) {
     }
     show_results(text, watcher->result());
   });
-  search_ = QtConcurrent::run([predictor, query = text.toStdString(), modes, added, top] {
+  search_ = QtConcurrent::run([predictor, query = text.toStdString(), modes, added, top, truth] {
     SearchResult result;
     try {
       for (const std::string& mode : modes) {
@@ -232,6 +247,12 @@ void SearchPanel::start_search(const QString& text) {
         found.ranked = predictor->predict({query}, top, mode).front();
         found.milliseconds = static_cast<double>(timer.nsecsElapsed()) / 1e6;
         if (added >= 0) found.added_rank = predictor->rank_of(query, added, mode);
+        for (const std::int64_t label : truth) {
+          const bool shown = std::any_of(found.ranked.begin(), found.ranked.end(), [&](const LabelScore& hit) { return hit.label == label; });
+          if (!shown) found.missed_truth.emplace_back(label, predictor->rank_of(query, label, mode));
+        }
+        std::sort(found.missed_truth.begin(), found.missed_truth.end(),
+                  [](const auto& a, const auto& b) { return a.second.rank < b.second.rank; });
         result.modes.push_back(std::move(found));
       }
       if (added >= 0) result.added_text = predictor->label_texts()[static_cast<std::size_t>(added)];
@@ -253,6 +274,8 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
   const auto truth = truth_by_text_.find(text.trimmed().toStdString());  // as indexed: without outer spaces
   highlighted_ = 0;
   added_ranks_.assign(tables_.size(), 0);
+  truth_ranks_.assign(tables_.size(), {});
+  top_rows_.assign(tables_.size(), 0);
   for (std::size_t m = 0; m < tables_.size() && m < result.modes.size(); ++m) {
     auto& [mode, table] = tables_[m];
     const ModeResult& found = result.modes[m];
@@ -283,10 +306,39 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
         for (auto* item : {rank, score, label}) item->setBackground(QColor(200, 240, 200));
         label->setToolTip("ground truth: " + label->toolTip());
         ++highlighted_;
+        truth_ranks_[m][hit.label] = r + 1;
       }
       table->setItem(r, 0, rank);
       table->setItem(r, 1, score);
       table->setItem(r, 2, label);
+    }
+    top_rows_[m] = table->rowCount();
+    // True labels that missed the top-k, under a separator, at their ranks: how far off the model is.
+    if (!found.missed_truth.empty()) {
+      int r = table->rowCount();
+      table->setRowCount(r + 1 + static_cast<int>(found.missed_truth.size()));
+      auto* gap = new QTableWidgetItem(QString("ground truth below the top %1:").arg(found.ranked.size()));
+      gap->setForeground(QColor(0x55, 0x55, 0x55));
+      table->setItem(r, 0, new QTableWidgetItem(QStringLiteral("…")));
+      table->setItem(r, 1, new QTableWidgetItem);
+      table->setItem(r++, 2, gap);
+      for (const auto& [id, where] : found.missed_truth) {
+        const QString text_of = QString::fromStdString(predictor_->label_texts()[static_cast<std::size_t>(id)]);
+        auto* rank = new QTableWidgetItem(QString::number(where.rank));
+        auto* score = new QTableWidgetItem(QString::number(static_cast<double>(where.score), 'f', 4));
+        auto* label = new QTableWidgetItem(text_of);
+        label->setToolTip(QString("ground truth, rank %1 of %2: %3").arg(where.rank).arg(result.num_labels).arg(text_of));
+        for (auto* item : {rank, score, label}) {
+          item->setBackground(QColor(228, 245, 228));
+          QFont f = item->font();
+          f.setItalic(true);
+          item->setFont(f);
+        }
+        table->setItem(r, 0, rank);
+        table->setItem(r, 1, score);
+        table->setItem(r++, 2, label);
+        truth_ranks_[m][id] = where.rank;
+      }
     }
     table->resizeColumnToContents(0);
     table->resizeColumnToContents(1);

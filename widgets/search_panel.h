@@ -56,6 +56,9 @@ class SearchPanel : public QWidget {
   int highlighted_count() const { return highlighted_; }
   /// Where the newest added label ranked in `mode` in the last search (0 = no label added).
   std::int64_t added_label_rank(const QString& mode) const;
+  /// For a dataset query: every true label's rank in `mode` in the last search (label id → rank), those
+  /// inside the top-k and those below it (listed under the table's top-k rows).
+  std::map<std::int64_t, std::int64_t> true_label_ranks(const QString& mode) const;
 
  Q_SIGNALS:
   void run_loaded(std::int64_t run);
@@ -70,6 +73,7 @@ class SearchPanel : public QWidget {
     std::vector<LabelScore> ranked;
     double milliseconds = 0;  ///< latency of the top-k search alone
     std::optional<LabelRank> added_rank;  ///< where the newest added label ranks
+    std::vector<std::pair<std::int64_t, LabelRank>> missed_truth;  ///< true labels below the top-k, by rank
   };
   struct SearchResult {
     std::vector<ModeResult> modes;  ///< in the order of tables_
@@ -99,6 +103,8 @@ class SearchPanel : public QWidget {
   std::vector<std::pair<QString, QTableWidget*>> tables_;
   std::vector<QLabel*> latency_labels_;
   std::vector<std::int64_t> added_ranks_;  ///< per mode: the newest added label's rank in the last search
+  std::vector<std::map<std::int64_t, std::int64_t>> truth_ranks_;  ///< per mode: true label → rank, last search
+  std::vector<int> top_rows_;              ///< per mode: rows of the top-k (true labels below it follow)
   std::vector<std::int64_t> added_labels_;  ///< ids of labels added in this session, in order
   QProgressBar* loading_ = nullptr;
   QtProgress* load_progress_ = nullptr;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <QComboBox>
+#include <QSpinBox>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -194,9 +195,43 @@ class WorkbenchTest : public QObject {
     QCOMPARE(search->result_texts(search->modes().front()).front(), QString("key5 topic"));
     QVERIFY(search->highlighted_count() >= 1);
 
+    // Every true label's rank is shown, those below the top-k too, at the rank `xmc predict` gives them.
+    auto* top = search->findChild<QSpinBox*>();
+    QVERIFY(top);
+    top->setValue(1);
+    QVERIFY(search_and_wait(search, "key3 key5 filler3"));  // a training query of labels 3 and 5
+    const QString mode = search->modes().front();
+    QCOMPARE(search->result_texts(mode).size(), 1);  // the top-1 alone; the true labels below it follow
+    const auto truth_ranks = search->true_label_ranks(mode);
+    QCOMPARE(truth_ranks.size(), std::size_t{2});
+    const auto full = store.open_predictor(run).predict({"key3 key5 filler3"}, 8, mode.toStdString()).front();
+    for (const auto& [label, rank] : truth_ranks) {
+      QVERIFY(label == 3 || label == 5);
+      const auto at = std::find_if(full.begin(), full.end(), [&](const xmc::LabelScore& s) { return s.label == label; });
+      QCOMPARE(rank, static_cast<std::int64_t>(at - full.begin()) + 1);
+    }
+    QVERIFY(std::any_of(truth_ranks.begin(), truth_ranks.end(), [](const auto& entry) { return entry.second > 1; }));
+    top->setValue(10);
+
+    // A run of another dataset (fingerprint) has deciles of other labels: never offered beside this one's.
+    const std::int64_t foreign = [&] {
+      xmc::RunStore raw(options.db.toStdString());
+      const std::int64_t id = raw.create_run({.name = "other data", .dataset_path = "/elsewhere", .dataset_fingerprint = "another"});
+      raw.add_decile_table(id, 1, "P@5", std::vector<double>(10, 0.5));
+      return id;
+    }();
+
     // A second run; its decile bars can be put beside the first run's from the Live tab.
     QSignalSpy second_ended(worker, &xmc::gui::TrainingWorker::ended);
     window.start_training();
+    // Every panel starts afresh: no t-SNE of the last run's query; the schedule's marks are this run's
+    // (clustered batches from epoch 1, C = 4).
+    QCOMPARE(tsne->point_count(), 0);
+    auto* metrics = window.findChild<xmc::gui::MetricPlot*>("live_metrics");
+    QVERIFY(metrics);
+    QCOMPARE(metrics->milestones().size(), std::size_t{1});
+    QCOMPARE(metrics->milestones().front().first, 1.0);
+    QCOMPARE(metrics->milestones().front().second, QStringLiteral("clusters, C = 4"));
     QVERIFY(second_ended.wait(120000));
     QCoreApplication::processEvents();
     auto* overlay = window.findChild<QComboBox*>("decile_overlay");
@@ -204,6 +239,7 @@ class WorkbenchTest : public QObject {
     const int first_run = overlay->findData(QVariant::fromValue<qlonglong>(run));
     QVERIFY2(first_run > 0, "the first run is offered for the decile comparison");
     QCOMPARE(overlay->findData(QVariant::fromValue<qlonglong>(worker->run_id())), -1);  // not the run shown
+    QCOMPARE(overlay->findData(QVariant::fromValue<qlonglong>(foreign)), -1);
     overlay->setCurrentIndex(first_run);
     Q_EMIT overlay->activated(first_run);
     auto* deciles = window.findChild<xmc::gui::DecilePlot*>("live_deciles");
