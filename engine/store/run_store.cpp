@@ -272,11 +272,19 @@ std::int64_t RunStore::create_run(const NewRun& run) {
   std::int64_t id = 0;
   m.write("creating run '" + run.name + "'", [&] {
     const std::string now = iso_now();
+    // Runs of one preset would all be called alike: a name already taken gets " (2)", " (3)", ...
+    std::string name = run.name;
+    for (int n = 2; !name.empty(); ++n) {
+      StatementUse taken(m.statement("SELECT 1 FROM runs WHERE name = ?1 LIMIT 1"));
+      taken->bind(1, name);
+      if (!taken->executeStep()) break;
+      name = run.name + " (" + std::to_string(n) + ")";
+    }
     {
       StatementUse s(m.statement(
           "INSERT INTO runs (name, created, updated, status, config, dataset_path, dataset_fingerprint,"
           " code_version, host, device, pid, heartbeat) VALUES (?1, ?2, ?2, 'created', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?2)"));
-      s->bind(1, run.name);
+      s->bind(1, name);
       s->bind(2, now);
       s->bind(3, config);
       s->bind(4, run.dataset_path);

@@ -184,6 +184,21 @@ TEST_F(RunStoreTest, CreateRunRecordsOwnerConfigAndTimes) {
   EXPECT_EQ(store.list_runs().size(), 2u);
 }
 
+TEST_F(RunStoreTest, RunsOfOneNameAreNumbered) {
+  // Runs of one preset share its name; the runs table must tell them apart.
+  RunStore store(db);
+  const std::int64_t a = store.create_run(new_run("unidec on bibtex"));
+  const std::int64_t b = store.create_run(new_run("unidec on bibtex"));
+  const std::int64_t c = store.create_run(new_run("unidec on bibtex"));
+  const std::int64_t d = store.create_run(new_run("unidec on bibtex (2)"));  // taken by b: numbered again
+  EXPECT_EQ(store.get_run(a).name, "unidec on bibtex");
+  EXPECT_EQ(store.get_run(b).name, "unidec on bibtex (2)");
+  EXPECT_EQ(store.get_run(c).name, "unidec on bibtex (3)");
+  EXPECT_EQ(store.get_run(d).name, "unidec on bibtex (2) (2)");
+  store.delete_run(a);  // the plain name is free again
+  EXPECT_EQ(store.get_run(store.create_run(new_run("unidec on bibtex"))).name, "unidec on bibtex");
+}
+
 TEST_F(RunStoreTest, ListFindGetAndPersistAcrossReopen) {
   std::int64_t a = 0, b = 0, c = 0;
   {
