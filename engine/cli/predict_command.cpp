@@ -51,6 +51,9 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
     require_existing_run_store(args->db);
     const Predictor predictor = Session(args->db).open_predictor(args->run, args->device, context.progress, args->index);
     if (!args->text.empty()) {
+      if (predictor.known_token_counts({args->text}).front() == 0)
+        std::fprintf(stderr, "warning: no word of the query is in run %lld's vocabulary: the ranking below is the same for any such text\n",
+                     static_cast<long long>(args->run));
       const auto ranked = predictor.predict({args->text}, args->top, args->mode).front();
       if (args->json) {
         nlohmann::json j = nlohmann::json::array();
@@ -63,6 +66,19 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
       return;
     }
     const auto texts = read_text_lines(args->input);
+    {
+      const auto known = predictor.known_token_counts(texts);
+      std::vector<std::size_t> unknown;  // 1-based lines
+      for (std::size_t i = 0; i < known.size(); ++i)
+        if (known[i] == 0) unknown.push_back(i + 1);
+      if (!unknown.empty()) {
+        std::string lines;
+        for (std::size_t i = 0; i < std::min<std::size_t>(unknown.size(), 5); ++i) lines += (i ? ", " : "") + std::to_string(unknown[i]);
+        std::fprintf(stderr, "warning: %s: %zu of %zu queries have no word in run %lld's vocabulary (line%s %s%s); they all get the same ranking\n",
+                     args->input.c_str(), unknown.size(), texts.size(), static_cast<long long>(args->run), unknown.size() > 1 ? "s" : "",
+                     lines.c_str(), unknown.size() > 5 ? ", ..." : "");
+      }
+    }
     std::unique_ptr<AtomicFileWriter> out;
     if (!args->out.empty()) {
       out = std::make_unique<AtomicFileWriter>(args->out);

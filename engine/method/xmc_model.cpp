@@ -1,5 +1,7 @@
 #include "engine/method/xmc_model.h"
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 #include "engine/model/bert_encoder.h"
 #include "engine/model/bow_encoder.h"
@@ -93,6 +95,9 @@ class WordTokenizerAdapter final : public TextTokenizer {
  public:
   explicit WordTokenizerAdapter(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary)) {}
   TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return vocabulary_.tokenize_corpus(texts); }
+  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
+    return std::count_if(tokens.begin(), tokens.end(), [](std::int32_t id) { return id != Vocabulary::kPadId && id != Vocabulary::kUnkId; });
+  }
   const Vocabulary& vocabulary() const { return vocabulary_; }
 
  private:
@@ -103,6 +108,11 @@ class WordPieceAdapter final : public TextTokenizer {
  public:
   explicit WordPieceAdapter(WordPieceTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
   TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return tokenizer_.encode_corpus(texts); }
+  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
+    return std::count_if(tokens.begin(), tokens.end(), [this](std::int32_t id) {
+      return id != tokenizer_.pad_id() && id != tokenizer_.unk_id() && id != tokenizer_.cls_id() && id != tokenizer_.sep_id();
+    });
+  }
 
  private:
   WordPieceTokenizer tokenizer_;

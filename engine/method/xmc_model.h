@@ -24,6 +24,9 @@ class TextTokenizer {
  public:
   virtual ~TextTokenizer() = default;
   virtual TokenizedCorpus tokenize(const std::vector<std::string>& texts) const = 0;
+  /// How many of `tokens` (one text's) are vocabulary entries: not padding, unknown or a marker token.
+  /// A query with none is ranked from nothing its encoder learned.
+  virtual std::int64_t known_tokens(std::span<const std::int32_t> tokens) const = 0;
 };
 
 /// How embeddings are made from the encoder's output: the DE head g1 = L2norm(Tanh(Linear)) (DEXML,

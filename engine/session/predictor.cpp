@@ -99,6 +99,14 @@ struct Predictor::Impl {
 };
 
 Predictor::Predictor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::vector<std::int64_t> Predictor::known_token_counts(const std::vector<std::string>& texts) const {
+  const TextTokenizer& tokenizer = impl_->run.method->tokenizer();
+  const TokenizedCorpus corpus = tokenizer.tokenize(texts);
+  std::vector<std::int64_t> counts(texts.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) counts[i] = tokenizer.known_tokens(corpus.tokens(static_cast<std::int64_t>(i)));
+  return counts;
+}
 Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;

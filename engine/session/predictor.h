@@ -44,6 +44,10 @@ class Predictor {
   std::vector<std::vector<LabelScore>> predict(const std::vector<std::string>& texts, std::int64_t top,
                                                const std::string& mode = "") const;
 
+  /// For each text, how many of its tokens the run's vocabulary knows: a text with none is ranked from
+  /// nothing the encoder learned (every such text gets the same ranking), worth a warning.
+  std::vector<std::int64_t> known_token_counts(const std::vector<std::string>& texts) const;
+
   /// Where `label` ranks for `text` in `mode` among all labels: rank 1 = best; equal scores are ordered
   /// by lower label id first, as predict() orders them. Throws ConfigError for an unknown mode or label.
   LabelRank rank_of(const std::string& text, std::int64_t label, const std::string& mode = "") const;

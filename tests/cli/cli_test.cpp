@@ -191,6 +191,20 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   const auto ranked = nlohmann::json::parse(r.last_line());
   ASSERT_EQ(ranked.size(), 3u);
   EXPECT_EQ(ranked[0]["text"], "key4");
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+  // A query of words the run never saw is ranked from nothing it learned: said on stderr, with its line.
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text 'zzqx unseen' --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: no word of the query is in run " + std::to_string(run) + "'s vocabulary"), std::string::npos) << r.output;
+  {
+    std::ofstream queries(dir / "queries.txt");
+    queries << "key4\nzzqx\nkey2 key3\nqqq www\n";
+  }
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "queries.txt").string() + " --top 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("queries.txt: 2 of 4 queries have no word in run " + std::to_string(run) + "'s vocabulary (lines 2, 4)"),
+            std::string::npos)
+      << r.output;
 
   // Scores written by predict, scored by eval, equal what training reported for the same model.
   const std::string pred = (dir / "pred.txt").string();
