@@ -291,14 +291,18 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
     EXPECT_TRUE(torch::allclose(scores["concat"], 2 * (1 - w) * scores["de"] + 2 * w * scores["clf"] + 2 * (1 - w) * bias, 1e-5, 1e-5));
     EXPECT_FALSE(torch::allclose(scores["de"], scores["clf"], 1e-3, 1e-3));
     // Without a bias, clf scores are cosines; with one, a label's score moves by its bias.
-    if (std::string(variant.label_bias) == "none") EXPECT_LE(scores["clf"].abs().max().item<double>(), 1 + 1e-5);
+    if (std::string(variant.label_bias) == "none") {
+      EXPECT_LE(scores["clf"].abs().max().item<double>(), 1 + 1e-5);
+    }
     // Without a CLF head the classifiers live in the encoder's space (bow: d wide), plus the bias column.
     EXPECT_EQ(inference[2].label_matrix.size(1), config.encoder_dim + (std::string(variant.label_bias) == "learned" ? 1 : 0));
     // A label added at run time has no learned bias: its clf vector is its text's, with a zero bias entry.
     const auto added = trained.method->new_label_vectors(trained.method->tokenizer().tokenize({"kw3 topic"}));
     ASSERT_EQ(added.size(), 3u);
     EXPECT_EQ(added[2].size(1), inference[2].label_matrix.size(1));
-    if (std::string(variant.label_bias) == "learned") EXPECT_EQ(added[2][0][-1].item<float>(), 0.0f);
+    if (std::string(variant.label_bias) == "learned") {
+      EXPECT_EQ(added[2][0][-1].item<float>(), 0.0f);
+    }
   }
 }
 
