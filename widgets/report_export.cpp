@@ -239,6 +239,12 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
       {"dataset", r.dataset_path},
       {"dataset fingerprint", r.dataset_fingerprint},
   };
+  if (!r.tags.empty()) {
+    std::string tags;
+    for (const auto& t : r.tags) tags += (tags.empty() ? "" : ", ") + t;
+    run_rows.emplace_back("tags", tags);
+  }
+  if (!r.notes.empty()) run_rows.emplace_back("notes", r.notes);
   if (!r.last_error.empty()) run_rows.emplace_back("last error", r.last_error);
   for (const Artifact& a : d.artifacts) run_rows.emplace_back("artifact: " + a.kind, a.path);
   s += key_value_table(run_rows, false);

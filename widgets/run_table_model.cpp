@@ -13,6 +13,7 @@
 #include <array>
 #include <cmath>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -63,6 +64,13 @@ bool is_active(RunStatus status) { return status == RunStatus::Running || status
 QString local_time(const std::string& iso) {
   const QDateTime t = QDateTime::fromString(qstr(iso), Qt::ISODateWithMs);
   return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) : qstr(iso);
+}
+
+/// A run's tags as the Tags column shows and edits them: "baseline, sweep-3".
+QString tags_text(const RunInfo& info) {
+  QStringList tags;
+  for (const auto& t : info.tags) tags << QString::fromStdString(t);
+  return tags.join(QStringLiteral(", "));
 }
 
 QString first_line(const std::string& text) {
@@ -326,6 +334,57 @@ bool RunTableModel::rename_run(std::int64_t run, const QString& name, QString* e
   return true;
 }
 
+QString RunTableModel::method_of(const RunInfo& info) const {
+  // A run's config never changes: parsed once per run, not at every paint.
+  if (const auto it = method_cache_.find(info.id); it != method_cache_.end()) return it->second;
+  QString method;
+  try {
+    const auto config = nlohmann::json::parse(info.config_json);
+    if (config.contains("method") && config["method"].is_string()) method = QString::fromStdString(config["method"].get<std::string>());
+  } catch (const nlohmann::json::exception&) {
+  }
+  return method_cache_[info.id] = method;
+}
+
+bool RunTableModel::set_tags(std::int64_t run, const QString& text, QString* error) {
+  std::vector<std::string> wanted;
+  for (const QString& part : text.split(QLatin1Char(','))) {
+    const std::string tag = part.trimmed().toStdString();
+    if (!tag.empty() && std::find(wanted.begin(), wanted.end(), tag) == wanted.end()) wanted.push_back(tag);
+  }
+  return update_run(run, error, [&](Session& session, const RunInfo& before) {
+    std::vector<std::string> gone;
+    for (const auto& tag : before.tags)
+      if (std::find(wanted.begin(), wanted.end(), tag) == wanted.end()) gone.push_back(tag);
+    session.add_run_tags(run, wanted);  // checks every tag first: a bad one changes nothing
+    session.remove_run_tags(run, gone);
+  });
+}
+
+bool RunTableModel::set_notes(std::int64_t run, const QString& notes, QString* error) {
+  return update_run(run, error, [&](Session& session, const RunInfo&) { session.set_run_notes(run, notes.toStdString()); });
+}
+
+bool RunTableModel::update_run(std::int64_t run, QString* error, const std::function<void(Session&, const RunInfo&)>& change) {
+  const auto failed = [&](const QString& message) {
+    if (error) *error = message;
+    fail(message);
+    return false;
+  };
+  if (!store_ && !open_store()) return failed(last_error_);
+  try {
+    change(*store_, store_->get_run(run));
+  } catch (const std::exception& e) {
+    return failed(QString::fromUtf8(e.what()));
+  }
+  const int r = row_of(run);
+  if (r >= 0) {
+    if (auto info = store_->find_run(run)) rows_[static_cast<std::size_t>(r)].info = std::move(*info);
+    Q_EMIT dataChanged(index(r, 0), index(r, kColumnCount - 1));
+  }
+  return true;
+}
+
 bool RunTableModel::delete_run(std::int64_t run, QString* error) {
   if (!store_ && !open_store()) {
     if (error) *error = last_error_;
@@ -361,7 +420,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   const int column = index.column();
   if (role == kRunIdRole) return QVariant::fromValue<qint64>(info.id);
   if (role == kFilterRole)
-    return qstr(info.name) + QLatin1Char('\n') + qstr(info.dataset_path) + QLatin1Char('\n') + qstr(to_string(info.status));
+    return qstr(info.name) + QLatin1Char('\n') + qstr(info.dataset_path) + QLatin1Char('\n') + qstr(to_string(info.status)) +
+           QLatin1Char('\n') + method_of(info) + QLatin1Char('\n') + tags_text(info) + QLatin1Char('\n') + qstr(info.notes);
 
   if (column >= kP1 && column <= kPsp5) {
     const MetricSummary& m = row.metrics[static_cast<std::size_t>(column - kP1)];
@@ -421,6 +481,18 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       if (role == Qt::DisplayRole || role == kSortRole) return qstr(info.device);
       if (role == Qt::ToolTipRole && !info.host.empty()) return tr("%1 on %2").arg(qstr(info.device), qstr(info.host));
       break;
+    case kMethod:
+      if (role == Qt::DisplayRole || role == kSortRole || role == Qt::ToolTipRole) return method_of(info);
+      break;
+    case kTags:
+      if (role == Qt::DisplayRole || role == Qt::EditRole || role == kSortRole) return tags_text(info);
+      if (role == Qt::ToolTipRole) return tr("Tags, separated by commas (double-click or F2 on this cell to edit)");
+      break;
+    case kNotes:
+      if (role == Qt::DisplayRole) return first_line(info.notes);
+      if (role == Qt::EditRole || role == kSortRole) return qstr(info.notes);
+      if (role == Qt::ToolTipRole) return info.notes.empty() ? tr("Notes (double-click to write)") : qstr(info.notes);
+      break;
     case kLastError:
       if (role == Qt::DisplayRole) return first_line(info.last_error);
       if (role == kSortRole || role == Qt::ToolTipRole) return qstr(info.last_error);
@@ -440,11 +512,14 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
       case kName: return tr("Name");
       case kStatus: return tr("Status");
       case kCreated: return tr("Created");
+      case kMethod: return tr("Method");
       case kDataset: return tr("Dataset");
       case kDevice: return tr("Device");
       case kP1: return tr("P@1 (%)");
       case kP5: return tr("P@5 (%)");
       case kPsp5: return tr("PSP@5 (%)");
+      case kTags: return tr("Tags");
+      case kNotes: return tr("Notes");
       case kLastError: return tr("Last error");
       default: return {};
     }
@@ -458,14 +533,17 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
 
 Qt::ItemFlags RunTableModel::flags(const QModelIndex& index) const {
   Qt::ItemFlags f = QAbstractTableModel::flags(index);
-  if (index.isValid() && index.column() == kName) f |= Qt::ItemIsEditable;
+  if (index.isValid() && (index.column() == kName || index.column() == kTags || index.column() == kNotes)) f |= Qt::ItemIsEditable;
   return f;
 }
 
 bool RunTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {
-  if (!index.isValid() || index.column() != kName || role != Qt::EditRole) return false;
+  if (!index.isValid() || role != Qt::EditRole) return false;
   const std::int64_t run = run_id(index);
   if (run < 0) return false;
+  if (index.column() == kTags) return set_tags(run, value.toString());
+  if (index.column() == kNotes) return set_notes(run, value.toString());
+  if (index.column() != kName) return false;
   if (value.toString().trimmed().toStdString() == rows_[static_cast<std::size_t>(index.row())].info.name) return true;
   return rename_run(run, value.toString());
 }

@@ -17,7 +17,9 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/session/session.h"
@@ -29,7 +31,7 @@ namespace xmc::gui {
 class RunTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { kId, kName, kStatus, kCreated, kDataset, kDevice, kP1, kP5, kPsp5, kLastError, kColumnCount };
+  enum Column { kId, kName, kStatus, kCreated, kMethod, kDataset, kDevice, kP1, kP5, kPsp5, kTags, kNotes, kLastError, kColumnCount };
   /// Which value of an evaluation metric the metric columns show.
   enum class MetricValue { Final, Best };
   /// data(index, kSortRole): a value that sorts naturally (numbers as numbers, times as ISO text;
@@ -71,6 +73,10 @@ class RunTableModel : public QAbstractTableModel {
   /// Renames the run in the store and updates its row. False (with `error`) on an empty name or a
   /// store error.
   bool rename_run(std::int64_t run, const QString& name, QString* error = nullptr);
+  /// Replaces the run's tags by those of `text` (split at commas, trimmed, empty ones dropped).
+  bool set_tags(std::int64_t run, const QString& text, QString* error = nullptr);
+  /// Replaces the run's notes.
+  bool set_notes(std::int64_t run, const QString& notes, QString* error = nullptr);
   /// Deletes the run and everything recorded for it from the store, and removes its row.
   bool delete_run(std::int64_t run, QString* error = nullptr);
 
@@ -102,6 +108,8 @@ class RunTableModel : public QAbstractTableModel {
   };
 
   bool open_store();
+  /// Applies `change` to the run in the store, then re-reads its row; a failure is reported as by rename_run.
+  bool update_run(std::int64_t run, QString* error, const std::function<void(Session&, const RunInfo&)>& change);
   /// True when the store file at db_ is no longer the one that was opened (deleted and recreated, or
   /// replaced by a copy): judged by device and inode, without opening the file.
   bool store_replaced() const;
@@ -114,6 +122,8 @@ class RunTableModel : public QAbstractTableModel {
 
   std::filesystem::path db_;
   std::unique_ptr<Session> store_;
+  QString method_of(const RunInfo& info) const;                    ///< "dexml", "ngame", ... from the config
+  mutable std::unordered_map<std::int64_t, QString> method_cache_;  ///< by run id
   std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened
   std::vector<Row> rows_;
   QTimer* timer_ = nullptr;

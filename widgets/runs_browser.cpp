@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QInputDialog>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSaveFile>
@@ -51,7 +52,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   proxy_->setDynamicSortFilter(true);
 
   filter_ = new QLineEdit(this);
-  filter_->setPlaceholderText(tr("Filter by name, dataset or status"));
+  filter_->setPlaceholderText(tr("Filter by name, method, dataset, status, tag or notes"));
   filter_->setClearButtonEnabled(true);
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
     proxy_->setFilterFixedString(text);
@@ -71,6 +72,10 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   rename_ = new QPushButton(tr("Rename"), this);
   rename_->setToolTip(tr("Rename the selected run (F2)"));
   connect(rename_, &QPushButton::clicked, this, &RunsBrowser::rename_selected);
+
+  notes_ = new QPushButton(tr("Notes…"), this);
+  notes_->setToolTip(tr("Write notes on the selected run (kept in the store, shown in its report); tags are edited in the Tags column"));
+  connect(notes_, &QPushButton::clicked, this, &RunsBrowser::edit_notes_of_selected);
 
   delete_ = new QPushButton(tr("Delete…"), this);
   delete_->setToolTip(tr("Delete the selected runs from the store (asks first)"));
@@ -160,7 +165,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   bar->addWidget(filter_, 1);
   bar->addWidget(metric_value_);
   bar->addSpacing(8);
-  for (QWidget* w : std::initializer_list<QWidget*>{refresh_, follow_, rename_, delete_, compare_, export_}) bar->addWidget(w);
+  for (QWidget* w : std::initializer_list<QWidget*>{refresh_, follow_, rename_, notes_, delete_, compare_, export_}) bar->addWidget(w);
 
   auto* bottom = new QHBoxLayout;
   bottom->addWidget(message_, 1);
@@ -210,6 +215,18 @@ void RunsBrowser::refresh() { model_->refresh(); }
 void RunsBrowser::set_follow(bool on) {
   model_->set_follow(on);
   if (follow_->isChecked() != on) follow_->setChecked(on);
+}
+
+void RunsBrowser::edit_notes_of_selected() {
+  const std::vector<std::int64_t> runs = selected_runs();
+  if (runs.size() != 1) return;
+  const QModelIndex index = model_->index_of_run(runs.front(), RunTableModel::kNotes);
+  bool ok = false;
+  const QString notes = QInputDialog::getMultiLineText(this, tr("Notes on run %1").arg(runs.front()), tr("Notes (kept with the run, shown in its report):"),
+                                                       index.data(Qt::EditRole).toString(), &ok);
+  if (!ok) return;
+  QString error;
+  if (!model_->set_notes(runs.front(), notes, &error)) QMessageBox::warning(this, tr("Cannot save the notes"), error);
 }
 
 void RunsBrowser::rename_selected() {
@@ -268,7 +285,7 @@ bool RunsBrowser::export_table_csv(const QString& path, QString* error) const {
       if (c) text += QLatin1Char(',');
       const QModelIndex index = proxy_->index(r, c);
       // Full texts (error messages, dataset paths) rather than what fits in a cell.
-      const bool full = c == RunTableModel::kLastError || c == RunTableModel::kDataset || c == RunTableModel::kCreated;
+      const bool full = c == RunTableModel::kLastError || c == RunTableModel::kDataset || c == RunTableModel::kCreated || c == RunTableModel::kNotes;
       text += csv_field(proxy_->data(index, full ? RunTableModel::kSortRole : Qt::DisplayRole).toString());
     }
     text += QLatin1Char('\n');
@@ -305,6 +322,7 @@ void RunsBrowser::choose_run_csv() {
 void RunsBrowser::update_actions() {
   const std::size_t n = selected_runs().size();
   rename_->setEnabled(n == 1);
+  notes_->setEnabled(n == 1);
   delete_->setEnabled(n >= 1);
   compare_->setEnabled(n >= 2);
 }

@@ -44,7 +44,7 @@ class RunsBrowser : public QWidget {
   std::vector<std::int64_t> selected_runs() const;
   /// Selects (only) this run and scrolls to it; false when it is not shown.
   bool select_run(std::int64_t run);
-  /// Shows only runs whose name, dataset path or status contains `text` (case-insensitive).
+  /// Shows only runs whose name, method, dataset path, status, tags or notes contain `text` (case-insensitive).
   void set_filter_text(const QString& text);
   /// Replaces the delete confirmation (default: a QMessageBox naming the runs) — e.g. for tests.
   void set_delete_confirmation(DeleteConfirmation confirm);
@@ -56,6 +56,8 @@ class RunsBrowser : public QWidget {
   void set_follow(bool on);
   /// Starts editing the name of the current run in place.
   void rename_selected();
+  /// Opens a dialog with the selected run's notes; saves what is accepted.
+  void edit_notes_of_selected();
   /// Deletes the selected runs after the confirmation; returns how many were deleted.
   int delete_selected();
   /// Emits compare_requested with the selected runs when there are two or more.
@@ -80,6 +82,7 @@ class RunsBrowser : public QWidget {
   QPushButton* refresh_ = nullptr;
   QPushButton* follow_ = nullptr;
   QPushButton* rename_ = nullptr;
+  QPushButton* notes_ = nullptr;
   QPushButton* delete_ = nullptr;
   QPushButton* compare_ = nullptr;
   QToolButton* export_ = nullptr;

@@ -1,7 +1,13 @@
-// `xmc runs list|show|rename|delete`: the run store from the command line.
+// `xmc runs list|show|rename|tag|note|delete`: the run store from the command line.
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "engine/store/evaluation_modes.h"
@@ -16,15 +22,68 @@ namespace {
 nlohmann::json run_json(const RunInfo& r) {
   return {{"id", r.id},         {"name", r.name},     {"status", to_string(r.status)}, {"created", r.created},
           {"updated", r.updated}, {"dataset", r.dataset_path}, {"dataset_fingerprint", r.dataset_fingerprint},
-          {"code_version", r.code_version}, {"host", r.host}, {"device", r.device}, {"last_error", r.last_error}};
+          {"code_version", r.code_version}, {"host", r.host}, {"device", r.device}, {"last_error", r.last_error},
+          {"notes", r.notes}, {"tags", r.tags}};
+}
+
+/// Seconds since the Unix epoch of an ISO-8601 UTC time as the store writes it ("2025-01-31T12:00:00.123Z").
+double iso_seconds(const std::string& iso) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) < 6)
+    return std::nan("");
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + ms / 1000.0;
+}
+
+/// "42 s", "12 min", "3.5 h"; "" when unknown.
+std::string duration_text(double seconds) {
+  if (!(seconds >= 0)) return "";
+  char text[32];
+  if (seconds < 60)
+    std::snprintf(text, sizeof text, "%.0f s", seconds);
+  else if (seconds < 3600)
+    std::snprintf(text, sizeof text, "%.0f min", seconds / 60);
+  else
+    std::snprintf(text, sizeof text, "%.1f h", seconds / 3600);
+  return text;
+}
+
+/// `text` cut to `width` bytes with "..." (never inside a UTF-8 character).
+std::string fitted(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  std::size_t cut = width - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+/// The run's method and the last name of its dataset folder, from its stored config.
+std::pair<std::string, std::string> method_and_dataset(const RunInfo& r) {
+  std::string method = "?";
+  try {
+    const auto config = nlohmann::json::parse(r.config_json);
+    if (config.contains("method") && config["method"].is_string()) method = config["method"].get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+  }
+  std::filesystem::path folder(r.dataset_path);
+  if (!folder.has_filename()) folder = folder.parent_path();
+  return {method, folder.filename().string()};
 }
 
 }  // namespace
 
 void add_runs_commands(CLI::App& app, CommandContext& context) {
-  auto* runs = app.add_subcommand("runs", "List, inspect, rename and delete stored runs");
+  auto* runs = app.add_subcommand("runs", "List, inspect, rename, tag, annotate and delete stored runs");
   runs->footer("Examples:\n  xmc runs --db runs.sqlite list\n  xmc runs --db runs.sqlite show 3 --json\n"
-               "  xmc runs --db runs.sqlite rename 3 \"dexml bow, tau 0.05\"\n  xmc runs --db runs.sqlite delete 3 --yes");
+               "  xmc runs --db runs.sqlite rename 3 \"dexml bow, tau 0.05\"\n  xmc runs --db runs.sqlite tag 3 baseline\n"
+               "  xmc runs --db runs.sqlite note 3 \"tau 0.05 overfits the head\"\n  xmc runs --db runs.sqlite delete 3 --yes");
   runs->require_subcommand(1);
   auto db = std::make_shared<std::string>(default_run_store_path().string());
   runs->add_option("--db", *db, "Run store (SQLite); default $XMC_DB or ~/.local/share/xmc-workbench/runs.sqlite")
@@ -46,21 +105,32 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         context.print_json(array);
         return;
       }
-      // The name column fits the longest name up to kNameWidth; longer names are cut with "...".
+      // One line a run: what it is (method, dataset), where it stands (status, time) and how good it is (the
+      // primary mode's final P@1 and P@5), then tags and name. Names fit up to kNameWidth.
       constexpr std::size_t kNameWidth = 48;
       std::size_t width = 4;
       for (const auto& r : all) width = std::max(width, std::min(kNameWidth, r.name.size()));
-      const auto fitted = [&](std::string name) {
-        if (name.size() <= width) return name;
-        std::size_t cut = width - 3;
-        while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-        return name.substr(0, cut) + "...";
-      };
-      const int w = static_cast<int>(width);
-      std::printf("%5s  %-10s  %-20s  %-*s  %s\n", "id", "status", "created", w, "name", "last error");
-      for (const auto& r : all)
-        std::printf("%5lld  %-10s  %-20s  %-*s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
-                    r.created.substr(0, 19).c_str(), w, fitted(r.name).c_str(), r.last_error.c_str());
+      std::printf("%5s  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-20s  %s\n", "id", "status", "method", "dataset", "duration", "P@1", "P@5",
+                  "tags", "name");
+      for (const auto& r : all) {
+        const auto [method, dataset] = method_and_dataset(r);
+        const bool live = r.status == RunStatus::Running || r.status == RunStatus::Paused;
+        const double end = live ? std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() : iso_seconds(r.updated);
+        double p1 = std::nan(""), p5 = std::nan("");
+        for (const auto& e : session.evaluations(r.id)) {  // by step: the last value is the final one
+          if (e.metric == "P@1") p1 = e.value;
+          if (e.metric == "P@5") p5 = e.value;
+        }
+        const auto percent = [](double v) {
+          char text[16];
+          std::snprintf(text, sizeof text, std::isnan(v) ? "-" : "%.2f", 100 * v);
+          return std::string(text);
+        };
+        std::printf("%5lld  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-20s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
+                    fitted(method, 7).c_str(), fitted(dataset, 16).c_str(), duration_text(end - iso_seconds(r.created)).c_str(),
+                    percent(p1).c_str(), percent(p5).c_str(), fitted(joined(r.tags), 20).c_str(), fitted(r.name, width).c_str());
+        if (!r.last_error.empty()) std::printf("%5s  error: %s\n", "", fitted(r.last_error, 160).c_str());
+      }
     });
   }
   {
@@ -100,6 +170,49 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     cmd->callback([db, id, name] {
       require_existing_run_store(*db);
       Session(*db).rename_run(*id, *name);
+    });
+  }
+  {
+    auto* cmd = runs->add_subcommand("tag", "Add tags to a run (or remove them with --remove)");
+    auto id = std::make_shared<std::int64_t>(0);
+    auto tags = std::make_shared<std::vector<std::string>>();
+    auto remove = std::make_shared<bool>(false);
+    cmd->add_option("ID", *id, "Run id")->required();
+    cmd->add_option("TAG", *tags, "Tags (1 to 64 characters each)")->required();
+    cmd->add_flag("--remove", *remove, "Remove the tags instead");
+    cmd->footer("Examples:\n  xmc runs tag 3 baseline bibtex-sweep\n  xmc runs tag 3 baseline --remove");
+    cmd->callback([db, id, tags, remove] {
+      require_existing_run_store(*db);
+      Session session(*db);
+      if (*remove)
+        session.remove_run_tags(*id, *tags);
+      else
+        session.add_run_tags(*id, *tags);
+      std::printf("run %lld tags: %s\n", static_cast<long long>(*id), joined(session.get_run(*id).tags).c_str());
+    });
+  }
+  {
+    auto* cmd = runs->add_subcommand("note", "Set a run's notes (replacing them; \"\" clears them), or print them");
+    auto id = std::make_shared<std::int64_t>(0);
+    auto text = std::make_shared<std::string>();
+    auto file = std::make_shared<std::string>();
+    cmd->add_option("ID", *id, "Run id")->required();
+    auto* text_option = cmd->add_option("TEXT", *text, "The notes");
+    cmd->add_option("--file", *file, "Read the notes from this file")->excludes(text_option);
+    cmd->footer("Examples:\n  xmc runs note 3 \"tau 0.05 overfits the head; try 0.1\"\n  xmc runs note 3 --file notes.md\n  xmc runs note 3");
+    cmd->callback([db, id, text, file, text_option] {
+      require_existing_run_store(*db);
+      Session session(*db);
+      if (!file->empty()) {
+        std::ifstream in(*file, std::ios::binary);
+        if (!in) throw InputError(*file, std::filesystem::exists(*file) ? "cannot open file for reading" : "no such file");
+        std::stringstream content;
+        content << in.rdbuf();
+        session.set_run_notes(*id, content.str());
+      } else if (text_option->count() > 0) {
+        session.set_run_notes(*id, *text);
+      }
+      std::printf("%s\n", session.get_run(*id).notes.c_str());
     });
   }
   {

@@ -39,6 +39,9 @@ std::vector<RunInfo> Session::list_runs() const { return store().list_runs(); }
 std::optional<RunInfo> Session::find_run(std::int64_t run) const { return store().find_run(run); }
 RunInfo Session::get_run(std::int64_t run) const { return store().get_run(run); }
 void Session::rename_run(std::int64_t run, const std::string& name) { store().rename_run(run, name); }
+void Session::set_run_notes(std::int64_t run, const std::string& notes) { store().set_notes(run, notes); }
+void Session::add_run_tags(std::int64_t run, const std::vector<std::string>& tags) { store().add_tags(run, tags); }
+void Session::remove_run_tags(std::int64_t run, const std::vector<std::string>& tags) { store().remove_tags(run, tags); }
 void Session::delete_run(std::int64_t run) { delete_run_and_files(db_path_, run); }
 int Session::reap_orphaned_runs() { return store().reap_orphaned_runs(); }
 std::filesystem::path Session::run_directory(std::int64_t run) const { return xmc::run_directory(db_path_, run); }

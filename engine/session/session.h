@@ -56,6 +56,10 @@ class Session {
   std::optional<RunInfo> find_run(std::int64_t run) const;
   RunInfo get_run(std::int64_t run) const;  ///< throws Error naming the run when there is none
   void rename_run(std::int64_t run, const std::string& name);
+  /// The run's notes (replaced) and tags (RunStore::set_notes, add_tags, remove_tags).
+  void set_run_notes(std::int64_t run, const std::string& notes);
+  void add_run_tags(std::int64_t run, const std::vector<std::string>& tags);
+  void remove_run_tags(std::int64_t run, const std::vector<std::string>& tags);
   /// Deletes the run and its files (checkpoint, vocabulary, saved indexes).
   void delete_run(std::int64_t run);
   /// Marks runs whose process died as failed; returns how many.

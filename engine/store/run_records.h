@@ -32,6 +32,8 @@ struct RunInfo {
   std::string last_error;           ///< why the run failed; kept when it is resumed; "" when none
   std::string heartbeat;            ///< last sign of life from the owning process; "" when none
   std::int64_t pid = 0;             ///< process id of the owner on `host`
+  std::string notes;                ///< the user's notes on the run (free text, "" when none)
+  std::vector<std::string> tags;    ///< the user's tags, sorted
 };
 
 /// What create_run() needs; the store fills in times, status, host, pid and code version.

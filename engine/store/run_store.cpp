@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/core/utf8.h"
 #include "engine/core/version.h"
 
 namespace xmc {
@@ -27,7 +30,7 @@ constexpr int kBusyTimeoutMs = 10'000;
 
 constexpr const char* kRunColumns =
     "id, name, created, updated, status, config, dataset_path, dataset_fingerprint, code_version, host, device, "
-    "last_error, heartbeat, pid";
+    "last_error, heartbeat, pid, notes, (SELECT group_concat(tag, char(10)) FROM run_tags WHERE run_tags.run = runs.id)";
 
 /// Current time as ISO-8601 UTC with milliseconds: sorts as text in time order.
 std::string iso_now() {
@@ -69,6 +72,12 @@ class StatementUse {
   SQLite::Statement& statement_;
 };
 
+/// `text` with each byte that is not part of valid UTF-8 shown as '?' (for messages).
+std::string shown_text(std::string text) {
+  for (auto at = find_invalid_utf8(text); at != std::string::npos; at = find_invalid_utf8(text)) text[at] = '?';
+  return text;
+}
+
 RunInfo read_run(SQLite::Statement& s) {
   RunInfo r;
   r.id = s.getColumn(0).getInt64();
@@ -85,6 +94,16 @@ RunInfo read_run(SQLite::Statement& s) {
   r.last_error = s.getColumn(11).getString();
   r.heartbeat = s.getColumn(12).isNull() ? std::string() : s.getColumn(12).getString();
   r.pid = s.getColumn(13).getInt64();
+  r.notes = s.getColumn(14).getString();
+  if (!s.getColumn(15).isNull()) {
+    const std::string joined = s.getColumn(15).getString();  // tags hold no line breaks
+    for (std::size_t start = 0; start <= joined.size();) {
+      const std::size_t end = std::min(joined.find('\n', start), joined.size());
+      r.tags.push_back(joined.substr(start, end - start));
+      start = end + 1;
+    }
+    std::sort(r.tags.begin(), r.tags.end());
+  }
   return r;
 }
 
@@ -380,6 +399,56 @@ void RunStore::rename_run(std::int64_t run, const std::string& name) {
     s->bind(2, iso_now());
     s->bind(3, run);
     if (s->exec() == 0) m.no_run("rename run " + std::to_string(run), run);
+  });
+}
+
+void RunStore::set_notes(std::int64_t run, const std::string& notes) {
+  Impl& m = *impl_;
+  constexpr std::size_t kMaxNotes = 64 * 1024;
+  if (notes.size() > kMaxNotes)
+    throw ConfigError("notes of run " + std::to_string(run) + ": " + std::to_string(notes.size()) + " bytes, at most " + std::to_string(kMaxNotes));
+  if (const auto at = find_invalid_utf8(notes); at != std::string::npos)
+    throw ConfigError("notes of run " + std::to_string(run) + ": not UTF-8 text (byte " +
+                      std::to_string(static_cast<unsigned char>(notes[at])) + " at offset " + std::to_string(at) + ")");
+  std::lock_guard lock(m.mutex);
+  m.write("writing the notes of run " + std::to_string(run), [&] {
+    StatementUse s(m.statement("UPDATE runs SET notes = ?1 WHERE id = ?2"));
+    s->bind(1, notes);
+    s->bind(2, run);
+    if (s->exec() == 0) m.no_run("write notes of run " + std::to_string(run), run);
+  });
+}
+
+void RunStore::add_tags(std::int64_t run, const std::vector<std::string>& tags) {
+  Impl& m = *impl_;
+  for (const auto& tag : tags) {
+    const bool spaced = !tag.empty() && (std::isspace(static_cast<unsigned char>(tag.front())) || std::isspace(static_cast<unsigned char>(tag.back())));
+    if (tag.empty() || tag.size() > 64 || spaced || tag.find_first_of("\n\r") != std::string::npos ||
+        find_invalid_utf8(tag) != std::string::npos)
+      throw ConfigError("tag '" + shown_text(tag) + "': a tag is 1 to 64 bytes of UTF-8 text without line breaks or spaces at its ends");
+  }
+  std::lock_guard lock(m.mutex);
+  m.write("tagging run " + std::to_string(run), [&] {
+    if (!m.run_exists(run)) m.no_run("tag run " + std::to_string(run), run);
+    for (const auto& tag : tags) {
+      StatementUse s(m.statement("INSERT OR IGNORE INTO run_tags (run, tag) VALUES (?1, ?2)"));
+      s->bind(1, run);
+      s->bind(2, tag);
+      s->exec();
+    }
+  });
+}
+
+void RunStore::remove_tags(std::int64_t run, const std::vector<std::string>& tags) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("untagging run " + std::to_string(run), [&] {
+    for (const auto& tag : tags) {
+      StatementUse s(m.statement("DELETE FROM run_tags WHERE run = ?1 AND tag = ?2"));
+      s->bind(1, run);
+      s->bind(2, tag);
+      s->exec();
+    }
   });
 }
 

@@ -55,6 +55,13 @@ class RunStore {
   void heartbeat(std::int64_t run);
   /// Renames a run; throws if the name is empty or the run does not exist.
   void rename_run(std::int64_t run, const std::string& name);
+  /// Replaces the run's notes (UTF-8 text, at most 64 KiB; "" clears them).
+  void set_notes(std::int64_t run, const std::string& notes);
+  /// Adds tags to the run (already present ones are kept once). A tag is 1–64 bytes of UTF-8 without line
+  /// breaks or outer spaces; an invalid one is refused with its text, and none of the list is added.
+  void add_tags(std::int64_t run, const std::vector<std::string>& tags);
+  /// Removes tags from the run (absent ones are ignored).
+  void remove_tags(std::int64_t run, const std::vector<std::string>& tags);
   /// Deletes a run and everything recorded for it. Throws if the run does not exist.
   void delete_run(std::int64_t run);
 

@@ -108,10 +108,22 @@ CREATE TABLE added_labels (
 );
 )sql";
 
-constexpr std::array<Migration, 3> kMigrations{{
+// Version 4: a researcher's notes on a run and its tags, for finding and grouping runs later.
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+CREATE TABLE run_tags (
+  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  tag TEXT NOT NULL,
+  PRIMARY KEY (run, tag)
+);
+CREATE INDEX run_tags_tag ON run_tags(tag);
+)sql";
+
+constexpr std::array<Migration, 4> kMigrations{{
     {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
     {2, "give the store a random identity", kSchemaV2},
     {3, "keep the labels added to trained runs", kSchemaV3},
+    {4, "keep notes and tags of runs", kSchemaV4},
 }};
 static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
 static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");

@@ -127,6 +127,26 @@ TEST(Cli, RunsListRenameAndGuardedDelete) {
   EXPECT_EQ(show["name"], "renamed");
   EXPECT_EQ(show["config"]["method"], "dexml");
   EXPECT_DOUBLE_EQ(show["final_metrics"]["P@1"].get<double>(), 0.25);
+  // Tags and notes from the command line; the table shows method, tags and the final P@1.
+  r = xmc("runs --db " + db + " tag " + std::to_string(id) + " baseline bibtex");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tags: baseline,bibtex"), std::string::npos) << r.output;
+  ASSERT_EQ(xmc("runs --db " + db + " tag " + std::to_string(id) + " bibtex --remove").exit_code, 0);
+  ASSERT_EQ(xmc("runs --db " + db + " note " + std::to_string(id) + " 'tau 0.05 overfits'").exit_code, 0);
+  r = xmc("runs --db " + db + " tag " + std::to_string(id) + " ' spaced'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("tag ' spaced'"), std::string::npos) << r.output;
+  r = xmc("runs --db " + db + " note " + std::to_string(id) + " --file " + (dir / "absent.md").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("absent.md: no such file"), std::string::npos) << r.output;
+  show = nlohmann::json::parse(xmc("runs --db " + db + " show " + std::to_string(id) + " --json").last_line());
+  EXPECT_EQ(show["tags"], nlohmann::json::array({"baseline"}));
+  EXPECT_EQ(show["notes"], "tau 0.05 overfits");
+  r = xmc("runs --db " + db + " list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* cell : {"method", "dataset", "duration", "P@1", "tags", "dexml", "25.00", "baseline", "renamed"})
+    EXPECT_NE(r.output.find(cell), std::string::npos) << cell << "\n" << r.output;
+
   r = xmc("runs --db " + db + " delete " + std::to_string(id));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("without --yes"), std::string::npos);

@@ -184,6 +184,40 @@ TEST_F(RunStoreTest, CreateRunRecordsOwnerConfigAndTimes) {
   EXPECT_EQ(store.list_runs().size(), 2u);
 }
 
+TEST_F(RunStoreTest, NotesAndTagsAreKeptCheckedAndGoWithTheRun) {
+  RunStore store(db);
+  const std::int64_t id = store.create_run(new_run("tagged"));
+  const std::int64_t other = store.create_run(new_run("other"));
+  EXPECT_TRUE(store.get_run(id).tags.empty());
+  EXPECT_EQ(store.get_run(id).notes, "");
+  store.add_tags(id, {"sweep-3", "baseline", "baseline"});
+  store.add_tags(id, {"ünïcode tag"});
+  store.set_notes(id, "first line\nsecond line");
+  store.add_tags(other, {"baseline"});
+  {
+    RunStore reopened(db);
+    const xmc::RunInfo r = reopened.get_run(id);
+    EXPECT_EQ(r.tags, (std::vector<std::string>{"baseline", "sweep-3", "ünïcode tag"}));  // sorted, once each
+    EXPECT_EQ(r.notes, "first line\nsecond line");
+    EXPECT_EQ(reopened.list_runs().front().tags, std::vector<std::string>{"baseline"});  // newest first: other
+  }
+  store.remove_tags(id, {"sweep-3", "never-there"});
+  EXPECT_EQ(store.get_run(id).tags, (std::vector<std::string>{"baseline", "ünïcode tag"}));
+  // What cannot be a tag is refused, naming it, and nothing of the list is added.
+  for (const std::string& bad : {std::string(), std::string(" padded"), std::string("two\nlines"), std::string(65, 'x'), std::string("bad\xff")}) {
+    const std::string err = error_of([&] { store.add_tags(id, {"fine", bad}); });
+    EXPECT_NE(err.find("1 to 64 bytes of UTF-8"), std::string::npos) << err;
+  }
+  EXPECT_EQ(store.get_run(id).tags, (std::vector<std::string>{"baseline", "ünïcode tag"}));
+  EXPECT_NE(error_of([&] { store.set_notes(id, "bad\xc3"); }).find("not UTF-8 text (byte 195 at offset 3)"), std::string::npos);
+  EXPECT_NE(error_of([&] { store.add_tags(999, {"x"}); }).find("no run with id 999"), std::string::npos);
+  store.delete_run(id);  // its tags go with it
+  EXPECT_EQ(store.get_run(other).tags, std::vector<std::string>{"baseline"});
+  store.delete_run(other);
+  store.add_tags(store.create_run(new_run("fresh")), {"new"});
+  EXPECT_EQ(store.list_runs().front().tags, std::vector<std::string>{"new"});
+}
+
 TEST_F(RunStoreTest, RunsOfOneNameAreNumbered) {
   // Runs of one preset share its name; the runs table must tell them apart.
   RunStore store(db);

@@ -203,6 +203,39 @@ class RunsTest : public QObject {
     QVERIFY(model.index_of_run(alpha_, RunTableModel::kP1).data(Qt::ToolTipRole).toString().contains(QStringLiteral("epoch 2")));
   }
 
+  void tags_and_notes_are_edited_in_the_table_kept_and_filtered_on() {
+    RunsBrowser browser(db_);
+    RunTableModel& model = *browser.model();
+    QCOMPARE(model.index_of_run(alpha_, RunTableModel::kMethod).data().toString(), QStringLiteral("dexml"));
+    const QModelIndex tags = model.index_of_run(alpha_, RunTableModel::kTags);
+    QVERIFY(model.flags(tags) & Qt::ItemIsEditable);
+    QVERIFY(model.setData(tags, QStringLiteral(" baseline , bow,,baseline"), Qt::EditRole));  // trimmed, once each
+    QVERIFY(model.setData(model.index_of_run(alpha_, RunTableModel::kNotes), QStringLiteral("tau 0.05 overfits\nthe head"), Qt::EditRole));
+    {
+      const xmc::RunInfo stored = xmc::RunStore(db_).get_run(alpha_);
+      QCOMPARE(stored.tags, (std::vector<std::string>{"baseline", "bow"}));
+      QCOMPARE(stored.notes, std::string("tau 0.05 overfits\nthe head"));
+    }
+    QCOMPARE(model.index_of_run(alpha_, RunTableModel::kTags).data().toString(), QStringLiteral("baseline, bow"));
+    QCOMPARE(model.index_of_run(alpha_, RunTableModel::kNotes).data().toString(), QStringLiteral("tau 0.05 overfits …"));  // first line
+    // Editing the cell replaces the set: "bow" goes.
+    QVERIFY(model.setData(tags, QStringLiteral("baseline"), Qt::EditRole));
+    QCOMPARE(xmc::RunStore(db_).get_run(alpha_).tags, std::vector<std::string>{"baseline"});
+    // A bad tag is refused with its text and changes nothing.
+    QString error;
+    QVERIFY(!model.set_tags(alpha_, QStringLiteral("ok, %1").arg(QString(70, QLatin1Char('x'))), &error));
+    QVERIFY2(error.contains(QStringLiteral("1 to 64 bytes")), qPrintable(error));
+    QCOMPARE(xmc::RunStore(db_).get_run(alpha_).tags, std::vector<std::string>{"baseline"});
+    // The filter finds runs by tag, notes and method.
+    for (const QString& text : {QStringLiteral("baseline"), QStringLiteral("overfits"), QStringLiteral("dexml")}) {
+      browser.set_filter_text(text);
+      QCOMPARE(browser.proxy()->rowCount(), 1);
+    }
+    browser.set_filter_text(QString());
+    QVERIFY(model.set_tags(alpha_, QString()));  // clears them, for the other tests
+    QVERIFY(model.set_notes(alpha_, QString()));
+  }
+
   void refresh_without_changes_keeps_the_model() {
     RunTableModel model(db_);
     QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
@@ -317,7 +350,7 @@ class RunsTest : public QObject {
     QVERIFY2(browser.export_table_csv(csv, &error), qPrintable(error));
     const QStringList lines = lines_of(csv);
     QVERIFY(lines.size() >= 4);  // header + 3 runs (the failed run's error has a quoted line break)
-    QVERIFY(lines.front().startsWith(QStringLiteral("ID,Name,Status,Created,Dataset,Device,P@1 (%)")));
+    QVERIFY(lines.front().startsWith(QStringLiteral("ID,Name,Status,Created,Method,Dataset,Device,P@1 (%),P@5 (%),PSP@5 (%),Tags,Notes,Last error")));
     QVERIFY(lines.join(QLatin1Char('\n')).contains(QStringLiteral("\"gamma, \"\"quoted\"\"\"")));
 
     browser.resize(1250, 300);
