@@ -10,6 +10,8 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
+#include <QTableWidget>
+#include <nlohmann/json.hpp>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <array>
@@ -201,8 +203,27 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   plot_style::add_empty_note(loss_plot_, tr("no training loss to show"));
   add_export_menu(loss_plot_, this);
 
+  config_label_ = new QLabel(this);
+  config_table_ = new QTableWidget(this);
+  config_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  config_table_->setWordWrap(false);
+  config_table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  config_table_->setToolTip(tr("Config keys whose values differ between the runs"));
+  config_table_->hide();
+  auto* tables = new QSplitter(Qt::Vertical, this);
+  auto* config_box = new QWidget(this);
+  auto* config_layout = new QVBoxLayout(config_box);
+  config_layout->setContentsMargins(0, 0, 0, 0);
+  config_layout->addWidget(config_label_);
+  config_layout->addWidget(config_table_, 1);
+  tables->addWidget(table_);
+  tables->addWidget(config_box);
+  tables->setStretchFactor(0, 3);
+  tables->setStretchFactor(1, 2);
+  loss_margins_ = new QCPMarginGroup(loss_plot_);
+
   top_ = new QSplitter(Qt::Horizontal, this);
-  top_->addWidget(table_);
+  top_->addWidget(tables);
   top_->addWidget(metric_plot_);
   top_->setStretchFactor(0, 0);
   top_->setStretchFactor(1, 1);
@@ -270,9 +291,11 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   metric_plot_->clear();
   const std::size_t overlaid = std::min<std::size_t>(columns.size(), kMaxOverlaidRuns);
   if (!columns.empty()) {
+    // One colour per run, as in the table, the decile bars and the losses; metric families by line style.
+    metric_plot_->set_run_colour(columns.front().colour);
     metric_plot_->set_run_label(columns.front().label);
     metric_plot_->set_evaluations(evaluations.front());
-    for (std::size_t i = 1; i < overlaid; ++i) metric_plot_->add_comparison_run(columns[i].label, evaluations[i]);
+    for (std::size_t i = 1; i < overlaid; ++i) metric_plot_->add_comparison_run(columns[i].label, evaluations[i], columns[i].colour);
     // Two runs of nine curves each are unreadable: start with the runs table's headline metrics (P@1, P@5,
     // PSP@5); the others are one right click away.
     const QStringList headline = {QStringLiteral("P@1"), QStringLiteral("P@5"), QStringLiteral("PSP@5")};
@@ -320,9 +343,9 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   int table_width = table_->verticalHeader()->sizeHint().width() + 2 * table_->frameWidth() +
                     table_->verticalScrollBar()->sizeHint().width() + 4;
   for (int c = 0; c < model_->columnCount(); ++c) table_width += table_->columnWidth(c);
-  table_->setMinimumWidth(std::min(table_width, 720));
-  top_->setSizes({table_width, std::max(400, width() - table_width)});
+  top_->setSizes({std::min(table_width, 720), std::max(400, width() - std::min(table_width, 720))});  // the splitter moves it
 
+  show_config_differences(session);
   show_loss(session);
 
   title_->setText(runs_.size() >= 2 ? tr("Comparing %1 runs — final metrics in %; the best value of each row in bold").arg(runs_.size())
@@ -331,48 +354,151 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   note_->setVisible(!notes.isEmpty());
 }
 
+namespace {
+
+/// "encoder.dim" -> "256": every leaf of a config, nested objects joined by dots, values as JSON text.
+void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
+    return;
+  }
+  out[prefix] = j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+void CompareView::show_config_differences(const Session& session) {
+  std::vector<std::map<std::string, std::string>> configs;
+  for (std::int64_t id : runs_) {
+    std::map<std::string, std::string> flat;
+    try {
+      flatten(nlohmann::json::parse(session.get_run(id).config_json), "", flat);
+    } catch (const std::exception&) {
+    }
+    configs.push_back(std::move(flat));
+  }
+  std::set<std::string> keys;
+  for (const auto& c : configs)
+    for (const auto& [key, value] : c) keys.insert(key);
+  std::vector<std::string> differing;
+  for (const auto& key : keys) {
+    std::set<std::string> values;
+    for (const auto& c : configs) {
+      const auto it = c.find(key);
+      values.insert(it == c.end() ? std::string("—") : it->second);
+    }
+    if (values.size() > 1) differing.push_back(key);
+  }
+  config_table_->clear();
+  config_table_->setRowCount(static_cast<int>(differing.size()));
+  config_table_->setColumnCount(static_cast<int>(runs_.size()));
+  QStringList headers;
+  for (int c = 0; c < static_cast<int>(runs_.size()); ++c) {
+    headers << model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+    auto* header = new QTableWidgetItem(headers.back());
+    header->setIcon(model_->headerData(c, Qt::Horizontal, Qt::DecorationRole).value<QIcon>());
+    config_table_->setHorizontalHeaderItem(c, header);
+  }
+  for (int r = 0; r < static_cast<int>(differing.size()); ++r) {
+    config_table_->setVerticalHeaderItem(r, new QTableWidgetItem(qstr(differing[static_cast<std::size_t>(r)])));
+    for (int c = 0; c < static_cast<int>(runs_.size()); ++c) {
+      const auto& config = configs[static_cast<std::size_t>(c)];
+      const auto it = config.find(differing[static_cast<std::size_t>(r)]);
+      auto* item = new QTableWidgetItem(it == config.end() ? QStringLiteral("—") : qstr(it->second));
+      item->setToolTip(item->text());
+      item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
+      config_table_->setItem(r, c, item);
+    }
+  }
+  config_table_->resizeColumnsToContents();
+  config_label_->setText(runs_.size() < 2 ? QString()
+                         : differing.empty() ? tr("The runs' configurations are the same.")
+                                             : tr("Configuration: the %n key(s) that differ", nullptr, static_cast<int>(differing.size())));
+  config_table_->setVisible(!differing.empty());
+}
+
+QStringList CompareView::config_difference_keys() const {
+  QStringList keys;
+  for (int r = 0; r < config_table_->rowCount(); ++r) keys << config_table_->verticalHeaderItem(r)->text();
+  return keys;
+}
+
 void CompareView::show_loss(const Session& session) {
   loss_plot_->clearGraphs();
-  std::vector<double> all;
-  double max_step = 0;
+  // One panel per kind of loss (a triplet loss and a softmax do not share a scale), each with its runs in
+  // their colours; the first panel is the plot's own axis rect, the others are added below it.
+  QCPLayoutGrid* layout = loss_plot_->plotLayout();
+  while (loss_plot_->axisRectCount() > 1) layout->remove(loss_plot_->axisRect(loss_plot_->axisRectCount() - 1));
+  layout->simplify();
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> kinds;  // loss kind -> runs (in column order)
   const std::size_t overlaid = std::min<std::size_t>(runs_.size(), kMaxOverlaidRuns);
   for (std::size_t i = 0; i < overlaid; ++i) {
-    std::vector<ScalarPoint> points;
+    std::string kind = "loss";
     try {
-      points = session.scalars(runs_[i], "loss");
+      const auto config = nlohmann::json::parse(session.get_run(runs_[i]).config_json);
+      const std::string method = config.value("method", std::string());
+      if (config.contains("loss") && config["loss"].is_string()) kind = config["loss"].get<std::string>();
+      if (method == "unidec" || method == "depsl") kind = method + " " + kind;  // a sum of DE and CLF terms
     } catch (const std::exception&) {
-      continue;
     }
-    if (points.empty()) continue;
-    // Bias-corrected EMA (TensorBoard's smoothing), so runs with noisy losses stay comparable.
-    constexpr double kWeight = 0.9;
-    QVector<double> x, y;
-    x.reserve(static_cast<qsizetype>(points.size()));
-    y.reserve(static_cast<qsizetype>(points.size()));
-    double ema = 0, power = 1;
-    for (const ScalarPoint& p : points) {
-      if (!std::isfinite(p.value)) continue;
-      ema = kWeight * ema + (1 - kWeight) * p.value;
-      power *= kWeight;
-      x.push_back(static_cast<double>(p.step));
-      y.push_back(ema / (1 - power));
-      all.push_back(y.back());
-      max_step = std::max(max_step, x.back());
-    }
-    QCPGraph* graph = loss_plot_->addGraph();
-    graph->setName(model_->headerData(static_cast<int>(i), Qt::Horizontal, Qt::DisplayRole).toString());
-    graph->setPen(QPen(run_colour(i), 1.6));
-    graph->setData(x, y, true);
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), {kind, {}});
+    it->second.push_back(i);
   }
-  if (!all.empty()) {
-    // Up to the 99th percentile: the first steps' huge losses do not flatten the rest.
-    std::sort(all.begin(), all.end());
-    const auto at = [&](double q) { return all[static_cast<std::size_t>(q * static_cast<double>(all.size() - 1))]; };
-    const double lo = at(0.0);
-    const double hi = at(0.99);
-    const double pad = std::max(1e-6, (hi - lo) * 0.08);
-    loss_plot_->yAxis->setRange(lo - pad, hi + pad);
-    loss_plot_->xAxis->setRange(0, std::max(1.0, max_step));
+  loss_kinds_.clear();
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    QCPAxisRect* rect = loss_plot_->axisRect(0);
+    if (k > 0) {
+      rect = new QCPAxisRect(loss_plot_);
+      layout->addElement(layout->rowCount(), 0, rect);
+      rect->setMarginGroup(QCP::msLeft | QCP::msRight, loss_margins_);
+    }
+    loss_plot_->axisRect(0)->setMarginGroup(QCP::msLeft | QCP::msRight, loss_margins_);
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    x->setLabel(k + 1 == kinds.size() ? tr("step") : QString());
+    y->setLabel(kinds[k].first == "loss" ? tr("loss") : tr("loss: %1").arg(qstr(kinds[k].first)));
+    loss_kinds_ << qstr(kinds[k].first);
+    std::vector<double> all;
+    double max_step = 0;
+    for (const std::size_t i : kinds[k].second) {
+      std::vector<ScalarPoint> points;
+      try {
+        points = session.scalars(runs_[i], "loss");
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (points.empty()) continue;
+      // Bias-corrected EMA (TensorBoard's smoothing), so runs with noisy losses stay comparable.
+      constexpr double kWeight = 0.9;
+      QVector<double> xs, ys;
+      xs.reserve(static_cast<qsizetype>(points.size()));
+      ys.reserve(static_cast<qsizetype>(points.size()));
+      double ema = 0, power = 1;
+      for (const ScalarPoint& p : points) {
+        if (!std::isfinite(p.value)) continue;
+        ema = kWeight * ema + (1 - kWeight) * p.value;
+        power *= kWeight;
+        xs.push_back(static_cast<double>(p.step));
+        ys.push_back(ema / (1 - power));
+        all.push_back(ys.back());
+        max_step = std::max(max_step, xs.back());
+      }
+      QCPGraph* graph = loss_plot_->addGraph(x, y);
+      graph->setName(model_->headerData(static_cast<int>(i), Qt::Horizontal, Qt::DisplayRole).toString());
+      graph->setPen(QPen(run_colour(i), 1.6));
+      graph->setData(xs, ys, true);
+    }
+    if (!all.empty()) {
+      // Up to the 99th percentile: the first steps' huge losses do not flatten the rest.
+      std::sort(all.begin(), all.end());
+      const auto at = [&](double q) { return all[static_cast<std::size_t>(q * static_cast<double>(all.size() - 1))]; };
+      const double lo = at(0.0);
+      const double hi = at(0.99);
+      const double pad = std::max(1e-6, (hi - lo) * 0.08);
+      y->setRange(lo - pad, hi + pad);
+      x->setRange(0, std::max(1.0, max_step));
+    }
   }
   loss_plot_->legend->setVisible(loss_plot_->graphCount() > 0);
   loss_plot_->replot();

@@ -5,15 +5,20 @@
 //   - the metric curves of all runs overlaid (MetricPlot: the first run solid, the others dashed),
 //     starting with P@1, P@5 and PSP@5 shown (right click shows the others);
 //   - the decile-wise P@5 bars of up to DecilePlot::kMaxRuns runs side by side in every bin;
-//   - the (smoothed) training-loss curves of all runs overlaid.
+//   - the (smoothed) training-loss curves, one panel per kind of loss;
+//   - the config keys whose values differ between the runs.
+// Every chart gives a run the same colour as its column in the table.
 // The plots overlay at most kMaxOverlaidRuns runs and the decile bars as many as DecilePlot::kMaxRuns; the view says so
 // when it leaves runs out. The table always shows every run.
+#include <QStringList>
 #include <QWidget>
 #include <cstdint>
 #include <vector>
 
 class QAbstractItemModel;
+class QCPMarginGroup;
 class QCustomPlot;
+class QTableWidget;
 class QLabel;
 class QSplitter;
 class QTableView;
@@ -51,11 +56,16 @@ class CompareView : public QWidget {
   MetricPlot* metric_plot() const { return metric_plot_; }
   DecilePlot* decile_plot() const { return decile_plot_; }
   QCustomPlot* loss_plot() const { return loss_plot_; }
+  /// The config keys whose values differ between the shown runs (rows of the configuration table).
+  QStringList config_difference_keys() const;
+  /// The loss panels, one per kind of loss ("triplet", "unidec supcon", ...), top to bottom.
+  QStringList loss_kinds() const { return loss_kinds_; }
 
  private:
   class MetricTableModel;
 
   void show_loss(const Session& session);
+  void show_config_differences(const Session& session);
 
   std::vector<std::int64_t> runs_;
   MetricTableModel* model_ = nullptr;
@@ -66,6 +76,10 @@ class CompareView : public QWidget {
   MetricPlot* metric_plot_ = nullptr;
   DecilePlot* decile_plot_ = nullptr;
   QCustomPlot* loss_plot_ = nullptr;
+  QCPMarginGroup* loss_margins_ = nullptr;
+  QStringList loss_kinds_;
+  QLabel* config_label_ = nullptr;
+  QTableWidget* config_table_ = nullptr;
 };
 
 }  // namespace xmc::gui

@@ -130,16 +130,47 @@ bool MetricPlot::shown_by_default(const QString& metric) {
   return family == QLatin1String("P") || family == QLatin1String("nDCG") || family == QLatin1String("PSP");
 }
 
-QCPGraph* MetricPlot::make_graph(const QString& metric, Qt::PenStyle style) {
-  const auto [family, k] = split_metric(metric);
-  const QColor colour = shade_for_k(family_colour(family), k);
+QCPGraph* MetricPlot::make_graph(const QString& metric, Qt::PenStyle style, const std::optional<QColor>& colour) {
   QCPGraph* g = addGraph();
-  QPen pen(colour, style == Qt::SolidLine ? 2.0 : 1.8, style);
-  g->setPen(pen);
-  const bool solid = style == Qt::SolidLine;
-  g->setScatterStyle(QCPScatterStyle(shape_for_k(k), QPen(colour, 1.5), solid ? QBrush(colour) : QBrush(Qt::white), 7));
+  style_graph(g, metric, style, colour);
   g->setName(metric);
   return g;
+}
+
+void MetricPlot::style_graph(QCPGraph* g, const QString& metric, Qt::PenStyle style, const std::optional<QColor>& run_colour) {
+  const auto [family, k] = split_metric(metric);
+  if (run_colour) {  // the run's colour; the family's line style; k's marker
+    static const Qt::PenStyle family_styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine, Qt::DashDotDotLine};
+    const Qt::PenStyle family_style = family_styles[std::min<int>(family_rank(family), 4)];
+    g->setPen(QPen(*run_colour, 1.8, family_style));
+    g->setScatterStyle(QCPScatterStyle(shape_for_k(k), QPen(*run_colour, 1.5), QBrush(*run_colour), 7));
+    return;
+  }
+  const QColor colour = shade_for_k(family_colour(family), k);
+  g->setPen(QPen(colour, style == Qt::SolidLine ? 2.0 : 1.8, style));
+  const bool solid = style == Qt::SolidLine;
+  g->setScatterStyle(QCPScatterStyle(shape_for_k(k), QPen(colour, 1.5), solid ? QBrush(colour) : QBrush(Qt::white), 7));
+}
+
+void MetricPlot::set_run_colour(const QColor& colour) {
+  run_colour_ = colour;
+  for (auto& s : series_) style_graph(s.graph, s.metric, Qt::SolidLine, run_colour_);
+  run_legend_key_->setPen(QPen(colour, 2.5, Qt::SolidLine));
+  refresh();
+}
+
+void MetricPlot::add_comparison_run(const QString& run_label, const std::vector<xmc::EvalPoint>& points, const QColor& colour) {
+  auto it = std::find_if(comparisons_.begin(), comparisons_.end(), [&](const Comparison& c) { return c.label == run_label; });
+  if (it == comparisons_.end()) {
+    Comparison c;
+    c.label = run_label;
+    c.colour = colour;
+    c.legend_key = addGraph();
+    c.legend_key->setPen(QPen(colour, 2.5, Qt::SolidLine));
+    c.legend_key->setName(run_label);
+    comparisons_.push_back(c);
+  }
+  add_comparison_run(run_label, points);
 }
 
 const MetricPlot::Series* MetricPlot::find_series(const QString& metric) const {
@@ -153,7 +184,7 @@ MetricPlot::Series& MetricPlot::series(const QString& metric) {
     if (s.metric == metric) return s;
   Series s;
   s.metric = metric;
-  s.graph = make_graph(metric, Qt::SolidLine);
+  s.graph = make_graph(metric, Qt::SolidLine, run_colour_);
   s.toggle = new QAction(metric, this);
   s.toggle->setCheckable(true);
   s.toggle->setChecked(shown_by_default(metric));
@@ -196,7 +227,7 @@ void MetricPlot::add_comparison_run(const QString& run_label, const std::vector<
     const bool visible = series(metric).toggle->isChecked();  // creates the toggle for a metric new to this plot
     auto g = std::find_if(it->graphs.begin(), it->graphs.end(), [&](const auto& e) { return e.first == metric; });
     if (g == it->graphs.end()) {
-      QCPGraph* graph = make_graph(metric, it->style);
+      QCPGraph* graph = make_graph(metric, it->style, it->colour);
       graph->setName(metric + QStringLiteral(" — ") + run_label);
       graph->setVisible(visible);
       it->graphs.emplace_back(metric, graph);
@@ -309,10 +340,23 @@ void MetricPlot::update_legend() {
         if (name == s.metric && !graph->data()->isEmpty()) has_data = true;
     if (!has_data) continue;
     QString name = s.metric;
-    if (!s.graph->data()->isEmpty() && width() >= kMinWidthForValues)
+    // A value names one run's: left out when runs are coloured apart (the table has every run's).
+    if (!run_colour_ && !s.graph->data()->isEmpty() && width() >= kMinWidthForValues)
       name += QStringLiteral("  ") + percent_text((s.graph->data()->constEnd() - 1)->value);
     s.graph->setName(name);
-    s.graph->addToLegend(legend);
+    if (run_colour_) {
+      // Runs have colours of their own: the metric's entry shows its line style and marker in grey, not the
+      // colour of one run.
+      QCPGraph*& key = metric_keys_[s.metric];
+      if (!key) {
+        key = addGraph();
+        style_graph(key, s.metric, Qt::SolidLine, QColor(0x44, 0x44, 0x44));
+      }
+      key->setName(name);
+      key->addToLegend(legend);
+    } else {
+      s.graph->addToLegend(legend);
+    }
   }
   run_legend_->clearItems();
   if (!comparisons_.empty()) {

@@ -4,9 +4,12 @@
 // away under "Show metrics"). A metric family shares a hue and k is told apart by marker shape, so
 // P@1/P@3/P@5 read as one family. Other runs can be overlaid for comparison as dashed curves in the same
 // colours; the legend then explains the line styles. Hovering a point shows its exact value.
+#include <QColor>
 #include <QMenu>
 #include <QString>
 #include <QStringList>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +32,11 @@ class MetricPlot : public QCustomPlot {
   /// Overlays another run as dashed curves (dotted, dash-dotted for a third and fourth); adding a run
   /// with a label already shown replaces its curves.
   void add_comparison_run(const QString& run_label, const std::vector<xmc::EvalPoint>& points);
+  /// Comparing runs with one colour each (as every chart of the Compare view does): the run's curves take
+  /// `colour`, metric families are told apart by line style (P solid, nDCG dashed, PSP dotted, ...) and k
+  /// by marker. Called before adding the run; the comparison overload takes its run's colour.
+  void set_run_colour(const QColor& colour);
+  void add_comparison_run(const QString& run_label, const std::vector<xmc::EvalPoint>& points, const QColor& colour);
   /// Removes every overlaid run.
   void clear_comparisons();
   /// Removes everything (curves of the run and of the overlaid runs).
@@ -69,19 +77,24 @@ class MetricPlot : public QCustomPlot {
   struct Comparison {
     QString label;
     Qt::PenStyle style = Qt::DashLine;
+    std::optional<QColor> colour;                        // colour-by-run mode
     std::vector<std::pair<QString, QCPGraph*>> graphs;  // metric → curve
     QCPGraph* legend_key = nullptr;                     // data-less curve explaining the line style
   };
 
   Series& series(const QString& metric);
   const Series* find_series(const QString& metric) const;
-  QCPGraph* make_graph(const QString& metric, Qt::PenStyle style);
+  QCPGraph* make_graph(const QString& metric, Qt::PenStyle style, const std::optional<QColor>& colour = std::nullopt);
+  /// Pens `g` as `metric`'s curve: by family colour and run line style, or by run colour and family style.
+  void style_graph(QCPGraph* g, const QString& metric, Qt::PenStyle style, const std::optional<QColor>& colour);
   void refresh();
   void update_legend();
   void rescale();
   void show_tooltip(QMouseEvent* event);
 
   QString run_label_;
+  std::optional<QColor> run_colour_;  // set: colour-by-run mode (the Compare view)
+  std::map<QString, QCPGraph*> metric_keys_;  // colour-by-run mode: data-less grey legend entries, by metric
   std::vector<Series> series_;  // sorted in display order
   std::vector<Comparison> comparisons_;
   QCPGraph* run_legend_key_ = nullptr;

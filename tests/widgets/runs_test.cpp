@@ -418,10 +418,21 @@ class RunsTest : public QObject {
     QVERIFY(view.metric_plot()->comparison_count() == 1);
     QVERIFY(view.decile_plot()->bars() != nullptr && view.decile_plot()->overlay_bars() != nullptr);
     QCOMPARE(view.loss_plot()->graphCount(), 2);
+    // One colour per run in every chart: the metric curves take the run's table colour.
+    const QColor alpha_colour = view.metric_model()->headerData(0, Qt::Horizontal, Qt::DecorationRole).value<QIcon>().pixmap(12).toImage().pixelColor(6, 6);
+    QCOMPARE(view.metric_plot()->metric_graph(QStringLiteral("P@1"))->pen().color(), alpha_colour);
+    QCOMPARE(view.loss_plot()->graph(0)->pen().color(), alpha_colour);
+    const QColor beta_colour = view.metric_model()->headerData(1, Qt::Horizontal, Qt::DecorationRole).value<QIcon>().pixmap(12).toImage().pixelColor(6, 6);
+    QCOMPARE(view.metric_plot()->comparison_graph(QStringLiteral("beta-ngame (#%1)").arg(beta_), QStringLiteral("P@5"))->pen().color(), beta_colour);
+    QVERIFY(alpha_colour != beta_colour);
+    // Only the config keys that differ, flattened.
+    QCOMPARE(view.config_difference_keys(), (QStringList{QStringLiteral("encoder.dim"), QStringLiteral("encoder.kind"), QStringLiteral("epochs"),
+                                                         QStringLiteral("lr"), QStringLiteral("method")}));
 
     view.resize(1300, 820);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCoreApplication::processEvents();
     QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-view.png")));
 
     // Three runs, one never evaluated: all in the table; the decile bars show the two that have tables.
@@ -429,6 +440,32 @@ class RunsTest : public QObject {
     QCOMPARE(view.metric_model()->columnCount(), 3);
     QCOMPARE(view.decile_plot()->all_bars().size(), std::size_t{2});
     QVERIFY2(view.note().contains(QStringLiteral("2 of the 3 runs")), qPrintable(view.note()));
+
+    // Losses of different kinds get panels of their own (a triplet loss near 0.1 beside a softmax near 5).
+    std::int64_t triplet = 0, softmax = 0;
+    {
+      xmc::RunStore raw(db_);
+      triplet = raw.create_run({.name = "triplet run", .config_json = R"({"method":"ngame","loss":"triplet"})"});
+      softmax = raw.create_run({.name = "softmax run", .config_json = R"({"method":"dexml","loss":"decoupled_softmax"})"});
+      for (int s = 1; s <= 20; ++s) {
+        raw.add_scalars(triplet, {{s, s / 10.0, "loss", 0.1 + 0.01 * std::sin(s), 1.7e9 + s}});
+        raw.add_scalars(softmax, {{s, s / 10.0, "loss", 5.0 - s / 10.0, 1.7e9 + s}});
+      }
+    }
+    view.set_runs(store, {triplet, softmax, alpha_});
+    QCOMPARE(view.loss_kinds(), (QStringList{QStringLiteral("triplet"), QStringLiteral("decoupled_softmax"), QStringLiteral("loss")}));
+    QCOMPARE(view.loss_plot()->axisRectCount(), 3);
+    QVERIFY(view.loss_plot()->graph(0)->valueAxis() != view.loss_plot()->graph(1)->valueAxis());
+    QVERIFY(view.loss_plot()->graph(0)->valueAxis()->range().upper < 1);
+    QCoreApplication::processEvents();  // queued replots
+    QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-loss-kinds.png")));
+    view.set_runs(store, {alpha_, beta_});  // back to one panel
+    QCOMPARE(view.loss_plot()->axisRectCount(), 1);
+    {
+      xmc::RunStore raw(db_);
+      raw.delete_run(triplet);
+      raw.delete_run(softmax);
+    }
   }
 
   void compare_view_puts_up_to_four_runs_deciles_side_by_side() {
