@@ -20,5 +20,6 @@ void add_runs_commands(CLI::App& app, CommandContext& context);
 void add_train_command(CLI::App& app, CommandContext& context);
 void add_predict_command(CLI::App& app, CommandContext& context);
 void add_labels_commands(CLI::App& app, CommandContext& context);
+void add_sweep_command(CLI::App& app, CommandContext& context);
 
 }  // namespace xmc::cli

@@ -36,6 +36,7 @@ int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
   add_predict_command(app, context);
   add_labels_commands(app, context);
   add_runs_commands(app, context);
+  add_sweep_command(app, context);
   for (const auto& add : extra) add(app, context);
   try {
     app.parse(argc, argv);

@@ -1,12 +1,13 @@
-#include "engine/store/evaluation_modes.h"
 #include "engine/session/session.h"
 
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/store/evaluation_modes.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
+#include "engine/train/sweep_grid.h"
 #include "engine/train/training_run.h"
 
 namespace xmc {
@@ -39,6 +40,42 @@ std::vector<RunInfo> Session::list_runs() const { return store().list_runs(); }
 std::optional<RunInfo> Session::find_run(std::int64_t run) const { return store().find_run(run); }
 RunInfo Session::get_run(std::int64_t run) const { return store().get_run(run); }
 void Session::rename_run(std::int64_t run, const std::string& name) { store().rename_run(run, name); }
+SweepInfo Session::create_sweep(const TrainConfig& base, const std::vector<SweepAxis>& axes, const std::string& name) {
+  const auto points = sweep_points(axes);
+  if (points.empty()) throw ConfigError("a sweep needs at least one --grid KEY=VALUE,VALUE");
+  for (const auto& assignments : points) {
+    TrainConfig config = base;
+    apply_config_overrides(config, assignments);
+    validate(config);
+  }
+  std::string sweep_name = name;
+  if (sweep_name.empty()) {
+    for (const auto& axis : axes) sweep_name += (sweep_name.empty() ? "" : " × ") + axis.key;
+    sweep_name = (base.name.empty() ? base.method : base.name) + " over " + sweep_name;
+  }
+  return get_sweep(store().create_sweep(sweep_name, to_json(base), sweep_grid_json(axes), points));
+}
+
+std::vector<SweepInfo> Session::list_sweeps() const { return store().list_sweeps(); }
+void Session::set_sweep_point_run(std::int64_t sweep, std::int64_t position, std::int64_t run) {
+  store().set_sweep_point_run(sweep, position, run);
+}
+
+SweepInfo Session::get_sweep(std::int64_t sweep) const {
+  auto info = store().find_sweep(sweep);
+  if (!info) throw Error("run store " + db_path_.string() + ": there is no sweep with id " + std::to_string(sweep));
+  return std::move(*info);
+}
+
+TrainConfig Session::sweep_point_config(const SweepInfo& sweep, const SweepPoint& point) {
+  TrainConfig config = parse_train_config(sweep.config_json, "sweep " + std::to_string(sweep.id));
+  apply_config_overrides(config, point.assignments);
+  std::string values;
+  for (const auto& a : point.assignments) values += (values.empty() ? "" : ", ") + a;
+  config.name = (config.name.empty() ? sweep.name : config.name) + " [" + values + "]";
+  return config;
+}
+
 void Session::set_run_notes(std::int64_t run, const std::string& notes) { store().set_notes(run, notes); }
 void Session::add_run_tags(std::int64_t run, const std::vector<std::string>& tags) { store().add_tags(run, tags); }
 void Session::remove_run_tags(std::int64_t run, const std::vector<std::string>& tags) { store().remove_tags(run, tags); }

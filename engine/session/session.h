@@ -18,6 +18,7 @@
 #include "engine/session/predictor.h"
 #include "engine/session/run_handle.h"
 #include "engine/store/run_records.h"
+#include "engine/train/sweep_grid.h"
 #include "engine/train/train_config.h"
 
 namespace xmc {
@@ -87,6 +88,18 @@ class Session {
   /// Re-opens a stopped or failed run to continue from its latest checkpoint; `overrides` ("key=value")
   /// may change keys that do not alter the model.
   RunHandle resume_run(std::int64_t run, const std::vector<std::string>& overrides = {});
+
+  // ---- sweeps -------------------------------------------------------------------------------------
+  /// Records a sweep over `axes` on `base` (no run yet; SweepRunner trains it). Every point's config is
+  /// built and validated first, so a typo in a key or value fails here, naming it, and nothing is stored.
+  SweepInfo create_sweep(const TrainConfig& base, const std::vector<SweepAxis>& axes, const std::string& name = "");
+  std::vector<SweepInfo> list_sweeps() const;
+  SweepInfo get_sweep(std::int64_t sweep) const;  ///< throws Error naming the sweep when there is none
+  /// Records the run that trains a sweep's point (SweepRunner does, as it starts it).
+  void set_sweep_point_run(std::int64_t sweep, std::int64_t position, std::int64_t run);
+  /// The config of a sweep's point: the base config with the point's assignments, named after the base
+  /// config (or the sweep) and the values: "unidec bow on Bibtex [lr=0.003, temperature=0.1]".
+  static TrainConfig sweep_point_config(const SweepInfo& sweep, const SweepPoint& point);
 
   // ---- trained runs -------------------------------------------------------------------------------
   /// The run's latest checkpoint as a predictor over every inference mode, each searched with the

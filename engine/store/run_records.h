@@ -71,6 +71,23 @@ struct DecileTable {
 
 /// A label added to a trained run by its text; its label id is the run's label count plus its position
 /// among the run's added labels.
+/// One grid point of a sweep: its config assignments ("lr=0.003") and the run that trains it (0 = none yet).
+struct SweepPoint {
+  std::int64_t position = 0;             ///< 0-based, in grid order (the last axis varies fastest)
+  std::vector<std::string> assignments;  ///< applied to the sweep's base config, in order
+  std::int64_t run = 0;
+};
+
+/// A sweep: a base config and a grid of values, each point trained as a normal run.
+struct SweepInfo {
+  std::int64_t id = 0;
+  std::string name;
+  std::string created;
+  std::string config_json;  ///< the base config
+  std::string grid_json;    ///< [{"key": "lr", "values": ["0.001", "0.003"]}, ...]
+  std::vector<SweepPoint> points;
+};
+
 struct AddedLabel {
   std::int64_t id = 0;         ///< the store's row id (stable, used to remove it)
   std::string text;

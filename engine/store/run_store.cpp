@@ -720,6 +720,82 @@ std::optional<TsneSnapshot> RunStore::latest_tsne_snapshot(std::int64_t run) con
   });
 }
 
+std::int64_t RunStore::create_sweep(const std::string& name, const std::string& config_json, const std::string& grid_json,
+                                   const std::vector<std::vector<std::string>>& points) {
+  Impl& m = *impl_;
+  if (!nlohmann::json::accept(config_json) || !nlohmann::json::accept(grid_json))
+    throw Error("run store " + m.path_text + ": the config and grid of sweep '" + name + "' must be JSON");
+  std::lock_guard lock(m.mutex);
+  std::int64_t id = 0;
+  m.write("creating sweep '" + name + "'", [&] {
+    {
+      StatementUse s(m.statement("INSERT INTO sweeps (name, created, config, grid) VALUES (?1, ?2, ?3, ?4)"));
+      s->bind(1, name);
+      s->bind(2, iso_now());
+      s->bind(3, config_json);
+      s->bind(4, grid_json);
+      s->exec();
+    }
+    id = m.db->getLastInsertRowid();
+    for (std::size_t p = 0; p < points.size(); ++p) {
+      StatementUse s(m.statement("INSERT INTO sweep_points (sweep, position, assignments) VALUES (?1, ?2, ?3)"));
+      s->bind(1, id);
+      s->bind(2, static_cast<std::int64_t>(p));
+      s->bind(3, nlohmann::json(points[p]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      s->exec();
+    }
+  });
+  return id;
+}
+
+void RunStore::set_sweep_point_run(std::int64_t sweep, std::int64_t position, std::int64_t run) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("recording the run of sweep " + std::to_string(sweep) + " point " + std::to_string(position), [&] {
+    StatementUse s(m.statement("UPDATE sweep_points SET run = ?1 WHERE sweep = ?2 AND position = ?3"));
+    s->bind(1, run);
+    s->bind(2, sweep);
+    s->bind(3, position);
+    if (s->exec() == 0)
+      throw Error("run store " + m.path_text + ": sweep " + std::to_string(sweep) + " has no point " + std::to_string(position));
+  });
+}
+
+std::optional<SweepInfo> RunStore::find_sweep(std::int64_t sweep) const {
+  for (auto& info : list_sweeps())
+    if (info.id == sweep) return std::move(info);
+  return std::nullopt;
+}
+
+std::vector<SweepInfo> RunStore::list_sweeps() const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading the sweeps", [&] {
+    std::vector<SweepInfo> out;
+    {
+      StatementUse s(m.statement("SELECT id, name, created, config, grid FROM sweeps ORDER BY id DESC"));
+      while (s->executeStep())
+        out.push_back({s->getColumn(0).getInt64(), s->getColumn(1).getString(), s->getColumn(2).getString(),
+                       s->getColumn(3).getString(), s->getColumn(4).getString(), {}});
+    }
+    for (SweepInfo& info : out) {
+      StatementUse s(m.statement("SELECT position, assignments, run FROM sweep_points WHERE sweep = ?1 ORDER BY position"));
+      s->bind(1, info.id);
+      while (s->executeStep()) {
+        SweepPoint p;
+        p.position = s->getColumn(0).getInt64();
+        const auto assignments = nlohmann::json::parse(s->getColumn(1).getString(), nullptr, false);
+        if (assignments.is_array())
+          for (const auto& a : assignments)
+            if (a.is_string()) p.assignments.push_back(a.get<std::string>());
+        p.run = s->getColumn(2).isNull() ? 0 : s->getColumn(2).getInt64();
+        info.points.push_back(std::move(p));
+      }
+    }
+    return out;
+  });
+}
+
 std::int64_t RunStore::add_added_label(std::int64_t run, const std::string& text, const std::string& synthesized_by) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);

@@ -55,6 +55,14 @@ class RunStore {
   void heartbeat(std::int64_t run);
   /// Renames a run; throws if the name is empty or the run does not exist.
   void rename_run(std::int64_t run, const std::string& name);
+  /// Records a sweep and its points (no runs yet); returns its id.
+  std::int64_t create_sweep(const std::string& name, const std::string& config_json, const std::string& grid_json,
+                            const std::vector<std::vector<std::string>>& points);
+  /// Records the run that trains point `position` of sweep `sweep`.
+  void set_sweep_point_run(std::int64_t sweep, std::int64_t position, std::int64_t run);
+  std::optional<SweepInfo> find_sweep(std::int64_t sweep) const;
+  /// Every sweep, newest first.
+  std::vector<SweepInfo> list_sweeps() const;
   /// Replaces the run's notes (UTF-8 text, at most 64 KiB; "" clears them).
   void set_notes(std::int64_t run, const std::string& notes);
   /// Adds tags to the run (already present ones are kept once). A tag is 1–64 bytes of UTF-8 without line

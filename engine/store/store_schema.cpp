@@ -108,7 +108,8 @@ CREATE TABLE added_labels (
 );
 )sql";
 
-// Version 4: a researcher's notes on a run and its tags, for finding and grouping runs later.
+// Version 4: a researcher's notes on a run and its tags, for finding and grouping runs later; sweeps (a
+// base config and a grid of values, each grid point trained as a normal run, kept so a sweep can resume).
 constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
 CREATE TABLE run_tags (
@@ -117,13 +118,27 @@ CREATE TABLE run_tags (
   PRIMARY KEY (run, tag)
 );
 CREATE INDEX run_tags_tag ON run_tags(tag);
+CREATE TABLE sweeps (
+  id      INTEGER PRIMARY KEY,
+  name    TEXT NOT NULL,
+  created TEXT NOT NULL,
+  config  TEXT NOT NULL,
+  grid    TEXT NOT NULL
+);
+CREATE TABLE sweep_points (
+  sweep       INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+  position    INTEGER NOT NULL,
+  assignments TEXT NOT NULL,
+  run         INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  PRIMARY KEY (sweep, position)
+);
 )sql";
 
 constexpr std::array<Migration, 4> kMigrations{{
     {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
     {2, "give the store a random identity", kSchemaV2},
     {3, "keep the labels added to trained runs", kSchemaV3},
-    {4, "keep notes and tags of runs", kSchemaV4},
+    {4, "keep notes and tags of runs, and sweeps", kSchemaV4},
 }};
 static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
 static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");

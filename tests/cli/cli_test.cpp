@@ -352,4 +352,59 @@ TEST(Cli, ReportWritesTheWorkbenchReportHeadless) {
 }
 #endif
 
+TEST(Cli, SweepTrainsEveryGridPointAsARunAndResumes) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  const std::string base = " --db " + db + " --set dataset=" + (dir / "data").string() +
+                           " --set encoder.dim=16 --set batch_size=16 --set epochs=2 --set threads=1 --set eval.k=[1,3]";
+  // A typo in a grid key fails before anything is stored or trained.
+  auto r = xmc("sweep" + base + " --grid lrr=0.01,0.02");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown config key 'lrr'; did you mean 'lr'?"), std::string::npos) << r.output;
+  r = xmc("sweep" + base + " --grid lr=0.01,abc");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("lr: got \"abc\""), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(db));  // not even an empty store
+
+  r = xmc("sweep" + base + " --grid lr=0.01,0.02 --grid temperature=0.05,0.1 --name grid --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto sweep = nlohmann::json::parse(r.last_line());
+  const int id = sweep["sweep_id"].get<int>();
+  ASSERT_EQ(sweep["points"].size(), 4u);
+  EXPECT_EQ(sweep["completed"], 4);
+  std::vector<std::int64_t> runs;
+  for (const auto& p : sweep["points"]) {
+    EXPECT_EQ(p["status"], "completed");
+    runs.push_back(p["run_id"].get<std::int64_t>());
+  }
+  EXPECT_EQ(sweep["points"][3]["assignments"], nlohmann::json::array({"lr=0.02", "temperature=0.1"}));
+  {
+    RunStore store(db);
+    ASSERT_EQ(store.list_runs().size(), 4u);
+    for (const auto& run : store.list_runs()) EXPECT_EQ(run.tags, std::vector<std::string>{"sweep-" + std::to_string(id)});
+    const RunInfo last = store.get_run(runs[3]);
+    EXPECT_EQ(last.name, "grid [lr=0.02, temperature=0.1]");
+    const auto config = nlohmann::json::parse(last.config_json);
+    EXPECT_DOUBLE_EQ(config["lr"].get<double>(), 0.02);
+    EXPECT_DOUBLE_EQ(config["temperature"].get<double>(), 0.1);
+  }
+  // A stopped point resumes in its own run; a point whose run is gone starts a new one; completed ones stay.
+  RunStore(db).set_status(runs[2], RunStatus::Stopped);
+  ASSERT_EQ(xmc("runs --db " + db + " delete " + std::to_string(runs[1]) + " --yes").exit_code, 0);
+  r = xmc("sweep --resume " + std::to_string(id) + " --db " + db + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  sweep = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(sweep["points"][0]["run_id"].get<std::int64_t>(), runs[0]);
+  EXPECT_EQ(sweep["points"][2]["run_id"].get<std::int64_t>(), runs[2]);
+  EXPECT_EQ(sweep["points"][3]["run_id"].get<std::int64_t>(), runs[3]);
+  EXPECT_GT(sweep["points"][1]["run_id"].get<std::int64_t>(), runs[3]);
+  for (const auto& p : sweep["points"]) EXPECT_EQ(p["status"], "completed");
+  EXPECT_NE(r.output.find("point 2 ("), std::string::npos) << r.output;  // said it resumed point 2
+  EXPECT_EQ(r.output.find("point 0 ("), std::string::npos) << r.output;  // and left point 0 alone
+  r = xmc("sweep --list --db " + db);
+  EXPECT_NE(r.output.find("sweep " + std::to_string(id) + ": grid (4 points"), std::string::npos) << r.output;
+  EXPECT_EQ(xmc("sweep --resume 99 --db " + db).exit_code, 1);
+}
+
 }  // namespace xmc
