@@ -39,6 +39,7 @@
 #include "widgets/report_export.h"
 #include "widgets/runs_browser.h"
 #include "widgets/search_panel.h"
+#include "widgets/sweep_dialog.h"
 #include "widgets/training_progress.h"
 #include "widgets/training_worker.h"
 #include "widgets/tsne_plot.h"
@@ -113,7 +114,13 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   compare_ = new gui::CompareView;
   runs_tab->addWidget(runs_);
   runs_tab->addWidget(compare_);
-  runs_tab->setSizes({350, 550});
+  // The runs table keeps room for a dozen rows; the comparison below shrinks first (its plots have small
+  // minimum sizes there) and the splitter handle moves the border either way.
+  runs_->setMinimumHeight(240);
+  runs_tab->setChildrenCollapsible(false);
+  runs_tab->setStretchFactor(0, 2);
+  runs_tab->setStretchFactor(1, 3);
+  runs_tab->setSizes({380, 520});
   runs_->set_follow(true);  // runs written by other processes (xmc train) appear and update live
   tabs_->addTab(runs_tab, "Runs");
   setCentralWidget(tabs_);
@@ -143,6 +150,8 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   continue_action_ = training->addAction("Continue the shown stopped run", this, [this] { continue_shown_run(); });
   continue_action_->setObjectName("continue_run");
   continue_action_->setToolTip("Resume the run shown in the Live tab from its checkpoint (it was stopped)");
+  training->addAction("Sweep over a grid of values…", this, [this] { open_sweep_dialog(); });
+  training->addAction("Resume a sweep…", this, [this] { choose_sweep_to_resume(); });
   auto* datasets = menuBar()->addMenu("&Datasets");
   datasets->addAction("Build WordNet dataset…", this, [this] { build_wordnet_dataset(); });
   datasets->addAction("Import mulan dataset (ARFF + XML)…", this, [this] { import_mulan_dataset(); });
@@ -155,6 +164,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
 
   // Wiring.
   connect(launch_, &gui::LaunchForm::start_requested, this, [this] { start_training(); });
+  connect(launch_, &gui::LaunchForm::sweep_requested, this, [this] { open_sweep_dialog(); });
   connect(launch_, &gui::LaunchForm::pause_requested, this, [this] {
     worker_->set_paused(true);
     set_training_state(gui::LaunchForm::State::Paused);
@@ -166,6 +176,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { stop_training(); });
   connect(worker_, &gui::TrainingWorker::event, this, &MainWindow::on_event);
   connect(worker_, &gui::TrainingWorker::ended, this, &MainWindow::on_ended);
+  connect(worker_, &gui::TrainingWorker::point_started, this, &MainWindow::on_point_started);
   connect(worker_->progress(), &gui::QtProgress::progressed, training_progress_, &gui::TrainingProgress::on_task);
   connect(worker_->progress(), &gui::QtProgress::finished, training_progress_, &gui::TrainingProgress::on_task_finished);
   connect_runs_browser();
@@ -302,16 +313,7 @@ void MainWindow::start_training() {
     validate(config);
     const std::int64_t run = worker_->start(config, options_.db);
     shown_run_ = run;
-    evaluations_seen_ = 0;
-    loss_plot_->clear();
-    live_points_.clear();
-    metric_plot_->clear();
-    decile_plot_->clear();
-    tsne_plot_->clear();  // the last run's query and its negatives are not this run's
-    metric_plot_->set_milestones(milestone_marks(config));
-    if (collapse_warning_) collapse_warning_->hide();
-    refresh_decile_overlay_choices();
-    apply_decile_overlay();
+    reset_live_view(config);
     run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
     training_progress_->begin_run(static_cast<double>(total_epochs(config)));
     set_training_state(gui::LaunchForm::State::Running);
@@ -319,6 +321,102 @@ void MainWindow::start_training() {
     runs_->refresh();
   } catch (const std::exception& e) {
     report_error("Cannot start training", QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::reset_live_view(const TrainConfig& config) {
+  evaluations_seen_ = 0;
+  loss_plot_->clear();
+  live_points_.clear();
+  metric_plot_->clear();
+  decile_plot_->clear();
+  tsne_plot_->clear();  // the last run's query and its negatives are not this run's
+  if (collapse_warning_) collapse_warning_->hide();
+  metric_plot_->set_milestones(milestone_marks(config));
+  refresh_decile_overlay_choices();
+  apply_decile_overlay();
+}
+
+std::int64_t MainWindow::start_sweep(const std::vector<SweepAxis>& axes, const QString& name) {
+  if (worker_->running()) return 0;
+  try {
+    const TrainConfig config = launch_->config();
+    validate(config);
+    const SweepInfo sweep = Session(options_.db.toStdString()).create_sweep(config, axes, name.toStdString());
+    resume_sweep(sweep.id);
+    return worker_->sweep_id() == sweep.id ? sweep.id : 0;
+  } catch (const std::exception& e) {
+    report_error("Cannot start the sweep", QString::fromUtf8(e.what()));
+    return 0;
+  }
+}
+
+void MainWindow::resume_sweep(std::int64_t sweep) {
+  if (worker_->running()) return;
+  try {
+    worker_->start_sweep(sweep, options_.db);
+    follow_timer_->stop();
+    run_label_->setText(QString("Sweep %1: starting").arg(sweep));
+    set_training_state(gui::LaunchForm::State::Running);
+    tabs_->setCurrentIndex(1);
+  } catch (const std::exception& e) {
+    report_error("Cannot run sweep " + QString::number(sweep), QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::on_point_started(std::int64_t sweep, std::int64_t position, std::int64_t points, std::int64_t run) {
+  try {
+    const Session session(options_.db.toStdString());
+    const RunInfo info = session.get_run(run);
+    const TrainConfig config = parse_train_config(info.config_json, "run " + std::to_string(run));
+    shown_run_ = run;
+    reset_live_view(config);
+    run_label_->setText(QString("Sweep %1, point %2 of %3 — run %4: %5")
+                            .arg(sweep)
+                            .arg(position + 1)
+                            .arg(points)
+                            .arg(run)
+                            .arg(QString::fromStdString(info.name)));
+    training_progress_->begin_run(static_cast<double>(total_epochs(config)));
+    if (worker_->paused()) training_progress_->set_paused(true);
+    runs_->refresh();
+  } catch (const std::exception& e) {
+    statusBar()->showMessage("Sweep " + QString::number(sweep) + ": " + QString::fromUtf8(e.what()), 8000);
+  }
+}
+
+void MainWindow::open_sweep_dialog() {
+  if (worker_->running()) return;
+  gui::SweepDialog dialog(this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  start_sweep(dialog.axes(), dialog.sweep_name());
+}
+
+void MainWindow::choose_sweep_to_resume() {
+  if (worker_->running()) return;
+  try {
+    const Session session(options_.db.toStdString());
+    QStringList items;
+    std::vector<std::int64_t> ids;
+    for (const SweepInfo& sweep : session.list_sweeps()) {
+      int done = 0;
+      for (const SweepPoint& p : sweep.points) {
+        const auto run = p.run > 0 ? session.find_run(p.run) : std::nullopt;
+        if (run && run->status == RunStatus::Completed) ++done;
+      }
+      if (done == static_cast<int>(sweep.points.size())) continue;
+      items << QString("sweep %1: %2 (%3 of %4 points done)").arg(sweep.id).arg(QString::fromStdString(sweep.name)).arg(done).arg(sweep.points.size());
+      ids.push_back(sweep.id);
+    }
+    if (items.isEmpty()) {
+      QMessageBox::information(this, "Resume a sweep", "Every sweep in this store is complete.");
+      return;
+    }
+    bool ok = false;
+    const QString chosen = QInputDialog::getItem(this, "Resume a sweep", "Sweep:", items, 0, false, &ok);
+    if (ok) resume_sweep(ids[static_cast<std::size_t>(items.indexOf(chosen))]);
+  } catch (const std::exception& e) {
+    report_error("Cannot list the sweeps", QString::fromUtf8(e.what()));
   }
 }
 
@@ -380,6 +478,7 @@ void MainWindow::on_event(const TrainEvent& e) {
 }
 
 void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
+  const std::int64_t sweep = worker_->sweep_id();
   worker_->wait();
   set_training_state(gui::LaunchForm::State::Idle);
   runs_->refresh();
@@ -388,7 +487,16 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   refresh_decile_overlay_choices();
   run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
   training_progress_->end_run(status);
-  if (status == "stopped") run_label_->setText(run_label_->text() + kContinueHint);
+  if (sweep > 0) {
+    // The sweep's runs side by side in the Runs tab, ready to compare; a stopped sweep says how to go on.
+    runs_->set_filter_text(QString("sweep-%1").arg(sweep));
+    run_label_->setText(QString("Sweep %1 %2 — its runs are listed in the Runs tab (filter sweep-%1)%3")
+                            .arg(sweep)
+                            .arg(ok ? (status == "stopped" ? QString("stopped") : QString("finished")) : QString("had failures"))
+                            .arg(status == "stopped" ? QString(" — Training › Resume a sweep… continues it") : QString()));
+  } else if (status == "stopped") {
+    run_label_->setText(run_label_->text() + kContinueHint);
+  }
   if (!ok && !closing_) {
     if (options_.quit_when_done)
       std::fprintf(stderr, "xmc-workbench: training failed: %s\n", message.toLocal8Bit().constData());

@@ -10,6 +10,7 @@
 #include "engine/core/progress.h"
 
 #include "engine/store/run_records.h"
+#include "engine/train/sweep_grid.h"
 #include "engine/train/train_events.h"
 #include "widgets/launch_form.h"
 
@@ -59,6 +60,11 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void start_training();
+  /// Records a sweep of the launch form's config over `axes` and trains it point after point, the Live
+  /// tab following each point's run; returns the sweep id (0 when it could not start: the error is shown).
+  std::int64_t start_sweep(const std::vector<SweepAxis>& axes, const QString& name = {});
+  /// Continues a sweep: completed points stay, stopped or failed ones resume, the rest start.
+  void resume_sweep(std::int64_t sweep);
   /// Shows a stored run: its curves, deciles, t-SNE in the Live tab, and loads it into the search panel.
   void show_run(std::int64_t run);
   /// Builds a WordNet dataset of `items` synsets into `out` in the background (Datasets menu).
@@ -86,6 +92,12 @@ class MainWindow : public QMainWindow {
   /// Reloads the shown run from the store (it is being trained by another process).
   void reload_followed_run();
   void on_ended(std::int64_t run, bool ok, const QString& message);
+  /// A sweep's point starts: the Live tab turns to its run.
+  void on_point_started(std::int64_t sweep, std::int64_t position, std::int64_t points, std::int64_t run);
+  /// Clears every Live panel for a run that starts training with `config`.
+  void reset_live_view(const TrainConfig& config);
+  void open_sweep_dialog();
+  void choose_sweep_to_resume();
   void export_report(const QString& format);
   void export_current_plots();
   void open_store();

@@ -188,6 +188,9 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 
   metric_plot_ = new MetricPlot(this);
   decile_plot_ = new DecilePlot(this);
+  // Beside a runs table the comparison may be short: its plots shrink further than on their own.
+  metric_plot_->setMinimumSize(320, 200);
+  decile_plot_->setMinimumSize(320, 200);
 
   loss_plot_ = new QCustomPlot(this);
   loss_plot_->setWindowTitle(tr("Training loss"));
@@ -199,7 +202,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   loss_plot_->legend->setVisible(false);  // shown once runs with a loss are drawn
   loss_plot_->legend->setBrush(QColor(255, 255, 255, 220));
   loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  loss_plot_->setMinimumSize(320, 220);
+  loss_plot_->setMinimumSize(320, 200);
   plot_style::add_empty_note(loss_plot_, tr("no training loss to show"));
   add_export_menu(loss_plot_, this);
 

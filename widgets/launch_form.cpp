@@ -124,14 +124,17 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
   pause_ = new QPushButton("Pause");
   resume_ = new QPushButton("Resume");
   stop_ = new QPushButton("Stop");
+  sweep_ = new QPushButton("Sweep…");
+  sweep_->setToolTip("Train this configuration over a grid of values (e.g. lr × temperature), each point a run of its own");
   start_->setToolTip("Record a new run in the store and train it");
   pause_->setToolTip("Hold training between steps");
   resume_->setToolTip("Continue a paused run");
   stop_->setToolTip("Stop after the current step; a checkpoint is written so the run can be resumed");
   buttons->addStretch();
-  for (auto* b : {start_, pause_, resume_, stop_}) buttons->addWidget(b);
+  for (auto* b : {sweep_, start_, pause_, resume_, stop_}) buttons->addWidget(b);
   outer->addLayout(buttons);
   connect(start_, &QPushButton::clicked, this, &LaunchForm::start_requested);
+  connect(sweep_, &QPushButton::clicked, this, &LaunchForm::sweep_requested);
   connect(pause_, &QPushButton::clicked, this, &LaunchForm::pause_requested);
   connect(resume_, &QPushButton::clicked, this, &LaunchForm::resume_requested);
   connect(stop_, &QPushButton::clicked, this, &LaunchForm::stop_requested);
@@ -274,9 +277,11 @@ void LaunchForm::validate() {
     if (!c.dataset.empty()) xmc::validate(c);
     error_->clear();
     start_->setEnabled(!c.dataset.empty());
+    sweep_->setEnabled(!c.dataset.empty());
   } catch (const std::exception& e) {
     error_->setText(QString::fromUtf8(e.what()));
     start_->setEnabled(false);
+    sweep_->setEnabled(false);
   }
 }
 
@@ -300,6 +305,7 @@ void LaunchForm::show_dataset_summary() {
 
 void LaunchForm::set_state(State state) {
   start_->setVisible(state == State::Idle);
+  sweep_->setVisible(state == State::Idle);
   pause_->setVisible(state == State::Running);
   resume_->setVisible(state == State::Paused);
   stop_->setVisible(state != State::Idle);

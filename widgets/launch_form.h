@@ -44,6 +44,7 @@ class LaunchForm : public QWidget {
 
  Q_SIGNALS:
   void start_requested();
+  void sweep_requested();
   void pause_requested();
   void resume_requested();
   void stop_requested();
@@ -61,7 +62,7 @@ class LaunchForm : public QWidget {
   QPlainTextEdit* summary_ = nullptr;
   QComboBox* presets_ = nullptr;
   QLabel* error_ = nullptr;
-  QPushButton *start_ = nullptr, *pause_ = nullptr, *resume_ = nullptr, *stop_ = nullptr;
+  QPushButton *start_ = nullptr, *pause_ = nullptr, *resume_ = nullptr, *stop_ = nullptr, *sweep_ = nullptr;
   QStringList preset_paths_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "engine/session/session.h"
+#include "engine/session/sweep_runner.h"
 
 namespace xmc::gui {
 
@@ -34,8 +35,49 @@ std::int64_t TrainingWorker::resume(std::int64_t run, const QString& db) {
   return run_id_;
 }
 
+void TrainingWorker::start_sweep(std::int64_t sweep, const QString& db) {
+  if (running()) throw Error("a run is already training; stop it first");
+  const std::int64_t points = static_cast<std::int64_t>(Session(db.toStdString()).get_sweep(sweep).points.size());  // throws for a wrong id
+  wait();
+  run_.reset();
+  sweep_ = std::make_unique<SweepRunner>(db.toStdString(), sweep, 1);
+  sweep_id_ = sweep;
+  run_id_ = 0;
+  paused_ = false;
+  progress_->reset();
+  sweep_->on_start([this, sweep, points](std::int64_t position, std::int64_t run) {
+    run_id_ = run;
+    progress_->reset();
+    // Through the same queue as the run's events, so the UI resets its plots before this run's first step.
+    {
+      std::lock_guard lock(pending_mutex_);
+      pending_.emplace_back(PointStart{sweep, position, points, run});
+    }
+    QMetaObject::invokeMethod(this, &TrainingWorker::deliver_events, Qt::QueuedConnection);
+  });
+  sweep_->on_event([this](std::int64_t, std::int64_t, const TrainEvent& e) { queue_event(e); });
+  delivery_timer_.start();
+  SweepRunner* runner = sweep_.get();
+  thread_ = QThread::create([this, runner] {
+    try {
+      const SweepRunner::Outcome outcome = runner->run(*progress_);
+      QMetaObject::invokeMethod(this, &TrainingWorker::deliver_events, Qt::QueuedConnection);
+      QStringList errors;
+      for (const auto& e : outcome.errors) errors << QString::fromStdString(e);
+      Q_EMIT ended(run_id_.load(), outcome.failed == 0, errors.join(QLatin1Char('\n')));
+    } catch (const std::exception& e) {
+      QMetaObject::invokeMethod(this, &TrainingWorker::deliver_events, Qt::QueuedConnection);
+      Q_EMIT ended(run_id_.load(), false, QString::fromUtf8(e.what()));
+    }
+  });
+  thread_->setObjectName("sweep");
+  thread_->start();
+}
+
 void TrainingWorker::launch(std::unique_ptr<RunHandle> run) {
   wait();
+  sweep_.reset();
+  sweep_id_ = 0;
   run_ = std::move(run);
   paused_ = false;
   progress_->reset();
@@ -66,23 +108,30 @@ void TrainingWorker::queue_event(const TrainEvent& e) {
 }
 
 void TrainingWorker::deliver_events() {
-  std::vector<TrainEvent> events;
+  std::vector<std::variant<TrainEvent, PointStart>> events;
   {
     std::lock_guard lock(pending_mutex_);
     events.swap(pending_);
   }
-  for (const TrainEvent& e : events) Q_EMIT event(e);
+  for (const auto& item : events) {
+    if (const auto* start = std::get_if<PointStart>(&item))
+      Q_EMIT point_started(start->sweep, start->position, start->points, start->run);
+    else
+      Q_EMIT event(std::get<TrainEvent>(item));
+  }
   if (!running()) delivery_timer_.stop();
 }
 
 void TrainingWorker::stop() {
   if (run_) run_->request_stop();
+  if (sweep_) sweep_->request_stop();
   progress_->cancel();
 }
 
 void TrainingWorker::set_paused(bool paused) {
   paused_ = paused;
   if (run_) run_->set_paused(paused);
+  if (sweep_) sweep_->set_paused(paused);
 }
 
 void TrainingWorker::wait() {

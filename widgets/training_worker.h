@@ -7,8 +7,10 @@
 #include <QString>
 #include <QThread>
 #include <QTimer>
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <variant>
 #include <vector>
 
 #include "engine/train/train_config.h"
@@ -19,6 +21,7 @@ Q_DECLARE_METATYPE(xmc::TrainEvent)
 
 namespace xmc {
 class RunHandle;
+class SweepRunner;
 }
 
 namespace xmc::gui {
@@ -34,6 +37,12 @@ class TrainingWorker : public QObject {
   std::int64_t start(const TrainConfig& config, const QString& db);
   /// Continues a stopped or failed run from its checkpoint.
   std::int64_t resume(std::int64_t run, const QString& db);
+  /// Trains sweep `sweep` of the store at `db` point after point (completed points are skipped, stopped
+  /// ones resume): point_started() announces each point's run, whose events then arrive as a run's do;
+  /// ended() comes once, after the last point (ok = no point failed). Stop and pause act on the sweep.
+  void start_sweep(std::int64_t sweep, const QString& db);
+  /// The sweep being trained (0 = a single run).
+  std::int64_t sweep_id() const { return sweep_id_; }
 
   bool running() const;
   std::int64_t run_id() const { return run_id_; }
@@ -49,6 +58,8 @@ class TrainingWorker : public QObject {
   void event(const xmc::TrainEvent& event);
   /// The thread ended: completed / stopped (ok = true) or failed (ok = false, message = error).
   void ended(std::int64_t run, bool ok, const QString& message);
+  /// A sweep's point starts training in run `run` (position 0-based, of `points`).
+  void point_started(std::int64_t sweep, std::int64_t position, std::int64_t points, std::int64_t run);
 
  private:
   void launch(std::unique_ptr<RunHandle> run);
@@ -58,12 +69,18 @@ class TrainingWorker : public QObject {
   void deliver_events();
 
   std::unique_ptr<RunHandle> run_;
+  std::unique_ptr<SweepRunner> sweep_;
+  std::int64_t sweep_id_ = 0;
   QThread* thread_ = nullptr;
   QtProgress* progress_;
-  std::int64_t run_id_ = 0;
+  std::atomic<std::int64_t> run_id_{0};
   bool paused_ = false;
+  /// A sweep's point starting, delivered in order with the events (the UI resets before its first step).
+  struct PointStart {
+    std::int64_t sweep = 0, position = 0, points = 0, run = 0;
+  };
   std::mutex pending_mutex_;
-  std::vector<TrainEvent> pending_;  ///< events of the training thread not yet emitted on the UI thread
+  std::vector<std::variant<TrainEvent, PointStart>> pending_;  ///< not yet emitted on the UI thread
   QTimer delivery_timer_;            ///< delivers queued steps while a run trains
 };
 

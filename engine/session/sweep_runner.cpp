@@ -20,6 +20,12 @@ void SweepRunner::request_stop() {
   for (RunHandle* run : active_) run->request_stop();
 }
 
+void SweepRunner::set_paused(bool paused) {
+  std::lock_guard lock(mutex_);
+  paused_ = paused;
+  for (RunHandle* run : active_) run->set_paused(paused);
+}
+
 SweepRunner::Outcome SweepRunner::run(Progress& progress) {
   const SweepInfo sweep = Session(db_path_).get_sweep(sweep_);  // a missing sweep fails before any thread
   Outcome outcome;
@@ -89,6 +95,7 @@ void SweepRunner::train_point(std::size_t index, Progress& progress, Outcome& ou
         return;
       }
       active_.push_back(handle.get());
+      if (paused_) handle->set_paused(true);
     }
     TrainResult result;
     try {

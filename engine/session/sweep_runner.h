@@ -42,6 +42,8 @@ class SweepRunner {
   Outcome run(Progress& progress = silent_progress());
   /// Thread-safe: the running points stop with a checkpoint (their runs say "stopped"), no other starts.
   void request_stop();
+  /// Thread-safe: holds (or releases) the running points between steps; points that start later start held.
+  void set_paused(bool paused);
 
  private:
   void train_point(std::size_t index, Progress& progress, Outcome& outcome);
@@ -52,6 +54,7 @@ class SweepRunner {
   StartListener on_start_;
   EventListener on_event_;
   std::atomic<bool> stop_{false};
+  bool paused_ = false;              // guarded by mutex_
   std::mutex mutex_;                 // guards active_, the outcome and listener calls
   std::vector<RunHandle*> active_;   // the points training now
 };

@@ -23,6 +23,10 @@ SweepAxis parse_sweep_axis(const std::string& text) {
   bool quoted = false;
   std::string current;
   auto flush = [&] {
+    // "0.001, 0.003" as typed: spaces around a value are not part of it.
+    const auto first = current.find_first_not_of(" \t");
+    const auto last = current.find_last_not_of(" \t");
+    current = first == std::string::npos ? std::string() : current.substr(first, last - first + 1);
     if (current.empty()) throw ConfigError("--grid " + text + ": an empty value (two commas in a row, or one at an end)");
     axis.values.push_back(current);
     current.clear();

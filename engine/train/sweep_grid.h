@@ -12,7 +12,7 @@ struct SweepAxis {
 };
 
 /// Parses "key=v1,v2,...": values are split at commas outside brackets, braces and quotes, so a list
-/// value stays whole ("eval.k=[1,3],[1,5]"). Throws ConfigError naming the text when there is no key,
+/// value stays whole ("eval.k=[1,3],[1,5]"), and trimmed of spaces ("lr=0.001, 0.003"). Throws ConfigError naming the text when there is no key,
 /// no value, an empty value, a repeated value, or more than 1000 values.
 SweepAxis parse_sweep_axis(const std::string& text);
 

@@ -10,6 +10,7 @@ set(allowed_everywhere
   "^engine/train/train_events\\.h$"
   "^engine/train/training_milestones\\.h$"
   "^engine/store/evaluation_modes\\.h$"
+  "^engine/train/sweep_grid\\.h$"
   "^engine/core/progress\\.h$"
   "^engine/core/error\\.h$"
   "^engine/core/version\\.h$"

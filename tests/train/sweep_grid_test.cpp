@@ -24,6 +24,7 @@ TEST(SweepGrid, ValuesSplitAtTopLevelCommasOnly) {
   EXPECT_EQ(k.values, (std::vector<std::string>{"[1,3]", "[1,5,10]"}));
   EXPECT_EQ(parse_sweep_axis(R"(name="a,b","c")").values, (std::vector<std::string>{R"("a,b")", R"("c")"}));
   EXPECT_EQ(parse_sweep_axis("loss=triplet").values, std::vector<std::string>{"triplet"});
+  EXPECT_EQ(parse_sweep_axis("sampler.type= random , cluster").values, (std::vector<std::string>{"random", "cluster"}));
 }
 
 TEST(SweepGrid, MalformedAxesAreNamedErrors) {
@@ -32,6 +33,7 @@ TEST(SweepGrid, MalformedAxesAreNamedErrors) {
   EXPECT_NE(error_of("lr=").find("an empty value"), std::string::npos);
   EXPECT_NE(error_of("lr=1,,2").find("an empty value"), std::string::npos);
   EXPECT_NE(error_of("lr=1,2,").find("an empty value"), std::string::npos);
+  EXPECT_NE(error_of("lr=1, ,2").find("an empty value"), std::string::npos);
   EXPECT_NE(error_of("lr=0.1,0.1").find("the value 0.1 is given twice"), std::string::npos);
 }
 

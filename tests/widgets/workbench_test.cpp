@@ -20,6 +20,7 @@
 
 #include "app/main_window.h"
 #include "engine/data/dataset.h"
+#include "engine/core/error.h"
 #include "engine/session/session.h"
 #include "engine/store/run_store.h"
 #include "widgets/decile_plot.h"
@@ -30,6 +31,7 @@
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
 #include "widgets/search_panel.h"
+#include "widgets/sweep_dialog.h"
 #include "widgets/qt_progress.h"
 #include "widgets/training_progress.h"
 #include "widgets/training_worker.h"
@@ -325,6 +327,86 @@ class WorkbenchTest : public QObject {
     QCOMPARE(store.get_run(run).status, xmc::RunStatus::Completed);
     QCOMPARE(store.list_runs().size(), std::size_t{1});
     QVERIFY(!resume->isEnabled());
+  }
+
+  void aSweepRunsEveryPointFollowsEachInTheLiveTabAndResumesAfterAStop() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    write_keyword_dataset(dir.filePath("data").toStdString());
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    options.dataset = dir.filePath("data");
+    xmc::app::MainWindow window(options);
+    auto* form = window.findChild<xmc::gui::LaunchForm*>();
+    form->set_field_text("encoder.dim", "16");
+    form->set_field_text("batch_size", "16");
+    form->set_field_text("epochs", "2");
+    auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
+
+    // The dialog reads rows as the command line does, names a bad row and counts the runs.
+    xmc::gui::SweepDialog dialog;
+    dialog.set_axes({xmc::parse_sweep_axis("lr=0.01, 0.02"), xmc::parse_sweep_axis("temperature=0.05,0.1")});
+    QCOMPARE(dialog.point_count(), 4);
+    dialog.set_axes({xmc::parse_sweep_axis("lrr=0.01")});
+    QCOMPARE(dialog.point_count(), 0);
+    try {
+      dialog.axes();
+      QFAIL("an unknown key was accepted");
+    } catch (const xmc::ConfigError& e) {
+      QVERIFY2(QString(e.what()).contains("did you mean 'lr'"), e.what());
+    }
+
+    // 2 × 2 points; the Live tab turns to each point's run. Stop during the third point.
+    std::vector<std::int64_t> started;
+    connect(worker, &xmc::gui::TrainingWorker::point_started, this,
+            [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t run) { started.push_back(run); });
+    bool stop_sent = false;
+    connect(worker, &xmc::gui::TrainingWorker::event, this, [&](const xmc::TrainEvent& e) {
+      if (started.size() == 3 && e.kind == xmc::TrainEvent::Kind::Step && !stop_sent) {
+        stop_sent = true;
+        worker->stop();
+      }
+    });
+    QSignalSpy ended(worker, &xmc::gui::TrainingWorker::ended);
+    const std::int64_t sweep = window.start_sweep({xmc::parse_sweep_axis("lr=0.01,0.02"), xmc::parse_sweep_axis("temperature=0.05,0.1")}, "tiny");
+    QVERIFY(sweep > 0);
+    QVERIFY(ended.wait(120000));
+    QCoreApplication::processEvents();
+    QCOMPARE(started.size(), std::size_t{3});
+    auto* live_label = window.findChild<xmc::gui::TrainingProgress*>();
+    QVERIFY(live_label);
+    xmc::Session store(options.db.toStdString());
+    auto info = store.get_sweep(sweep);
+    QCOMPARE(store.get_run(info.points[0].run).status, xmc::RunStatus::Completed);
+    QCOMPARE(store.get_run(info.points[2].run).status, xmc::RunStatus::Stopped);
+    QCOMPARE(info.points[3].run, std::int64_t{0});  // never started
+    // The Runs tab lists the sweep's runs.
+    auto* runs = window.findChild<xmc::gui::RunsBrowser*>();
+    QCOMPARE(runs->proxy()->rowCount(), 3);
+
+    // Resume: the stopped point continues in its run, the last one starts; completed ones stay.
+    started.clear();
+    window.resume_sweep(sweep);
+    QVERIFY(ended.wait(120000));
+    QCoreApplication::processEvents();
+    info = store.get_sweep(sweep);
+    QCOMPARE(started, (std::vector<std::int64_t>{info.points[2].run, info.points[3].run}));
+    for (const auto& p : info.points) QCOMPARE(store.get_run(p.run).status, xmc::RunStatus::Completed);
+    QCOMPARE(store.list_runs().size(), std::size_t{4});
+    for (const auto& run : store.list_runs()) QCOMPARE(run.tags, std::vector<std::string>{"sweep-" + std::to_string(sweep)});
+    QCOMPARE(runs->proxy()->rowCount(), 4);
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      window.resize(1400, 900);
+      dialog.set_axes({xmc::parse_sweep_axis("lr=0.001, 0.003"), xmc::parse_sweep_axis("temperature=0.05,0.1")});
+      dialog.show();
+      QCoreApplication::processEvents();
+      dialog.grab().save(QString(keep) + "/sweep-dialog.png");
+      runs->select_run(info.points[0].run);
+      auto* tabs = window.findChild<QTabWidget*>();
+      tabs->setCurrentIndex(tabs->count() - 1);
+      QCoreApplication::processEvents();
+      window.save_screenshot(QString(keep) + "/sweep-runs.png");
+    }
   }
 
   void liveTabFollowsARunAnotherProcessWrites() {
