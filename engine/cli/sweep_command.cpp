@@ -14,10 +14,12 @@ namespace xmc::cli {
 namespace {
 
 std::atomic<SweepRunner*> g_sweep{nullptr};
+std::atomic<bool> g_sweep_interrupted{false};
 
 extern "C" void on_sweep_interrupt(int) {
   // First Ctrl-C: the running points stop with a checkpoint and no other starts. A second one kills.
   if (SweepRunner* sweep = g_sweep.load()) sweep->request_stop();
+  g_sweep_interrupted.store(true);
   std::signal(SIGINT, SIG_DFL);
 }
 
@@ -123,6 +125,7 @@ void add_sweep_command(CLI::App& app, CommandContext& context) {
                   e.epoch, 100 * p1, 100 * p5);
       std::fflush(stdout);
     });
+    g_sweep_interrupted.store(false);
     g_sweep.store(&runner);
     std::signal(SIGINT, on_sweep_interrupt);
     SweepRunner::Outcome outcome;
@@ -150,6 +153,7 @@ void add_sweep_command(CLI::App& app, CommandContext& context) {
       std::fprintf(stderr, "sweep %lld stopped: continue with xmc sweep --resume %lld --db %s\n", static_cast<long long>(id),
                    static_cast<long long>(id), args->db.c_str());
     if (outcome.failed > 0) throw Error(std::to_string(outcome.failed) + " point(s) of sweep " + std::to_string(id) + " failed (see above)");
+    if (g_sweep_interrupted.load()) throw Cancelled();  // the points are safe, but the sweep is not done (exit code 130)
   });
 }
 
