@@ -39,13 +39,14 @@ std::map<std::int64_t, std::string> primary_mode_by_step(const std::vector<EvalP
   for (const auto& [step, metrics] : plain) {
     const auto modes = moded.find(step);
     if (modes == moded.end()) continue;
-    for (const auto& [mode, values] : modes->second) {
-      const bool repeats_all = std::all_of(metrics.begin(), metrics.end(), [&](const auto& entry) {
+    for (const auto& mode_values : modes->second) {
+      const auto& values = mode_values.second;  // a named reference: lambdas may not capture structured bindings (clang < 16)
+      const bool repeats_all = std::all_of(metrics.begin(), metrics.end(), [&values](const auto& entry) {
         const auto it = values.find(entry.first);
         return it != values.end() && (it->second == entry.second || (it->second != it->second && entry.second != entry.second));
       });
       if (repeats_all) {
-        out[step] = mode;
+        out[step] = mode_values.first;
         break;
       }
     }
