@@ -448,18 +448,7 @@ void MainWindow::on_event(const TrainEvent& e) {
       show_live_metrics();
       decile_plot_->set_bars(QString("run %1").arg(e.run_id), e.deciles);
       ++evaluations_seen_;
-      // A collapse warning stays in the status bar (phase messages would hide a transient one) until an
-      // evaluation of the shown run is healthy again.
-      if (!collapse_warning_) {
-        collapse_warning_ = new QLabel;
-        collapse_warning_->setStyleSheet("color: #b00020; font-weight: bold");
-        statusBar()->addPermanentWidget(collapse_warning_);
-      }
-      collapse_warning_->setVisible(embeddings_collapsed(e.score_spread, e.score_mean));
-      collapse_warning_->setText(QString("embeddings collapsed at epoch %1: score spread %2, mean cosine %3 — lower lr or change the loss")
-                                     .arg(e.epoch, 0, 'f', 2)
-                                     .arg(e.score_spread, 0, 'f', 4)
-                                     .arg(e.score_mean, 0, 'f', 4));
+      show_collapse_state(e.epoch, e.score_spread, e.score_mean);
       if (!options_.screenshot.isEmpty() && !first_screenshot_taken_) {
         first_screenshot_taken_ = true;
         first_screenshot_pending_ = true;
@@ -570,11 +559,36 @@ void MainWindow::show_live_metrics() {
   for (std::size_t m = 1; m < modes.size(); ++m) metric_plot_->add_comparison_run(mode_label(modes[m]), modes[m].points);
 }
 
+void MainWindow::show_collapse_state(double epoch, double score_spread, double score_mean) {
+  // A collapse warning stays in the status bar (phase messages would hide a transient one) until an
+  // evaluation of the shown run is healthy again.
+  if (!collapse_warning_) {
+    collapse_warning_ = new QLabel;
+    collapse_warning_->setObjectName("collapse_warning");
+    collapse_warning_->setStyleSheet("color: #b00020; font-weight: bold");
+    statusBar()->addPermanentWidget(collapse_warning_);
+  }
+  collapse_warning_->setVisible(embeddings_collapsed(score_spread, score_mean));
+  collapse_warning_->setText(QString("embeddings collapsed at epoch %1: score spread %2, mean cosine %3 — lower lr or change the loss")
+                                 .arg(epoch, 0, 'f', 2)
+                                 .arg(score_spread, 0, 'f', 4)
+                                 .arg(score_mean, 0, 'f', 4));
+}
+
 double MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
   const auto scalars = session.scalars(run);
   loss_plot_->set_series(scalars);
   double last_epoch = 0;
-  for (const auto& point : scalars) last_epoch = std::max(last_epoch, point.epoch);
+  double spread_epoch = -1, spread = 0, mean = 0;  // the last evaluation's score spread: a stored run warns too
+  for (const auto& point : scalars) {
+    last_epoch = std::max(last_epoch, point.epoch);
+    if (point.key == "score_spread") spread_epoch = point.epoch, spread = point.value;
+    if (point.key == "score_mean") mean = point.value;
+  }
+  if (spread_epoch >= 0)
+    show_collapse_state(spread_epoch, spread, mean);
+  else if (collapse_warning_)
+    collapse_warning_->hide();
   live_points_ = session.evaluations(run);
   show_live_metrics();
   if (const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(run, "P@5")))

@@ -97,6 +97,8 @@ class MainWindow : public QMainWindow {
   /// Clears every Live panel for a run that starts training with `config`.
   void reset_live_view(const TrainConfig& config);
   void open_sweep_dialog();
+  /// The status bar's warning when an evaluation found the embeddings collapsed (hidden when healthy).
+  void show_collapse_state(double epoch, double score_spread, double score_mean);
   void choose_sweep_to_resume();
   void export_report(const QString& format);
   void export_current_plots();

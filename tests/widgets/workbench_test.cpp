@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <QComboBox>
+#include <QLabel>
 #include <QSpinBox>
 #include <QProcess>
 #include <QSignalSpy>
@@ -408,6 +409,32 @@ class WorkbenchTest : public QObject {
       QCoreApplication::processEvents();
       window.save_screenshot(QString(keep) + "/sweep-runs.png");
     }
+  }
+
+  void aStoredRunWhoseEmbeddingsCollapsedSaysSoWhenShown() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    std::int64_t collapsed = 0, healthy = 0;
+    {
+      xmc::RunStore raw(options.db.toStdString());
+      collapsed = raw.create_run({.name = "collapsed", .config_json = R"({"method":"dexml"})"});
+      raw.add_scalars(collapsed, {{10, 1.0, "loss", 0.5, 0}, {10, 1.0, "score_spread", 0.0008, 0}, {10, 1.0, "score_mean", 0.9995, 0}});
+      raw.set_status(collapsed, xmc::RunStatus::Stopped);
+      healthy = raw.create_run({.name = "healthy", .config_json = R"({"method":"dexml"})"});
+      raw.add_scalars(healthy, {{10, 1.0, "loss", 0.5, 0}, {10, 1.0, "score_spread", 0.12, 0}, {10, 1.0, "score_mean", 0.31, 0}});
+      raw.set_status(healthy, xmc::RunStatus::Stopped);
+    }
+    xmc::app::MainWindow window(options);
+    window.show();
+    window.show_run(collapsed);
+    auto* warning = window.findChild<QLabel*>("collapse_warning");
+    QVERIFY(warning);
+    QVERIFY(warning->isVisibleTo(&window));
+    QVERIFY2(warning->text().contains("embeddings collapsed at epoch 1.00"), qPrintable(warning->text()));
+    window.show_run(healthy);
+    QVERIFY(!warning->isVisibleTo(&window));
   }
 
   void liveTabFollowsARunAnotherProcessWrites() {
