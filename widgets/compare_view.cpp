@@ -11,6 +11,9 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
+#include <QAction>
+#include <QMessageBox>
+#include <QSaveFile>
 #include <nlohmann/json.hpp>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
 #include "widgets/decile_plot.h"
+#include "widgets/file_dialogs.h"
 #include "widgets/plot_style.h"
 #include "widgets/metric_plot.h"
 #include "widgets/plot_export.h"
@@ -185,6 +189,21 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setDefaultAlignment(Qt::AlignRight | Qt::AlignVCenter);
+
+  // Right-click on the metric table: save it as CSV or as a LaTeX tabular.
+  table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  for (const auto& [label, format, filter] : {std::tuple{tr("Save the table as CSV…"), QStringLiteral("csv"), tr("CSV (*.csv)")},
+                                              std::tuple{tr("Save the table as LaTeX…"), QStringLiteral("latex"), tr("LaTeX (*.tex)")}}) {
+    auto* action = new QAction(label, table_);
+    connect(action, &QAction::triggered, this, [this, format = format, filter = filter] {
+      const QString path = save_file_name(this, tr("Save the metric table"), QString(), filter);
+      if (path.isEmpty()) return;
+      QSaveFile file(path);
+      if (!file.open(QIODevice::WriteOnly) || file.write(metric_table_text(format).toUtf8()) < 0 || !file.commit())
+        QMessageBox::warning(this, tr("Cannot save the table"), tr("%1: %2").arg(path, file.errorString()));
+    });
+    table_->addAction(action);
+  }
 
   metric_plot_ = new MetricPlot(this);
   decile_plot_ = new DecilePlot(this);
@@ -418,6 +437,55 @@ void CompareView::show_config_differences(const Session& session) {
                          : differing.empty() ? tr("The runs' configurations are the same.")
                                              : tr("Configuration: the %n key(s) that differ", nullptr, static_cast<int>(differing.size())));
   config_table_->setVisible(!differing.empty());
+}
+
+QString CompareView::metric_table_text(const QString& format) const {
+  const bool latex = format == QLatin1String("latex");
+  const int columns = model_->columnCount();
+  const auto escape_latex = [](const QString& s) {
+    QString out;
+    for (const QChar c : s) {
+      if (c == QLatin1Char('\\'))
+        out += QStringLiteral("\\textbackslash{}");
+      else if (QStringLiteral("&%$#_{}").contains(c))
+        out += QLatin1Char('\\') + c;
+      else
+        out += c;
+    }
+    return out;
+  };
+  const auto csv_field = [](const QString& s) {
+    if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) && !s.contains(QLatin1Char('\n'))) return s;
+    return QLatin1Char('"') + QString(s).replace(QStringLiteral("\""), QStringLiteral("\"\"")) + QLatin1Char('"');
+  };
+  QString out;
+  if (latex) {
+    out += QStringLiteral("\\begin{tabular}{l") + QString(columns, QLatin1Char('r')) + QStringLiteral("}\n\\hline\n");
+    out += QStringLiteral("metric (\\%)");
+    for (int c = 0; c < columns; ++c) out += QStringLiteral(" & ") + escape_latex(model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
+    out += QStringLiteral(" \\\\\n\\hline\n");
+  } else {
+    out += QStringLiteral("metric");
+    for (int c = 0; c < columns; ++c) out += QLatin1Char(',') + csv_field(model_->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
+    out += QLatin1Char('\n');
+  }
+  for (int r = 0; r < model_->rowCount(); ++r) {
+    const QString metric = model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString().remove(QStringLiteral(" (%)"));
+    out += latex ? escape_latex(metric) : csv_field(metric);
+    for (int c = 0; c < columns; ++c) {
+      const QModelIndex index = model_->index(r, c);
+      const QVariant raw = index.data(Qt::UserRole);
+      const QString value = raw.isValid() ? QString::number(raw.toDouble() * 100.0, 'f', 2) : QString();
+      const bool best = index.data(Qt::FontRole).value<QFont>().bold();
+      if (latex)
+        out += QStringLiteral(" & ") + (value.isEmpty() ? QStringLiteral("--") : best ? QStringLiteral("\\textbf{%1}").arg(value) : value);
+      else
+        out += QLatin1Char(',') + value;
+    }
+    out += latex ? QStringLiteral(" \\\\\n") : QStringLiteral("\n");
+  }
+  if (latex) out += QStringLiteral("\\hline\n\\end{tabular}\n");
+  return out;
 }
 
 QStringList CompareView::config_difference_keys() const {

@@ -56,6 +56,9 @@ class CompareView : public QWidget {
   MetricPlot* metric_plot() const { return metric_plot_; }
   DecilePlot* decile_plot() const { return decile_plot_; }
   QCustomPlot* loss_plot() const { return loss_plot_; }
+  /// The metric table as a file's text: "csv" (final values in %, a header of run names) or "latex" (a
+  /// tabular with the best value of each row in bold, for a paper). Right-click on the table saves either.
+  QString metric_table_text(const QString& format) const;
   /// The config keys whose values differ between the shown runs (rows of the configuration table).
   QStringList config_difference_keys() const;
   /// The loss panels, one per kind of loss ("triplet", "unidec supcon", ...), top to bottom.

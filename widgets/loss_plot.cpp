@@ -1,7 +1,10 @@
 #include "widgets/loss_plot.h"
 
 #include <algorithm>
+#include <QActionGroup>
+#include <QMenu>
 #include <cmath>
+#include <limits>
 
 #include "widgets/plot_style.h"
 
@@ -126,6 +129,24 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
     refresh();
   });
 
+  // Right-click: the smoothing (automatic by default, as TensorBoard's slider's usual values) and a log axis.
+  auto* smoothing = new QMenu(tr("Smoothing"), this);
+  auto* smoothing_choices = new QActionGroup(this);
+  const std::pair<QString, double> weights[] = {{tr("automatic"), -1}, {tr("none (raw)"), 0}, {QStringLiteral("EMA 0.6"), 0.6},
+                                                {QStringLiteral("EMA 0.9"), 0.9}, {QStringLiteral("EMA 0.99"), 0.99}};
+  for (const auto& [label, weight] : weights) {
+    QAction* choice = smoothing->addAction(label);
+    choice->setCheckable(true);
+    choice->setChecked(weight < 0);
+    smoothing_choices->addAction(choice);
+    connect(choice, &QAction::triggered, this, [this, w = weight] { set_smoothing(w); });
+  }
+  addAction(smoothing->menuAction());
+  log_action_ = new QAction(tr("Logarithmic loss axis"), this);
+  log_action_->setCheckable(true);
+  connect(log_action_, &QAction::toggled, this, &LossPlot::set_log_scale);
+  addAction(log_action_);
+
   throughput_action_ = new QAction(tr("Show throughput"), this);
   throughput_action_->setCheckable(true);
   throughput_action_->setChecked(true);
@@ -233,6 +254,16 @@ void LossPlot::resmooth() {
 
 bool LossPlot::throughput_log_scale() const {
   return throughput_rect_->axis(QCPAxis::atLeft)->scaleType() == QCPAxis::stLogarithmic;
+}
+
+void LossPlot::set_log_scale(bool on) {
+  log_scale_ = on;
+  if (log_action_->isChecked() != on) log_action_->setChecked(on);
+  yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  yAxis->setTicker(on ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog) : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+  yAxis->setLabel(on ? tr("loss (log)") : tr("loss"));
+  follow_data_ = true;
+  refresh();
 }
 
 void LossPlot::set_throughput_visible(bool visible) {
@@ -346,7 +377,16 @@ void LossPlot::rescale() {
     const double pad = hi > lo ? 0.06 * (hi - lo) : std::max(std::abs(hi) * 0.1, 1e-3);
     double lower = lo - pad;
     if (lo >= 0) lower = std::max(0.0, lower);
-    yAxis->setRange(lower, hi + pad);
+    if (log_scale_) {
+      // Only positive losses have a place on a log axis: from the smallest positive one.
+      double smallest = std::numeric_limits<double>::max();
+      for (double v : scratch_)
+        if (v > 0) smallest = std::min(smallest, v);
+      if (smallest == std::numeric_limits<double>::max()) smallest = 1e-3;
+      yAxis->setRange(std::min(std::max(lo, smallest), hi) / 1.3, std::max(hi, smallest) * 1.3);
+    } else {
+      yAxis->setRange(lower, hi + pad);
+    }
   }
 
   bool ok = false;

@@ -45,6 +45,9 @@ class LossPlot : public QCustomPlot {
   /// a short run is not drawn with a curve lagging far behind its data. The first points are
   /// bias-corrected (as TensorBoard does), so the average does not start at 0.
   void set_smoothing(double weight);
+  /// A logarithmic loss axis (losses that fall over orders of magnitude); also in the right-click menu.
+  void set_log_scale(bool on);
+  bool log_scale() const { return log_scale_; }
   /// The EMA weight in use.
   double smoothing() const { return ema_weight_; }
 
@@ -85,6 +88,8 @@ class LossPlot : public QCustomPlot {
   void rescale();
 
   double smoothing_ = -1;   // requested weight; < 0 = automatic
+  bool log_scale_ = false;
+  QAction* log_action_ = nullptr;
   double ema_weight_ = 0.5;  // weight the smoothed curves were computed with
   bool throughput_visible_ = true;
   bool throughput_shown_ = false;  // whether the strip is in the layout now

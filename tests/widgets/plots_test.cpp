@@ -177,6 +177,18 @@ class PlotsTest : public QObject {
     QCOMPARE(plot.point_count(), std::size_t{0});
     QCOMPARE(plot.m4_throughput_graph()->dataCount(), 0);
     screenshot(plot, QStringLiteral("loss_empty"));
+    // Right-click choices: a fixed smoothing (0 = the raw curve) and a log loss axis from the smallest loss.
+    fill_training(plot, 60);
+    plot.set_smoothing(0);
+    QTRY_COMPARE(plot.smoothed_loss_graph()->data()->at(5)->value, plot.raw_loss_graph()->data()->at(5)->value);
+    plot.set_log_scale(true);
+    QCOMPARE(plot.yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(plot.yAxis->range().lower > 0);
+    screenshot(plot, QStringLiteral("loss_log_raw"));
+    plot.set_log_scale(false);
+    plot.set_smoothing(-1);
+    QCOMPARE(plot.yAxis->scaleType(), QCPAxis::stLinear);
+    plot.clear();
     fill_training(plot, 60);  // rates within 10× of each other: a linear axis from 0
     plot.set_throughput_visible(true);
     plot.replot();

@@ -425,6 +425,14 @@ class RunsTest : public QObject {
     const QColor beta_colour = view.metric_model()->headerData(1, Qt::Horizontal, Qt::DecorationRole).value<QIcon>().pixmap(12).toImage().pixelColor(6, 6);
     QCOMPARE(view.metric_plot()->comparison_graph(QStringLiteral("beta-ngame (#%1)").arg(beta_), QStringLiteral("P@5"))->pen().color(), beta_colour);
     QVERIFY(alpha_colour != beta_colour);
+    // The table for a paper or a spreadsheet: the best value of each row in bold, names escaped.
+    const QString latex = view.metric_table_text(QStringLiteral("latex"));
+    QVERIFY2(latex.startsWith(QStringLiteral("\\begin{tabular}{lrr}")), qPrintable(latex));
+    QVERIFY2(latex.contains(QStringLiteral("metric (\\%) & alpha-bow (\\#%1) & beta-ngame (\\#%2) \\\\").arg(alpha_).arg(beta_)), qPrintable(latex));
+    QVERIFY2(latex.contains(QStringLiteral("P@1 & \\textbf{55.00} & 50.00 \\\\")), qPrintable(latex));
+    QVERIFY2(latex.contains(QStringLiteral("P@5 & 45.00 & \\textbf{47.00} \\\\")), qPrintable(latex));
+    const QString csv = view.metric_table_text(QStringLiteral("csv"));
+    QVERIFY2(csv.startsWith(QStringLiteral("metric,alpha-bow (#%1),beta-ngame (#%2)\nP@1,55.00,50.00\n").arg(alpha_).arg(beta_)), qPrintable(csv));
     // Only the config keys that differ, flattened.
     QCOMPARE(view.config_difference_keys(), (QStringList{QStringLiteral("encoder.dim"), QStringLiteral("encoder.kind"), QStringLiteral("epochs"),
                                                          QStringLiteral("lr"), QStringLiteral("method")}));
