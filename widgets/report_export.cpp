@@ -11,6 +11,7 @@
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QTextDocument>
+#include <QTextFrame>
 #include <QUrl>
 #include <array>
 #include <charconv>
@@ -30,6 +31,7 @@
 #include "widgets/decile_plot.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
+#include "widgets/table_page_breaks.h"
 #include "widgets/tsne_plot.h"
 
 namespace xmc::gui {
@@ -334,6 +336,13 @@ bool export_run_report_pdf(const std::filesystem::path& db, std::int64_t run, co
       doc.addResource(QTextDocument::ImageResource, QUrl(QStringLiteral("xmc-report-image-%1.png").arg(i)), shown);
     }
     doc.setHtml(report_html(d, images, [](std::size_t i) { return QStringLiteral("xmc-report-image-%1.png").arg(i); }));
+    // Laid out as A4 at the document's 96 dpi (print() scales it to the writer), so that table rows that
+    // would be split across pages can be moved to the next page first.
+    doc.setPageSize(QSizeF(210.0 / 25.4 * 96.0, 297.0 / 25.4 * 96.0));
+    QTextFrameFormat page_margins = doc.rootFrame()->frameFormat();
+    page_margins.setMargin(2.0 / 2.54 * 96.0);  // 2 cm, as print() gives a document without a page size
+    doc.rootFrame()->setFrameFormat(page_margins);
+    keep_table_rows_whole(doc);
 
     // Rendered in memory and saved like the HTML: an unwritable path fails with its reason, and a failed
     // export leaves no half-written file.

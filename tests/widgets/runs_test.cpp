@@ -31,6 +31,7 @@
 #include "widgets/decile_plot.h"
 #include "widgets/metric_plot.h"
 #include "widgets/report_export.h"
+#include "widgets/table_page_breaks.h"
 #include "widgets/run_table_model.h"
 #include "widgets/runs_browser.h"
 
@@ -547,6 +548,22 @@ class RunsTest : public QObject {
     QVERIFY(bytes.startsWith("%PDF"));
     QVERIFY2(bytes.size() > 30000, qPrintable(QString::number(bytes.size())));
     QVERIFY(bytes.contains("/Image"));
+  }
+
+  void printed_tables_never_split_a_row_across_pages() {
+    // Rows whose second cell wraps over several lines, as long config values and error messages do.
+    QString html = QStringLiteral("<table border=\"1\" cellpadding=\"3\">");
+    for (int r = 0; r < 120; ++r)
+      html += QStringLiteral("<tr><td>key %1</td><td>%2</td></tr>").arg(r).arg(QString(QStringLiteral("word ")).repeated(20 + (r * 37) % 90));
+    html += QStringLiteral("</table>");
+    QTextDocument doc;
+    doc.setHtml(html);
+    doc.setPageSize(QSizeF(794, 1123));  // A4 at 96 dpi
+    QVERIFY(xmc::gui::table_rows_split_across_pages(doc) > 0);  // what Qt's layout does alone
+    const int pages_before = doc.pageCount();
+    xmc::gui::keep_table_rows_whole(doc);
+    QCOMPARE(xmc::gui::table_rows_split_across_pages(doc), 0);
+    QVERIFY(doc.pageCount() >= pages_before);
   }
 
   void csv_has_headers_and_one_line_per_record() {
