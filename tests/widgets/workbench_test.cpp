@@ -67,6 +67,20 @@ bool search_and_wait(xmc::gui::SearchPanel* panel, const QString& text) {
   return finished.wait(30000) && finished.last().at(0).toString() == text;
 }
 
+// A workbench over the keyword dataset written into `dir`, its launch form set for runs of a second or two.
+std::unique_ptr<xmc::app::MainWindow> tiny_workbench(const QTemporaryDir& dir, const QString& epochs) {
+  write_keyword_dataset(dir.filePath("data").toStdString());
+  xmc::app::WorkbenchOptions options;
+  options.db = dir.filePath("runs.sqlite");
+  options.dataset = dir.filePath("data");
+  auto window = std::make_unique<xmc::app::MainWindow>(options);
+  auto* form = window->findChild<xmc::gui::LaunchForm*>();
+  form->set_field_text("encoder.dim", "16");
+  form->set_field_text("batch_size", "16");
+  form->set_field_text("epochs", epochs);
+  return window;
+}
+
 struct Result {
   bool finished = false;
   int exit_code = -1;
@@ -289,15 +303,9 @@ class WorkbenchTest : public QObject {
   void stoppedRunContinuesFromTheTrainingMenu() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    write_keyword_dataset(dir.filePath("data").toStdString());
-    xmc::app::WorkbenchOptions options;
-    options.db = dir.filePath("runs.sqlite");
-    options.dataset = dir.filePath("data");
-    xmc::app::MainWindow window(options);
-    auto* form = window.findChild<xmc::gui::LaunchForm*>();
-    form->set_field_text("encoder.dim", "16");
-    form->set_field_text("batch_size", "16");
-    form->set_field_text("epochs", "4");
+    const auto owned = tiny_workbench(dir, "4");
+    xmc::app::MainWindow& window = *owned;
+    const QString db = dir.filePath("runs.sqlite");
     auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
     auto* resume = window.findChild<QAction*>("continue_run");
     QVERIFY(resume);
@@ -315,7 +323,7 @@ class WorkbenchTest : public QObject {
     QVERIFY(ended.wait(120000));
     QCoreApplication::processEvents();
     const auto run = worker->run_id();
-    QCOMPARE(xmc::Session(options.db.toStdString()).get_run(run).status, xmc::RunStatus::Stopped);
+    QCOMPARE(xmc::Session(db.toStdString()).get_run(run).status, xmc::RunStatus::Stopped);
     QVERIFY(resume->isEnabled());
 
     resume->trigger();
@@ -324,7 +332,7 @@ class WorkbenchTest : public QObject {
     QVERIFY(ended.wait(120000));
     QCoreApplication::processEvents();
     QCOMPARE(worker->run_id(), run);  // the same run, continued
-    const xmc::Session store(options.db.toStdString());
+    const xmc::Session store(db.toStdString());
     QCOMPARE(store.get_run(run).status, xmc::RunStatus::Completed);
     QCOMPARE(store.list_runs().size(), std::size_t{1});
     QVERIFY(!resume->isEnabled());
@@ -333,15 +341,9 @@ class WorkbenchTest : public QObject {
   void aSweepRunsEveryPointFollowsEachInTheLiveTabAndResumesAfterAStop() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    write_keyword_dataset(dir.filePath("data").toStdString());
-    xmc::app::WorkbenchOptions options;
-    options.db = dir.filePath("runs.sqlite");
-    options.dataset = dir.filePath("data");
-    xmc::app::MainWindow window(options);
-    auto* form = window.findChild<xmc::gui::LaunchForm*>();
-    form->set_field_text("encoder.dim", "16");
-    form->set_field_text("batch_size", "16");
-    form->set_field_text("epochs", "2");
+    const auto owned = tiny_workbench(dir, "2");
+    xmc::app::MainWindow& window = *owned;
+    const QString db = dir.filePath("runs.sqlite");
     auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
 
     // The dialog reads rows as the command line does, names a bad row and counts the runs.
@@ -377,7 +379,7 @@ class WorkbenchTest : public QObject {
     QCOMPARE(started.size(), std::size_t{3});
     auto* live_label = window.findChild<xmc::gui::TrainingProgress*>();
     QVERIFY(live_label);
-    xmc::Session store(options.db.toStdString());
+    xmc::Session store(db.toStdString());
     auto info = store.get_sweep(sweep);
     QCOMPARE(store.get_run(info.points[0].run).status, xmc::RunStatus::Completed);
     QCOMPARE(store.get_run(info.points[2].run).status, xmc::RunStatus::Stopped);
