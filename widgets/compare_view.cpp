@@ -11,6 +11,8 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
+#include <QComboBox>
+#include <QSignalBlocker>
 #include <QAction>
 #include <QMessageBox>
 #include <QSaveFile>
@@ -249,12 +251,35 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   top_->addWidget(metric_plot_);
   top_->setStretchFactor(0, 0);
   top_->setStretchFactor(1, 1);
+  // A config key against a metric over the runs (a sweep's lr against P@5): one point per run, in its colour.
+  auto* scatter_box = new QWidget(this);
+  auto* scatter_layout = new QVBoxLayout(scatter_box);
+  scatter_layout->setContentsMargins(0, 0, 0, 0);
+  auto* scatter_choice = new QHBoxLayout;
+  scatter_key_ = new QComboBox(scatter_box);
+  scatter_key_->setToolTip(tr("Config key (those that differ between the runs)"));
+  scatter_metric_ = new QComboBox(scatter_box);
+  scatter_metric_->setToolTip(tr("Metric (final value)"));
+  scatter_choice->addWidget(scatter_key_, 1);
+  scatter_choice->addWidget(new QLabel(tr("against"), scatter_box));
+  scatter_choice->addWidget(scatter_metric_, 1);
+  scatter_layout->addLayout(scatter_choice);
+  scatter_plot_ = new QCustomPlot(scatter_box);
+  scatter_plot_->setMinimumSize(260, 200);
+  plot_style::add_empty_note(scatter_plot_, tr("select runs whose configs differ"));
+  add_export_menu(scatter_plot_, this);
+  scatter_layout->addWidget(scatter_plot_, 1);
+  connect(scatter_key_, &QComboBox::currentTextChanged, this, [this] { update_scatter(); });
+  connect(scatter_metric_, &QComboBox::currentTextChanged, this, [this] { update_scatter(); });
+
   auto* bottom = new QSplitter(Qt::Horizontal, this);
   bottom->addWidget(decile_plot_);
   bottom->addWidget(loss_plot_);
+  bottom->addWidget(scatter_box);
   bottom->setStretchFactor(0, 1);
   bottom->setStretchFactor(1, 1);
-  bottom->setSizes({600, 600});
+  bottom->setStretchFactor(2, 1);
+  bottom->setSizes({450, 450, 400});
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(top_);
   split->addWidget(bottom);
@@ -390,7 +415,7 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::s
 }  // namespace
 
 void CompareView::show_config_differences(const Session& session) {
-  std::vector<std::map<std::string, std::string>> configs;
+  std::vector<std::map<std::string, std::string>> configs;  // by run, in column order
   for (std::int64_t id : runs_) {
     std::map<std::string, std::string> flat;
     try {
@@ -433,6 +458,32 @@ void CompareView::show_config_differences(const Session& session) {
     }
   }
   config_table_->resizeColumnsToContents();
+  configs_ = std::move(configs);
+  {
+    const QString key = scatter_key_->currentText(), metric = scatter_metric_->currentText();
+    const QSignalBlocker block_key(scatter_key_), block_metric(scatter_metric_);
+    scatter_key_->clear();
+    for (const auto& k : differing) scatter_key_->addItem(qstr(k));
+    scatter_metric_->clear();
+    for (int r = 0; r < model_->rowCount(); ++r)
+      scatter_metric_->addItem(model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString().remove(QStringLiteral(" (%)")));
+    // Keep the user's choice across selections; start with the first numeric key (lr over method) and P@5.
+    int key_index = scatter_key_->findText(key);
+    for (int i = 0; key_index < 0 && i < scatter_key_->count(); ++i) {
+      bool numeric = true;
+      for (const auto& c : configs_) {
+        const auto it = c.find(scatter_key_->itemText(i).toStdString());
+        bool ok = it == c.end();
+        if (!ok) QString::fromStdString(it->second).toDouble(&ok);
+        numeric = numeric && ok;
+      }
+      if (numeric) key_index = i;
+    }
+    scatter_key_->setCurrentIndex(std::max(0, key_index));
+    const int metric_index = scatter_metric_->findText(metric.isEmpty() ? QStringLiteral("P@5") : metric);
+    scatter_metric_->setCurrentIndex(metric_index >= 0 ? metric_index : 0);
+  }
+  update_scatter();
   config_label_->setText(runs_.size() < 2 ? QString()
                          : differing.empty() ? tr("The runs' configurations are the same.")
                                              : tr("Configuration: the %n key(s) that differ", nullptr, static_cast<int>(differing.size())));
@@ -486,6 +537,80 @@ QString CompareView::metric_table_text(const QString& format) const {
   }
   if (latex) out += QStringLiteral("\\hline\n\\end{tabular}\n");
   return out;
+}
+
+void CompareView::update_scatter() {
+  scatter_plot_->clearGraphs();
+  scatter_plot_->clearItems();
+  plot_style::add_empty_note(scatter_plot_, tr("select runs whose configs differ"));
+  scatter_points_.clear();
+  const std::string key = scatter_key_->currentText().toStdString();
+  const QString metric = scatter_metric_->currentText();
+  int row = -1;
+  for (int r = 0; r < model_->rowCount(); ++r)
+    if (model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString().remove(QStringLiteral(" (%)")) == metric) row = r;
+  if (key.empty() || row < 0 || configs_.size() != static_cast<std::size_t>(model_->columnCount())) {
+    scatter_plot_->replot();
+    return;
+  }
+  // Numbers on a number line; other values (a method, a loss) as categories in order of appearance.
+  std::vector<QString> values;
+  bool numeric = true;
+  for (const auto& config : configs_) {
+    const auto it = config.find(key);
+    values.push_back(it == config.end() ? QStringLiteral("—") : qstr(it->second));
+    bool ok = false;
+    values.back().toDouble(&ok);
+    numeric = numeric && ok;
+  }
+  QStringList categories;
+  for (const QString& v : values)
+    if (!categories.contains(v)) categories << v;
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    const QVariant raw = model_->index(row, static_cast<int>(c)).data(Qt::UserRole);
+    if (!raw.isValid()) continue;
+    const double x = numeric ? values[c].toDouble() : static_cast<double>(categories.indexOf(values[c]));
+    const double y = raw.toDouble() * 100.0;
+    scatter_points_.emplace_back(x, y);
+    QCPGraph* point = scatter_plot_->addGraph();
+    point->setLineStyle(QCPGraph::lsNone);
+    const QColor colour = run_colour(c);
+    point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, colour, 9));
+    point->setName(model_->headerData(static_cast<int>(c), Qt::Horizontal, Qt::DisplayRole).toString());
+    point->addData(x, y);
+  }
+  scatter_plot_->xAxis->setLabel(qstr(key));
+  scatter_plot_->yAxis->setLabel(metric + QStringLiteral(" (%)"));
+  if (!numeric) {
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (int i = 0; i < categories.size(); ++i) ticker->addTick(i, categories[i]);
+    scatter_plot_->xAxis->setTicker(ticker);
+  } else {
+    scatter_plot_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  }
+  // A log axis for values spanning decades (learning rates, temperatures).
+  double lo = 0, hi = 0;
+  for (std::size_t i = 0; i < scatter_points_.size(); ++i) {
+    lo = i == 0 ? scatter_points_[i].first : std::min(lo, scatter_points_[i].first);
+    hi = i == 0 ? scatter_points_[i].first : std::max(hi, scatter_points_[i].first);
+  }
+  const bool log = numeric && lo > 0 && hi >= 10 * lo;
+  scatter_plot_->xAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  if (log) scatter_plot_->xAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  scatter_plot_->rescaleAxes();
+  const QCPRange x = scatter_plot_->xAxis->range(), y = scatter_plot_->yAxis->range();
+  if (log)
+    scatter_plot_->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
+  else
+    scatter_plot_->xAxis->setRange(x.lower - std::max(0.5, 0.1 * x.size()), x.upper + std::max(0.5, 0.1 * x.size()));
+  scatter_plot_->yAxis->setRange(y.lower - std::max(0.5, 0.1 * y.size()), y.upper + std::max(0.5, 0.1 * y.size()));
+  scatter_plot_->replot();
+}
+
+void CompareView::set_scatter(const QString& key, const QString& metric) {
+  scatter_key_->setCurrentText(key);
+  scatter_metric_->setCurrentText(metric);
+  update_scatter();
 }
 
 QStringList CompareView::config_difference_keys() const {

@@ -6,17 +6,21 @@
 //     starting with P@1, P@5 and PSP@5 shown (right click shows the others);
 //   - the decile-wise P@5 bars of up to DecilePlot::kMaxRuns runs side by side in every bin;
 //   - the (smoothed) training-loss curves, one panel per kind of loss;
-//   - the config keys whose values differ between the runs.
+//   - the config keys whose values differ between the runs, and a scatter of one of them against a metric.
 // Every chart gives a run the same colour as its column in the table.
 // The plots overlay at most kMaxOverlaidRuns runs and the decile bars as many as DecilePlot::kMaxRuns; the view says so
 // when it leaves runs out. The table always shows every run.
 #include <QStringList>
 #include <QWidget>
 #include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 class QAbstractItemModel;
 class QCPMarginGroup;
+class QComboBox;
 class QCustomPlot;
 class QTableWidget;
 class QLabel;
@@ -61,6 +65,11 @@ class CompareView : public QWidget {
   QString metric_table_text(const QString& format) const;
   /// The config keys whose values differ between the shown runs (rows of the configuration table).
   QStringList config_difference_keys() const;
+  /// The scatter of a config key (x) against a metric's final value in % (y), a point per run: choose
+  /// them (as the two combo boxes above it do), and read the points (in column order, runs without the
+  /// metric left out).
+  void set_scatter(const QString& key, const QString& metric);
+  const std::vector<std::pair<double, double>>& scatter_points() const { return scatter_points_; }
   /// The loss panels, one per kind of loss ("triplet", "unidec supcon", ...), top to bottom.
   QStringList loss_kinds() const { return loss_kinds_; }
 
@@ -69,6 +78,7 @@ class CompareView : public QWidget {
 
   void show_loss(const Session& session);
   void show_config_differences(const Session& session);
+  void update_scatter();
 
   std::vector<std::int64_t> runs_;
   MetricTableModel* model_ = nullptr;
@@ -83,6 +93,11 @@ class CompareView : public QWidget {
   QStringList loss_kinds_;
   QLabel* config_label_ = nullptr;
   QTableWidget* config_table_ = nullptr;
+  std::vector<std::map<std::string, std::string>> configs_;  ///< each shown run's config, flattened
+  QComboBox* scatter_key_ = nullptr;
+  QComboBox* scatter_metric_ = nullptr;
+  QCustomPlot* scatter_plot_ = nullptr;
+  std::vector<std::pair<double, double>> scatter_points_;
 };
 
 }  // namespace xmc::gui

@@ -434,6 +434,16 @@ class RunsTest : public QObject {
     QVERIFY2(latex.contains(QStringLiteral("P@5 & 45.00 & \\textbf{47.00} \\\\")), qPrintable(latex));
     const QString csv = view.metric_table_text(QStringLiteral("csv"));
     QVERIFY2(csv.startsWith(QStringLiteral("metric,alpha-bow (#%1),beta-ngame (#%2)\nP@1,55.00,50.00\n").arg(alpha_).arg(beta_)), qPrintable(csv));
+    // A config key against a metric, one point per run: lr (0.001 and 0.0002) against the final P@1.
+    view.set_scatter(QStringLiteral("lr"), QStringLiteral("P@1"));
+    QCOMPARE(view.scatter_points().size(), std::size_t{2});
+    QCOMPARE(view.scatter_points()[0].first, 0.001);
+    QCOMPARE(view.scatter_points()[0].second, 55.0);
+    QCOMPARE(view.scatter_points()[1].first, 0.0002);
+    QCOMPARE(view.scatter_points()[1].second, 50.0);
+    view.set_scatter(QStringLiteral("method"), QStringLiteral("P@5"));  // categories: dexml 0, ngame 1
+    QCOMPARE(view.scatter_points()[1].first, 1.0);
+    QCOMPARE(view.scatter_points()[1].second, 47.0);
     // Only the config keys that differ, flattened.
     QCOMPARE(view.config_difference_keys(), (QStringList{QStringLiteral("encoder.dim"), QStringLiteral("encoder.kind"), QStringLiteral("epochs"),
                                                          QStringLiteral("lr"), QStringLiteral("method")}));
