@@ -32,6 +32,7 @@
 #include "widgets/file_dialogs.h"
 #include "widgets/compare_view.h"
 #include "widgets/decile_plot.h"
+#include "widgets/label_quality_view.h"
 #include "widgets/launch_form.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
@@ -107,6 +108,8 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
 
   search_ = new gui::SearchPanel;
   tabs_->addTab(search_, "Search");
+  labels_ = new gui::LabelQualityView;
+  tabs_->addTab(labels_, "Labels");
 
   runs_tab_ = new QSplitter(Qt::Vertical);
   auto* runs_tab = runs_tab_;
@@ -492,7 +495,10 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
     else
       QMessageBox::warning(this, "Training failed", message);
   }
-  if (ok && run == shown_run_) search_->open_run(options_.db, run);
+  if (ok && run == shown_run_) {
+    search_->open_run(options_.db, run);
+    labels_->set_run(options_.db, run);
+  }
   const bool completed = info && info->status == RunStatus::Completed;
   auto finish = [this, completed] {
     if (first_screenshot_pending_) {  // the run ended right after its first evaluation
@@ -528,7 +534,10 @@ void MainWindow::show_run(std::int64_t run) {
     }
     refresh_decile_overlay_choices();
     apply_decile_overlay();
-    if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) search_->open_run(options_.db, run);
+    if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) {
+      search_->open_run(options_.db, run);
+      labels_->set_run(options_.db, run);
+    }
     if (info.status == RunStatus::Stopped) run_label_->setText(run_label_->text() + kContinueHint);
     // A run another process is training: keep reloading it from the store while it is shown.
     const bool external = (info.status == RunStatus::Running || info.status == RunStatus::Paused) &&

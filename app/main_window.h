@@ -36,6 +36,7 @@ class LossPlot;
 class MetricPlot;
 class RunsBrowser;
 class SearchPanel;
+class LabelQualityView;
 class TrainingWorker;
 class TrainingProgress;
 class TsnePlot;
@@ -128,6 +129,7 @@ class MainWindow : public QMainWindow {
   gui::DecilePlot* decile_plot_ = nullptr;
   gui::TsnePlot* tsne_plot_ = nullptr;
   gui::SearchPanel* search_ = nullptr;
+  gui::LabelQualityView* labels_ = nullptr;
   gui::RunsBrowser* runs_ = nullptr;
   gui::CompareView* compare_ = nullptr;
   QSplitter* runs_tab_ = nullptr;

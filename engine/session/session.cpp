@@ -110,6 +110,52 @@ Predictor Session::open_predictor(std::int64_t run, const std::string& device, P
   return Predictor::open(db_path_, run, device, progress, index_spec);
 }
 
+LabelQualityReport Session::label_quality(std::int64_t run, std::int64_t k, const std::string& mode, Progress& progress) const {
+  if (k < 1 || k > 1000) throw ConfigError("k: got " + std::to_string(k) + ", expected 1 to 1000");
+  const TrainConfig config = parse_train_config(get_run(run).config_json, "run " + std::to_string(run) + " config");
+  const Dataset d = load_dataset(config.dataset, {.load_features = false});
+  const Predictor predictor = open_predictor(run, "", progress);
+  LabelQualityReport report;
+  report.k = k;
+  report.mode = mode.empty() ? predictor.default_mode() : mode;
+  report.test_queries = static_cast<std::int64_t>(d.test_text.size());
+  const std::int64_t num_labels = d.test_labels.cols;
+  const std::vector<std::int64_t> train_counts = d.label_frequencies();
+  report.labels.resize(static_cast<std::size_t>(num_labels));
+  for (std::int64_t l = 0; l < num_labels; ++l) {
+    LabelQuality& q = report.labels[static_cast<std::size_t>(l)];
+    q.label = l;
+    q.text = l < static_cast<std::int64_t>(d.label_text.size()) ? d.label_text[static_cast<std::size_t>(l)] : std::string();
+    q.train_count = l < static_cast<std::int64_t>(train_counts.size()) ? train_counts[static_cast<std::size_t>(l)] : 0;
+  }
+  constexpr std::size_t kChunk = 2048;
+  progress.start("ranking test queries for per-label quality", report.test_queries);
+  for (std::size_t start = 0; start < d.test_text.size(); start += kChunk) {
+    const std::size_t end = std::min(d.test_text.size(), start + kChunk);
+    const std::vector<std::string> chunk(d.test_text.begin() + static_cast<std::ptrdiff_t>(start), d.test_text.begin() + static_cast<std::ptrdiff_t>(end));
+    const auto ranked = predictor.predict(chunk, k, report.mode);
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      const auto row = static_cast<std::int64_t>(start + i);
+      const auto truth = d.test_labels.row_indices(row);
+      for (const LabelScore& hit : ranked[i])
+        if (hit.label < num_labels) ++report.labels[static_cast<std::size_t>(hit.label)].predicted;
+      for (const auto label : truth) {
+        LabelQuality& q = report.labels[static_cast<std::size_t>(label)];
+        ++q.test_count;
+        const bool found = std::any_of(ranked[i].begin(), ranked[i].end(), [&](const LabelScore& hit) { return hit.label == label; });
+        if (found)
+          ++q.hits;
+        else if (q.missed_queries.size() < 5)
+          q.missed_queries.push_back(row);
+      }
+    }
+    progress.update(static_cast<std::int64_t>(end));
+  }
+  progress.finish();
+  report.test_texts = d.test_text;
+  return report;
+}
+
 std::vector<std::pair<std::string, std::vector<std::int32_t>>> Session::dataset_queries(std::int64_t run) const {
   const TrainConfig config = parse_train_config(get_run(run).config_json, "run " + std::to_string(run) + " config");
   const Dataset d = load_dataset(config.dataset, {.load_features = false});

@@ -18,6 +18,7 @@
 #include "engine/session/predictor.h"
 #include "engine/session/run_handle.h"
 #include "engine/store/run_records.h"
+#include "engine/session/label_quality.h"
 #include "engine/train/sweep_grid.h"
 #include "engine/train/train_config.h"
 
@@ -106,6 +107,11 @@ class Session {
   /// index `index_spec` ("exact", "hnsw", "faiss:IVF256,Flat", ...). `device` "" = the run's.
   Predictor open_predictor(std::int64_t run, const std::string& device = "", Progress& progress = silent_progress(),
                            const std::string& index_spec = "exact") const;
+
+  /// Ranks the run's test queries with `mode` ("" = the run's primary) and counts, per label, its test
+  /// queries, those that find it within the top `k`, and the queries that rank it there at all.
+  LabelQualityReport label_quality(std::int64_t run, std::int64_t k = 5, const std::string& mode = "",
+                                   Progress& progress = silent_progress()) const;
 
   // ---- datasets -----------------------------------------------------------------------------------
   /// Every training and test query text of run `run`'s dataset with its true labels (train rows first).

@@ -28,6 +28,7 @@
 #include "widgets/file_dialogs.h"
 #include "widgets/run_table_model.h"
 #include "widgets/runs_browser.h"
+#include "widgets/label_quality_view.h"
 #include "widgets/launch_form.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
@@ -237,6 +238,35 @@ class WorkbenchTest : public QObject {
       raw.add_decile_table(id, 1, "P@5", std::vector<double>(10, 0.5));
       return id;
     }();
+
+    // The Labels tab ranks the test set. Training counts by hand: label l is i % 8 for 20 of the 160 queries
+    // and (i / 8) % 8 for 24 (l < 4: i / 8 runs to 19) or 16, both for 3 or 2: 41 or 34. The hits over all
+    // labels are P@5 · 5 · 24 — per-label and per-query counting agree — against the P@5 training stored.
+    auto* labels = window.findChild<xmc::gui::LabelQualityView*>();
+    QVERIFY(labels);
+    QSignalSpy computed(labels, &xmc::gui::LabelQualityView::computed);
+    labels->compute();
+    QVERIFY(computed.wait(60000));
+    const xmc::LabelQualityReport* quality = labels->report();
+    QVERIFY(quality);
+    QCOMPARE(quality->labels.size(), std::size_t{8});
+    std::int64_t hits = 0, test_count = 0;
+    for (const auto& q : quality->labels) {
+      QCOMPARE(q.train_count, std::int64_t{q.label < 4 ? 41 : 34});
+      QCOMPARE(q.test_count, std::int64_t{3});  // 24 test queries, label i % 8
+      hits += q.hits;
+      test_count += q.test_count;
+    }
+    QCOMPARE(test_count, std::int64_t{24});
+    double p5 = -1;
+    for (const auto& e : store.evaluations(run))
+      if (e.metric == "P@5") p5 = e.value;  // the last evaluation's
+    QCOMPARE(hits, std::llround(p5 * 5 * 24));
+    QVERIFY(labels->tail_rows() >= 1);
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      labels->resize(1300, 700);
+      QVERIFY(labels->grab().save(QString(keep) + "/labels-tab.png"));
+    }
 
     // A second run; its decile bars can be put beside the first run's from the Live tab.
     QSignalSpy second_ended(worker, &xmc::gui::TrainingWorker::ended);
