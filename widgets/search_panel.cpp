@@ -1,5 +1,6 @@
 #include "widgets/search_panel.h"
 
+#include <QCompleter>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
@@ -43,7 +44,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* row = new QHBoxLayout;
   query_ = new QLineEdit;
   query_->setPlaceholderText("Type a query text and press Enter");
-  query_->setToolTip("Query text; when it is a dataset query (train or test), its true labels are highlighted");
+  query_->setToolTip("Query text; typing offers the dataset's queries that contain it. For a dataset query (train or test) its true labels are highlighted, with their ranks");
   top_ = new QSpinBox;
   top_->setRange(1, 1000);
   top_->setValue(10);
@@ -154,6 +155,19 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   truth_ranks_.clear();
   top_rows_.clear();
   truth_by_text_ = std::move(loaded->truth_by_text);
+  // Typing offers the dataset's queries that contain the text (train and test), to inspect their true
+  // labels' ranks; choosing one searches it.
+  QStringList dataset_queries;
+  dataset_queries.reserve(static_cast<qsizetype>(truth_by_text_.size()));
+  for (const auto& [text, labels] : truth_by_text_) dataset_queries << QString::fromStdString(text);
+  dataset_queries.sort();
+  auto* completer = new QCompleter(dataset_queries, query_);
+  completer->setCaseSensitivity(Qt::CaseInsensitive);
+  completer->setFilterMode(Qt::MatchContains);
+  completer->setMaxVisibleItems(15);
+  connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& text) { search(text); });
+  if (query_->completer()) query_->completer()->deleteLater();
+  query_->setCompleter(completer);
   for (auto& [mode, table] : tables_) table->deleteLater();
   for (auto* label : latency_labels_) label->deleteLater();
   tables_.clear();

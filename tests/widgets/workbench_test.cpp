@@ -12,6 +12,8 @@
 #include <sstream>
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
+#include <QCompleter>
 #include <QSpinBox>
 #include <QProcess>
 #include <QSignalSpy>
@@ -217,6 +219,14 @@ class WorkbenchTest : public QObject {
     auto* top = search->findChild<QSpinBox*>();
     QVERIFY(top);
     top->setValue(1);
+    // Typing offers the dataset's queries that contain the text: "key3 key5" is in training queries 43 and
+    // 107 (i % 8 = 3, i / 8 = 5 or 13) only.
+    QLineEdit* query_edit = nullptr;
+    for (auto* edit : search->findChildren<QLineEdit*>())
+      if (edit->completer()) query_edit = edit;
+    QVERIFY(query_edit);
+    query_edit->completer()->setCompletionPrefix("key3 key5");
+    QCOMPARE(query_edit->completer()->completionCount(), 2);
     QVERIFY(search_and_wait(search, "key3 key5 filler3"));  // a training query of labels 3 and 5
     const QString mode = search->modes().front();
     QCOMPARE(search->result_texts(mode).size(), 1);  // the top-1 alone; the true labels below it follow
