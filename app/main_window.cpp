@@ -37,6 +37,7 @@
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
 #include "widgets/plot_export.h"
+#include "widgets/projector_view.h"
 #include "widgets/report_export.h"
 #include "widgets/runs_browser.h"
 #include "widgets/search_panel.h"
@@ -110,6 +111,8 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   tabs_->addTab(search_, "Search");
   labels_ = new gui::LabelQualityView;
   tabs_->addTab(labels_, "Labels");
+  projector_ = new gui::ProjectorView;
+  tabs_->addTab(projector_, "Projector");
 
   runs_tab_ = new QSplitter(Qt::Vertical);
   auto* runs_tab = runs_tab_;
@@ -498,6 +501,7 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   if (ok && run == shown_run_) {
     search_->open_run(options_.db, run);
     labels_->set_run(options_.db, run);
+    projector_->set_run(options_.db, run);
   }
   const bool completed = info && info->status == RunStatus::Completed;
   auto finish = [this, completed] {
@@ -537,6 +541,7 @@ void MainWindow::show_run(std::int64_t run) {
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) {
       search_->open_run(options_.db, run);
       labels_->set_run(options_.db, run);
+      projector_->set_run(options_.db, run);
     }
     if (info.status == RunStatus::Stopped) run_label_->setText(run_label_->text() + kContinueHint);
     // A run another process is training: keep reloading it from the store while it is shown.

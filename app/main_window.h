@@ -37,6 +37,7 @@ class MetricPlot;
 class RunsBrowser;
 class SearchPanel;
 class LabelQualityView;
+class ProjectorView;
 class TrainingWorker;
 class TrainingProgress;
 class TsnePlot;
@@ -130,6 +131,7 @@ class MainWindow : public QMainWindow {
   gui::TsnePlot* tsne_plot_ = nullptr;
   gui::SearchPanel* search_ = nullptr;
   gui::LabelQualityView* labels_ = nullptr;
+  gui::ProjectorView* projector_ = nullptr;
   gui::RunsBrowser* runs_ = nullptr;
   gui::CompareView* compare_ = nullptr;
   QSplitter* runs_tab_ = nullptr;

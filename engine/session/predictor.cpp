@@ -100,6 +100,21 @@ struct Predictor::Impl {
 
 Predictor::Predictor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+std::vector<float> Predictor::label_vectors(const std::string& mode, std::int64_t& dim) const {
+  const InferenceMode& m = impl_->modes[impl_->mode_index(mode)];
+  const torch::Tensor matrix = m.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
+  dim = matrix.size(1);
+  return {matrix.data_ptr<float>(), matrix.data_ptr<float>() + matrix.numel()};
+}
+
+std::vector<float> Predictor::query_vectors(const std::vector<std::string>& texts, const std::string& mode, std::int64_t& dim) const {
+  torch::NoGradGuard no_grad;
+  const InferenceMode& m = impl_->modes[impl_->mode_index(mode)];
+  const torch::Tensor q = impl_->encode(m, texts).to(torch::kCPU, torch::kFloat32).contiguous();
+  dim = q.size(1);
+  return {q.data_ptr<float>(), q.data_ptr<float>() + q.numel()};
+}
+
 std::vector<std::int64_t> Predictor::known_token_counts(const std::vector<std::string>& texts) const {
   const TextTokenizer& tokenizer = impl_->run.method->tokenizer();
   const TokenizedCorpus corpus = tokenizer.tokenize(texts);

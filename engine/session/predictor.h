@@ -44,6 +44,12 @@ class Predictor {
   std::vector<std::vector<LabelScore>> predict(const std::vector<std::string>& texts, std::int64_t top,
                                                const std::string& mode = "") const;
 
+  /// The vectors `mode` ("" = primary) ranks labels with, [num_labels x d] row-major (the dataset's labels,
+  /// then added ones); `dim` gets d.
+  std::vector<float> label_vectors(const std::string& mode, std::int64_t& dim) const;
+  /// The query vectors of `texts` in `mode`, [texts x d] row-major.
+  std::vector<float> query_vectors(const std::vector<std::string>& texts, const std::string& mode, std::int64_t& dim) const;
+
   /// For each text, how many of its tokens the run's vocabulary knows: a text with none is ranked from
   /// nothing the encoder learned (every such text gets the same ranking), worth a warning.
   std::vector<std::int64_t> known_token_counts(const std::vector<std::string>& texts) const;

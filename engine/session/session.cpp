@@ -1,9 +1,14 @@
 #include "engine/session/session.h"
 
+#include <numeric>
+#include <random>
+
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/analysis/projection_2d.h"
+#include "engine/eval/decile_bins.h"
 #include "engine/store/evaluation_modes.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
@@ -108,6 +113,61 @@ RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& 
 
 Predictor Session::open_predictor(std::int64_t run, const std::string& device, Progress& progress, const std::string& index_spec) const {
   return Predictor::open(db_path_, run, device, progress, index_spec);
+}
+
+Projection Session::projection(std::int64_t run, const ProjectionOptions& options, Progress& progress) const {
+  if (options.what != "labels" && options.what != "queries")
+    throw ConfigError("projection: got \"" + options.what + "\", expected labels or queries");
+  if (options.method != "pca" && options.method != "tsne")
+    throw ConfigError("projection method: got \"" + options.method + "\", expected pca or tsne");
+  constexpr std::int64_t kMaxTsne = 5000;  // exact t-SNE: n² memory and time
+  const std::int64_t cap = std::max<std::int64_t>(2, std::min<std::int64_t>(options.sample, options.method == "tsne" ? kMaxTsne : 1000000));
+  const TrainConfig config = parse_train_config(get_run(run).config_json, "run " + std::to_string(run) + " config");
+  const Dataset d = load_dataset(config.dataset, {.load_features = false});
+  const Predictor predictor = open_predictor(run, "", progress);
+  const bool labels = options.what == "labels";
+  const std::int64_t n = labels ? d.num_labels() : static_cast<std::int64_t>(d.test_text.size());
+  // A random sample, kept in id order.
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  if (n > cap) {
+    std::mt19937_64 rng(options.seed);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    ids.resize(static_cast<std::size_t>(cap));
+    std::sort(ids.begin(), ids.end());
+  }
+  Projection out;
+  out.options = options;
+  std::int64_t dim = 0;
+  std::vector<float> vectors;
+  if (labels) {
+    const std::vector<float> all = predictor.label_vectors(options.mode, dim);
+    for (auto id : ids) vectors.insert(vectors.end(), all.begin() + id * dim, all.begin() + (id + 1) * dim);
+    const std::vector<std::int8_t> deciles = decile_bins(d.label_frequencies());
+    for (auto id : ids) {
+      out.points.push_back({0, 0, id, deciles.empty() ? -1 : static_cast<int>(deciles[static_cast<std::size_t>(id)])});
+      out.texts.push_back(d.label_text[static_cast<std::size_t>(id)]);
+    }
+  } else {
+    std::vector<std::string> texts;
+    for (auto id : ids) texts.push_back(d.test_text[static_cast<std::size_t>(id)]);
+    progress.start("encoding test queries for the projection", static_cast<std::int64_t>(texts.size()));
+    vectors = predictor.query_vectors(texts, options.mode, dim);
+    progress.finish();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      out.points.push_back({0, 0, ids[i], -1});
+      out.texts.push_back(texts[i]);
+      const auto row = d.test_labels.row_indices(ids[i]);
+      out.true_labels.emplace_back(row.begin(), row.end());
+    }
+    out.label_texts = d.label_text;
+  }
+  const std::vector<float> xy = project_2d(vectors, static_cast<std::int64_t>(ids.size()), dim, options.method, options.seed, progress);
+  for (std::size_t i = 0; i < out.points.size(); ++i) {
+    out.points[i].x = xy[2 * i];
+    out.points[i].y = xy[2 * i + 1];
+  }
+  return out;
 }
 
 LabelQualityReport Session::label_quality(std::int64_t run, std::int64_t k, const std::string& mode, Progress& progress) const {

@@ -19,6 +19,7 @@
 #include "engine/session/run_handle.h"
 #include "engine/store/run_records.h"
 #include "engine/session/label_quality.h"
+#include "engine/session/projection.h"
 #include "engine/train/sweep_grid.h"
 #include "engine/train/train_config.h"
 
@@ -107,6 +108,10 @@ class Session {
   /// index `index_spec` ("exact", "hnsw", "faiss:IVF256,Flat", ...). `device` "" = the run's.
   Predictor open_predictor(std::int64_t run, const std::string& device = "", Progress& progress = silent_progress(),
                            const std::string& index_spec = "exact") const;
+
+  /// The run's label vectors or test-query vectors in 2-D (ProjectionOptions): PCA of all of them (up to the
+  /// sample size), or t-SNE of a sample; throws ConfigError for an unknown `what`, `method` or mode.
+  Projection projection(std::int64_t run, const ProjectionOptions& options, Progress& progress = silent_progress()) const;
 
   /// Ranks the run's test queries with `mode` ("" = the run's primary) and counts, per label, its test
   /// queries, those that find it within the top `k`, and the queries that rank it there at all.

@@ -31,6 +31,7 @@
 #include "widgets/run_table_model.h"
 #include "widgets/runs_browser.h"
 #include "widgets/label_quality_view.h"
+#include "widgets/projector_view.h"
 #include "widgets/launch_form.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
@@ -276,6 +277,39 @@ class WorkbenchTest : public QObject {
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       labels->resize(1300, 700);
       QVERIFY(labels->grab().save(QString(keep) + "/labels-tab.png"));
+    }
+
+    // The Projector: every label of the run in 2-D (PCA: centred, the first axis the one of larger
+    // variance), coloured by decile; the test queries with the positives of a chosen label in red (three:
+    // rows 3, 11 and 19 hold key3).
+    auto* projector = window.findChild<xmc::gui::ProjectorView*>();
+    QVERIFY(projector);
+    QSignalSpy projected(projector, &xmc::gui::ProjectorView::computed);
+    projector->compute("labels", "pca");
+    QVERIFY(projected.wait(60000));
+    const xmc::Projection* map = projector->projection();
+    QVERIFY(map);
+    QCOMPARE(map->points.size(), std::size_t{8});
+    double mx = 0, my = 0, vx = 0, vy = 0;
+    for (std::size_t i = 0; i < map->points.size(); ++i) {
+      QCOMPARE(map->points[i].id, static_cast<std::int64_t>(i));
+      QCOMPARE(map->texts[i], "key" + std::to_string(i) + " topic");
+      QVERIFY(map->points[i].decile >= 0 && map->points[i].decile <= 9);
+      mx += map->points[i].x / 8;
+      my += map->points[i].y / 8;
+    }
+    for (const auto& p : map->points) vx += (p.x - mx) * (p.x - mx), vy += (p.y - my) * (p.y - my);
+    QVERIFY(std::abs(mx) < 1e-4 && std::abs(my) < 1e-4);
+    QVERIFY(vx >= vy);
+    projector->set_search_text("key5");
+    QCOMPARE(projector->highlighted_count(), 1);
+    projector->compute("queries", "tsne");
+    QVERIFY(projected.wait(60000));
+    QCOMPARE(projector->projection()->points.size(), std::size_t{24});
+    QCOMPARE(projector->set_positives_of("key3 topic"), 3);
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      projector->resize(1000, 700);
+      QVERIFY(projector->grab().save(QString(keep) + "/projector-tab.png"));
     }
 
     // A second run; its decile bars can be put beside the first run's from the Live tab.

@@ -1,0 +1,213 @@
+#include "widgets/projector_view.h"
+
+#include <QComboBox>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrent>
+#include <algorithm>
+
+#include "engine/session/session.h"
+#include "widgets/plot_export.h"
+#include "widgets/plot_style.h"
+
+namespace xmc::gui {
+namespace {
+
+/// Decile colours, head (0) to tail (9): blue through red.
+QColor decile_colour(int decile) {
+  static const QColor colours[10] = {{0x31, 0x36, 0x95}, {0x45, 0x75, 0xb4}, {0x74, 0xad, 0xd1}, {0xab, 0xd9, 0xe9}, {0xe0, 0xf3, 0xf8},
+                                     {0xfe, 0xe0, 0x90}, {0xfd, 0xae, 0x61}, {0xf4, 0x6d, 0x43}, {0xd7, 0x30, 0x27}, {0xa5, 0x00, 0x26}};
+  return colours[std::clamp(decile, 0, 9)];
+}
+
+}  // namespace
+
+ProjectorView::ProjectorView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  header_ = new QLabel(tr("Open a trained run to project its label or query vectors to 2-D."));
+  header_->setWordWrap(true);
+  layout->addWidget(header_);
+  auto* bar = new QHBoxLayout;
+  what_ = new QComboBox;
+  what_->addItem(tr("labels"), QStringLiteral("labels"));
+  what_->addItem(tr("test queries"), QStringLiteral("queries"));
+  method_ = new QComboBox;
+  method_->addItem(QStringLiteral("PCA"), QStringLiteral("pca"));
+  method_->addItem(tr("t-SNE (≤ 5000 points)"), QStringLiteral("tsne"));
+  sample_ = new QSpinBox;
+  sample_->setRange(10, 20000);
+  sample_->setValue(20000);
+  sample_->setToolTip(tr("At most this many points, drawn at random (t-SNE takes at most 5000)"));
+  label_ = new QLineEdit;
+  label_->setPlaceholderText(tr("label text: its positives in red (queries)"));
+  search_ = new QLineEdit;
+  search_->setPlaceholderText(tr("search: ring points whose text contains…"));
+  search_->setClearButtonEnabled(true);
+  compute_ = new QPushButton(tr("Project"));
+  compute_->setEnabled(false);
+  for (QWidget* w : std::initializer_list<QWidget*>{what_, method_, new QLabel(tr("points")), sample_, label_, search_, compute_}) bar->addWidget(w);
+  bar->setStretchFactor(label_, 1);
+  bar->setStretchFactor(search_, 1);
+  layout->addLayout(bar);
+  plot_ = new QCustomPlot;
+  plot_style::style_plot(plot_, tr("Projector"));
+  plot_style::add_empty_note(plot_, tr("not computed yet"));
+  plot_->xAxis->setLabel(tr("dimension 1"));
+  plot_->yAxis->setLabel(tr("dimension 2"));
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot_->setMouseTracking(true);
+  add_export_menu(plot_, this);
+  layout->addWidget(plot_, 1);
+
+  connect(compute_, &QPushButton::clicked, this, [this] { compute(); });
+  connect(search_, &QLineEdit::textChanged, this, [this] { draw(); });
+  connect(label_, &QLineEdit::editingFinished, this, [this] { draw(); });
+  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+    if (!projection_) return;
+    const ProjectedPoint* nearest = nullptr;
+    std::size_t index = 0;
+    double best = 49;  // squared pixels
+    for (std::size_t i = 0; i < projection_->points.size(); ++i) {
+      const auto& p = projection_->points[i];
+      const double dx = plot_->xAxis->coordToPixel(p.x) - event->position().x(), dy = plot_->yAxis->coordToPixel(p.y) - event->position().y();
+      if (dx * dx + dy * dy < best) best = dx * dx + dy * dy, nearest = &p, index = i;
+    }
+    if (!nearest) return QToolTip::hideText();
+    QString tip = QString::fromStdString(projection_->texts[index]);
+    if (nearest->decile >= 0) tip += tr("\nlabel %1, frequency decile %2").arg(nearest->id).arg(nearest->decile + 1);
+    else tip += tr("\ntest query %1").arg(nearest->id);
+    QToolTip::showText(event->globalPosition().toPoint(), tip, plot_);
+  });
+}
+
+ProjectorView::~ProjectorView() { job_.waitForFinished(); }
+
+void ProjectorView::set_run(const QString& db, std::int64_t run) {
+  if (db == db_ && run == run_) return;
+  job_.waitForFinished();
+  db_ = db;
+  run_ = run;
+  projection_.reset();
+  draw();
+  header_->setText(tr("Run %1: choose what to project and press Project.").arg(run));
+  compute_->setEnabled(run > 0);
+}
+
+void ProjectorView::compute(const QString& what, const QString& method) {
+  if (run_ <= 0 || job_.isRunning()) return;
+  if (!what.isEmpty()) what_->setCurrentIndex(what_->findData(what));
+  if (!method.isEmpty()) method_->setCurrentIndex(method_->findData(method));
+  ProjectionOptions options;
+  options.what = what_->currentData().toString().toStdString();
+  options.method = method_->currentData().toString().toStdString();
+  options.sample = sample_->value();
+  compute_->setEnabled(false);
+  header_->setText(tr("Run %1: projecting…").arg(run_));
+  auto result = std::make_shared<std::unique_ptr<Projection>>();
+  auto error = std::make_shared<QString>();
+  auto* watcher = new QFutureWatcher<void>(this);
+  const std::int64_t run = run_;
+  connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, result, error, run] {
+    watcher->deleteLater();
+    compute_->setEnabled(true);
+    if (run != run_) return;
+    if (!error->isEmpty()) {
+      header_->setText(tr("Run %1: %2").arg(run).arg(*error));
+      return;
+    }
+    projection_ = std::move(*result);
+    draw();
+    Q_EMIT computed();
+  });
+  job_ = QtConcurrent::run([db = db_.toStdString(), run, options, result, error] {
+    try {
+      *result = std::make_unique<Projection>(Session(db).projection(run, options));
+    } catch (const std::exception& e) {
+      *error = QString::fromUtf8(e.what());
+    }
+  });
+  watcher->setFuture(job_);
+}
+
+void ProjectorView::set_search_text(const QString& text) { search_->setText(text); }
+
+int ProjectorView::set_positives_of(const QString& label_text) {
+  label_->setText(label_text);
+  draw();
+  QCPGraph* positives = nullptr;
+  for (int g = 0; g < plot_->graphCount(); ++g)
+    if (plot_->graph(g)->name() == tr("positives of the label")) positives = plot_->graph(g);
+  return positives ? positives->dataCount() : 0;
+}
+
+void ProjectorView::draw() {
+  plot_->clearGraphs();
+  highlighted_ = 0;
+  if (!projection_) {
+    plot_->legend->setVisible(false);
+    plot_->replot();
+    return;
+  }
+  const bool labels = projection_->options.what == "labels";
+  // The chosen label's id (queries are coloured by whether they hold it).
+  std::int64_t chosen = -1;
+  if (!labels && !label_->text().trimmed().isEmpty()) {
+    const std::string wanted = label_->text().trimmed().toStdString();
+    const auto& texts = projection_->label_texts;
+    const auto it = std::find(texts.begin(), texts.end(), wanted);
+    if (it != texts.end()) chosen = it - texts.begin();
+  }
+  std::vector<QCPGraph*> groups;
+  auto group = [&](const QString& name, const QColor& colour, int size) {
+    QCPGraph* g = plot_->addGraph();
+    g->setName(name);
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, colour, size));
+    g->setAdaptiveSampling(true);
+    groups.push_back(g);
+    return g;
+  };
+  if (labels)
+    for (int d = 0; d < 10; ++d) group(d == 0 ? tr("decile 1 (head)") : d == 9 ? tr("decile 10 (tail)") : tr("decile %1").arg(d + 1), decile_colour(d), 4);
+  else
+    group(tr("test queries"), QColor(0x99, 0x99, 0x99), 4);
+  QCPGraph* positives = labels ? nullptr : group(tr("positives of the label"), QColor(0xd7, 0x30, 0x27), 6);
+  QCPGraph* found = plot_->addGraph();
+  found->setName(tr("search"));
+  found->setLineStyle(QCPGraph::lsNone);
+  found->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(Qt::black, 1.5), Qt::NoBrush, 11));
+  const QString needle = search_->text().trimmed();
+  for (std::size_t i = 0; i < projection_->points.size(); ++i) {
+    const auto& p = projection_->points[i];
+    if (labels) {
+      groups[static_cast<std::size_t>(std::clamp(p.decile, 0, 9))]->addData(p.x, p.y);
+    } else {
+      const auto& truth = projection_->true_labels[i];
+      const bool positive = chosen >= 0 && std::find(truth.begin(), truth.end(), static_cast<std::int32_t>(chosen)) != truth.end();
+      (positive ? positives : groups.front())->addData(p.x, p.y);
+    }
+    if (!needle.isEmpty() && QString::fromStdString(projection_->texts[i]).contains(needle, Qt::CaseInsensitive)) {
+      found->addData(p.x, p.y);
+      ++highlighted_;
+    }
+  }
+  plot_->legend->setVisible(true);
+  plot_->rescaleAxes();
+  plot_->xAxis->scaleRange(1.08);  // points at the extremes are drawn whole
+  plot_->yAxis->scaleRange(1.08);
+  plot_->replot();
+  header_->setText(tr("Run %1: %2 %3 by %4%5")
+                       .arg(run_)
+                       .arg(projection_->points.size())
+                       .arg(labels ? tr("labels (coloured by training-frequency decile)") : tr("test queries"))
+                       .arg(QString::fromStdString(projection_->options.method == "tsne" ? "t-SNE" : "PCA"))
+                       .arg(needle.isEmpty() ? QString() : tr("; %1 match the search").arg(highlighted_)));
+}
+
+}  // namespace xmc::gui

@@ -1,0 +1,59 @@
+#pragma once
+// The Projector tab: a trained run's label vectors or test-query vectors in 2-D (PCA, or t-SNE of a
+// sample), computed in the engine on a worker thread. Labels are coloured by the decile of their training
+// frequency (head blue ... tail red); queries grey, with the positives of a chosen label in red. Hovering a
+// point shows its text; the search box rings the points whose text contains it.
+#include <QFuture>
+#include <QWidget>
+#include <memory>
+
+#include "engine/session/projection.h"
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace xmc::gui {
+
+class ProjectorView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ProjectorView(QWidget* parent = nullptr);
+  ~ProjectorView() override;  ///< waits for a computation in flight
+
+  void set_run(const QString& db, std::int64_t run);
+  /// Computes the projection chosen in the controls ("labels"/"queries", "pca"/"tsne") in the background;
+  /// computed() follows, or the error shows in the header.
+  void compute(const QString& what = {}, const QString& method = {});
+  const Projection* projection() const { return projection_.get(); }
+  /// Points ringed by the search box's text (case-insensitive substring of their text).
+  int highlighted_count() const { return highlighted_; }
+  void set_search_text(const QString& text);
+  /// Queries: the label (by its text) whose positives are drawn in red; returns how many points are.
+  int set_positives_of(const QString& label_text);
+
+ Q_SIGNALS:
+  void computed();
+
+ private:
+  void draw();
+
+  QString db_;
+  std::int64_t run_ = 0;
+  std::unique_ptr<Projection> projection_;
+  QFuture<void> job_;
+  int highlighted_ = 0;
+  QLabel* header_ = nullptr;
+  QComboBox* what_ = nullptr;
+  QComboBox* method_ = nullptr;
+  QSpinBox* sample_ = nullptr;
+  QLineEdit* label_ = nullptr;   ///< queries: the label whose positives are red
+  QLineEdit* search_ = nullptr;
+  QPushButton* compute_ = nullptr;
+  QCustomPlot* plot_ = nullptr;
+};
+
+}  // namespace xmc::gui
