@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTabWidget>
 #include <QComboBox>
 #include <QSignalBlocker>
 #include <QAction>
@@ -268,7 +269,18 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   scatter_plot_->setMinimumSize(260, 200);
   plot_style::add_empty_note(scatter_plot_, tr("select runs whose configs differ"));
   add_export_menu(scatter_plot_, this);
-  scatter_layout->addWidget(scatter_plot_, 1);
+  // Parallel coordinates: every numeric key that differs, then the metric, each axis from its smallest to
+  // its largest value over the runs; a run is a line in its colour.
+  parallel_plot_ = new QCustomPlot(scatter_box);
+  parallel_plot_->setMinimumSize(260, 200);
+  parallel_plot_->yAxis->setVisible(false);
+  parallel_plot_->xAxis->grid()->setVisible(false);
+  parallel_plot_->yAxis->grid()->setVisible(false);
+  add_export_menu(parallel_plot_, this);
+  auto* views = new QTabWidget(scatter_box);
+  views->addTab(scatter_plot_, tr("Scatter"));
+  views->addTab(parallel_plot_, tr("Parallel coordinates"));
+  scatter_layout->addWidget(views, 1);
   connect(scatter_key_, &QComboBox::currentTextChanged, this, [this] { update_scatter(); });
   connect(scatter_metric_, &QComboBox::currentTextChanged, this, [this] { update_scatter(); });
 
@@ -549,6 +561,7 @@ void CompareView::update_scatter() {
   int row = -1;
   for (int r = 0; r < model_->rowCount(); ++r)
     if (model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString().remove(QStringLiteral(" (%)")) == metric) row = r;
+  update_parallel(row);
   if (key.empty() || row < 0 || configs_.size() != static_cast<std::size_t>(model_->columnCount())) {
     scatter_plot_->replot();
     return;
@@ -605,6 +618,89 @@ void CompareView::update_scatter() {
     scatter_plot_->xAxis->setRange(x.lower - std::max(0.5, 0.1 * x.size()), x.upper + std::max(0.5, 0.1 * x.size()));
   scatter_plot_->yAxis->setRange(y.lower - std::max(0.5, 0.1 * y.size()), y.upper + std::max(0.5, 0.1 * y.size()));
   scatter_plot_->replot();
+}
+
+void CompareView::update_parallel(int metric_row) {
+  parallel_plot_->clearGraphs();
+  parallel_plot_->clearItems();
+  parallel_lines_.clear();
+  const int runs = model_->columnCount();
+  if (runs < 2 || configs_.size() != static_cast<std::size_t>(runs)) {
+    parallel_plot_->replot();
+    return;
+  }
+  // The axes: numeric config keys that differ (a log scale when they span decades), then the metric.
+  struct Axis {
+    QString name;
+    std::vector<double> values;  // per run; NaN = missing
+    bool log = false;
+  };
+  std::vector<Axis> axes;
+  for (int k = 0; k < scatter_key_->count(); ++k) {
+    Axis axis{scatter_key_->itemText(k), {}, false};
+    bool numeric = true;
+    for (const auto& config : configs_) {
+      const auto it = config.find(axis.name.toStdString());
+      bool ok = it == config.end();
+      const double v = ok ? std::numeric_limits<double>::quiet_NaN() : qstr(it->second).toDouble(&ok);
+      numeric = numeric && ok;
+      axis.values.push_back(v);
+    }
+    if (numeric) axes.push_back(std::move(axis));
+  }
+  if (metric_row >= 0) {
+    Axis axis{scatter_metric_->currentText() + QStringLiteral(" (%)"), {}, false};
+    for (int c = 0; c < runs; ++c) {
+      const QVariant raw = model_->index(metric_row, c).data(Qt::UserRole);
+      axis.values.push_back(raw.isValid() ? raw.toDouble() * 100.0 : std::numeric_limits<double>::quiet_NaN());
+    }
+    axes.push_back(std::move(axis));
+  }
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  std::vector<std::pair<double, double>> ranges;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    Axis& axis = axes[a];
+    double lo = std::numeric_limits<double>::max(), hi = std::numeric_limits<double>::lowest();
+    for (double v : axis.values)
+      if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    axis.log = lo > 0 && hi >= 10 * lo && a + 1 < axes.size();
+    ranges.emplace_back(lo, hi);
+    ticker->addTick(static_cast<double>(a), axis.name);
+    auto* line = new QCPItemStraightLine(parallel_plot_);
+    line->point1->setCoords(static_cast<double>(a), 0);
+    line->point2->setCoords(static_cast<double>(a), 1);
+    line->setPen(QPen(QColor(0x88, 0x88, 0x88), 1));
+    for (const auto& [y, value, align] : {std::tuple{1.0, hi, Qt::AlignBottom}, std::tuple{0.0, lo, Qt::AlignTop}}) {
+      auto* text = new QCPItemText(parallel_plot_);
+      text->position->setCoords(static_cast<double>(a), y);
+      text->setPositionAlignment(align | Qt::AlignHCenter);
+      text->setText(lo <= hi ? QString::number(value, 'g', 4) : QString());
+      text->setColor(QColor(0x55, 0x55, 0x55));
+    }
+  }
+  for (int c = 0; c < runs; ++c) {
+    std::vector<double> line;
+    QCPGraph* graph = parallel_plot_->addGraph();
+    graph->setPen(QPen(run_colour(static_cast<std::size_t>(c)), 2));
+    graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const double v = axes[a].values[static_cast<std::size_t>(c)];
+      const auto [lo, hi] = ranges[a];
+      double t = 0.5;
+      if (std::isnan(v)) {
+        t = std::numeric_limits<double>::quiet_NaN();
+      } else if (hi > lo) {
+        t = axes[a].log ? (std::log(v) - std::log(lo)) / (std::log(hi) - std::log(lo)) : (v - lo) / (hi - lo);
+      }
+      line.push_back(t);
+      if (!std::isnan(t)) graph->addData(static_cast<double>(a), t);
+    }
+    parallel_lines_.push_back(std::move(line));
+  }
+  parallel_plot_->xAxis->setTicker(ticker);
+  parallel_plot_->xAxis->setRange(-0.4, static_cast<double>(axes.size()) - 0.6);
+  parallel_plot_->yAxis->setRange(-0.12, 1.12);
+  parallel_plot_->replot();
 }
 
 void CompareView::set_scatter(const QString& key, const QString& metric) {

@@ -70,6 +70,9 @@ class CompareView : public QWidget {
   /// metric left out).
   void set_scatter(const QString& key, const QString& metric);
   const std::vector<std::pair<double, double>>& scatter_points() const { return scatter_points_; }
+  /// The parallel-coordinates lines: per run, its position (0 = the axis's smallest value, 1 = its largest;
+  /// NaN = missing) on every numeric config key that differs, then on the scatter's metric.
+  const std::vector<std::vector<double>>& parallel_lines() const { return parallel_lines_; }
   /// The loss panels, one per kind of loss ("triplet", "unidec supcon", ...), top to bottom.
   QStringList loss_kinds() const { return loss_kinds_; }
 
@@ -79,6 +82,7 @@ class CompareView : public QWidget {
   void show_loss(const Session& session);
   void show_config_differences(const Session& session);
   void update_scatter();
+  void update_parallel(int metric_row);
 
   std::vector<std::int64_t> runs_;
   MetricTableModel* model_ = nullptr;
@@ -98,6 +102,8 @@ class CompareView : public QWidget {
   QComboBox* scatter_metric_ = nullptr;
   QCustomPlot* scatter_plot_ = nullptr;
   std::vector<std::pair<double, double>> scatter_points_;
+  QCustomPlot* parallel_plot_ = nullptr;
+  std::vector<std::vector<double>> parallel_lines_;
 };
 
 }  // namespace xmc::gui

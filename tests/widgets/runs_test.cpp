@@ -441,6 +441,24 @@ class RunsTest : public QObject {
     QCOMPARE(view.scatter_points()[0].second, 55.0);
     QCOMPARE(view.scatter_points()[1].first, 0.0002);
     QCOMPARE(view.scatter_points()[1].second, 50.0);
+    // Parallel coordinates over the numeric keys that differ (encoder.dim and epochs only alpha has; lr on a
+    // log axis: 0.0002 at 0, 0.001 at 1) and P@1 (50 at 0, 55 at 1).
+    QCOMPARE(view.parallel_lines().size(), std::size_t{2});
+    const auto& alpha_line = view.parallel_lines()[0];
+    const auto& beta_line = view.parallel_lines()[1];
+    QCOMPARE(alpha_line.size(), std::size_t{4});  // encoder.dim, epochs, lr, P@1
+    QCOMPARE(alpha_line[2], 1.0);
+    QCOMPARE(beta_line[2], 0.0);
+    QVERIFY(std::isnan(beta_line[0]));
+    QCOMPARE(alpha_line[3], 1.0);
+    QCOMPARE(beta_line[3], 0.0);
+    if (auto* views = view.findChild<QTabWidget*>(); views && !qEnvironmentVariableIsEmpty("XMC_SCREENSHOT_DIR")) {
+      views->setCurrentIndex(1);
+      view.resize(1300, 820);
+      QCoreApplication::processEvents();
+      QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-parallel.png")));
+      views->setCurrentIndex(0);
+    }
     view.set_scatter(QStringLiteral("method"), QStringLiteral("P@5"));  // categories: dexml 0, ngame 1
     QCOMPARE(view.scatter_points()[1].first, 1.0);
     QCOMPARE(view.scatter_points()[1].second, 47.0);
