@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
+#include <QToolButton>
 #include <QTabWidget>
 #include <QComboBox>
 #include <QSignalBlocker>
@@ -297,8 +298,20 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   split->addWidget(bottom);
   split->setChildrenCollapsible(false);
 
+  auto* export_button = new QToolButton(this);
+  export_button->setText(tr("Export the comparison"));
+  export_button->setToolTip(tr("Every chart and table of this view as one figure (PNG, SVG or PDF)"));
+  connect(export_button, &QToolButton::clicked, this, [this] {
+    const QString path = save_file_name(this, tr("Export the comparison"), QString(), tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"));
+    if (path.isEmpty()) return;
+    QString error;
+    if (!export_figure(this, path, &error)) QMessageBox::warning(this, tr("Cannot export the comparison"), error);
+  });
+  auto* title_row = new QHBoxLayout;
+  title_row->addWidget(title_, 1);
+  title_row->addWidget(export_button);
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(title_);
+  layout->addLayout(title_row);
   layout->addWidget(note_);
   layout->addWidget(split, 1);
 }

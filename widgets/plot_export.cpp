@@ -7,6 +7,10 @@
 #include <QPointer>
 #include <QRegularExpression>
 #include <QStandardPaths>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QPageSize>
+#include <QImage>
 #include <QSvgGenerator>
 
 #include "widgets/file_dialogs.h"
@@ -76,6 +80,61 @@ void export_with_dialog(QCustomPlot* plot, QWidget* parent, const QString& forma
 }
 
 }  // namespace
+
+bool export_figure(QWidget* view, const QString& path, QString* error) {
+  if (!view) return fail(error, QObject::tr("cannot export '%1': no view given").arg(path));
+  const QFileInfo info(path);
+  const QString ext = info.suffix().toLower();
+  if (ext != QLatin1String("png") && ext != QLatin1String("svg") && ext != QLatin1String("pdf"))
+    return fail(error, QObject::tr("cannot export the figure to '%1': unknown format '%2'; use a .png, .svg or .pdf file name")
+                           .arg(path, ext.isEmpty() ? QObject::tr("(no extension)") : QLatin1Char('.') + ext));
+  if (!info.absoluteDir().exists())
+    return fail(error, QObject::tr("cannot export the figure to '%1': folder '%2' does not exist").arg(path, info.absolutePath()));
+  for (QCustomPlot* plot : view->findChildren<QCustomPlot*>()) plot->replot(QCustomPlot::rpImmediateRefresh);
+  const QSize size = view->size();
+  bool ok = false;
+  if (ext == QLatin1String("png")) {
+    QImage image(size * 2, QImage::Format_ARGB32);
+    image.setDevicePixelRatio(2.0);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    view->render(&painter);
+    painter.end();
+    ok = image.save(path, "PNG");
+  } else if (ext == QLatin1String("svg")) {
+    QSvgGenerator generator;
+    generator.setFileName(path);
+    generator.setSize(size);
+    generator.setViewBox(QRect(QPoint(0, 0), size));
+    generator.setResolution(view->logicalDpiX());
+    generator.setTitle(view->windowTitle().isEmpty() ? QStringLiteral("figure") : view->windowTitle());
+    generator.setDescription(QStringLiteral("Exported by XMC Workbench"));
+    QPainter painter;
+    ok = painter.begin(&generator);
+    if (ok) {
+      view->render(&painter);
+      ok = painter.end();
+    }
+  } else {
+    QPdfWriter writer(path);
+    writer.setCreator(QStringLiteral("XMC Workbench"));
+    writer.setResolution(view->logicalDpiX());
+    writer.setPageSize(QPageSize(QSizeF(size), QPageSize::Unit(QPageSize::Point)));  // one page of the view's size
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0));
+    QPainter painter;
+    ok = painter.begin(&writer);
+    if (ok) {
+      const double scale = static_cast<double>(writer.width()) / std::max(1, size.width());
+      painter.scale(scale, scale);
+      view->render(&painter);
+      ok = painter.end();
+    }
+  }
+  if (!ok || QFileInfo(path).size() <= 0)
+    return fail(error, QObject::tr("cannot write %1 file '%2': check that the folder is writable and the disk not full")
+                           .arg(ext.toUpper(), path));
+  return true;
+}
 
 bool export_plot(QCustomPlot* plot, const QString& path, int width, int height, QString* error) {
   if (!plot) return fail(error, QObject::tr("cannot export '%1': no plot given").arg(path));

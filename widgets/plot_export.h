@@ -37,6 +37,10 @@ namespace xmc::gui {
 /// message naming the file and what would fix it (unknown extension, unwritable folder, ...).
 bool export_plot(QCustomPlot* plot, const QString& path, int width = 0, int height = 0, QString* error = nullptr);
 
+/// Writes a whole view (all its plots and tables, as on screen) to `path` as .png (2×), .svg or .pdf (one
+/// page of the view's size): a multi-run comparison as one figure. Errors as export_plot's.
+bool export_figure(QWidget* view, const QString& path, QString* error = nullptr);
+
 /// Gives `plot` a right-click menu: the plot's own QWidget::actions() first (e.g. checkable "show …"
 /// toggles), then "Export as PNG…", "Export as SVG…", "Export as PDF…", each asking for a file name with a
 /// QFileDialog parented to `owner` (nullptr = the plot) and exporting at the plot's on-screen size. The

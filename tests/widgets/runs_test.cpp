@@ -31,6 +31,7 @@
 #include "widgets/decile_plot.h"
 #include "widgets/metric_plot.h"
 #include "widgets/report_export.h"
+#include "widgets/plot_export.h"
 #include "widgets/table_page_breaks.h"
 #include "widgets/run_table_model.h"
 #include "widgets/runs_browser.h"
@@ -459,6 +460,21 @@ class RunsTest : public QObject {
       QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-parallel.png")));
       views->setCurrentIndex(0);
     }
+    // The whole comparison as one figure.
+    for (const QString& ext : {QStringLiteral("png"), QStringLiteral("svg"), QStringLiteral("pdf")}) {
+      const QString figure = tmp_.filePath(QStringLiteral("comparison.") + ext);
+      QString figure_error;
+      QVERIFY2(xmc::gui::export_figure(&view, figure, &figure_error), qPrintable(figure_error));
+      QFile written(figure);
+      QVERIFY(written.open(QIODevice::ReadOnly));
+      const QByteArray bytes = written.readAll();
+      if (ext == QLatin1String("png")) QCOMPARE(QImage::fromData(bytes).size(), view.size() * 2);
+      if (ext == QLatin1String("svg")) QVERIFY(bytes.contains("<svg") && bytes.contains("alpha-bow"));
+      if (ext == QLatin1String("pdf")) QVERIFY(bytes.startsWith("%PDF"));
+    }
+    QString bad;
+    QVERIFY(!xmc::gui::export_figure(&view, tmp_.filePath(QStringLiteral("comparison.jpg")), &bad));
+    QVERIFY2(bad.contains(QStringLiteral("unknown format '.jpg'")), qPrintable(bad));
     view.set_scatter(QStringLiteral("method"), QStringLiteral("P@5"));  // categories: dexml 0, ngame 1
     QCOMPARE(view.scatter_points()[1].first, 1.0);
     QCOMPARE(view.scatter_points()[1].second, 47.0);
