@@ -445,7 +445,7 @@ void MainWindow::on_event(const TrainEvent& e) {
       break;
     case TrainEvent::Kind::Step:
       if (!shown) break;
-      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s, e.classifier_stage);  // M4: curves of its own
+      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s, e.classifier_stage, e.epoch);  // M4: curves of its own
       break;
     case TrainEvent::Kind::Evaluation: {
       if (!shown) break;

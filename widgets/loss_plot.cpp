@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <QActionGroup>
+#include <QDateTime>
 #include <QMenu>
 #include <cmath>
 #include <limits>
@@ -142,6 +143,17 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
     connect(choice, &QAction::triggered, this, [this, w = weight] { set_smoothing(w); });
   }
   addAction(smoothing->menuAction());
+  auto* x_menu = new QMenu(tr("x axis"), this);
+  auto* x_choices = new QActionGroup(this);
+  const std::pair<QString, XAxis> x_axes[] = {{tr("step"), XAxis::Step}, {tr("epoch"), XAxis::Epoch}, {tr("wall time"), XAxis::WallTime}};
+  for (const auto& [label, axis] : x_axes) {
+    QAction* choice = x_menu->addAction(label);
+    choice->setCheckable(true);
+    choice->setChecked(axis == XAxis::Step);
+    x_choices->addAction(choice);
+    connect(choice, &QAction::triggered, this, [this, a = axis] { set_x_axis(a); });
+  }
+  addAction(x_menu->menuAction());
   log_action_ = new QAction(tr("Logarithmic loss axis"), this);
   log_action_->setCheckable(true);
   connect(log_action_, &QAction::toggled, this, &LossPlot::set_log_scale);
@@ -168,32 +180,84 @@ void LossPlot::add_loss(QCPGraph* raw, QCPGraph* smoothed, Ema& ema, double step
   if (std::isfinite(loss)) smoothed->addData(step, ema.next(loss, ema_weight_));
 }
 
-void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss) {
-  const auto x = static_cast<double>(step);
-  if (classifier_loss)
-    add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, loss);
-  else
-    add_loss(raw_, smoothed_, ema_, x, loss);
-  if (std::isfinite(lr) && lr >= 0) lr_->addData(x, lr);
-  if (usable(samples_per_s)) (classifier_loss ? m4_throughput_ : throughput_)->addData(x, samples_per_s);
+QString LossPlot::x_label() const {
+  return x_axis_ == XAxis::Epoch ? tr("epoch") : x_axis_ == XAxis::WallTime ? tr("wall time (min)") : tr("step");
+}
+
+double LossPlot::x_of(const Record& r) const {
+  switch (x_axis_) {
+    case XAxis::Epoch: return std::isfinite(r.epoch) ? r.epoch : r.step;
+    case XAxis::WallTime: return std::isfinite(r.wall) && std::isfinite(first_wall_) ? (r.wall - first_wall_) / 60.0 : r.step;
+    default: return r.step;
+  }
+}
+
+void LossPlot::draw_record(const Record& r) {
+  const double x = x_of(r);
+  switch (r.series) {
+    case 0: add_loss(raw_, smoothed_, ema_, x, r.value); break;
+    case 1: add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, r.value); break;
+    case 2: lr_->addData(x, r.value); break;
+    case 3: throughput_->addData(x, r.value); break;
+    case 4: m4_throughput_->addData(x, r.value); break;
+    default: break;
+  }
+}
+
+void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss, double epoch, double wall_time) {
+  const auto s = static_cast<double>(step);
+  const double wall = std::isfinite(wall_time) ? wall_time : static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
+  if (!std::isfinite(first_wall_)) first_wall_ = wall;
+  auto record = [&](int series, double value) {
+    records_.push_back({series, s, epoch, wall, value});
+    draw_record(records_.back());
+  };
+  record(classifier_loss ? 1 : 0, loss);
+  if (std::isfinite(lr) && lr >= 0) record(2, lr);
+  if (usable(samples_per_s)) record(classifier_loss ? 4 : 3, samples_per_s);
   schedule_refresh();
 }
 
 void LossPlot::append_point(const xmc::ScalarPoint& point) {
-  const auto x = static_cast<double>(point.step);
+  int series = -1;
   if (point.key == "loss") {
-    add_loss(raw_, smoothed_, ema_, x, point.value);
+    series = 0;
   } else if (point.key == "m4_loss") {
-    add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, point.value);
+    series = 1;
     m4_step_ = point.step;  // the store gives a step's loss before its rate
   } else if (point.key == "lr") {
-    if (std::isfinite(point.value) && point.value >= 0) lr_->addData(x, point.value);
+    if (std::isfinite(point.value) && point.value >= 0) series = 2;
   } else if (point.key == "samples_per_s") {
-    if (usable(point.value)) (point.step == m4_step_ ? m4_throughput_ : throughput_)->addData(x, point.value);
-  } else {
-    return;
+    if (usable(point.value)) series = point.step == m4_step_ ? 4 : 3;
   }
+  if (series < 0) return;
+  const double wall = point.wall_time > 0 ? point.wall_time : std::numeric_limits<double>::quiet_NaN();
+  if (!std::isfinite(first_wall_) && std::isfinite(wall)) first_wall_ = wall;
+  records_.push_back({series, static_cast<double>(point.step), point.epoch, wall, point.value});
+  draw_record(records_.back());
   schedule_refresh();
+}
+
+void LossPlot::set_x_axis(XAxis axis) {
+  x_axis_ = axis;
+  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
+  ema_ = {};
+  m4_ema_ = {};
+  for (const Record& r : records_) draw_record(r);
+  const QString label = x_label();
+  xAxis->setLabel(throughput_shown_ ? QString() : label);  // with the strip shown, the axis is named once, below it
+  throughput_rect_->axis(QCPAxis::atBottom)->setLabel(label);
+  // Steps are whole numbers; epochs and minutes are not.
+  const bool whole = axis == XAxis::Step;
+  for (QCPAxis* a : {xAxis, throughput_rect_->axis(QCPAxis::atBottom)}) {
+    a->setTicker(whole ? QSharedPointer<QCPAxisTicker>(new style::IntegerTicker) : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    a->setNumberFormat(whole ? QStringLiteral("f") : QStringLiteral("g"));
+    a->setNumberPrecision(whole ? 0 : 4);
+  }
+  resmooth();
+  follow_data_ = true;
+  arrange_layout();
+  refresh();
 }
 
 void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
@@ -205,6 +269,8 @@ void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
 
 void LossPlot::clear() {
   for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
+  records_.clear();
+  first_wall_ = std::numeric_limits<double>::quiet_NaN();
   m4_step_ = -1;
   ema_ = {};
   m4_ema_ = {};
@@ -316,7 +382,7 @@ void LossPlot::arrange_layout() {
   throughput_rect_->setVisible(show);
   // With the strip shown, the step axis is labelled once, at the bottom.
   xAxis->setTickLabels(!show);
-  xAxis->setLabel(show ? QString() : tr("step"));
+  xAxis->setLabel(show ? QString() : x_label());
   throughput_shown_ = show;
 }
 

@@ -11,6 +11,7 @@
 // rest). Dragging or wheel-zooming freezes the view; a double click resumes following. Right click
 // exports (PNG/SVG/PDF) and toggles the throughput strip.
 #include <QTimer>
+#include <limits>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,7 +29,9 @@ class LossPlot : public QCustomPlot {
   /// One optimiser step of a live run. A non-finite loss leaves a gap in the raw curve (the average
   /// skips it); lr and samples_per_s that are not finite or ≤ 0 are treated as "not reported".
   /// `classifier_loss`: the step is NGAME's stage M4, its loss goes to the M4 curves.
-  void append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss = false);
+  /// `epoch` (fractional) and `wall_time` (seconds since the Unix epoch; NaN = now) place it on the other x axes.
+  void append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss = false,
+              double epoch = std::numeric_limits<double>::quiet_NaN(), double wall_time = std::numeric_limits<double>::quiet_NaN());
   /// One stored scalar: keys "loss", "m4_loss", "lr" and "samples_per_s" are drawn, others ignored.
   /// Use it to follow a run through Session::scalars(run, "", after_step).
   void append_point(const xmc::ScalarPoint& point);
@@ -36,6 +39,12 @@ class LossPlot : public QCustomPlot {
   void set_series(const std::vector<xmc::ScalarPoint>& points);
   /// Removes all data and redraws.
   void clear();
+
+  /// What the x axis counts: optimiser steps, epochs (fractional), or minutes of wall time since the
+  /// first point (pauses show as gaps). Also in the right-click menu.
+  enum class XAxis { Step, Epoch, WallTime };
+  void set_x_axis(XAxis axis);
+  XAxis x_axis() const { return x_axis_; }
 
   /// Number of loss points drawn (training loss and M4 classifier loss, non-finite ones included).
   std::size_t point_count() const;
@@ -89,6 +98,17 @@ class LossPlot : public QCustomPlot {
 
   double smoothing_ = -1;   // requested weight; < 0 = automatic
   bool log_scale_ = false;
+  XAxis x_axis_ = XAxis::Step;
+  /// Every point as appended, so the curves can be redrawn against another x axis.
+  struct Record {
+    int series;  // 0 loss, 1 M4 loss, 2 lr, 3 throughput, 4 M4 throughput
+    double step, epoch, wall, value;
+  };
+  std::vector<Record> records_;
+  double first_wall_ = std::numeric_limits<double>::quiet_NaN();
+  double x_of(const Record& r) const;
+  QString x_label() const;
+  void draw_record(const Record& r);
   QAction* log_action_ = nullptr;
   double ema_weight_ = 0.5;  // weight the smoothed curves were computed with
   bool throughput_visible_ = true;

@@ -158,6 +158,7 @@ class PlotsTest : public QObject {
       points.push_back({s, s / 10.0, "samples_per_s", 95000, 0});
     }
     points.push_back({80, 8.0, "epoch_queries_per_s", 1000, 0});  // ignored
+    for (auto& p : points) p.wall_time = 1.7e9 + 3.0 * static_cast<double>(p.step) + (p.step > 50 ? 600 : 0);  // a 10-minute pause
     plot.set_series(points);
     QCOMPARE(plot.point_count(), std::size_t{80});
     // M1's rate is its own series and the axis is logarithmic, so 900 q/s does not read as zero.
@@ -171,6 +172,19 @@ class PlotsTest : public QObject {
     QCOMPARE(plot.m4_smoothed_loss_graph()->dataCount(), 30);
     QCOMPARE(plot.xAxis->range().lower, 1.0);
     screenshot(plot, QStringLiteral("loss_m4"));
+    // The same curves against epochs, then against wall time (minutes since the first point; the pause shows).
+    plot.set_x_axis(LossPlot::XAxis::Epoch);
+    QCOMPARE(plot.raw_loss_graph()->data()->at(9)->key, 1.0);       // step 10 is epoch 1.0
+    QCOMPARE(plot.m4_raw_loss_graph()->data()->at(0)->key, 5.1);    // step 51
+    plot.set_x_axis(LossPlot::XAxis::WallTime);
+    QCOMPARE(plot.raw_loss_graph()->data()->at(0)->key, 0.0);
+    QCOMPARE(plot.raw_loss_graph()->data()->at(9)->key, 27.0 / 60.0);  // 9 steps of 3 s
+    QCOMPARE(plot.m4_raw_loss_graph()->data()->at(0)->key, (150.0 + 600.0) / 60.0);
+    QCOMPARE(plot.raw_loss_graph()->dataCount(), 50);
+    QCOMPARE(plot.m4_throughput_graph()->keyAxis()->label(), QStringLiteral("wall time (min)"));  // named below the strip
+    screenshot(plot, QStringLiteral("loss_wall_time"));
+    plot.set_x_axis(LossPlot::XAxis::Step);
+    QCOMPARE(plot.raw_loss_graph()->data()->at(9)->key, 10.0);
     plot.set_throughput_visible(false);
     screenshot(plot, QStringLiteral("loss_no_throughput"));
     plot.clear();
