@@ -11,6 +11,7 @@
 #include <QPdfWriter>
 #include <QPageSize>
 #include <QImage>
+#include <QLayout>
 #include <QSvgGenerator>
 
 #include "widgets/file_dialogs.h"
@@ -90,6 +91,10 @@ bool export_figure(QWidget* view, const QString& path, QString* error) {
                            .arg(path, ext.isEmpty() ? QObject::tr("(no extension)") : QLatin1Char('.') + ext));
   if (!info.absoluteDir().exists())
     return fail(error, QObject::tr("cannot export the figure to '%1': folder '%2' does not exist").arg(path, info.absolutePath()));
+  // A view never shown is laid out first (render() would do it, changing its size mid-export).
+  view->ensurePolished();
+  if (!view->testAttribute(Qt::WA_Resized) && !view->isVisible()) view->adjustSize();
+  if (view->layout()) view->layout()->activate();
   for (QCustomPlot* plot : view->findChildren<QCustomPlot*>()) plot->replot(QCustomPlot::rpImmediateRefresh);
   const QSize size = view->size();
   bool ok = false;
