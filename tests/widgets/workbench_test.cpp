@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <QComboBox>
+#include <QWheelEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QCompleter>
@@ -354,6 +355,33 @@ class WorkbenchTest : public QObject {
         window.save_screenshot(QString(keep) + "/workbench-" + tabs->tabText(i).toLower() + ".png");
       }
     }
+  }
+
+  void theMouseWheelChangesNoUnfocusedChoice() {
+    // Scrolling the form over a combo box once started a run with pooling = cls: the wheel changes a
+    // choice only when its box has the focus.
+    xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
+    form.resize(900, 700);
+    form.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&form));
+    const QString before = form.field_text("method");
+    QComboBox* method = nullptr;
+    for (auto* combo : form.findChildren<QComboBox*>())
+      if (combo->currentText() == before && combo->findText("ngame") >= 0) method = combo;
+    QVERIFY(method);
+    auto wheel = [&](QWidget* target) {
+      const QPointF at(target->width() / 2.0, target->height() / 2.0);
+      QWheelEvent event(at, target->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+      QCoreApplication::sendEvent(target, &event);
+    };
+    form.setFocus();
+    QVERIFY(!method->hasFocus());
+    wheel(method);
+    QCOMPARE(form.field_text("method"), before);
+    method->setFocus();
+    QTRY_VERIFY(method->hasFocus());
+    wheel(method);
+    QVERIFY(form.field_text("method") != before);  // focused: the wheel chooses, as in any Qt form
   }
 
   void launchFormShowsOnlyTheChosenComponentsKeys() {
