@@ -334,6 +334,44 @@ bool RunTableModel::rename_run(std::int64_t run, const QString& name, QString* e
   return true;
 }
 
+void RunTableModel::set_group_key(const QString& key) {
+  group_key_ = key.trimmed();
+  Q_EMIT headerDataChanged(Qt::Horizontal, kGroup, kGroup);
+  if (!rows_.empty()) Q_EMIT dataChanged(index(0, kGroup), index(rowCount() - 1, kGroup));
+}
+
+QString RunTableModel::group_of(const RunInfo& info) const {
+  if (group_key_.isEmpty()) return {};
+  if (group_key_ == QLatin1String("method")) return method_of(info);
+  if (group_key_ == QLatin1String("dataset")) {
+    const QString path = qstr(info.dataset_path);
+    const QString name = QFileInfo(path.endsWith(QLatin1Char('/')) ? path.chopped(1) : path).fileName();
+    return name.isEmpty() ? path : name;
+  }
+  if (group_key_ == QLatin1String("tag")) return info.tags.empty() ? QStringLiteral("—") : tags_text(info);
+  // A config key, dotted through nested objects ("encoder.dim") or stored dotted.
+  try {
+    const nlohmann::json config = nlohmann::json::parse(info.config_json);
+    const std::string key = group_key_.toStdString();
+    const nlohmann::json* at = &config;
+    if (config.contains(key)) {
+      at = &config[key];
+    } else {
+      std::size_t start = 0;
+      while (at && start <= key.size()) {
+        const std::size_t dot = std::min(key.find('.', start), key.size());
+        const std::string part = key.substr(start, dot - start);
+        at = at->is_object() && at->contains(part) ? &(*at)[part] : nullptr;
+        start = dot + 1;
+      }
+    }
+    if (!at) return QStringLiteral("—");
+    return QString::fromStdString(at->is_string() ? at->get<std::string>() : at->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } catch (const nlohmann::json::exception&) {
+    return QStringLiteral("—");
+  }
+}
+
 QString RunTableModel::method_of(const RunInfo& info) const {
   // A run's config never changes: parsed once per run, not at every paint.
   if (const auto it = method_cache_.find(info.id); it != method_cache_.end()) return it->second;
@@ -493,6 +531,11 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       if (role == Qt::EditRole || role == kSortRole) return qstr(info.notes);
       if (role == Qt::ToolTipRole) return info.notes.empty() ? tr("Notes (double-click to write)") : qstr(info.notes);
       break;
+    case kGroup:
+      if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return group_of(info);
+      // Sorting by the group keeps its runs together, newest first inside it.
+      if (role == kSortRole) return group_of(info) + QLatin1Char('\t') + QStringLiteral("%1").arg(std::numeric_limits<qint64>::max() - info.id, 19, 10, QLatin1Char('0'));
+      break;
     case kLastError:
       if (role == Qt::DisplayRole) return first_line(info.last_error);
       if (role == kSortRole || role == Qt::ToolTipRole) return qstr(info.last_error);
@@ -521,6 +564,7 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
       case kTags: return tr("Tags");
       case kNotes: return tr("Notes");
       case kLastError: return tr("Last error");
+      case kGroup: return group_key_.isEmpty() ? tr("Group") : tr("Group: %1").arg(group_key_);
       default: return {};
     }
   }

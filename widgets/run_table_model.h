@@ -31,7 +31,7 @@ namespace xmc::gui {
 class RunTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { kId, kName, kStatus, kCreated, kMethod, kDataset, kDevice, kP1, kP5, kPsp5, kTags, kNotes, kLastError, kColumnCount };
+  enum Column { kId, kName, kStatus, kCreated, kMethod, kDataset, kDevice, kP1, kP5, kPsp5, kTags, kNotes, kLastError, kGroup, kColumnCount };
   /// Which value of an evaluation metric the metric columns show.
   enum class MetricValue { Final, Best };
   /// data(index, kSortRole): a value that sorts naturally (numbers as numbers, times as ISO text;
@@ -75,6 +75,12 @@ class RunTableModel : public QAbstractTableModel {
   bool rename_run(std::int64_t run, const QString& name, QString* error = nullptr);
   /// Replaces the run's tags by those of `text` (split at commas, trimmed, empty ones dropped).
   bool set_tags(std::int64_t run, const QString& text, QString* error = nullptr);
+  /// Groups runs by "method", "dataset", "tag" or any config key ("lr", "encoder.dim"; "" = no grouping):
+  /// the Group column shows each run's value, and sorting by it keeps a group's runs together, newest first.
+  void set_group_key(const QString& key);
+  QString group_key() const { return group_key_; }
+  /// The run's value for the grouping ("—" when its config has no such key).
+  QString group_of(const RunInfo& info) const;
   /// Replaces the run's notes.
   bool set_notes(std::int64_t run, const QString& notes, QString* error = nullptr);
   /// Deletes the run and everything recorded for it from the store, and removes its row.
@@ -124,6 +130,7 @@ class RunTableModel : public QAbstractTableModel {
   std::unique_ptr<Session> store_;
   QString method_of(const RunInfo& info) const;                    ///< "dexml", "ngame", ... from the config
   mutable std::unordered_map<std::int64_t, QString> method_cache_;  ///< by run id
+  QString group_key_;
   std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened
   std::vector<Row> rows_;
   QTimer* timer_ = nullptr;

@@ -103,10 +103,19 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
     model_->set_metric_value(i == 1 ? RunTableModel::MetricValue::Best : RunTableModel::MetricValue::Final);
   });
 
+  group_ = new QComboBox(this);
+  group_->setEditable(true);
+  group_->addItems({QString(), QStringLiteral("method"), QStringLiteral("dataset"), QStringLiteral("tag"), QStringLiteral("lr"),
+                    QStringLiteral("loss"), QStringLiteral("encoder.type")});
+  group_->lineEdit()->setPlaceholderText(tr("group by…"));
+  group_->setToolTip(tr("Group the runs by method, dataset, tag or any config key (type it: temperature, encoder.dim, ...)"));
+  connect(group_, &QComboBox::currentTextChanged, this, [this](const QString& key) { set_group_key(key); });
+
   view_ = new QTableView(this);
   view_->setModel(proxy_);
   view_->setSortingEnabled(true);
   view_->sortByColumn(RunTableModel::kId, Qt::DescendingOrder);
+  view_->setColumnHidden(RunTableModel::kGroup, true);  // shown while grouping
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   view_->setEditTriggers(QAbstractItemView::EditKeyPressed);  // double-click opens the run
@@ -163,6 +172,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
 
   auto* bar = new QHBoxLayout;
   bar->addWidget(filter_, 1);
+  bar->addWidget(group_);
   bar->addWidget(metric_value_);
   bar->addSpacing(8);
   for (QWidget* w : std::initializer_list<QWidget*>{refresh_, follow_, rename_, notes_, delete_, compare_, export_}) bar->addWidget(w);
@@ -205,6 +215,21 @@ bool RunsBrowser::select_run(std::int64_t run) {
 }
 
 void RunsBrowser::set_filter_text(const QString& text) { filter_->setText(text); }
+
+void RunsBrowser::set_group_key(const QString& key) {
+  if (group_->currentText() != key) group_->setCurrentText(key);
+  model_->set_group_key(key);
+  const bool grouped = !key.trimmed().isEmpty();
+  view_->setColumnHidden(RunTableModel::kGroup, !grouped);
+  if (grouped) {
+    // The group first, and the runs sorted by it (newest first inside each group).
+    view_->horizontalHeader()->moveSection(view_->horizontalHeader()->visualIndex(RunTableModel::kGroup), 0);
+    view_->sortByColumn(RunTableModel::kGroup, Qt::AscendingOrder);
+    view_->resizeColumnToContents(RunTableModel::kGroup);
+  } else {
+    view_->sortByColumn(RunTableModel::kId, Qt::DescendingOrder);
+  }
+}
 
 void RunsBrowser::set_delete_confirmation(DeleteConfirmation confirm) {
   confirm_ = confirm ? std::move(confirm) : DeleteConfirmation(default_confirmation);
@@ -276,12 +301,14 @@ bool RunsBrowser::export_table_csv(const QString& path, QString* error) const {
   const int columns = proxy_->columnCount();
   QString text;
   for (int c = 0; c < columns; ++c) {
+    if (view_->isColumnHidden(c)) continue;
     if (c) text += QLatin1Char(',');
     text += csv_field(proxy_->headerData(c, Qt::Horizontal).toString());
   }
   text += QLatin1Char('\n');
   for (int r = 0; r < proxy_->rowCount(); ++r) {
     for (int c = 0; c < columns; ++c) {
+      if (view_->isColumnHidden(c)) continue;
       if (c) text += QLatin1Char(',');
       const QModelIndex index = proxy_->index(r, c);
       // Full texts (error messages, dataset paths) rather than what fits in a cell.

@@ -46,6 +46,9 @@ class RunsBrowser : public QWidget {
   bool select_run(std::int64_t run);
   /// Shows only runs whose name, method, dataset path, status, tags or notes contain `text` (case-insensitive).
   void set_filter_text(const QString& text);
+  /// Groups the table by "method", "dataset", "tag" or a config key ("" = no grouping): a Group column
+  /// comes first and the rows are sorted by it.
+  void set_group_key(const QString& key);
   /// Replaces the delete confirmation (default: a QMessageBox naming the runs) — e.g. for tests.
   void set_delete_confirmation(DeleteConfirmation confirm);
   /// Writes the rows as shown (filtered, sorted) with a header line; false with `error` on failure.
@@ -83,6 +86,7 @@ class RunsBrowser : public QWidget {
   QPushButton* follow_ = nullptr;
   QPushButton* rename_ = nullptr;
   QPushButton* notes_ = nullptr;
+  QComboBox* group_ = nullptr;
   QPushButton* delete_ = nullptr;
   QPushButton* compare_ = nullptr;
   QToolButton* export_ = nullptr;

@@ -234,6 +234,21 @@ class RunsTest : public QObject {
       QCOMPARE(browser.proxy()->rowCount(), 1);
     }
     browser.set_filter_text(QString());
+    // Grouping: a Group column first, the rows sorted by it; by method, then by a config key.
+    QVERIFY(browser.view()->isColumnHidden(RunTableModel::kGroup));
+    browser.set_group_key(QStringLiteral("method"));
+    QVERIFY(!browser.view()->isColumnHidden(RunTableModel::kGroup));
+    QCOMPARE(browser.view()->horizontalHeader()->visualIndex(RunTableModel::kGroup), 0);
+    QStringList groups;
+    for (int r = 0; r < browser.proxy()->rowCount(); ++r) groups << browser.proxy()->index(r, RunTableModel::kGroup).data().toString();
+    QCOMPARE(groups, (QStringList{QString(), QStringLiteral("dexml"), QStringLiteral("ngame")}));  // gamma has no method
+    browser.set_group_key(QStringLiteral("lr"));
+    QCOMPARE(model.index_of_run(alpha_, RunTableModel::kGroup).data().toString(), QStringLiteral("0.001"));
+    QCOMPARE(model.index_of_run(gamma_, RunTableModel::kGroup).data().toString(), QStringLiteral("—"));
+    browser.set_group_key(QStringLiteral("encoder.dim"));  // nested in the stored config
+    QCOMPARE(model.index_of_run(alpha_, RunTableModel::kGroup).data().toString(), QStringLiteral("64"));
+    browser.set_group_key(QString());
+    QVERIFY(browser.view()->isColumnHidden(RunTableModel::kGroup));
     QVERIFY(model.set_tags(alpha_, QString()));  // clears them, for the other tests
     QVERIFY(model.set_notes(alpha_, QString()));
   }
