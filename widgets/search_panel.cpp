@@ -1,6 +1,7 @@
 #include "widgets/search_panel.h"
 
 #include <QCompleter>
+#include <set>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
@@ -53,10 +54,33 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* go = new QPushButton("Search");
   row->addWidget(query_, 1);
   row->addWidget(top_);
+  compare_ = new QSpinBox;
+  compare_->setRange(0, 1000000000);
+  compare_->setSpecialValueText("compare: none");
+  compare_->setPrefix("compare with run ");
+  compare_->setToolTip("Show another run's ranking of each query beside this run's (0: none)");
+  connect(compare_, &QSpinBox::editingFinished, this, [this] { compare_with(compare_->value()); });
+  row->addWidget(compare_);
   row->addWidget(go);
   layout->addLayout(row);
   tables_layout_ = new QHBoxLayout;
-  layout->addLayout(tables_layout_, 1);
+  // Another run's ranking of the same query, beside this run's modes.
+  other_box_ = new QWidget;
+  auto* other_column = new QVBoxLayout(other_box_);
+  other_column->setContentsMargins(0, 0, 0, 0);
+  other_title_ = new QLabel;
+  other_table_ = new QTableWidget(0, 3);
+  other_table_->setHorizontalHeaderLabels({"#", "score", "label"});
+  other_table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+  other_table_->verticalHeader()->setVisible(false);
+  other_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  other_column->addWidget(other_title_);
+  other_column->addWidget(other_table_, 1);
+  other_box_->setVisible(false);
+  auto* all_tables = new QHBoxLayout;
+  all_tables->addLayout(tables_layout_, 3);
+  all_tables->addWidget(other_box_, 1);
+  layout->addLayout(all_tables, 1);
   auto* add_row = new QHBoxLayout;
   new_label_ = new QLineEdit;
   new_label_->setPlaceholderText("New label text (e.g. a synset's lemmas and gloss)");
@@ -102,7 +126,51 @@ SearchPanel::~SearchPanel() {
   search_.waitForFinished();
 }
 
+void SearchPanel::compare_with(std::int64_t run) {
+  search_.waitForFinished();
+  ++search_number_;  // a search in flight would fill the old comparison
+  other_predictor_.reset();
+  other_run_ = 0;
+  other_table_->setRowCount(0);
+  other_box_->setVisible(false);
+  if (compare_->value() != run) compare_->setValue(static_cast<int>(run));
+  if (run <= 0 || db_.isEmpty()) return;
+  other_title_->setText(QString("<b>run %1</b> — loading…").arg(run));
+  other_box_->setVisible(true);
+  auto* watcher = new QFutureWatcher<void>(this);
+  auto loaded = std::make_shared<std::unique_ptr<Predictor>>();
+  auto error = std::make_shared<QString>();
+  connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, loaded, error, run] {
+    watcher->deleteLater();
+    if (compare_->value() != run) return;  // another choice meanwhile
+    if (!error->isEmpty()) {
+      other_title_->setText(QString("<b>run %1</b>: %2").arg(run).arg(error->toHtmlEscaped()));
+      return;
+    }
+    other_predictor_ = std::move(*loaded);
+    other_run_ = run;
+    other_title_->setText(QString("<b>run %1</b> (%2)").arg(run).arg(QString::fromStdString(other_predictor_->default_mode())));
+    Q_EMIT compared_run_loaded(run);
+    if (!query_->text().trimmed().isEmpty()) search(query_->text());
+  });
+  watcher->setFuture(QtConcurrent::run([path = db_.toStdString(), run, loaded, error] {
+    try {
+      *loaded = std::make_unique<Predictor>(Session(path).open_predictor(run));
+    } catch (const std::exception& e) {
+      *error = QString::fromUtf8(e.what());
+    }
+  }));
+}
+
+QStringList SearchPanel::compared_results() const {
+  QStringList out;
+  if (other_box_->isHidden() || !other_predictor_) return out;
+  for (int r = 0; r < other_table_->rowCount(); ++r) out << other_table_->item(r, 2)->text();
+  return out;
+}
+
 void SearchPanel::open_run(const QString& db, std::int64_t run) {
+  db_ = db;
   status_->setText(QString("Loading run %1 (model and label index)…").arg(run));
   loading_->setVisible(true);
   loading_->setRange(0, 0);
@@ -233,6 +301,7 @@ void SearchPanel::start_search(const QString& text) {
   const std::int64_t added = added_labels_.empty() ? -1 : added_labels_.back();
   const std::int64_t top = top_->value();
   const Predictor* predictor = predictor_.get();
+  const Predictor* other = other_predictor_.get();
   // A dataset query's true labels: those below the top-k are ranked one by one (at most kMaxTruthRanks).
   constexpr std::size_t kMaxTruthRanks = 50;
   std::vector<std::int64_t> truth;
@@ -251,7 +320,7 @@ void SearchPanel::start_search(const QString& text) {
     }
     show_results(text, watcher->result());
   });
-  search_ = QtConcurrent::run([predictor, query = text.toStdString(), modes, added, top, truth] {
+  search_ = QtConcurrent::run([predictor, other, query = text.toStdString(), modes, added, top, truth] {
     SearchResult result;
     try {
       for (const std::string& mode : modes) {
@@ -268,6 +337,12 @@ void SearchPanel::start_search(const QString& text) {
         std::sort(found.missed_truth.begin(), found.missed_truth.end(),
                   [](const auto& a, const auto& b) { return a.second.rank < b.second.rank; });
         result.modes.push_back(std::move(found));
+      }
+      if (other) {
+        QElapsedTimer timer;
+        timer.start();
+        result.other_ranked = other->predict({query}, top).front();
+        result.other_milliseconds = static_cast<double>(timer.nsecsElapsed()) / 1e6;
       }
       if (added >= 0) result.added_text = predictor->label_texts()[static_cast<std::size_t>(added)];
       result.num_labels = predictor->num_labels();
@@ -356,6 +431,31 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
     }
     table->resizeColumnToContents(0);
     table->resizeColumnToContents(1);
+  }
+  // The compared run: true labels recognised by their text (its label ids may be another dataset's).
+  if (other_predictor_) {
+    std::set<std::string> truth_texts;
+    if (truth != truth_by_text_.end())
+      for (const auto label : truth->second) truth_texts.insert(predictor_->label_texts()[static_cast<std::size_t>(label)]);
+    other_title_->setText(QString("<b>run %1</b> (%2) — %3 ms")
+                              .arg(other_run_)
+                              .arg(QString::fromStdString(other_predictor_->default_mode()))
+                              .arg(result.other_milliseconds, 0, 'f', 1));
+    other_table_->setRowCount(static_cast<int>(result.other_ranked.size()));
+    for (int r = 0; r < static_cast<int>(result.other_ranked.size()); ++r) {
+      const auto& hit = result.other_ranked[static_cast<std::size_t>(r)];
+      auto* rank = new QTableWidgetItem(QString::number(r + 1));
+      auto* score = new QTableWidgetItem(QString::number(static_cast<double>(hit.score), 'f', 4));
+      auto* label = new QTableWidgetItem(QString::fromStdString(hit.text));
+      label->setToolTip(QString::fromStdString(hit.text));
+      if (truth_texts.count(hit.text))
+        for (auto* item : {rank, score, label}) item->setBackground(QColor(200, 240, 200));
+      other_table_->setItem(r, 0, rank);
+      other_table_->setItem(r, 1, score);
+      other_table_->setItem(r, 2, label);
+    }
+    other_table_->resizeColumnToContents(0);
+    other_table_->resizeColumnToContents(1);
   }
   Q_EMIT search_finished(text);
 }

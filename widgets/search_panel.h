@@ -41,6 +41,8 @@ class SearchPanel : public QWidget {
   /// Loads run `run` of the store `db` in the background (model, label index, dataset queries).
   void open_run(const QString& db, std::int64_t run);
   bool ready() const { return predictor_ != nullptr; }
+  /// The run searched (0 before one is loaded).
+  std::int64_t run_id() const { return predictor_ ? predictor_->run_id() : 0; }
 
   /// Searches for `text` in the background (also what pressing Enter does); the results land in the
   /// per-mode tables, then search_finished() is emitted. Returns at once.
@@ -56,12 +58,18 @@ class SearchPanel : public QWidget {
   int highlighted_count() const { return highlighted_; }
   /// Where the newest added label ranked in `mode` in the last search (0 = no label added).
   std::int64_t added_label_rank(const QString& mode) const;
+  /// Shows a second run's ranking of every query beside this run's (its primary mode; true labels of a
+  /// dataset query green by their text). `run` 0 removes it. Loads in the background: compared_run_loaded().
+  void compare_with(std::int64_t run);
+  /// The compared run's results of the last search (label texts), empty when none.
+  QStringList compared_results() const;
   /// For a dataset query: every true label's rank in `mode` in the last search (label id → rank), those
   /// inside the top-k and those below it (listed under the table's top-k rows).
   std::map<std::int64_t, std::int64_t> true_label_ranks(const QString& mode) const;
 
  Q_SIGNALS:
   void run_loaded(std::int64_t run);
+  void compared_run_loaded(std::int64_t run);
   void load_failed(const QString& error);
   /// The results of `text` are shown (or its error is, in the status line).
   void search_finished(const QString& text);
@@ -80,6 +88,8 @@ class SearchPanel : public QWidget {
     std::string added_text;        ///< the newest added label's text ("" = none added)
     std::int64_t num_labels = 0;
     QString error;
+    std::vector<LabelScore> other_ranked;  ///< the compared run's top-k (its primary mode)
+    double other_milliseconds = 0;
   };
 
   void install(std::unique_ptr<LoadedRun> loaded);
@@ -107,6 +117,13 @@ class SearchPanel : public QWidget {
   std::vector<int> top_rows_;              ///< per mode: rows of the top-k (true labels below it follow)
   std::vector<std::int64_t> added_labels_;  ///< ids of labels added in this session, in order
   QProgressBar* loading_ = nullptr;
+  QString db_;                                   ///< the store of the run shown
+  std::unique_ptr<Predictor> other_predictor_;   ///< the compared run
+  std::int64_t other_run_ = 0;
+  QSpinBox* compare_ = nullptr;
+  QWidget* other_box_ = nullptr;
+  QLabel* other_title_ = nullptr;
+  QTableWidget* other_table_ = nullptr;
   QtProgress* load_progress_ = nullptr;
   int highlighted_ = 0;
 };

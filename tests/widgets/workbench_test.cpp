@@ -241,7 +241,7 @@ class WorkbenchTest : public QObject {
       QCOMPARE(rank, static_cast<std::int64_t>(at - full.begin()) + 1);
     }
     QVERIFY(std::any_of(truth_ranks.begin(), truth_ranks.end(), [](const auto& entry) { return entry.second > 1; }));
-    top->setValue(10);
+    top->setValue(5);
 
     // A run of another dataset (fingerprint) has deciles of other labels: never offered beside this one's.
     const std::int64_t foreign = [&] {
@@ -340,6 +340,22 @@ class WorkbenchTest : public QObject {
     const auto stored = store.latest_decile_table(run, "P@5");
     for (int bin = 0; bin < 10; ++bin)
       QVERIFY(std::abs(deciles->overlay_bars()->data()->at(bin)->value - 100 * stored[static_cast<std::size_t>(bin)]) < 1e-9);
+
+    // Search puts another run's ranking of the same query beside this run's: run 1's beside run 2's, equal
+    // to what run 1's own predictor gives.
+    const auto second_run = worker->run_id();
+    QTRY_COMPARE_WITH_TIMEOUT(search->run_id(), second_run, 60000);
+    QSignalSpy compared(search, &xmc::gui::SearchPanel::compared_run_loaded);
+    search->findChild<QSpinBox*>()->setValue(5);  // the top-k
+    search->compare_with(run);
+    QVERIFY(compared.wait(60000));
+    QVERIFY(search_and_wait(search, "key5 filler1"));
+    QStringList expected;
+    const auto ranked_by_run_1 = store.open_predictor(run).predict({"key5 filler1"}, 5);  // kept: front() refers into it
+    for (const auto& hit : ranked_by_run_1.front()) expected << QString::fromStdString(hit.text);
+    QCOMPARE(search->compared_results(), expected);
+    search->compare_with(0);
+    QVERIFY(search->compared_results().isEmpty());
 
     const QString shot = dir.filePath("window.png");
     QVERIFY(window.save_screenshot(shot));
