@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <QActionGroup>
 #include <QDateTime>
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QMenu>
+#include <QSlider>
+#include <QWidgetAction>
 #include <cmath>
 #include <limits>
 
@@ -142,6 +146,27 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
     smoothing_choices->addAction(choice);
     connect(choice, &QAction::triggered, this, [this, w = weight] { set_smoothing(w); });
   }
+  // A slider for any weight, as TensorBoard's (0 = raw, 0.99 = very smooth).
+  auto* slider_action = new QWidgetAction(smoothing);
+  auto* slider_box = new QWidget;
+  auto* slider_layout = new QHBoxLayout(slider_box);
+  slider_layout->setContentsMargins(8, 2, 8, 2);
+  auto* slider = new QSlider(Qt::Horizontal);
+  slider->setObjectName(QStringLiteral("smoothing_slider"));
+  slider->setRange(0, 99);
+  slider->setMinimumWidth(140);
+  auto* slider_value = new QLabel(tr("EMA —"));
+  slider_layout->addWidget(slider, 1);
+  slider_layout->addWidget(slider_value);
+  slider_action->setDefaultWidget(slider_box);
+  smoothing->addSeparator();
+  smoothing->addAction(slider_action);
+  connect(slider, &QSlider::valueChanged, this, [this, slider_value, smoothing_choices](int v) {
+    for (QAction* a : smoothing_choices->actions()) a->setChecked(false);
+    slider_value->setText(tr("EMA %1").arg(v / 100.0, 0, 'f', 2));
+    set_smoothing(v / 100.0);
+  });
+  smoothing_slider_ = slider;
   addAction(smoothing->menuAction());
   auto* x_menu = new QMenu(tr("x axis"), this);
   auto* x_choices = new QActionGroup(this);

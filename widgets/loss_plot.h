@@ -19,6 +19,8 @@
 #include "engine/store/run_records.h"
 #include "widgets/plot_export.h"
 
+class QSlider;
+
 namespace xmc::gui {
 
 class LossPlot : public QCustomPlot {
@@ -54,6 +56,8 @@ class LossPlot : public QCustomPlot {
   /// a short run is not drawn with a curve lagging far behind its data. The first points are
   /// bias-corrected (as TensorBoard does), so the average does not start at 0.
   void set_smoothing(double weight);
+  /// The smoothing slider of the right-click menu (0–99: EMA weight × 100), for tests.
+  QSlider* smoothing_slider() const { return smoothing_slider_; }
   /// A logarithmic loss axis (losses that fall over orders of magnitude); also in the right-click menu.
   void set_log_scale(bool on);
   bool log_scale() const { return log_scale_; }
@@ -98,6 +102,7 @@ class LossPlot : public QCustomPlot {
 
   double smoothing_ = -1;   // requested weight; < 0 = automatic
   bool log_scale_ = false;
+  QSlider* smoothing_slider_ = nullptr;  // in the Smoothing menu
   XAxis x_axis_ = XAxis::Step;
   /// Every point as appended, so the curves can be redrawn against another x axis.
   struct Record {

@@ -7,6 +7,7 @@
 #include <QSvgRenderer>
 #include <QToolTip>
 #include <QTemporaryDir>
+#include <QSlider>
 #include <QtTest>
 #include <array>
 #include <cmath>
@@ -200,6 +201,8 @@ class PlotsTest : public QObject {
     QVERIFY(plot.yAxis->range().lower > 0);
     screenshot(plot, QStringLiteral("loss_log_raw"));
     plot.set_log_scale(false);
+    plot.smoothing_slider()->setValue(90);  // the menu's slider: EMA 0.9
+    QTRY_VERIFY(plot.smoothed_loss_graph()->name().contains(QStringLiteral("EMA 0.9")));
     plot.set_smoothing(-1);
     QCOMPARE(plot.yAxis->scaleType(), QCPAxis::stLinear);
     plot.clear();
