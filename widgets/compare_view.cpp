@@ -50,6 +50,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString qstr(const std::string& s) { return QString::fromStdString(s); }
 
+QString shared_name_prefix_impl(const QStringList& names);
+QString shared_name_prefix(const QStringList& names) { return shared_name_prefix_impl(names); }
+
 /// One colour per run, the same in the table header and the loss plot (Tableau 10).
 QColor run_colour(std::size_t i) {
   static const std::array<QColor, 10> palette = {
@@ -327,6 +330,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   std::vector<MetricTableModel::Run> columns;
   std::vector<std::vector<EvalPoint>> evaluations;
   std::vector<std::int64_t> shown;
+  QStringList names;
   std::unordered_set<std::int64_t> seen;
   for (std::int64_t id : runs) {
     if (!seen.insert(id).second) continue;
@@ -339,6 +343,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
       MetricTableModel::Run column;
       column.id = id;
       column.label = tr("%1 (#%2)").arg(qstr(info->name)).arg(id);
+      names.push_back(qstr(info->name));
       column.colour = run_colour(columns.size());
       std::vector<EvalPoint> points = without_primary_copies(session.evaluations(id));
       for (const EvalPoint& p : points) {
@@ -358,6 +363,15 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
     }
   }
   runs_ = shown;
+  // Runs of one sweep or preset share most of their name ("dexml bow on Bibtex [lr=…]"): the charts and
+  // columns name them by what differs, the title by what they share.
+  common_name_ = shared_name_prefix(names);
+  if (!common_name_.isEmpty())
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      QString rest = names[i].mid(common_name_.size()).trimmed();
+      if (rest.startsWith(QLatin1Char('[')) && rest.endsWith(QLatin1Char(']'))) rest = rest.mid(1, rest.size() - 2);
+      columns[i].label = tr("%1 (#%2)").arg(rest.isEmpty() ? names[i] : rest).arg(columns[i].id);
+    }
 
   // The metric curves: the first run solid, the others dashed; only the table's headline metrics by default.
   metric_plot_->clear();
@@ -420,7 +434,9 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   show_config_differences(session);
   show_loss(session);
 
-  title_->setText(runs_.size() >= 2 ? tr("Comparing %1 runs — final metrics in %; the best value of each row in bold").arg(runs_.size())
+  title_->setText(runs_.size() >= 2 ? (common_name_.isEmpty() ? tr("Comparing %1 runs").arg(runs_.size())
+                                                               : tr("Comparing %1 runs of “%2”").arg(runs_.size()).arg(common_name_.trimmed())) +
+                                          tr(" — final metrics in %; the best value of each row in bold")
                                     : tr("Select two or more runs to compare."));
   note_->setText(notes.join(QLatin1Char(' ')));
   note_->setVisible(!notes.isEmpty());
@@ -459,7 +475,8 @@ void CompareView::show_config_differences(const Session& session) {
       const auto it = c.find(key);
       values.insert(it == c.end() ? std::string("—") : it->second);
     }
-    if (values.size() > 1) differing.push_back(key);
+    // The name differs between any two runs and says nothing about how they were trained.
+    if (values.size() > 1 && key != "name") differing.push_back(key);
   }
   config_table_->clear();
   config_table_->setRowCount(static_cast<int>(differing.size()));
@@ -564,6 +581,32 @@ QString CompareView::metric_table_text(const QString& format) const {
   return out;
 }
 
+namespace {
+
+/// The start the names share, cut at a word or bracket boundary; "" when under 4 characters or fewer than
+/// two names.
+QString shared_name_prefix_impl(const QStringList& names) {
+  if (names.size() < 2) return {};
+  QString prefix = names.front();
+  for (const QString& n : names) {
+    int i = 0;
+    while (i < prefix.size() && i < n.size() && prefix[i] == n[i]) ++i;
+    prefix.truncate(i);
+  }
+  if (std::all_of(names.begin(), names.end(), [&](const QString& n) { return n.size() == prefix.size(); })) return {};  // all equal
+  const int cut = std::max(prefix.lastIndexOf(QLatin1Char(' ')), prefix.lastIndexOf(QLatin1Char('[')));
+  prefix.truncate(cut < 0 ? 0 : cut);
+  return prefix.trimmed().size() >= 4 ? prefix : QString();
+}
+
+/// Room around a range of points: a tenth of its size, or of its value when all points are equal.
+double pad_of(const QCPRange& r) {
+  if (r.size() > 0) return 0.1 * r.size();
+  return std::abs(r.lower) > 0 ? 0.1 * std::abs(r.lower) : 1.0;
+}
+
+}  // namespace
+
 void CompareView::update_scatter() {
   scatter_plot_->clearGraphs();
   scatter_plot_->clearItems();
@@ -627,9 +670,11 @@ void CompareView::update_scatter() {
   const QCPRange x = scatter_plot_->xAxis->range(), y = scatter_plot_->yAxis->range();
   if (log)
     scatter_plot_->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
+  else if (numeric)  // a tenth of the spread around the points (learning rates are thousandths)
+    scatter_plot_->xAxis->setRange(x.lower - pad_of(x), x.upper + pad_of(x));
   else
-    scatter_plot_->xAxis->setRange(x.lower - std::max(0.5, 0.1 * x.size()), x.upper + std::max(0.5, 0.1 * x.size()));
-  scatter_plot_->yAxis->setRange(y.lower - std::max(0.5, 0.1 * y.size()), y.upper + std::max(0.5, 0.1 * y.size()));
+    scatter_plot_->xAxis->setRange(x.lower - 0.5, x.upper + 0.5);  // categories
+  scatter_plot_->yAxis->setRange(y.lower - pad_of(y), y.upper + pad_of(y));
   scatter_plot_->replot();
 }
 

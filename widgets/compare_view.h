@@ -95,6 +95,7 @@ class CompareView : public QWidget {
   QCustomPlot* loss_plot_ = nullptr;
   QCPMarginGroup* loss_margins_ = nullptr;
   QStringList loss_kinds_;
+  QString common_name_;  ///< the start of the name every shown run shares ("" = none)
   QLabel* config_label_ = nullptr;
   QTableWidget* config_table_ = nullptr;
   std::vector<std::map<std::string, std::string>> configs_;  ///< each shown run's config, flattened
