@@ -1,5 +1,6 @@
 #include "widgets/label_quality_view.h"
 
+#include <QComboBox>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -37,6 +38,12 @@ LabelQualityView::LabelQualityView(QWidget* parent) : QWidget(parent) {
   k_->setRange(1, 100);
   k_->setValue(5);
   bar->addWidget(k_);
+  measure_ = new QComboBox;
+  measure_->addItem(tr("recall@k"));
+  measure_->addItem(tr("precision@k"));
+  measure_->setToolTip(tr("What the scatter puts against training frequency"));
+  bar->addWidget(measure_);
+  connect(measure_, &QComboBox::currentIndexChanged, this, [this] { show_report(); });
   compute_ = new QPushButton(tr("Rank the test set"));
   compute_->setToolTip(tr("Rank every test query with the run's primary mode and count, per label, the queries that find it in the top k"));
   compute_->setEnabled(false);
@@ -63,7 +70,7 @@ LabelQualityView::LabelQualityView(QWidget* parent) : QWidget(parent) {
     for (const LabelQuality& q : report_->labels) {
       if (q.test_count == 0) continue;
       const double x = scatter_->xAxis->coordToPixel(std::max(0.5, static_cast<double>(q.train_count)));
-      const double y = scatter_->yAxis->coordToPixel(100 * q.recall());
+      const double y = scatter_->yAxis->coordToPixel(100 * (measure_->currentIndex() == 1 ? q.precision() : q.recall()));
       const double d = (x - event->position().x()) * (x - event->position().x()) + (y - event->position().y()) * (y - event->position().y());
       if (d < best) best = d, nearest = &q;
     }
@@ -171,8 +178,12 @@ void LabelQualityView::show_report() {
   for (QCPGraph* g : {head, tail}) g->setLineStyle(QCPGraph::lsNone);
   head->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, plot_style::kBlue, 5));
   tail->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, plot_style::kOrange, 5));
+  const bool precision = measure_->currentIndex() == 1;
+  scatter_->yAxis->setLabel(precision ? tr("precision@k: of the queries ranking it in the top k, those it belongs to (%)")
+                                      : tr("recall@k of its test queries (%)"));
   for (std::size_t i = 0; i < tested.size(); ++i)
-    (i < tail_size ? tail : head)->addData(std::max(0.5, static_cast<double>(tested[i]->train_count)), 100 * tested[i]->recall());
+    (i < tail_size ? tail : head)
+        ->addData(std::max(0.5, static_cast<double>(tested[i]->train_count)), 100 * (precision ? tested[i]->precision() : tested[i]->recall()));
   scatter_->legend->setVisible(!tested.empty());
   scatter_->rescaleAxes();
   const QCPRange x = scatter_->xAxis->range();

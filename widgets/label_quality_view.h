@@ -9,6 +9,7 @@
 
 #include "engine/session/label_quality.h"
 
+class QComboBox;
 class QCustomPlot;
 class QLabel;
 class QPushButton;
@@ -44,6 +45,7 @@ class LabelQualityView : public QWidget {
   QFuture<void> job_;
   QLabel* header_ = nullptr;
   QSpinBox* k_ = nullptr;
+  QComboBox* measure_ = nullptr;  ///< recall or precision in the scatter
   QPushButton* compute_ = nullptr;
   QCustomPlot* scatter_ = nullptr;
   QTableWidget* tail_ = nullptr;
