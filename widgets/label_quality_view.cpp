@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "engine/session/session.h"
+#include "widgets/background_job.h"
 #include "widgets/plot_export.h"
 #include "widgets/plot_style.h"
 
@@ -122,30 +123,20 @@ void LabelQualityView::compute() {
   if (run_ <= 0 || job_.isRunning()) return;
   compute_->setEnabled(false);
   header_->setText(tr("Run %1: ranking the test set…").arg(run_));
-  auto result = std::make_shared<std::unique_ptr<LabelQualityReport>>();
-  auto error = std::make_shared<QString>();
-  auto* watcher = new QFutureWatcher<void>(this);
   const std::int64_t run = run_;
-  connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, result, error, run] {
-    watcher->deleteLater();
-    compute_->setEnabled(true);
-    if (run != run_) return;  // another run was opened meanwhile
-    if (!error->isEmpty()) {
-      header_->setText(tr("Run %1: %2").arg(run).arg(*error));
-      return;
-    }
-    report_ = std::move(*result);
-    show_report();
-    Q_EMIT computed();
-  });
-  job_ = QtConcurrent::run([db = db_.toStdString(), run, k = static_cast<std::int64_t>(k_->value()), result, error] {
-    try {
-      *result = std::make_unique<LabelQualityReport>(Session(db).label_quality(run, k));
-    } catch (const std::exception& e) {
-      *error = QString::fromUtf8(e.what());
-    }
-  });
-  watcher->setFuture(job_);
+  job_ = run_in_background<LabelQualityReport>(
+      this, [db = db_.toStdString(), run, k = static_cast<std::int64_t>(k_->value())] { return Session(db).label_quality(run, k); },
+      [this, run](std::unique_ptr<LabelQualityReport> report, const QString& error) {
+        compute_->setEnabled(true);
+        if (run != run_) return;  // another run was opened meanwhile
+        if (!report) {
+          header_->setText(tr("Run %1: %2").arg(run).arg(error));
+          return;
+        }
+        report_ = std::move(report);
+        show_report();
+        Q_EMIT computed();
+      });
 }
 
 int LabelQualityView::tail_rows() const { return tail_->rowCount(); }

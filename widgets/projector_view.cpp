@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "engine/session/session.h"
+#include "widgets/background_job.h"
 #include "widgets/plot_export.h"
 #include "widgets/plot_style.h"
 
@@ -109,30 +110,20 @@ void ProjectorView::compute(const QString& what, const QString& method) {
   options.sample = sample_->value();
   compute_->setEnabled(false);
   header_->setText(tr("Run %1: projecting…").arg(run_));
-  auto result = std::make_shared<std::unique_ptr<Projection>>();
-  auto error = std::make_shared<QString>();
-  auto* watcher = new QFutureWatcher<void>(this);
   const std::int64_t run = run_;
-  connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, result, error, run] {
-    watcher->deleteLater();
-    compute_->setEnabled(true);
-    if (run != run_) return;
-    if (!error->isEmpty()) {
-      header_->setText(tr("Run %1: %2").arg(run).arg(*error));
-      return;
-    }
-    projection_ = std::move(*result);
-    draw();
-    Q_EMIT computed();
-  });
-  job_ = QtConcurrent::run([db = db_.toStdString(), run, options, result, error] {
-    try {
-      *result = std::make_unique<Projection>(Session(db).projection(run, options));
-    } catch (const std::exception& e) {
-      *error = QString::fromUtf8(e.what());
-    }
-  });
-  watcher->setFuture(job_);
+  job_ = run_in_background<Projection>(
+      this, [db = db_.toStdString(), run, options] { return Session(db).projection(run, options); },
+      [this, run](std::unique_ptr<Projection> projection, const QString& error) {
+        compute_->setEnabled(true);
+        if (run != run_) return;  // another run was opened meanwhile
+        if (!projection) {
+          header_->setText(tr("Run %1: %2").arg(run).arg(error));
+          return;
+        }
+        projection_ = std::move(projection);
+        draw();
+        Q_EMIT computed();
+      });
 }
 
 void ProjectorView::set_search_text(const QString& text) { search_->setText(text); }
