@@ -36,14 +36,43 @@ bool fail(QString* error, const QString& message) {
   return false;
 }
 
-bool save_svg(QCustomPlot* plot, const QString& path, QSize size) {
-  QSvgGenerator generator;
+/// The lower-case extension of `path` when it names a format we write (png, svg, pdf) in an existing
+/// folder; otherwise "" and `error` says which (`what`: "plot", "the figure").
+QString export_extension(const QString& path, const QString& what, QString* error) {
+  const QFileInfo info(path);
+  const QString ext = info.suffix().toLower();
+  if (ext != QLatin1String("png") && ext != QLatin1String("svg") && ext != QLatin1String("pdf")) {
+    fail(error, QObject::tr("cannot export %1 to '%2': unknown format '%3'; use a .png, .svg or .pdf file name")
+                    .arg(what, path, ext.isEmpty() ? QObject::tr("(no extension)") : QLatin1Char('.') + ext));
+    return {};
+  }
+  if (!info.absoluteDir().exists()) {
+    fail(error, QObject::tr("cannot export %1 to '%2': folder '%3' does not exist").arg(what, path, info.absolutePath()));
+    return {};
+  }
+  return ext;
+}
+
+/// `ok` and a non-empty file at `path`; otherwise false with the reason in `error`.
+bool check_written(bool ok, const QString& ext, const QString& path, QString* error) {
+  if (ok && QFileInfo(path).size() > 0) return true;
+  return fail(error, QObject::tr("cannot write %1 file '%2': check that the folder is writable and the disk not full")
+                         .arg(ext.toUpper(), path));
+}
+
+/// An SVG of `size` pixels at `dpi` (text in points comes out as large as on screen).
+void set_up_svg(QSvgGenerator& generator, const QString& path, QSize size, int dpi, const QString& title) {
   generator.setFileName(path);
   generator.setSize(size);
   generator.setViewBox(QRect(QPoint(0, 0), size));
-  generator.setResolution(plot->logicalDpiX());  // text in points comes out as large as on screen
-  generator.setTitle(plot->windowTitle().isEmpty() ? QStringLiteral("plot") : plot->windowTitle());
+  generator.setResolution(dpi);
+  generator.setTitle(title);
   generator.setDescription(QStringLiteral("Exported by XMC Workbench"));
+}
+
+bool save_svg(QCustomPlot* plot, const QString& path, QSize size) {
+  QSvgGenerator generator;
+  set_up_svg(generator, path, size, plot->logicalDpiX(), plot->windowTitle().isEmpty() ? QStringLiteral("plot") : plot->windowTitle());
   QCPPainter painter;
   if (!painter.begin(&generator)) return false;
   painter.setMode(QCPPainter::pmVectorized);
@@ -84,13 +113,8 @@ void export_with_dialog(QCustomPlot* plot, QWidget* parent, const QString& forma
 
 bool export_figure(QWidget* view, const QString& path, QString* error) {
   if (!view) return fail(error, QObject::tr("cannot export '%1': no view given").arg(path));
-  const QFileInfo info(path);
-  const QString ext = info.suffix().toLower();
-  if (ext != QLatin1String("png") && ext != QLatin1String("svg") && ext != QLatin1String("pdf"))
-    return fail(error, QObject::tr("cannot export the figure to '%1': unknown format '%2'; use a .png, .svg or .pdf file name")
-                           .arg(path, ext.isEmpty() ? QObject::tr("(no extension)") : QLatin1Char('.') + ext));
-  if (!info.absoluteDir().exists())
-    return fail(error, QObject::tr("cannot export the figure to '%1': folder '%2' does not exist").arg(path, info.absolutePath()));
+  const QString ext = export_extension(path, QObject::tr("the figure"), error);
+  if (ext.isEmpty()) return false;
   // A view never shown is laid out first (render() would do it, changing its size mid-export).
   view->ensurePolished();
   if (!view->testAttribute(Qt::WA_Resized) && !view->isVisible()) view->adjustSize();
@@ -108,12 +132,7 @@ bool export_figure(QWidget* view, const QString& path, QString* error) {
     ok = image.save(path, "PNG");
   } else if (ext == QLatin1String("svg")) {
     QSvgGenerator generator;
-    generator.setFileName(path);
-    generator.setSize(size);
-    generator.setViewBox(QRect(QPoint(0, 0), size));
-    generator.setResolution(view->logicalDpiX());
-    generator.setTitle(view->windowTitle().isEmpty() ? QStringLiteral("figure") : view->windowTitle());
-    generator.setDescription(QStringLiteral("Exported by XMC Workbench"));
+    set_up_svg(generator, path, size, view->logicalDpiX(), view->windowTitle().isEmpty() ? QStringLiteral("figure") : view->windowTitle());
     QPainter painter;
     ok = painter.begin(&generator);
     if (ok) {
@@ -135,21 +154,13 @@ bool export_figure(QWidget* view, const QString& path, QString* error) {
       ok = painter.end();
     }
   }
-  if (!ok || QFileInfo(path).size() <= 0)
-    return fail(error, QObject::tr("cannot write %1 file '%2': check that the folder is writable and the disk not full")
-                           .arg(ext.toUpper(), path));
-  return true;
+  return check_written(ok, ext, path, error);
 }
 
 bool export_plot(QCustomPlot* plot, const QString& path, int width, int height, QString* error) {
   if (!plot) return fail(error, QObject::tr("cannot export '%1': no plot given").arg(path));
-  const QFileInfo info(path);
-  const QString ext = info.suffix().toLower();
-  if (ext != QLatin1String("png") && ext != QLatin1String("svg") && ext != QLatin1String("pdf"))
-    return fail(error, QObject::tr("cannot export plot to '%1': unknown format '%2'; use a .png, .svg or .pdf file name")
-                           .arg(path, ext.isEmpty() ? QObject::tr("(no extension)") : QLatin1Char('.') + ext));
-  if (!info.absoluteDir().exists())
-    return fail(error, QObject::tr("cannot export plot to '%1': folder '%2' does not exist").arg(path, info.absolutePath()));
+  const QString ext = export_extension(path, QObject::tr("plot"), error);
+  if (ext.isEmpty()) return false;
 
   const QSize size = export_size(plot, width, height);
   // Settle what depends on the data (empty-plot notes, value labels) before saving: the save functions
@@ -164,10 +175,7 @@ bool export_plot(QCustomPlot* plot, const QString& path, int width, int height, 
   } else {
     ok = save_svg(plot, path, size);
   }
-  if (!ok || QFileInfo(path).size() <= 0)
-    return fail(error, QObject::tr("cannot write %1 file '%2': check that the folder is writable and the disk not full")
-                           .arg(ext.toUpper(), path));
-  return true;
+  return check_written(ok, ext, path, error);
 }
 
 void add_export_menu(QCustomPlot* plot, QWidget* owner) {
