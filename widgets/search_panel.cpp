@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "engine/session/session.h"
+#include "widgets/background_job.h"
 #include "widgets/qt_progress.h"
 #include "widgets/training_progress.h"
 
@@ -137,29 +138,20 @@ void SearchPanel::compare_with(std::int64_t run) {
   if (run <= 0 || db_.isEmpty()) return;
   other_title_->setText(QString("<b>run %1</b> — loading…").arg(run));
   other_box_->setVisible(true);
-  auto* watcher = new QFutureWatcher<void>(this);
-  auto loaded = std::make_shared<std::unique_ptr<Predictor>>();
-  auto error = std::make_shared<QString>();
-  connect(watcher, &QFutureWatcher<void>::finished, this, [this, watcher, loaded, error, run] {
-    watcher->deleteLater();
-    if (compare_->value() != run) return;  // another choice meanwhile
-    if (!error->isEmpty()) {
-      other_title_->setText(QString("<b>run %1</b>: %2").arg(run).arg(error->toHtmlEscaped()));
-      return;
-    }
-    other_predictor_ = std::move(*loaded);
-    other_run_ = run;
-    other_title_->setText(QString("<b>run %1</b> (%2)").arg(run).arg(QString::fromStdString(other_predictor_->default_mode())));
-    Q_EMIT compared_run_loaded(run);
-    if (!query_->text().trimmed().isEmpty()) search(query_->text());
-  });
-  watcher->setFuture(QtConcurrent::run([path = db_.toStdString(), run, loaded, error] {
-    try {
-      *loaded = std::make_unique<Predictor>(Session(path).open_predictor(run));
-    } catch (const std::exception& e) {
-      *error = QString::fromUtf8(e.what());
-    }
-  }));
+  run_in_background<Predictor>(
+      this, [path = db_.toStdString(), run] { return Session(path).open_predictor(run); },
+      [this, run](std::unique_ptr<Predictor> loaded, const QString& error) {
+        if (compare_->value() != run) return;  // another choice meanwhile
+        if (!loaded) {
+          other_title_->setText(QString("<b>run %1</b>: %2").arg(run).arg(error.toHtmlEscaped()));
+          return;
+        }
+        other_predictor_ = std::move(loaded);
+        other_run_ = run;
+        other_title_->setText(QString("<b>run %1</b> (%2)").arg(run).arg(QString::fromStdString(other_predictor_->default_mode())));
+        Q_EMIT compared_run_loaded(run);
+        if (!query_->text().trimmed().isEmpty()) search(query_->text());
+      });
 }
 
 QStringList SearchPanel::compared_results() const {
