@@ -116,11 +116,8 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         const auto [method, dataset] = method_and_dataset(r);
         const bool live = r.status == RunStatus::Running || r.status == RunStatus::Paused;
         const double end = live ? std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() : iso_seconds(r.updated);
-        double p1 = std::nan(""), p5 = std::nan("");
-        for (const auto& e : session.evaluations(r.id)) {  // by step: the last value is the final one
-          if (e.metric == "P@1") p1 = e.value;
-          if (e.metric == "P@5") p5 = e.value;
-        }
+        const auto evaluations = session.evaluations(r.id);
+        const double p1 = final_value(evaluations, "P@1"), p5 = final_value(evaluations, "P@5");
         const auto percent = [](double v) {
           char text[16];
           std::snprintf(text, sizeof text, std::isnan(v) ? "-" : "%.2f", 100 * v);

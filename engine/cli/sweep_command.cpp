@@ -9,6 +9,7 @@
 #include "engine/session/session.h"
 #include "engine/session/sweep_runner.h"
 #include "engine/store/default_store_path.h"
+#include "engine/store/evaluation_modes.h"
 
 namespace xmc::cli {
 namespace {
@@ -47,12 +48,8 @@ void print_sweep(const Session& session, const SweepInfo& sweep) {
   for (const auto& p : sweep.points) {
     std::string values;
     for (const auto& a : p.assignments) values += (values.empty() ? "" : "  ") + a;
-    double p1 = std::nan(""), p5 = std::nan("");
-    if (p.run > 0 && session.find_run(p.run))
-      for (const auto& e : session.evaluations(p.run)) {
-        if (e.metric == "P@1") p1 = e.value;
-        if (e.metric == "P@5") p5 = e.value;
-      }
+    const auto evaluations = p.run > 0 ? session.evaluations(p.run) : std::vector<EvalPoint>{};  // none for a deleted run
+    const double p1 = final_value(evaluations, "P@1"), p5 = final_value(evaluations, "P@5");
     char metrics[64] = "";
     if (!std::isnan(p1)) std::snprintf(metrics, sizeof metrics, "  P@1 %.2f  P@5 %.2f", 100 * p1, 100 * p5);
     std::printf("  %3lld  run %-5s %-12s %s%s\n", static_cast<long long>(p.position), p.run > 0 ? std::to_string(p.run).c_str() : "-",

@@ -1,6 +1,7 @@
 #include "engine/store/evaluation_modes.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -54,16 +55,18 @@ std::map<std::int64_t, std::string> primary_mode_by_step(const std::vector<EvalP
   return out;
 }
 
-}  // namespace
-
-std::string final_primary_mode(const std::vector<EvalPoint>& points) {
+/// The primary mode at the last evaluation of `points`, from their per-step primaries.
+std::string primary_at_last_step(const std::vector<EvalPoint>& points, const std::map<std::int64_t, std::string>& primary) {
   if (points.empty()) return {};
   std::int64_t last = points.front().step;
   for (const EvalPoint& p : points) last = std::max(last, p.step);
-  const auto primary = primary_mode_by_step(points);
   const auto it = primary.find(last);
   return it == primary.end() ? std::string() : it->second;
 }
+
+}  // namespace
+
+std::string final_primary_mode(const std::vector<EvalPoint>& points) { return primary_at_last_step(points, primary_mode_by_step(points)); }
 
 std::vector<ModeSeries> series_by_mode(const std::vector<EvalPoint>& points) {
   const auto primary = primary_mode_by_step(points);
@@ -80,10 +83,17 @@ std::vector<ModeSeries> series_by_mode(const std::vector<EvalPoint>& points) {
     series(k.mode).points.push_back(std::move(p));
   }
   // The primary mode of the last evaluation leads (unprefixed points of old runs are that mode).
-  const std::string lead_mode = final_primary_mode(points);
+  const std::string lead_mode = primary_at_last_step(points, primary);
   auto lead = std::find_if(out.begin(), out.end(), [&](const ModeSeries& s) { return s.mode == lead_mode; });
   if (lead != out.end()) std::rotate(out.begin(), lead, lead + 1);
   return out;
+}
+
+double final_value(const std::vector<EvalPoint>& points, const std::string& metric) {
+  double value = std::numeric_limits<double>::quiet_NaN();
+  for (const EvalPoint& p : points)  // stored by step: the last one is the final one
+    if (p.metric == metric) value = p.value;
+  return value;
 }
 
 std::vector<EvalPoint> without_primary_copies(const std::vector<EvalPoint>& points) {

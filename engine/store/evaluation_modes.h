@@ -27,6 +27,9 @@ std::vector<ModeSeries> series_by_mode(const std::vector<EvalPoint>& points);
 /// that mode is the run's primary one, already shown under the plain metric names.
 std::string final_primary_mode(const std::vector<EvalPoint>& points);
 
+/// The last stored value of `metric` ("P@5": the primary mode's), NaN when the run never reported it.
+double final_value(const std::vector<EvalPoint>& points, const std::string& metric);
+
 /// `points` without the primary mode's prefixed copies, evaluation by evaluation (for tables that show the
 /// primary mode under the plain names, as stored before every mode was named).
 std::vector<EvalPoint> without_primary_copies(const std::vector<EvalPoint>& points);
