@@ -50,8 +50,22 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString qstr(const std::string& s) { return QString::fromStdString(s); }
 
-QString shared_name_prefix_impl(const QStringList& names);
-QString shared_name_prefix(const QStringList& names) { return shared_name_prefix_impl(names); }
+/// The start the names share, cut at a word or bracket boundary; "" when under 4 characters or fewer than
+/// two names.
+QString shared_name_prefix(const QStringList& names) {
+  if (names.size() < 2) return {};
+  QString prefix = names.front();
+  for (const QString& n : names) {
+    int i = 0;
+    while (i < prefix.size() && i < n.size() && prefix[i] == n[i]) ++i;
+    prefix.truncate(i);
+  }
+  if (std::all_of(names.begin(), names.end(), [&](const QString& n) { return n.size() == prefix.size(); })) return {};  // all equal
+  const qsizetype cut = std::max(prefix.lastIndexOf(QLatin1Char(' ')), prefix.lastIndexOf(QLatin1Char('[')));
+  prefix.truncate(cut < 0 ? 0 : cut);
+  return prefix.trimmed().size() >= 4 ? prefix : QString();
+}
+
 
 /// One colour per run, the same in the table header and the loss plot (Tableau 10).
 QColor run_colour(std::size_t i) {
@@ -330,7 +344,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   std::vector<MetricTableModel::Run> columns;
   std::vector<std::vector<EvalPoint>> evaluations;
   std::vector<std::int64_t> shown;
-  QStringList names;
+  QStringList run_names;
   std::unordered_set<std::int64_t> seen;
   for (std::int64_t id : runs) {
     if (!seen.insert(id).second) continue;
@@ -343,7 +357,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
       MetricTableModel::Run column;
       column.id = id;
       column.label = tr("%1 (#%2)").arg(qstr(info->name)).arg(id);
-      names.push_back(qstr(info->name));
+      run_names.push_back(qstr(info->name));
       column.colour = run_colour(columns.size());
       std::vector<EvalPoint> points = without_primary_copies(session.evaluations(id));
       for (const EvalPoint& p : points) {
@@ -365,12 +379,12 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   runs_ = shown;
   // Runs of one sweep or preset share most of their name ("dexml bow on Bibtex [lr=…]"): the charts and
   // columns name them by what differs, the title by what they share.
-  common_name_ = shared_name_prefix(names);
+  common_name_ = shared_name_prefix(run_names);
   if (!common_name_.isEmpty())
     for (std::size_t i = 0; i < columns.size(); ++i) {
-      QString rest = names[i].mid(common_name_.size()).trimmed();
+      QString rest = run_names[i].mid(common_name_.size()).trimmed();
       if (rest.startsWith(QLatin1Char('[')) && rest.endsWith(QLatin1Char(']'))) rest = rest.mid(1, rest.size() - 2);
-      columns[i].label = tr("%1 (#%2)").arg(rest.isEmpty() ? names[i] : rest).arg(columns[i].id);
+      columns[i].label = tr("%1 (#%2)").arg(rest.isEmpty() ? run_names[i] : rest).arg(columns[i].id);
     }
 
   // The metric curves: the first run solid, the others dashed; only the table's headline metrics by default.
@@ -511,16 +525,8 @@ void CompareView::show_config_differences(const Session& session) {
       scatter_metric_->addItem(model_->headerData(r, Qt::Vertical, Qt::DisplayRole).toString().remove(QStringLiteral(" (%)")));
     // Keep the user's choice across selections; start with the first numeric key (lr over method) and P@5.
     int key_index = scatter_key_->findText(key);
-    for (int i = 0; key_index < 0 && i < scatter_key_->count(); ++i) {
-      bool numeric = true;
-      for (const auto& c : configs_) {
-        const auto it = c.find(scatter_key_->itemText(i).toStdString());
-        bool ok = it == c.end();
-        if (!ok) QString::fromStdString(it->second).toDouble(&ok);
-        numeric = numeric && ok;
-      }
-      if (numeric) key_index = i;
-    }
+    for (int i = 0; key_index < 0 && i < scatter_key_->count(); ++i)
+      if (numeric_config_values(scatter_key_->itemText(i).toStdString())) key_index = i;
     scatter_key_->setCurrentIndex(std::max(0, key_index));
     const int metric_index = scatter_metric_->findText(metric.isEmpty() ? QStringLiteral("P@5") : metric);
     scatter_metric_->setCurrentIndex(metric_index >= 0 ? metric_index : 0);
@@ -583,22 +589,6 @@ QString CompareView::metric_table_text(const QString& format) const {
 
 namespace {
 
-/// The start the names share, cut at a word or bracket boundary; "" when under 4 characters or fewer than
-/// two names.
-QString shared_name_prefix_impl(const QStringList& names) {
-  if (names.size() < 2) return {};
-  QString prefix = names.front();
-  for (const QString& n : names) {
-    int i = 0;
-    while (i < prefix.size() && i < n.size() && prefix[i] == n[i]) ++i;
-    prefix.truncate(i);
-  }
-  if (std::all_of(names.begin(), names.end(), [&](const QString& n) { return n.size() == prefix.size(); })) return {};  // all equal
-  const int cut = std::max(prefix.lastIndexOf(QLatin1Char(' ')), prefix.lastIndexOf(QLatin1Char('[')));
-  prefix.truncate(cut < 0 ? 0 : cut);
-  return prefix.trimmed().size() >= 4 ? prefix : QString();
-}
-
 /// Room around a range of points: a tenth of its size, or of its value when all points are equal.
 double pad_of(const QCPRange& r) {
   if (r.size() > 0) return 0.1 * r.size();
@@ -606,6 +596,17 @@ double pad_of(const QCPRange& r) {
 }
 
 }  // namespace
+
+std::optional<std::vector<double>> CompareView::numeric_config_values(const std::string& key) const {
+  std::vector<double> out;
+  for (const auto& config : configs_) {
+    const auto it = config.find(key);
+    bool ok = it == config.end();
+    out.push_back(ok ? std::numeric_limits<double>::quiet_NaN() : qstr(it->second).toDouble(&ok));
+    if (!ok) return std::nullopt;
+  }
+  return out;
+}
 
 void CompareView::update_scatter() {
   scatter_plot_->clearGraphs();
@@ -624,21 +625,19 @@ void CompareView::update_scatter() {
   }
   // Numbers on a number line; other values (a method, a loss) as categories in order of appearance.
   std::vector<QString> values;
-  bool numeric = true;
   for (const auto& config : configs_) {
     const auto it = config.find(key);
     values.push_back(it == config.end() ? QStringLiteral("—") : qstr(it->second));
-    bool ok = false;
-    values.back().toDouble(&ok);
-    numeric = numeric && ok;
   }
+  const auto numbers = numeric_config_values(key);  // a run without the key makes the axis one of categories
+  const bool numeric = numbers && std::none_of(numbers->begin(), numbers->end(), [](double v) { return std::isnan(v); });
   QStringList categories;
   for (const QString& v : values)
     if (!categories.contains(v)) categories << v;
   for (std::size_t c = 0; c < values.size(); ++c) {
     const QVariant raw = model_->index(row, static_cast<int>(c)).data(Qt::UserRole);
     if (!raw.isValid()) continue;
-    const double x = numeric ? values[c].toDouble() : static_cast<double>(categories.indexOf(values[c]));
+    const double x = numeric ? (*numbers)[c] : static_cast<double>(categories.indexOf(values[c]));
     const double y = raw.toDouble() * 100.0;
     scatter_points_.emplace_back(x, y);
     QCPGraph* point = scatter_plot_->addGraph();
@@ -694,18 +693,9 @@ void CompareView::update_parallel(int metric_row) {
     bool log = false;
   };
   std::vector<Axis> axes;
-  for (int k = 0; k < scatter_key_->count(); ++k) {
-    Axis axis{scatter_key_->itemText(k), {}, false};
-    bool numeric = true;
-    for (const auto& config : configs_) {
-      const auto it = config.find(axis.name.toStdString());
-      bool ok = it == config.end();
-      const double v = ok ? std::numeric_limits<double>::quiet_NaN() : qstr(it->second).toDouble(&ok);
-      numeric = numeric && ok;
-      axis.values.push_back(v);
-    }
-    if (numeric) axes.push_back(std::move(axis));
-  }
+  for (int k = 0; k < scatter_key_->count(); ++k)
+    if (auto numbers = numeric_config_values(scatter_key_->itemText(k).toStdString()))
+      axes.push_back({scatter_key_->itemText(k), std::move(*numbers), false});
   if (metric_row >= 0) {
     Axis axis{scatter_metric_->currentText() + QStringLiteral(" (%)"), {}, false};
     for (int c = 0; c < runs; ++c) {

@@ -14,6 +14,7 @@
 #include <QWidget>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,9 @@ class CompareView : public QWidget {
   void show_config_differences(const Session& session);
   void update_scatter();
   void update_parallel(int metric_row);
+  /// Each shown run's value of config key `key` as a number (NaN where its config lacks the key); nullopt
+  /// when a run's value is not a number.
+  std::optional<std::vector<double>> numeric_config_values(const std::string& key) const;
 
   std::vector<std::int64_t> runs_;
   MetricTableModel* model_ = nullptr;
