@@ -49,6 +49,8 @@ SweepRunner::Outcome SweepRunner::run(Progress& progress) {
 
 void SweepRunner::train_point(std::size_t index, Progress& progress, Outcome& outcome) {
   Session session(db_path_);
+  // Read again at each point: another runner of the same sweep (the workbench and `xmc sweep --resume`)
+  // may have started this point's run meanwhile.
   const SweepInfo sweep = session.get_sweep(sweep_);
   const SweepPoint& point = sweep.points[index];
   std::string values;
