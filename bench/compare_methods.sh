@@ -12,13 +12,10 @@ work=${XMC_BENCH_DIR:-$here/datasets/demo}
 db=${DB:-$work/bench-runs.sqlite}
 wordnet="$work/wordnet-20k"
 delicious="$work/delicious"
-mulan="$here/../shared/datasets/mulan/delicious"
 
-[ -f "$wordnet/dataset.json" ] || "$xmc" dataset build wordnet --out "$wordnet" --max-items 20000 --seed 7 >/dev/null
-if [ ! -f "$delicious/dataset.json" ] && [ -d "$mulan" ]; then
-  "$xmc" dataset import mulan --train "$mulan/delicious-train.arff" --test "$mulan/delicious-test.arff" \
-    --labels "$mulan/delicious.xml" --out "$delicious" >/dev/null
-fi
+source "$here/bench/demo_datasets.sh"
+demo_wordnet wordnet-20k 20000
+[ ! -d "$here/../shared/datasets/mulan/delicious" ] || demo_mulan delicious
 
 metric() {  # metric JSON KEY -> percent with 2 decimals
   python3 -c "import json,sys; print('%.2f' % (100*json.loads(sys.argv[1])[sys.argv[2]]))" "$1" "$2"

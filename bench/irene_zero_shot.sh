@@ -14,14 +14,11 @@ sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(delicious wordnet-60k)
 xmc="$build/app/xmc"
 work=${XMC_BENCH_DIR:-$here/datasets/demo}
-mulan="$here/../shared/datasets/mulan"
 db=$(mktemp -d)/irene.sqlite
 [ -x "$xmc" ] || { echo "no $xmc: build first" >&2; exit 1; }
-[ -f "$work/wordnet-60k/dataset.json" ] || "$xmc" dataset build wordnet --out "$work/wordnet-60k" --max-items 60000 --seed 7 >/dev/null
-if [ ! -f "$work/delicious/dataset.json" ]; then
-  "$xmc" dataset import mulan --train "$mulan/delicious/delicious-train.arff" --test "$mulan/delicious/delicious-test.arff" \
-    --labels "$mulan/delicious/delicious.xml" --out "$work/delicious" >/dev/null
-fi
+source "$here/bench/demo_datasets.sh"
+demo_wordnet wordnet-60k 60000
+demo_mulan delicious
 split() {  # name val_frac
   [ -f "$work/$1-zs/dataset.json" ] || "$xmc" dataset split-zeroshot --in "$work/$1" --out "$work/$1-zs" --novel-frac 0.1 --val-frac "$2" --seed 0 >/dev/null
 }

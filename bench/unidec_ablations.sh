@@ -13,18 +13,13 @@ build=${1:-$here/build}
 seeds=${2:-3}
 xmc="$build/app/xmc"
 work=${XMC_BENCH_DIR:-$here/datasets/demo}
-mulan="$here/../shared/datasets/mulan"
 db=$(mktemp -d)/ablations.sqlite
 [ -x "$xmc" ] || { echo "no $xmc: build first (cmake --build build)" >&2; exit 1; }
 
-import_mulan() {  # name
-  [ -f "$work/$1/dataset.json" ] && return
-  "$xmc" dataset import mulan --train "$mulan/$1/$1-train.arff" --test "$mulan/$1/$1-test.arff" --labels "$mulan/$1/$1.xml" \
-    --out "$work/$1" >/dev/null
-}
-import_mulan bibtex
-import_mulan delicious
-[ -f "$work/wordnet-60k/dataset.json" ] || "$xmc" dataset build wordnet --out "$work/wordnet-60k" --max-items 60000 --seed 7 >/dev/null
+source "$here/bench/demo_datasets.sh"
+demo_mulan bibtex
+demo_mulan delicious
+demo_wordnet wordnet-60k 60000
 
 # train CONFIG DATASET [KEY=VALUE...] -> the --json line of the run
 train() {

@@ -30,12 +30,9 @@ datasets=("$@")
 if [ ${#datasets[@]} -eq 0 ]; then
   wordnet="$work/wordnet-60k"
   delicious="$work/delicious"
-  mulan="$here/../shared/datasets/mulan/delicious"
-  [ -f "$wordnet/dataset.json" ] || "$xmc" dataset build wordnet --out "$wordnet" --max-items 60000 --seed 7 >/dev/null
-  if [ ! -f "$delicious/dataset.json" ]; then
-    "$xmc" dataset import mulan --train "$mulan/delicious-train.arff" --test "$mulan/delicious-test.arff" \
-      --labels "$mulan/delicious.xml" --out "$delicious" >/dev/null
-  fi
+  source "$here/bench/demo_datasets.sh"
+  demo_wordnet wordnet-60k 60000
+  demo_mulan delicious
   datasets=("$wordnet" "$delicious")
 fi
 
