@@ -9,6 +9,7 @@
 #include "engine/eval/metric_key.h"
 #include "engine/store/default_store_path.h"
 #include "engine/session/session.h"
+#include "engine/train/rank_worker.h"
 
 namespace xmc::cli {
 namespace {
@@ -41,7 +42,29 @@ struct TrainArgs {
   std::int64_t resume = 0;
   bool json = false;
   bool list_keys = false;
+  int nproc = 1;
+  int rank = 0;
+  int world_size = 1;
+  std::string master;
+  int local_processes = 1;
+  double timeout_minutes = 30;
 };
+
+/// A rank > 0 of a data-parallel job: trains its share, records nothing (rank 0 owns the run), and speaks
+/// only of failures.
+void run_worker(const TrainArgs& args) {
+  DistributedOptions options;
+  options.rank = args.rank;
+  options.world_size = args.world_size;
+  parse_master_address(args.master, options);
+  options.local_world_size = args.local_processes;
+  options.timeout_minutes = args.timeout_minutes;
+  try {
+    run_rank_worker(options);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(args.rank) + ": " + e.what());
+  }
+}
 
 /// The key table by option group. With a config (--config/--set given), only the keys that matter for its
 /// method, encoder, sampler, negatives and loss; without one, every key, each conditional one saying when
@@ -84,6 +107,19 @@ void add_train_command(CLI::App& app, CommandContext& context) {
                 "Print the final evaluation as one JSON line at the end: the primary mode's metrics, \"modes\" (every inference "
                 "mode's), \"run_id\" and \"status\"; for irene each setting (zero_shot, zero_shot_base, generalized, generalized_base) "
                 "under its name");
+  cmd->add_option("--nproc", args->nproc,
+                  "Train with N processes on this machine (data-parallel on Gloo: each takes a share of every batch and "
+                  "its threads; the gradients are summed), e.g. --nproc 2")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--rank", args->rank, "Multi-host: this process's rank (0 owns the run and takes --config; others need only --master)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--world-size", args->world_size, "Multi-host: the number of processes in the job")->check(CLI::Range(1, 4096));
+  cmd->add_option("--master", args->master, "Multi-host: HOST:PORT where rank 0 listens for the others");
+  cmd->add_option("--local-processes", args->local_processes, "Multi-host: processes of the job on this host (they share its cores)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--timeout-minutes", args->timeout_minutes, "Multi-process: how long a rank waits for the others before the job fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--list-keys", args->list_keys,
                 "List the config keys by group with defaults and meaning (with --config/--set: only those that apply)");
   cmd->footer(
@@ -91,6 +127,9 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       "  xmc train --config datasets/configs/dexml-bow-wordnet.json --db runs.sqlite\n"
       "  xmc train --config datasets/configs/ngame-bow-wordnet.json --set epochs=5 --json\n"
       "  xmc train --resume 3 --db runs.sqlite\n"
+      "  xmc train --config datasets/configs/dexml-bow-wordnet.json --nproc 2\n"
+      "  multi-host: xmc train --config c.json --rank 0 --world-size 2 --master 10.0.0.1:29500   (on 10.0.0.1)\n"
+      "              xmc train --rank 1 --world-size 2 --master 10.0.0.1:29500                  (on the other host)\n"
       "Ctrl-C stops cleanly with a checkpoint; --resume continues from it.");
   cmd->callback([args, &context] {
     if (args->list_keys) {
@@ -99,14 +138,29 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       apply_config_overrides(config, args->sets);
       return print_keys(&config);
     }
+    if (args->rank > 0) {
+      if (!args->config.empty() || !args->sets.empty() || args->resume > 0 || args->nproc > 1)
+        throw ConfigError("--rank " + std::to_string(args->rank) +
+                          ": a worker takes the config (and a resume's checkpoint) from rank 0; give only --world-size and --master");
+      return run_worker(*args);
+    }
     if (args->resume <= 0 && args->config.empty() && args->sets.empty())
       throw ConfigError("give --config FILE (and/or --set key=value), or --resume ID");
+    TrainingProcesses processes;
+    processes.local = args->nproc;
+    processes.timeout_minutes = args->timeout_minutes;
+    if (args->world_size > 1) {
+      processes.multi_host.world_size = args->world_size;
+      processes.multi_host.local_world_size = args->local_processes;
+      if (args->master.empty()) throw ConfigError("--world-size " + std::to_string(args->world_size) + " needs --master HOST:PORT for rank 0 to listen on");
+      parse_master_address(args->master, processes.multi_host);
+    }
     Session session(args->db);
     RunHandle run = [&] {
-      if (args->resume > 0) return session.resume_run(args->resume, args->sets);
+      if (args->resume > 0) return session.resume_run(args->resume, args->sets, processes);
       TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
       apply_config_overrides(config, args->sets);
-      return session.start_run(std::move(config));
+      return session.start_run(std::move(config), processes);
     }();
     std::fprintf(stderr, "run %lld in %s\n", static_cast<long long>(run.run_id()), args->db.c_str());
     run.subscribe([](const TrainEvent& e) {
@@ -172,8 +226,8 @@ void add_train_command(CLI::App& app, CommandContext& context) {
     if (result.outcome == RunOutcome::Stopped && args->json == false) {
       // Stopped by max_steps, a resume must lift it (0 = no limit) or it stops again at once.
       const bool by_max_steps = !g_interrupted.load() && run.config().max_steps > 0;
-      std::fprintf(stderr, "resume with: xmc train --resume %lld --db %s%s\n", static_cast<long long>(run.run_id()), args->db.c_str(),
-                   by_max_steps ? " --set max_steps=0" : "");
+      std::fprintf(stderr, "resume with: xmc train --resume %lld --db %s%s%s\n", static_cast<long long>(run.run_id()), args->db.c_str(),
+                   by_max_steps ? " --set max_steps=0" : "", args->nproc > 1 ? (" --nproc " + std::to_string(args->nproc)).c_str() : "");
     }
     // Stopped by Ctrl-C: the run is safe, but the command did not do what it was asked (exit code 130).
     if (g_interrupted.load()) throw Cancelled();

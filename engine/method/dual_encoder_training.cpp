@@ -1,6 +1,7 @@
 #include "engine/method/dual_encoder_training.h"
 
 #include "engine/data/dataset.h"
+#include "engine/distributed/communicator.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
@@ -50,6 +51,9 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
                                          model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels"),
                                          context.dataset.train_labels, config_.shortlist_size, context.progress);
     shortlist_epoch_ = epoch;
+    // Every rank builds its pools from rank 0's shortlist: a rounding difference between ranks must not
+    // make them score different labels.
+    if (context.distributed.enabled()) context.distributed.communicator->broadcast(shortlist_, "sharing the hard-negative shortlist");
   }
   return batches;
 }
@@ -58,6 +62,7 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   const LabelPoolOptions pool_options{.hard_per_query = config_.negatives == "hard" ? config_.hard_per_query : 0,
                                       .all_labels = config_.negatives == "all"};
   const LabelPool pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
+  if (context.distributed.enabled()) return distributed_step(model, batch, pool, context);
   auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };
   if (config_.negatives == "all") {
     // Every label: gradient caching keeps memory constant in the number of labels.
@@ -70,6 +75,47 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), pool.positive_mask.to(context.device));
   const double value = batch_loss.item<double>();
   if (std::isfinite(value)) batch_loss.backward();
+  return {value, queries.detach()};
+}
+
+ShardedLoss DualEncoderTraining::sharded_loss(Communicator& communicator, const torch::Tensor& scores,
+                                              const torch::Tensor& positive_mask) const {
+  if (loss_kind_ == LossKind::DecoupledSoftmax) return sharded_decoupled_softmax_loss(communicator, scores, positive_mask, loss_options_);
+  if (loss_kind_ == LossKind::SoftTopK) return sharded_soft_topk_loss(communicator, scores, positive_mask, loss_options_);
+  // Other losses need whole rows: gather the columns (with gradient); every rank computes the whole loss.
+  const torch::Tensor whole = all_gather_rows_with_grad(communicator, scores.t().contiguous()).t();
+  const torch::Tensor whole_mask = communicator.all_gather_rows(positive_mask.t().contiguous(), "gathering positive masks").t();
+  const torch::Tensor value = loss(whole, whole_mask);
+  return {value / communicator.world_size(), value.item<double>()};
+}
+
+StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const LabelPool& pool,
+                                                 TrainContext& context) {
+  Communicator& communicator = *context.distributed.communicator;
+  const torch::Tensor mask = pool.positive_mask.to(context.device);
+  if (config_.negatives == "all") {
+    auto loss_of = [&](const torch::Tensor& scores, std::int64_t begin, std::int64_t end) {
+      return sharded_loss(communicator, scores, mask.narrow(1, begin, end - begin));
+    };
+    auto [value, queries] = sharded_grad_cached_backward(model, context.train_corpus, batch, context.label_corpus, loss_of,
+                                                         config_.label_chunk, communicator);
+    return {value, queries};
+  }
+  // Each rank encodes a contiguous share of the queries and of the pool's labels; the gathers put the
+  // whole batch and pool on every rank, and send each rank the gradient of its share in backward.
+  const auto [query_begin, query_end] = shard_range(static_cast<std::int64_t>(batch.size()), communicator.rank(), communicator.world_size());
+  const auto [label_begin, label_end] = shard_range(static_cast<std::int64_t>(pool.labels.size()), communicator.rank(), communicator.world_size());
+  const torch::Tensor queries = all_gather_rows_with_grad(
+      communicator, model->embed(context.train_corpus, batch.subspan(static_cast<std::size_t>(query_begin),
+                                                                     static_cast<std::size_t>(query_end - query_begin))));
+  const std::span<const std::int64_t> pool_labels(pool.labels);
+  const torch::Tensor labels = all_gather_rows_with_grad(
+      communicator, model->embed(context.label_corpus, pool_labels.subspan(static_cast<std::size_t>(label_begin),
+                                                                           static_cast<std::size_t>(label_end - label_begin))));
+  const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), mask);
+  const double value = batch_loss.item<double>();
+  // Every rank holds the whole loss: each contributes 1/world of it, and the gathers sum the contributions.
+  if (std::isfinite(value)) (batch_loss / communicator.world_size()).backward();
   return {value, queries.detach()};
 }
 

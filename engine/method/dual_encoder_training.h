@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "engine/loss/losses.h"
+#include "engine/loss/sharded_losses.h"
 #include "engine/method/method.h"
+#include "engine/sampler/label_pool.h"
 
 namespace xmc {
 
@@ -33,6 +35,12 @@ class DualEncoderTraining {
   void load_state(torch::serialize::InputArchive& archive);
 
  private:
+  /// step() on one rank of a data-parallel job: the same pool on every rank, each rank encoding its share of
+  /// the queries and of the pool's labels; the loss sees the gathered whole.
+  StepResult distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const LabelPool& pool, TrainContext& context);
+  /// This rank's part of the loss of the whole batch against every label, from its slice of the scores.
+  ShardedLoss sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& positive_mask) const;
+
   const TrainConfig& config_;
   LossKind loss_kind_;
   LossOptions loss_options_;

@@ -45,12 +45,17 @@ struct StageSpec {
   bool evaluate_between_epochs = true;  ///< evaluations every eval.every epochs (else only at the stage's end)
 };
 
-/// Where a process stands in data-parallel training. One process for now: rank 0 of 1. Methods split
-/// nothing by rank themselves; the trainer shards batches and reduces gradients.
+class Communicator;
+
+/// Where a process stands in data-parallel training (rank 0 of 1 without it). The trainer shards batches and
+/// reduces gradients; a method that splits a batch's work itself (splits_batch_across_ranks) gathers through
+/// `communicator`.
 struct DistributedContext {
   int rank = 0;
   int world_size = 1;
+  Communicator* communicator = nullptr;  ///< null in a single process
   bool is_main() const { return rank == 0; }
+  bool enabled() const { return communicator != nullptr && world_size > 1; }
 };
 
 /// Parameters optimised together at one learning rate and weight decay.
@@ -137,6 +142,11 @@ class Method {
   /// How many batches an epoch of `stage` has, when the method draws its batches from other rows than the
   /// dataset's training queries with labels (-1: those rows, in batches of batch_size). Asked after begin_stage.
   virtual std::int64_t batches_per_epoch(const StageSpec& /*stage*/) const { return -1; }
+  /// Data-parallel training: true when train_step() takes the whole batch on every rank and splits the work
+  /// itself (each rank encodes its share and gathers the rest, so the loss sees the whole batch's pool, as in
+  /// one process): the trainer then sums the ranks' gradients. False: the trainer gives each rank a contiguous
+  /// shard of the batch as a batch of its own and averages the gradients.
+  virtual bool splits_batch_across_ranks(const StageSpec& /*stage*/) const { return false; }
   /// The batches (training query rows) of epoch `epoch` of `stage`.
   virtual std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) = 0;
   /// Forward and backward of one batch: gradients accumulate in the parameters; the loss may be

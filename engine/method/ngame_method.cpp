@@ -47,6 +47,10 @@ class NgameMethod final : public Method {
     if (!built_.model->has_classifiers()) built_.model->add_classifiers(context.dataset.num_labels());
   }
 
+  /// M1 gathers the batch's embeddings over the ranks (the in-batch pool is the whole batch's); M4 trains
+  /// classifiers on frozen embeddings, batch shards as batches of their own.
+  bool splits_batch_across_ranks(const StageSpec& stage) const override { return stage.name == "m1"; }
+
   std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) override {
     if (stage.name == "m4") return {{{built_.model->classifier_residuals()}, config_.lr * config_.head_lr_scale, 0.0}};
     return encoder_training_.parameter_groups(built_.model);

@@ -1,5 +1,7 @@
 #include "engine/session/session.h"
 
+#include "engine/session/local_workers.h"
+
 #include <numeric>
 #include <random>
 
@@ -9,6 +11,7 @@
 #include "engine/data/dataset.h"
 #include "engine/analysis/projection_2d.h"
 #include "engine/eval/decile_bins.h"
+#include "engine/session/local_workers.h"
 #include "engine/store/evaluation_modes.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
@@ -105,10 +108,38 @@ std::vector<AddedLabel> Session::added_labels(std::int64_t run) const {
 }
 void Session::remove_added_label(std::int64_t run, std::int64_t id) { store().remove_added_label(run, id); }
 
-RunHandle Session::start_run(TrainConfig config) { return RunHandle(std::make_unique<TrainingRun>(std::move(config), db_path_)); }
+namespace {
 
-RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& overrides) {
-  return RunHandle(std::make_unique<TrainingRun>(TrainingRun::resume(run, db_path_, overrides)));
+/// This process's place in the job `processes` describes: alone, rank 0 of a local job (on a free
+/// loopback port), or rank 0 of a multi-host one.
+DistributedOptions rank_zero_options(const TrainingProcesses& processes) {
+  if (processes.local < 1 || processes.local > 256)
+    throw ConfigError("processes: got " + std::to_string(processes.local) + "; it must be in 1-256");
+  if (processes.local > 1 && processes.multi_host.enabled())
+    throw ConfigError("give either a number of local processes (--nproc) or a multi-host job (--world-size), not both");
+  DistributedOptions options = processes.multi_host;
+  if (processes.local > 1) {
+    options = DistributedOptions{};
+    options.world_size = processes.local;
+    options.local_world_size = processes.local;
+    options.master_port = free_local_port();
+  }
+  options.timeout_minutes = processes.timeout_minutes;
+  validate(options);
+  if (options.rank != 0) throw ConfigError("the process that owns the run is rank 0; start rank " + std::to_string(options.rank) + " as a worker");
+  return options;
+}
+
+}  // namespace
+
+RunHandle Session::start_run(TrainConfig config, const TrainingProcesses& processes) {
+  const DistributedOptions options = rank_zero_options(processes);
+  return RunHandle(std::make_unique<TrainingRun>(std::move(config), db_path_, options), processes, options);
+}
+
+RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& overrides, const TrainingProcesses& processes) {
+  const DistributedOptions options = rank_zero_options(processes);
+  return RunHandle(std::make_unique<TrainingRun>(TrainingRun::resume(run, db_path_, overrides, options)), processes, options);
 }
 
 Predictor Session::open_predictor(std::int64_t run, const std::string& device, Progress& progress, const std::string& index_spec) const {

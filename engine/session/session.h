@@ -85,11 +85,12 @@ class Session {
   void remove_added_label(std::int64_t run, std::int64_t id);
 
   // ---- training -----------------------------------------------------------------------------------
-  /// Validates `config` and records a new run ("created"); run() it to train.
-  RunHandle start_run(TrainConfig config);
+  /// Validates `config` and records a new run ("created"); run() it to train, in one process or as a
+  /// data-parallel job (`processes`).
+  RunHandle start_run(TrainConfig config, const TrainingProcesses& processes = {});
   /// Re-opens a stopped or failed run to continue from its latest checkpoint; `overrides` ("key=value")
-  /// may change keys that do not alter the model.
-  RunHandle resume_run(std::int64_t run, const std::vector<std::string>& overrides = {});
+  /// may change keys that do not alter the model. The number of processes may differ from the first time.
+  RunHandle resume_run(std::int64_t run, const std::vector<std::string>& overrides = {}, const TrainingProcesses& processes = {});
 
   // ---- sweeps -------------------------------------------------------------------------------------
   /// Records a sweep over `axes` on `base` (no run yet; SweepRunner trains it). Every point's config is

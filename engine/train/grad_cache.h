@@ -12,6 +12,7 @@
 #include <functional>
 #include <span>
 
+#include "engine/loss/sharded_losses.h"
 #include "engine/method/xmc_model.h"
 
 namespace xmc {
@@ -24,5 +25,18 @@ std::pair<double, torch::Tensor> grad_cached_backward(XmcModel& model, const Tok
                                                       std::span<const std::int64_t> batch, const TokenizedCorpus& labels,
                                                       const torch::Tensor& positive_mask, const BatchLoss& loss,
                                                       std::int64_t label_chunk);
+
+/// The loss of the whole batch given this rank's scores against its slice [label_begin, label_end) of the
+/// labels, [B x (label_end - label_begin)]: this rank's part and the whole value (sharded_losses.h).
+using ShardedBatchLoss = std::function<ShardedLoss(const torch::Tensor& scores, std::int64_t label_begin, std::int64_t label_end)>;
+
+/// grad_cached_backward() split over the ranks of a data-parallel job: each rank encodes its shard of the
+/// batch's queries (gathered, with gradient) and its slice of the labels, scores the whole batch against that
+/// slice only, and back-propagates its part of the loss. Summed over the ranks, the parameter gradients are
+/// those of one process over every label. Returns the whole loss and the whole batch's query embeddings.
+std::pair<double, torch::Tensor> sharded_grad_cached_backward(XmcModel& model, const TokenizedCorpus& queries,
+                                                              std::span<const std::int64_t> batch, const TokenizedCorpus& labels,
+                                                              const ShardedBatchLoss& loss, std::int64_t label_chunk,
+                                                              Communicator& communicator);
 
 }  // namespace xmc

@@ -1,17 +1,22 @@
 #include "engine/train/trainer.h"
 
 #include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
 #include "engine/analysis/negatives_snapshot.h"
 #include "engine/core/allocator_tuning.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/distributed/communicator.h"
 #include "engine/eval/metric_key.h"
 #include "engine/method/method_registry.h"
 #include "engine/sampler/query_batcher.h"
@@ -29,6 +34,80 @@ using Clock = std::chrono::steady_clock;
 struct StopRequested {};
 
 constexpr const char* kDone = "done";
+
+std::string read_file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw InputError(path.string(), "cannot be read");
+  return bytes;
+}
+
+void write_file_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  AtomicFileWriter writer(path, std::ios::out | std::ios::binary);
+  writer.stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  writer.commit();
+}
+
+/// Rank 0's batches on every rank (replicated clustering may round differently between processes).
+void share_batches(Communicator& communicator, std::vector<std::vector<std::int64_t>>& batches) {
+  torch::Tensor count = torch::tensor({static_cast<std::int64_t>(batches.size())}, torch::kInt64);
+  communicator.broadcast(count, "sharing the epoch's batches");
+  batches.resize(static_cast<std::size_t>(count.item<std::int64_t>()));
+  torch::Tensor sizes = torch::empty({count.item<std::int64_t>()}, torch::kInt64);
+  std::int64_t total = 0;
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    sizes[static_cast<std::int64_t>(b)] = static_cast<std::int64_t>(batches[b].size());
+    total += static_cast<std::int64_t>(batches[b].size());
+  }
+  communicator.broadcast(sizes, "sharing the epoch's batches");
+  total = sizes.sum().item<std::int64_t>();
+  torch::Tensor rows = torch::empty({total}, torch::kInt64);
+  if (communicator.rank() == 0) {
+    std::int64_t at = 0;
+    auto* out = rows.data_ptr<std::int64_t>();
+    for (const auto& batch : batches)
+      for (const std::int64_t r : batch) out[at++] = r;
+  }
+  communicator.broadcast(rows, "sharing the epoch's batches");
+  const auto* in = rows.data_ptr<std::int64_t>();
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    const auto size = static_cast<std::size_t>(sizes[static_cast<std::int64_t>(b)].item<std::int64_t>());
+    batches[b].assign(in, in + size);
+    in += size;
+  }
+}
+
+/// Sums (or averages) the gradients of `parameters` over the ranks, in buckets of up to ~32 MB flattened
+/// together: one all-reduce per bucket, not per tensor. A parameter without a gradient on this rank takes
+/// part with zeros, so every rank reduces the same buckets.
+void reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average) {
+  constexpr std::int64_t kBucketBytes = 32 << 20;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> bucket;
+  std::int64_t bytes = 0;
+  auto flush = [&] {
+    if (bucket.empty()) return;
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : bucket) flat.push_back(p.grad().reshape({-1}));
+    torch::Tensor joined = torch::cat(flat);
+    communicator.all_reduce_sum(joined, "reducing gradients");
+    if (average) joined.div_(communicator.world_size());
+    std::int64_t at = 0;
+    for (const auto& p : bucket) {
+      p.mutable_grad().copy_(joined.narrow(0, at, p.numel()).view_as(p));
+      at += p.numel();
+    }
+    bucket.clear();
+    bytes = 0;
+  };
+  for (const auto& p : parameters) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    if (!bucket.empty() && (bucket.front().scalar_type() != p.scalar_type() || bytes >= kBucketBytes)) flush();
+    bucket.push_back(p);
+    bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
+  }
+  flush();
+}
 
 bool is_out_of_memory(const std::exception& e) {
   const std::string what = e.what();
@@ -69,6 +148,9 @@ struct Trainer::Impl {
   std::int64_t last_checkpoint_step = 0;      ///< state.step of the last checkpoint (or of the start)
   Clock::time_point last_checkpoint_time{};   ///< when it was written
   torch::Device device = torch::kCPU;
+  /// Data-parallel training: the process group (null in a single process) and this process's place in it.
+  std::unique_ptr<Communicator> communicator;
+  DistributedContext distributed;
   EvaluationSetup eval_setup;
   EvalResult last_eval;
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
@@ -117,7 +199,7 @@ struct Trainer::Impl {
                         .train_corpus = train_corpus,
                         .label_corpus = label_corpus,
                         .device = device,
-                        .distributed = setup.distributed,
+                        .distributed = distributed,
                         .batcher = *batcher,
                         .label_pool_rng = label_pool_rng,
                         .stale_query_embeddings = state.last_embeddings,
@@ -137,9 +219,62 @@ struct Trainer::Impl {
 
   // ---- set-up ---------------------------------------------------------------------------------
 
+  /// Joins the process group; rank 0 sends the others what they need to train the same run (its config,
+  /// the run's identity, the dataset's fingerprint and, when resuming, its checkpoint).
+  void join_process_group() {
+    communicator = std::make_unique<Communicator>(setup.distributed);
+    phase("joining the " + std::to_string(setup.distributed.world_size) + "-process group as rank " + std::to_string(setup.distributed.rank));
+    communicator->join();
+    distributed = {.rank = communicator->rank(), .world_size = communicator->world_size(), .communicator = communicator.get()};
+    nlohmann::json handshake;
+    if (distributed.is_main()) {
+      if (config.batch_size < 4 * distributed.world_size)
+        throw ConfigError("batch_size: got " + std::to_string(config.batch_size) + "; with " + std::to_string(distributed.world_size) +
+                          " processes it must be at least " + std::to_string(4 * distributed.world_size) + " (every process takes a share of each batch)");
+      handshake = {{"config", to_json(config)},
+                   {"run_id", setup.run_id},
+                   {"store_id", setup.store_id},
+                   {"fingerprint", dataset_fingerprint(config.dataset)},
+                   {"resume", setup.resume}};
+    }
+    handshake = nlohmann::json::parse(communicator->broadcast_bytes(handshake.dump(), "sending the run's config"));
+    std::string checkpoint_bytes;
+    if (distributed.is_main() && setup.resume) checkpoint_bytes = read_file_bytes(checkpoint_path());
+    if (handshake.at("resume").get<bool>()) checkpoint_bytes = communicator->broadcast_bytes(checkpoint_bytes, "sending the checkpoint");
+    if (distributed.is_main()) return;
+    setup.config = parse_train_config(handshake.at("config").get<std::string>(), "rank 0's config");
+    setup.run_id = handshake.at("run_id").get<std::int64_t>();
+    setup.store_id = handshake.at("store_id").get<std::string>();
+    const auto fingerprint = dataset_fingerprint(config.dataset);
+    if (fingerprint != handshake.at("fingerprint").get<std::string>())
+      throw Error("rank " + std::to_string(distributed.rank) + ": the dataset at " + config.dataset.string() + " is not rank 0's (fingerprint " +
+                  fingerprint + ", rank 0 has " + handshake.at("fingerprint").get<std::string>() + "); every rank must see the same data");
+    setup.resume = handshake.at("resume").get<bool>();
+    if (setup.resume) write_file_bytes(checkpoint_path(), checkpoint_bytes);
+  }
+
+  /// Every rank starts from rank 0's parameters (after a resume too); a rank whose model came out with other
+  /// shapes (another vocabulary) is refused before any step.
+  void share_parameters() {
+    std::vector<torch::Tensor> tensors;
+    for (const auto& p : method->module().parameters()) tensors.push_back(p);
+    for (const auto& b : method->module().buffers()) tensors.push_back(b);
+    std::int64_t elements = 0;
+    for (const auto& t : tensors) elements += t.numel();
+    torch::Tensor extremes = torch::tensor({static_cast<double>(elements), -static_cast<double>(elements)}, torch::kDouble);
+    communicator->all_reduce_max(extremes, "comparing model sizes");
+    if (extremes[0].item<double>() != -extremes[1].item<double>())
+      throw Error("rank " + std::to_string(distributed.rank) + " built a model of " + std::to_string(elements) +
+                  " numbers, but another rank's differs (largest " + std::to_string(static_cast<std::int64_t>(extremes[0].item<double>())) +
+                  "): the ranks read different data or vocabularies");
+    torch::NoGradGuard no_grad;
+    for (auto& t : tensors) communicator->broadcast(t, "sharing rank 0's parameters");
+  }
+
   void prepare(Progress& progress) {
-    at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads)
-                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    if (setup.distributed.enabled()) join_process_group();
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads) : std::max(1, cores / setup.distributed.local_world_size));
     device = parse_device(config.device);
     if (!setup.resume) torch::manual_seed(config.seed);
 
@@ -207,6 +342,12 @@ struct Trainer::Impl {
     }
     last_checkpoint_step = state.step;
     last_checkpoint_time = Clock::now();
+    if (distributed.enabled()) {
+      share_parameters();
+      // Dropout differs between ranks (rank 0 keeps the single-process stream); batches, pools and
+      // shortlists come from rank 0 or from streams every rank draws alike.
+      if (!distributed.is_main()) torch::manual_seed(config.seed + 1000003ULL * static_cast<std::uint64_t>(distributed.rank));
+    }
     if (!setup.resume && setup.restart) {
       // A run that never reached a checkpoint starts over: what it recorded before is void.
       TrainEvent restored;
@@ -329,6 +470,7 @@ struct Trainer::Impl {
   /// Every inference mode of the method, ranked over the test set. `final`: the run's last evaluation,
   /// which always gets a t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
   EvalResult evaluate(double epoch, bool final = false) {
+    if (!distributed.is_main()) return {};  // rank 0 evaluates; the others wait for it at the next collective
     phase("evaluating");
     const auto started = Clock::now();
     ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter);
@@ -369,6 +511,7 @@ struct Trainer::Impl {
   // ---- checkpoints ----------------------------------------------------------------------------
 
   void checkpoint() {
+    if (!distributed.is_main()) return;  // rank 0 writes the run's checkpoints
     state.sampler_state = batcher->save_state();
     std::ostringstream rng_state;
     rng_state << label_pool_rng;
@@ -393,6 +536,28 @@ struct Trainer::Impl {
   }
 
   // ---- one stage ------------------------------------------------------------------------------
+
+  /// The method's forward and backward of `batch`. In data-parallel training, either the method splits the
+  /// whole batch's work over the ranks (and the ranks' gradients add up to the batch's), or each rank trains
+  /// its shard of the batch as a batch of its own (and the gradients and losses are averaged); afterwards
+  /// every rank holds the same gradients, loss and query embeddings.
+  StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, TrainContext& ctx) {
+    if (!distributed.enabled()) return method->train_step(stage, batch, ctx);
+    if (method->splits_batch_across_ranks(stage)) {
+      StepResult result = method->train_step(stage, batch, ctx);
+      reduce_gradients(*communicator, clipped_parameters, /*average=*/false);
+      return result;
+    }
+    const auto [begin, end] = shard_range(static_cast<std::int64_t>(batch.size()), distributed.rank, distributed.world_size);
+    const std::span<const std::int64_t> shard(batch.data() + begin, static_cast<std::size_t>(end - begin));
+    StepResult result = method->train_step(stage, shard, ctx);
+    reduce_gradients(*communicator, clipped_parameters, /*average=*/true);
+    torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
+    communicator->all_reduce_sum(loss, "averaging the loss");
+    result.loss = loss.item<double>() / distributed.world_size;
+    if (result.query_embeddings.defined()) result.query_embeddings = communicator->all_gather_rows(result.query_embeddings, "gathering query embeddings");
+    return result;
+  }
 
   /// Epochs of the stages before `index`: a stage's fractional epochs continue the run's count.
   double epoch_offset(std::size_t index) const {
@@ -421,7 +586,10 @@ struct Trainer::Impl {
       const std::int64_t epoch = state.epoch;
       // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
       if (config.max_steps > 0 && state.step >= config.max_steps) return false;
-      if (state.batch_in_epoch == 0) state.epoch_batches = method->epoch_batches(stage, epoch, ctx);
+      if (state.batch_in_epoch == 0) {
+        state.epoch_batches = method->epoch_batches(stage, epoch, ctx);
+        if (distributed.enabled()) share_batches(*communicator, state.epoch_batches);
+      }
 
       const std::string epoch_task = stage.epoch_label + " " + std::to_string(epoch + 1) + "/" + std::to_string(stage.epochs);
       phase(epoch_task);
@@ -432,12 +600,18 @@ struct Trainer::Impl {
       const auto batches_in_epoch = static_cast<double>(state.epoch_batches.size());
       for (; state.batch_in_epoch < static_cast<std::int64_t>(state.epoch_batches.size()); ++state.batch_in_epoch) {
         wait_while_paused();
+        if (distributed.enabled()) {
+          // One number per step: when rank 0 is asked to stop, every rank stops at the same step.
+          torch::Tensor stop = torch::tensor({stop_requested.load() ? 1.0 : 0.0});
+          communicator->all_reduce_max(stop, "agreeing on the next step");
+          if (stop.item<double>() > 0) throw StopRequested{};
+        }
         if (stop_requested.load()) throw StopRequested{};
         if (checkpoint_due()) checkpoint();  // resumes at this batch
         if (config.max_steps > 0 && state.step >= config.max_steps) return false;
         const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
         const auto step_start = Clock::now();
-        const StepResult result = method->train_step(stage, batch, ctx);
+        StepResult result = step(stage, batch, ctx);
         if (!std::isfinite(result.loss)) {
           throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
                       "; lower lr (" + std::to_string(config.lr) + ") or raise temperature (" + std::to_string(config.temperature) + ")");
@@ -543,6 +717,10 @@ struct Trainer::Impl {
       if (is_out_of_memory(e))
         message = "out of memory at step " + std::to_string(state.step) + " with batch_size " + std::to_string(config.batch_size) + " on " +
                   config.device + "; lower batch_size, encoder.max_len or all.label_chunk";
+      if (setup.describe_peers) {
+        const std::string peers = setup.describe_peers();
+        if (!peers.empty()) message += " [" + peers + "]";
+      }
       publish_kind(TrainEvent::Kind::Failed, message);
       throw Error("run " + std::to_string(setup.run_id) + " failed: " + message);
     }
@@ -564,6 +742,7 @@ Trainer::~Trainer() = default;
 void Trainer::subscribe(std::function<void(const TrainEvent&)> listener) { impl_->listeners.push_back(std::move(listener)); }
 void Trainer::request_stop() { impl_->stop_requested.store(true); }
 void Trainer::set_paused(bool paused) { impl_->paused.store(paused); }
+void Trainer::describe_peers_with(std::function<std::string()> describe) { impl_->setup.describe_peers = std::move(describe); }
 TrainResult Trainer::run(Progress& progress) { return impl_->run(progress); }
 
 }  // namespace xmc

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/core/progress.h"
+#include "engine/distributed/distributed_options.h"
 #include "engine/method/method.h"
 #include "engine/train/train_config.h"
 #include "engine/train/train_events.h"
@@ -29,7 +30,13 @@ struct TrainerSetup {
   bool resume = false;                  ///< continue from run_dir/checkpoint.pt
   bool restart = false;                 ///< an existing run without a checkpoint trains again from step 0
   std::string expected_fingerprint;     ///< the dataset's fingerprint when the run started ("" = not known)
-  DistributedContext distributed;
+  /// Data-parallel training (world_size > 1): rank 0 has the run store and sends the others the config, the
+  /// run's identity and, when resuming, its checkpoint; ranks > 0 start with only these options and a
+  /// scratch run_dir. Only rank 0 evaluates, checkpoints and publishes to the store.
+  DistributedOptions distributed;
+  /// Called when the run fails, for what the other processes of the job say about themselves ("rank 1 was
+  /// killed by signal 9"), appended to the failure message. Empty: nothing to add.
+  std::function<std::string()> describe_peers;
 };
 
 class Trainer {
@@ -45,6 +52,8 @@ class Trainer {
   void request_stop();
   /// Thread-safe: hold (or release) the run between steps.
   void set_paused(bool paused);
+  /// Replaces TrainerSetup::describe_peers (before run()).
+  void describe_peers_with(std::function<std::string()> describe);
 
   /// Trains to the end or until stopped. On failure a Failed event is published and xmc::Error thrown;
   /// checkpoints already written stay intact.

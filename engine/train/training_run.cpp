@@ -25,7 +25,7 @@ struct TrainingRun::Impl {
   Trainer trainer;
 
   Impl(TrainConfig c, const std::filesystem::path& db, std::int64_t id, std::filesystem::path run_dir, bool resume, std::string fingerprint,
-       bool restart = false)
+       bool restart, const DistributedOptions& distributed)
       : config(c), run_id(id), recorder(db, id), trainer(TrainerSetup{.config = std::move(c),
                                                                         .run_dir = std::move(run_dir),
                                                                         .db_path = db,
@@ -33,15 +33,17 @@ struct TrainingRun::Impl {
                                                                         .store_id = RunStore(db).store_id(),
                                                                         .resume = resume,
                                                                         .restart = restart,
-                                                                        .expected_fingerprint = std::move(fingerprint)}) {
+                                                                        .expected_fingerprint = std::move(fingerprint),
+                                                                        .distributed = distributed}) {
     trainer.subscribe([this](const TrainEvent& e) { recorder.record(e); });
   }
 };
 
 TrainingRun::TrainingRun(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_path) {
+TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_path, const DistributedOptions& distributed) {
   validate(config);
+  validate(distributed);
   check_eval_index(config.eval_index);  // before the run is recorded: a typo must not leave a failed run behind
   if (config.name.empty()) config.name = default_run_name(config);
   NewRun run;
@@ -54,10 +56,13 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
   const std::int64_t id = store.create_run(run);
   auto run_dir = fresh_run_directory(db_path, id);
   store.claim_run(id);
-  impl_ = std::make_unique<Impl>(std::move(config), db_path, id, std::move(run_dir), /*resume=*/false, std::string{});
+  impl_ = std::make_unique<Impl>(std::move(config), db_path, id, std::move(run_dir), /*resume=*/false, std::string{}, /*restart=*/false,
+                                 distributed);
 }
 
-TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides) {
+TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides,
+                                const DistributedOptions& distributed) {
+  validate(distributed);
   RunStore store(db_path);
   const RunInfo info = store.get_run(run_id);
   if (info.status == RunStatus::Completed) throw ConfigError("run " + std::to_string(run_id) + " is already completed");
@@ -76,7 +81,7 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   // One atomic claim: of two processes resuming the run, one trains it and the other is told who does.
   store.claim_run(run_id);
   return TrainingRun(std::make_unique<Impl>(std::move(config), db_path, run_id, std::move(run_dir), /*resume=*/has_checkpoint,
-                                            info.dataset_fingerprint, /*restart=*/!has_checkpoint));
+                                            info.dataset_fingerprint, /*restart=*/!has_checkpoint, distributed));
 }
 
 TrainingRun::~TrainingRun() = default;
@@ -88,6 +93,7 @@ const TrainConfig& TrainingRun::config() const { return impl_->config; }
 void TrainingRun::subscribe(std::function<void(const TrainEvent&)> listener) { impl_->trainer.subscribe(std::move(listener)); }
 void TrainingRun::request_stop() { impl_->trainer.request_stop(); }
 void TrainingRun::set_paused(bool paused) { impl_->trainer.set_paused(paused); }
+void TrainingRun::describe_peers_with(std::function<std::string()> describe) { impl_->trainer.describe_peers_with(std::move(describe)); }
 TrainResult TrainingRun::run(Progress& progress) { return impl_->trainer.run(progress); }
 
 std::filesystem::path TrainingRun::run_directory(const std::filesystem::path& db_path, std::int64_t run_id) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/progress.h"
+#include "engine/distributed/distributed_options.h"
 #include "engine/eval/metrics.h"
 #include "engine/train/train_config.h"
 #include "engine/train/train_events.h"
@@ -18,11 +19,15 @@ namespace xmc {
 
 class TrainingRun {
  public:
-  /// Validates `config` and records a new run (status "created") in the store at `db_path`.
-  TrainingRun(TrainConfig config, const std::filesystem::path& db_path);
+  /// Validates `config` and records a new run (status "created") in the store at `db_path`. With
+  /// `distributed` (world_size > 1) this process is rank 0 of a data-parallel job (run_rank_worker() runs
+  /// the other ranks).
+  TrainingRun(TrainConfig config, const std::filesystem::path& db_path, const DistributedOptions& distributed = {});
   /// Re-opens run `run_id` to continue from its latest checkpoint; `overrides` ("key=value") may change
-  /// keys that do not alter the model (e.g. epochs, max_steps, eval.every).
-  static TrainingRun resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides = {});
+  /// keys that do not alter the model (e.g. epochs, max_steps, eval.every). It may resume with another
+  /// number of processes than it started with.
+  static TrainingRun resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides = {},
+                            const DistributedOptions& distributed = {});
   ~TrainingRun();
   TrainingRun(TrainingRun&&) noexcept;
   TrainingRun& operator=(TrainingRun&&) noexcept;
@@ -37,6 +42,9 @@ class TrainingRun {
   void request_stop();
   /// Thread-safe: hold (or release) the run between steps; the store shows "paused".
   void set_paused(bool paused);
+  /// What the other processes of a data-parallel job say about themselves when the run fails (appended to
+  /// the failure message). Set before run().
+  void describe_peers_with(std::function<std::string()> describe);
 
   /// Trains to the end or until stopped. On failure (bad data, NaN loss, out of memory) the run is
   /// marked "failed" with the error, a Failed event is published, and xmc::Error is thrown; checkpoints

@@ -1,0 +1,200 @@
+#include "engine/distributed/communicator.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+std::string without_backtrace(const std::exception& e) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&e)) return torch_error->what_without_backtrace();
+  return e.what();
+}
+
+std::chrono::milliseconds timeout_of(const DistributedOptions& options) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_minutes * 60'000.0));
+}
+
+bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+
+}  // namespace
+
+struct Communicator::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+};
+
+Communicator::Communicator(const DistributedOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
+  validate(options_);
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(options_.master_port);
+  store_options.isServer = options_.rank == 0;
+  store_options.numWorkers = static_cast<std::size_t>(options_.world_size);
+  store_options.waitWorkers = false;
+  store_options.timeout = timeout_of(options_);
+  try {
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_host, store_options);
+  } catch (const std::exception& e) {
+    throw Error("distributed training: rank " + std::to_string(options_.rank) + (options_.rank == 0 ? " cannot listen on " : " cannot reach rank 0 at ") +
+                options_.master_host + ":" + std::to_string(options_.master_port) + " (" + without_backtrace(e) + ")");
+  }
+}
+
+Communicator::~Communicator() = default;
+
+int Communicator::port() const { return impl_->store->getPort(); }
+
+void Communicator::join() {
+  if (impl_->group) return;
+  auto group_options = c10d::ProcessGroupGloo::Options::create(timeout_of(options_));
+  // Loopback for a local job; otherwise the interface named by GLOO_SOCKET_IFNAME, or the one the host
+  // name resolves to.
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (is_loopback(options_.master_host)) group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  else if (interface != nullptr && *interface != '\0') group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  else group_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  group_options->threads = 2;
+  try {
+    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, options_.rank, options_.world_size, group_options);
+  } catch (const std::exception& e) {
+    throw Error("distributed training: rank " + std::to_string(options_.rank) + " could not join the " + std::to_string(options_.world_size) +
+                "-process group at " + options_.master_host + ":" + std::to_string(port()) + " (" + without_backtrace(e) + ")");
+  }
+}
+
+namespace {
+
+/// Runs one collective on host copies and waits; a failure names the collective and the rank.
+template <typename Launch>
+void run_collective(const DistributedOptions& options, const char* what, Launch&& launch) {
+  try {
+    auto work = launch();
+    work->wait();
+  } catch (const std::exception& e) {
+    const std::string why = without_backtrace(e);
+    const bool lost = why.find("onnection") != std::string::npos || why.find("closed") != std::string::npos ||
+                      why.find("Timed out") != std::string::npos || why.find("timed out") != std::string::npos ||
+                      why.find("reset") != std::string::npos || why.find("Broken pipe") != std::string::npos;
+    throw Error("distributed training: rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size) +
+                (lost ? " lost the other ranks during " : " failed in ") + what + " (" + why + ")" +
+                (lost ? "; another rank failed or was killed (see its message); the run resumes from its last checkpoint" : ""));
+  }
+}
+
+}  // namespace
+
+void Communicator::all_reduce_sum(torch::Tensor& tensor, const char* what) {
+  if (options_.world_size == 1) return;
+  std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
+  run_collective(options_, what, [&] { return impl_->group->allreduce(host, c10d::AllreduceOptions{}); });
+  tensor.copy_(host[0]);
+}
+
+void Communicator::all_reduce_max(torch::Tensor& tensor, const char* what) {
+  if (options_.world_size == 1) return;
+  std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
+  c10d::AllreduceOptions reduce;
+  reduce.reduceOp = c10d::ReduceOp::MAX;
+  run_collective(options_, what, [&] { return impl_->group->allreduce(host, reduce); });
+  tensor.copy_(host[0]);
+}
+
+void Communicator::broadcast(torch::Tensor& tensor, const char* what, int root) {
+  if (options_.world_size == 1) return;
+  std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
+  c10d::BroadcastOptions options;
+  options.rootRank = root;
+  run_collective(options_, what, [&] { return impl_->group->broadcast(host, options); });
+  tensor.copy_(host[0]);
+}
+
+torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char* what) {
+  if (options_.world_size == 1) return local;
+  TORCH_CHECK(local.dim() >= 1, "all_gather_rows: a tensor with rows is needed");
+  const auto world = static_cast<std::size_t>(options_.world_size);
+  // Row counts first: Gloo gathers equal shapes, so every rank pads to the largest.
+  torch::Tensor count = torch::tensor({local.size(0)}, torch::kInt64);
+  std::vector<torch::Tensor> counts_in{count};
+  std::vector<std::vector<torch::Tensor>> counts_out(1);
+  for (std::size_t r = 0; r < world; ++r) counts_out[0].push_back(torch::empty({1}, torch::kInt64));
+  run_collective(options_, what, [&] { return impl_->group->allgather(counts_out, counts_in); });
+  std::int64_t widest = 0;
+  for (const auto& c : counts_out[0]) widest = std::max(widest, c.item<std::int64_t>());
+
+  auto shape = local.sizes().vec();
+  shape[0] = widest;
+  // Gloo has no bool: masks travel as bytes.
+  const bool is_bool = local.scalar_type() == torch::kBool;
+  torch::Tensor padded = torch::zeros(shape, local.options().device(torch::kCPU).dtype(is_bool ? torch::kUInt8 : local.scalar_type()));
+  padded.narrow(0, 0, local.size(0)).copy_(local.detach());
+  std::vector<torch::Tensor> in{padded};
+  std::vector<std::vector<torch::Tensor>> out(1);
+  for (std::size_t r = 0; r < world; ++r) out[0].push_back(torch::empty(shape, padded.options()));
+  run_collective(options_, what, [&] { return impl_->group->allgather(out, in); });
+  std::vector<torch::Tensor> parts;
+  for (std::size_t r = 0; r < world; ++r) parts.push_back(out[0][r].narrow(0, 0, counts_out[0][r].item<std::int64_t>()));
+  torch::Tensor all = torch::cat(parts);
+  return (is_bool ? all.to(torch::kBool) : all).to(local.device());
+}
+
+std::string Communicator::broadcast_bytes(const std::string& bytes, const char* what, int root) {
+  if (options_.world_size == 1) return bytes;
+  torch::Tensor size = torch::tensor({static_cast<std::int64_t>(bytes.size())}, torch::kInt64);
+  broadcast(size, what, root);
+  torch::Tensor data = torch::empty({size.item<std::int64_t>()}, torch::kUInt8);
+  if (options_.rank == root) std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(data.data_ptr<std::uint8_t>()));
+  if (data.numel() > 0) broadcast(data, what, root);
+  return {reinterpret_cast<const char*>(data.data_ptr<std::uint8_t>()), static_cast<std::size_t>(data.numel())};
+}
+
+void Communicator::barrier(const char* what) {
+  if (options_.world_size == 1) return;
+  // An all-reduce of one number: a barrier that fails like every other collective.
+  torch::Tensor token = torch::zeros({1});
+  all_reduce_sum(token, what);
+}
+
+std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, int world) {
+  const std::int64_t base = count / world;
+  const std::int64_t extra = count % world;
+  const std::int64_t begin = rank * base + std::min<std::int64_t>(rank, extra);
+  return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
+
+namespace {
+
+struct GatherRowsWithGrad : public torch::autograd::Function<GatherRowsWithGrad> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& local, std::int64_t communicator_address) {
+    auto* communicator = reinterpret_cast<Communicator*>(communicator_address);
+    // Where this rank's rows sit in the concatenation: the sum of the lower ranks' counts.
+    torch::Tensor counts = torch::zeros({communicator->world_size()}, torch::kInt64);
+    counts[communicator->rank()] = local.size(0);
+    communicator->all_reduce_sum(counts, "gathering row counts");
+    ctx->saved_data["communicator"] = communicator_address;
+    ctx->saved_data["offset"] = counts.narrow(0, 0, communicator->rank()).sum().item<std::int64_t>();
+    ctx->saved_data["rows"] = local.size(0);
+    return communicator->all_gather_rows(local.detach(), "gathering embeddings");
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad_outputs) {
+    auto* communicator = reinterpret_cast<Communicator*>(ctx->saved_data["communicator"].toInt());
+    torch::Tensor grad = grad_outputs[0].contiguous().clone();
+    communicator->all_reduce_sum(grad, "reducing embedding gradients");
+    return {grad.narrow(0, ctx->saved_data["offset"].toInt(), ctx->saved_data["rows"].toInt()), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local) {
+  if (communicator.world_size() == 1) return local;
+  return GatherRowsWithGrad::apply(local, reinterpret_cast<std::int64_t>(&communicator));
+}
+
+}  // namespace xmc

@@ -1,0 +1,60 @@
+#pragma once
+// Engine-internal (includes torch). The collectives of data-parallel training, on LibTorch's own distributed
+// engine (c10d): a TCPStore rendezvous at rank 0 and a Gloo process group. Tensors on a GPU are staged
+// through host memory for Gloo. Every collective must be called by every rank, in the same order; one that
+// fails (a rank died, or waited past the timeout) throws xmc::Error saying so, on every surviving rank.
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "engine/distributed/distributed_options.h"
+
+namespace xmc {
+
+class Communicator {
+ public:
+  /// Opens the rendezvous: rank 0 listens on master_host:master_port (port 0: a free one, see port()), the
+  /// others connect to it. Does not wait for the other ranks (join() does).
+  explicit Communicator(const DistributedOptions& options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  /// Joins the process group: blocks until every rank has joined (or the timeout passes).
+  void join();
+
+  int rank() const { return options_.rank; }
+  int world_size() const { return options_.world_size; }
+  /// The rendezvous port (the one chosen when master_port was 0).
+  int port() const;
+  const DistributedOptions& options() const { return options_; }
+
+  /// In place: the element-wise sum (max) over ranks.
+  void all_reduce_sum(torch::Tensor& tensor, const char* what);
+  void all_reduce_max(torch::Tensor& tensor, const char* what);
+  /// In place: root's tensor on every rank (same shape and dtype everywhere).
+  void broadcast(torch::Tensor& tensor, const char* what, int root = 0);
+  /// The ranks' tensors concatenated along dim 0 in rank order; row counts may differ, the other
+  /// dimensions and the dtype may not. On the local tensor's device.
+  torch::Tensor all_gather_rows(const torch::Tensor& local, const char* what);
+  /// Root's bytes on every rank.
+  std::string broadcast_bytes(const std::string& bytes, const char* what, int root = 0);
+  void barrier(const char* what);
+
+ private:
+  struct Impl;
+  DistributedOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Rows [begin, end) of `count` rows that rank `rank` of `world` takes: contiguous, in rank order, sizes
+/// differing by at most one.
+std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, int world);
+
+/// A differentiable all_gather_rows: every rank gets the concatenation; in backward, the gradient of the
+/// concatenation is summed over ranks and each rank keeps its own rows. Right when the ranks' losses add up to
+/// the objective (a loss computed in full on every rank contributes loss / world_size).
+torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local);
+
+}  // namespace xmc

@@ -1,0 +1,46 @@
+#include "engine/distributed/distributed_options.h"
+
+#include <cctype>
+#include <charconv>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+
+void parse_master_address(std::string_view text, DistributedOptions& options) {
+  const auto colon = text.rfind(':');
+  auto refuse = [&](const std::string& why) {
+    throw ConfigError("--master: got \"" + std::string(text) + "\": " + why + " (expected HOST:PORT, e.g. 10.0.0.1:29500)");
+  };
+  if (colon == std::string_view::npos) refuse("no port");
+  const std::string_view host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  if (host.empty()) refuse("no host");
+  for (const char c : host)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) refuse("the host has a character that no host name has");
+  int value = 0;
+  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || error != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535)
+    refuse("the port is not a number in 1-65535");
+  options.master_host = std::string(host);
+  options.master_port = value;
+}
+
+void validate(const DistributedOptions& options) {
+  if (options.world_size < 1 || options.world_size > 4096)
+    throw ConfigError("--world-size: got " + std::to_string(options.world_size) + "; it must be in 1-4096");
+  if (options.rank < 0 || options.rank >= options.world_size)
+    throw ConfigError("--rank: got " + std::to_string(options.rank) + "; with --world-size " + std::to_string(options.world_size) +
+                      " it must be in 0-" + std::to_string(options.world_size - 1));
+  if (options.master_port < 0 || options.master_port > 65535)
+    throw ConfigError("--master: port " + std::to_string(options.master_port) + " is not in 1-65535");
+  if (options.rank > 0 && options.master_port == 0)
+    throw ConfigError("--rank " + std::to_string(options.rank) + " needs --master HOST:PORT (where rank 0 listens)");
+  if (options.local_world_size < 1 || options.local_world_size > options.world_size)
+    throw ConfigError("local processes: got " + std::to_string(options.local_world_size) + "; it must be in 1-" +
+                      std::to_string(options.world_size));
+  if (!(options.timeout_minutes > 0))
+    throw ConfigError("distributed timeout: got " + std::to_string(options.timeout_minutes) + " minutes; it must be positive");
+}
+
+}  // namespace xmc

@@ -1,0 +1,27 @@
+#pragma once
+// Plain data (no torch): where a process stands in a data-parallel training job and how it finds the others.
+// `xmc train --nproc N` fills it for N local processes; `--rank/--world-size/--master` for several hosts.
+#include <string>
+#include <string_view>
+
+namespace xmc {
+
+struct DistributedOptions {
+  int rank = 0;                          ///< this process, in [0, world_size)
+  int world_size = 1;                    ///< processes in the job; 1 = no distribution
+  std::string master_host = "127.0.0.1"; ///< where rank 0 listens for the rendezvous
+  int master_port = 0;                   ///< its TCP port; 0 on rank 0 = any free port (local launches)
+  int local_world_size = 1;              ///< processes sharing this machine's cores (they split the threads)
+  double timeout_minutes = 30;           ///< a collective waiting longer than this fails the job
+
+  bool enabled() const { return world_size > 1; }
+};
+
+/// "HOST:PORT" (IPv4 address or host name, port 1-65535) into `options`; anything else throws ConfigError
+/// naming the value.
+void parse_master_address(std::string_view text, DistributedOptions& options);
+
+/// Throws ConfigError when rank/world size/port/timeout are out of range, naming the value.
+void validate(const DistributedOptions& options);
+
+}  // namespace xmc
