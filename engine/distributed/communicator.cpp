@@ -59,7 +59,7 @@ void Communicator::join() {
   if (is_loopback(options_.master_host)) group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   else if (interface != nullptr && *interface != '\0') group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
   else group_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-  group_options->threads = 2;
+  group_options->threads = 1;  // collectives run one at a time; a second thread only competes for the cores
   try {
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, options_.rank, options_.world_size, group_options);
   } catch (const std::exception& e) {
@@ -115,6 +115,12 @@ void Communicator::broadcast(torch::Tensor& tensor, const char* what, int root) 
 }
 
 torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char* what) {
+  std::vector<std::int64_t> counts;
+  return all_gather_rows(local, what, counts);
+}
+
+torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char* what, std::vector<std::int64_t>& counts) {
+  counts.assign(1, local.size(0));
   if (options_.world_size == 1) return local;
   TORCH_CHECK(local.dim() >= 1, "all_gather_rows: a tensor with rows is needed");
   const auto world = static_cast<std::size_t>(options_.world_size);
@@ -124,8 +130,26 @@ torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const ch
   std::vector<std::vector<torch::Tensor>> counts_out(1);
   for (std::size_t r = 0; r < world; ++r) counts_out[0].push_back(torch::empty({1}, torch::kInt64));
   run_collective(options_, what, [&] { return impl_->group->allgather(counts_out, counts_in); });
-  std::int64_t widest = 0;
-  for (const auto& c : counts_out[0]) widest = std::max(widest, c.item<std::int64_t>());
+  counts.clear();
+  for (const auto& c : counts_out[0]) counts.push_back(c.item<std::int64_t>());
+  return gather_padded(local, counts, what);
+}
+
+torch::Tensor Communicator::all_gather_shards(const torch::Tensor& local, std::int64_t total_rows, const char* what) {
+  if (options_.world_size == 1) return local;
+  std::vector<std::int64_t> counts;
+  for (int r = 0; r < options_.world_size; ++r) {
+    const auto [begin, end] = shard_range(total_rows, r, options_.world_size);
+    counts.push_back(end - begin);
+  }
+  TORCH_CHECK(local.size(0) == counts[static_cast<std::size_t>(options_.rank)], "all_gather_shards: rank ", options_.rank, " has ",
+              local.size(0), " rows, its shard of ", total_rows, " has ", counts[static_cast<std::size_t>(options_.rank)]);
+  return gather_padded(local, counts, what);
+}
+
+torch::Tensor Communicator::gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>& counts, const char* what) {
+  const auto world = static_cast<std::size_t>(options_.world_size);
+  const std::int64_t widest = *std::max_element(counts.begin(), counts.end());
 
   auto shape = local.sizes().vec();
   shape[0] = widest;
@@ -138,7 +162,7 @@ torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const ch
   for (std::size_t r = 0; r < world; ++r) out[0].push_back(torch::empty(shape, padded.options()));
   run_collective(options_, what, [&] { return impl_->group->allgather(out, in); });
   std::vector<torch::Tensor> parts;
-  for (std::size_t r = 0; r < world; ++r) parts.push_back(out[0][r].narrow(0, 0, counts_out[0][r].item<std::int64_t>()));
+  for (std::size_t r = 0; r < world; ++r) parts.push_back(out[0][r].narrow(0, 0, counts[r]));
   torch::Tensor all = torch::cat(parts);
   return (is_bool ? all.to(torch::kBool) : all).to(local.device());
 }
@@ -170,31 +194,28 @@ std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, 
 namespace {
 
 struct GatherRowsWithGrad : public torch::autograd::Function<GatherRowsWithGrad> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& local, std::int64_t communicator_address) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& local, std::int64_t communicator_address,
+                               std::int64_t total_rows) {
     auto* communicator = reinterpret_cast<Communicator*>(communicator_address);
-    // Where this rank's rows sit in the concatenation: the sum of the lower ranks' counts.
-    torch::Tensor counts = torch::zeros({communicator->world_size()}, torch::kInt64);
-    counts[communicator->rank()] = local.size(0);
-    communicator->all_reduce_sum(counts, "gathering row counts");
     ctx->saved_data["communicator"] = communicator_address;
-    ctx->saved_data["offset"] = counts.narrow(0, 0, communicator->rank()).sum().item<std::int64_t>();
+    ctx->saved_data["offset"] = shard_range(total_rows, communicator->rank(), communicator->world_size()).first;
     ctx->saved_data["rows"] = local.size(0);
-    return communicator->all_gather_rows(local.detach(), "gathering embeddings");
+    return communicator->all_gather_shards(local.detach(), total_rows, "gathering embeddings");
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad_outputs) {
     auto* communicator = reinterpret_cast<Communicator*>(ctx->saved_data["communicator"].toInt());
     torch::Tensor grad = grad_outputs[0].contiguous().clone();
     communicator->all_reduce_sum(grad, "reducing embedding gradients");
-    return {grad.narrow(0, ctx->saved_data["offset"].toInt(), ctx->saved_data["rows"].toInt()), torch::Tensor()};
+    return {grad.narrow(0, ctx->saved_data["offset"].toInt(), ctx->saved_data["rows"].toInt()), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local) {
+torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local, std::int64_t total_rows) {
   if (communicator.world_size() == 1) return local;
-  return GatherRowsWithGrad::apply(local, reinterpret_cast<std::int64_t>(&communicator));
+  return GatherRowsWithGrad::apply(local, reinterpret_cast<std::int64_t>(&communicator), total_rows);
 }
 
 }  // namespace xmc

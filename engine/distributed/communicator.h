@@ -38,11 +38,17 @@ class Communicator {
   /// The ranks' tensors concatenated along dim 0 in rank order; row counts may differ, the other
   /// dimensions and the dtype may not. On the local tensor's device.
   torch::Tensor all_gather_rows(const torch::Tensor& local, const char* what);
+  /// The same, also giving each rank's row count (in rank order).
+  torch::Tensor all_gather_rows(const torch::Tensor& local, const char* what, std::vector<std::int64_t>& counts);
+  /// The ranks' shards of a `total_rows`-row tensor, split as shard_range() splits it, concatenated: one
+  /// collective (the row counts are known). On the local tensor's device.
+  torch::Tensor all_gather_shards(const torch::Tensor& local, std::int64_t total_rows, const char* what);
   /// Root's bytes on every rank.
   std::string broadcast_bytes(const std::string& bytes, const char* what, int root = 0);
   void barrier(const char* what);
 
  private:
+  torch::Tensor gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>& counts, const char* what);
   struct Impl;
   DistributedOptions options_;
   std::unique_ptr<Impl> impl_;
@@ -52,9 +58,9 @@ class Communicator {
 /// differing by at most one.
 std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, int world);
 
-/// A differentiable all_gather_rows: every rank gets the concatenation; in backward, the gradient of the
-/// concatenation is summed over ranks and each rank keeps its own rows. Right when the ranks' losses add up to
-/// the objective (a loss computed in full on every rank contributes loss / world_size).
-torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local);
+/// A differentiable all_gather_shards: every rank gets the whole `total_rows`-row tensor; in backward, the
+/// gradient of the whole is summed over ranks and each rank keeps its own rows. Right when the ranks' losses
+/// add up to the objective (a loss computed in full on every rank contributes loss / world_size).
+torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local, std::int64_t total_rows);
 
 }  // namespace xmc

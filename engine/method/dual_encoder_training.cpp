@@ -78,13 +78,13 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   return {value, queries.detach()};
 }
 
-ShardedLoss DualEncoderTraining::sharded_loss(Communicator& communicator, const torch::Tensor& scores,
-                                              const torch::Tensor& positive_mask) const {
+ShardedLoss DualEncoderTraining::sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& whole_mask,
+                                              std::int64_t label_begin) const {
+  const torch::Tensor positive_mask = whole_mask.narrow(1, label_begin, scores.size(1));
   if (loss_kind_ == LossKind::DecoupledSoftmax) return sharded_decoupled_softmax_loss(communicator, scores, positive_mask, loss_options_);
   if (loss_kind_ == LossKind::SoftTopK) return sharded_soft_topk_loss(communicator, scores, positive_mask, loss_options_);
   // Other losses need whole rows: gather the columns (with gradient); every rank computes the whole loss.
-  const torch::Tensor whole = all_gather_rows_with_grad(communicator, scores.t().contiguous()).t();
-  const torch::Tensor whole_mask = communicator.all_gather_rows(positive_mask.t().contiguous(), "gathering positive masks").t();
+  const torch::Tensor whole = all_gather_rows_with_grad(communicator, scores.t().contiguous(), whole_mask.size(1)).t();
   const torch::Tensor value = loss(whole, whole_mask);
   return {value / communicator.world_size(), value.item<double>()};
 }
@@ -94,8 +94,8 @@ StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<cons
   Communicator& communicator = *context.distributed.communicator;
   const torch::Tensor mask = pool.positive_mask.to(context.device);
   if (config_.negatives == "all") {
-    auto loss_of = [&](const torch::Tensor& scores, std::int64_t begin, std::int64_t end) {
-      return sharded_loss(communicator, scores, mask.narrow(1, begin, end - begin));
+    auto loss_of = [&](const torch::Tensor& scores, std::int64_t begin, std::int64_t /*end*/) {
+      return sharded_loss(communicator, scores, mask, begin);
     };
     auto [value, queries] = sharded_grad_cached_backward(model, context.train_corpus, batch, context.label_corpus, loss_of,
                                                          config_.label_chunk, communicator);
@@ -106,12 +106,14 @@ StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<cons
   const auto [query_begin, query_end] = shard_range(static_cast<std::int64_t>(batch.size()), communicator.rank(), communicator.world_size());
   const auto [label_begin, label_end] = shard_range(static_cast<std::int64_t>(pool.labels.size()), communicator.rank(), communicator.world_size());
   const torch::Tensor queries = all_gather_rows_with_grad(
-      communicator, model->embed(context.train_corpus, batch.subspan(static_cast<std::size_t>(query_begin),
-                                                                     static_cast<std::size_t>(query_end - query_begin))));
+      communicator,
+      model->embed(context.train_corpus, batch.subspan(static_cast<std::size_t>(query_begin), static_cast<std::size_t>(query_end - query_begin))),
+      static_cast<std::int64_t>(batch.size()));
   const std::span<const std::int64_t> pool_labels(pool.labels);
   const torch::Tensor labels = all_gather_rows_with_grad(
-      communicator, model->embed(context.label_corpus, pool_labels.subspan(static_cast<std::size_t>(label_begin),
-                                                                           static_cast<std::size_t>(label_end - label_begin))));
+      communicator,
+      model->embed(context.label_corpus, pool_labels.subspan(static_cast<std::size_t>(label_begin), static_cast<std::size_t>(label_end - label_begin))),
+      static_cast<std::int64_t>(pool.labels.size()));
   const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), mask);
   const double value = batch_loss.item<double>();
   // Every rank holds the whole loss: each contributes 1/world of it, and the gathers sum the contributions.

@@ -38,8 +38,10 @@ class DualEncoderTraining {
   /// step() on one rank of a data-parallel job: the same pool on every rank, each rank encoding its share of
   /// the queries and of the pool's labels; the loss sees the gathered whole.
   StepResult distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const LabelPool& pool, TrainContext& context);
-  /// This rank's part of the loss of the whole batch against every label, from its slice of the scores.
-  ShardedLoss sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& positive_mask) const;
+  /// This rank's part of the loss of the whole batch against every label, from its slice of the scores (the
+  /// labels from label_begin on) and the whole positive mask.
+  ShardedLoss sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& whole_mask,
+                           std::int64_t label_begin) const;
 
   const TrainConfig& config_;
   LossKind loss_kind_;

@@ -75,7 +75,7 @@ std::pair<double, torch::Tensor> sharded_grad_cached_backward(XmcModel& model, c
   // 2. This rank's queries with graph, gathered; the whole batch against this rank's labels.
   const torch::Tensor q_local =
       model->embed(queries, batch.subspan(static_cast<std::size_t>(query_begin), static_cast<std::size_t>(query_end - query_begin)));
-  const torch::Tensor q = all_gather_rows_with_grad(communicator, q_local);
+  const torch::Tensor q = all_gather_rows_with_grad(communicator, q_local, static_cast<std::int64_t>(batch.size()));
   torch::Tensor label_embeddings =
       (parts.empty() ? torch::zeros({0, q.size(1)}, q.options()) : torch::cat(parts)).detach().requires_grad_(true);
   const ShardedLoss value = loss(torch::matmul(q, label_embeddings.t()), label_begin, label_end);

@@ -77,12 +77,60 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
   }
 }
 
-/// Sums (or averages) the gradients of `parameters` over the ranks, in buckets of up to ~32 MB flattened
-/// together: one all-reduce per bucket, not per tensor. A parameter without a gradient on this rank takes
-/// part with zeros, so every rank reduces the same buckets.
-void reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average) {
+/// Sums (or averages) the gradients of `parameters` over the ranks, leaving every rank the same bits, and
+/// agrees on whether to stop (true when any rank was asked to; the flag rides on the first collective).
+///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows) travel as their nonzero
+///    rows, all-gathered together with the row numbers and added in rank order: a fraction of the table.
+///    Which tables go this way is agreed in that first collective, so every rank runs the same collectives.
+///  - The others are flattened into buckets of up to ~32 MB: one all-reduce per bucket, not per tensor.
+/// A parameter without a gradient on this rank takes part with zeros.
+bool reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average, bool stop_requested) {
   constexpr std::int64_t kBucketBytes = 32 << 20;
+  constexpr std::int64_t kSparseMinRows = 1024;
+  constexpr double kSparseMaxDensity = 0.25;
   torch::NoGradGuard no_grad;
+  for (const auto& p : parameters)
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+
+  std::vector<std::size_t> candidates;
+  std::vector<torch::Tensor> touched;
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i].dim() == 2 && parameters[i].size(0) >= kSparseMinRows && parameters[i].element_size() <= 8) {
+      candidates.push_back(i);
+      touched.push_back(parameters[i].grad().count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
+    }
+  // [stop, density of each candidate], max over the ranks.
+  torch::Tensor control = torch::empty({1 + static_cast<std::int64_t>(candidates.size())}, torch::kDouble);
+  control[0] = stop_requested ? 1.0 : 0.0;
+  for (std::size_t c = 0; c < candidates.size(); ++c)
+    control[static_cast<std::int64_t>(c) + 1] =
+        static_cast<double>(touched[c].size(0)) / static_cast<double>(parameters[candidates[c]].size(0));
+  communicator.all_reduce_max(control, "agreeing on the step");
+  std::vector<bool> sparse(parameters.size(), false);
+  for (std::size_t c = 0; c < candidates.size(); ++c)
+    sparse[candidates[c]] = control[static_cast<std::int64_t>(c) + 1].item<double>() <= kSparseMaxDensity;
+
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    if (!sparse[candidates[c]]) continue;
+    torch::Tensor grad = parameters[candidates[c]].mutable_grad();
+    // Each touched row travels with its row number, whose int64 bits ride in leading columns of the row.
+    const std::int64_t n = touched[c].size(0);
+    const torch::Tensor numbers = touched[c].contiguous().view(grad.scalar_type()).reshape({n, -1});
+    const std::int64_t number_columns = numbers.size(1);
+    std::vector<std::int64_t> counts;
+    const torch::Tensor packed =
+        communicator.all_gather_rows(torch::cat({numbers, grad.index_select(0, touched[c])}, /*dim=*/1), "gathering gradient rows", counts);
+    const torch::Tensor rows = packed.narrow(1, 0, number_columns).contiguous().view(torch::kInt64).reshape({-1});
+    torch::Tensor values = packed.narrow(1, number_columns, grad.size(1));
+    if (average) values = values / communicator.world_size();
+    grad.index_fill_(0, touched[c], 0);
+    std::int64_t at = 0;
+    for (const std::int64_t count : counts) {  // rank by rank: each call's rows are distinct, the order is every rank's
+      grad.index_add_(0, rows.narrow(0, at, count), values.narrow(0, at, count));
+      at += count;
+    }
+  }
+
   std::vector<torch::Tensor> bucket;
   std::int64_t bytes = 0;
   auto flush = [&] {
@@ -100,13 +148,15 @@ void reduce_gradients(Communicator& communicator, const std::vector<torch::Tenso
     bucket.clear();
     bytes = 0;
   };
-  for (const auto& p : parameters) {
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    if (sparse[i]) continue;
+    const torch::Tensor& p = parameters[i];
     if (!bucket.empty() && (bucket.front().scalar_type() != p.scalar_type() || bytes >= kBucketBytes)) flush();
     bucket.push_back(p);
     bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
   }
   flush();
+  return control[0].item<double>() > 0;
 }
 
 bool is_out_of_memory(const std::exception& e) {
@@ -151,6 +201,7 @@ struct Trainer::Impl {
   /// Data-parallel training: the process group (null in a single process) and this process's place in it.
   std::unique_ptr<Communicator> communicator;
   DistributedContext distributed;
+  bool stop_agreed = false;  ///< a rank was asked to stop (agreed during the last step's gradient reduction)
   EvaluationSetup eval_setup;
   EvalResult last_eval;
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
@@ -545,13 +596,13 @@ struct Trainer::Impl {
     if (!distributed.enabled()) return method->train_step(stage, batch, ctx);
     if (method->splits_batch_across_ranks(stage)) {
       StepResult result = method->train_step(stage, batch, ctx);
-      reduce_gradients(*communicator, clipped_parameters, /*average=*/false);
+      stop_agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/false, stop_requested.load());
       return result;
     }
     const auto [begin, end] = shard_range(static_cast<std::int64_t>(batch.size()), distributed.rank, distributed.world_size);
     const std::span<const std::int64_t> shard(batch.data() + begin, static_cast<std::size_t>(end - begin));
     StepResult result = method->train_step(stage, shard, ctx);
-    reduce_gradients(*communicator, clipped_parameters, /*average=*/true);
+    stop_agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/true, stop_requested.load());
     torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
     communicator->all_reduce_sum(loss, "averaging the loss");
     result.loss = loss.item<double>() / distributed.world_size;
@@ -600,13 +651,8 @@ struct Trainer::Impl {
       const auto batches_in_epoch = static_cast<double>(state.epoch_batches.size());
       for (; state.batch_in_epoch < static_cast<std::int64_t>(state.epoch_batches.size()); ++state.batch_in_epoch) {
         wait_while_paused();
-        if (distributed.enabled()) {
-          // One number per step: when rank 0 is asked to stop, every rank stops at the same step.
-          torch::Tensor stop = torch::tensor({stop_requested.load() ? 1.0 : 0.0});
-          communicator->all_reduce_max(stop, "agreeing on the next step");
-          if (stop.item<double>() > 0) throw StopRequested{};
-        }
-        if (stop_requested.load()) throw StopRequested{};
+        // Several processes stop together: at the step after the one whose gradient reduction carried the request.
+        if (distributed.enabled() ? stop_agreed : stop_requested.load()) throw StopRequested{};
         if (checkpoint_due()) checkpoint();  // resumes at this batch
         if (config.max_steps > 0 && state.step >= config.max_steps) return false;
         const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];

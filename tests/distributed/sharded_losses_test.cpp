@@ -97,7 +97,7 @@ TEST(Communicator, GatherWithGradSumsTheGradientsOfEveryRank) {
   test::run_ranks(2, [](Communicator& c) {
     torch::Tensor x = torch::ones({2, 3}, torch::kDouble).requires_grad_(true);
     const torch::Tensor w = torch::arange(12, torch::kDouble).reshape({4, 3});
-    (all_gather_rows_with_grad(c, x) * w).sum().div(2).backward();
+    (all_gather_rows_with_grad(c, x, 4) * w).sum().div(2).backward();
     EXPECT_TRUE(torch::allclose(x.grad(), w.narrow(0, 2 * c.rank(), 2)));
   });
 }

@@ -1,0 +1,194 @@
+// `xmc train --nproc N` as a user runs it: N Gloo processes on this machine train the same run as one process
+// with the same global batch (same loss at every step, same metrics), for in-batch, hard and all-label
+// negatives; a worker killed -9 ends the job with a message naming it and a resumable run; killing rank 0
+// leaves no worker behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "engine/store/run_store.h"
+#include "tests/support/synthetic_dataset.h"
+#include "tests/support/test_support.h"
+
+extern char** environ;
+
+namespace xmc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A small DEXML job without dropout (so that rank order cannot change a number) on one thread per process.
+std::string train_line(const std::filesystem::path& data, const std::filesystem::path& db, int nproc, const std::string& extra = "") {
+  return std::string(XMC_CLI_PATH) + " train --db '" + db.string() + "' --set dataset='" + data.string() +
+         "' --set method=dexml --set encoder.dim=16 --set encoder.dropout=0 --set batch_size=32 --set epochs=2 --set lr=0.01"
+         " --set threads=1 --set eval.k=[1,3] --set tsne.every=0 --nproc " + std::to_string(nproc) + " " + extra + " --json";
+}
+
+std::vector<double> losses(const std::filesystem::path& db, std::int64_t run) {
+  std::vector<double> values;
+  for (const ScalarPoint& p : RunStore(db).scalars(run))
+    if (p.key == "loss") values.push_back(p.value);
+  return values;
+}
+
+struct Equivalence {
+  const char* name;
+  std::string settings;
+  int processes;
+};
+
+class DistributedTraining : public ::testing::TestWithParam<Equivalence> {};
+
+TEST_P(DistributedTraining, NProcessesTrainLikeOneWithTheSameGlobalBatch) {
+  const Equivalence& e = GetParam();
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 5, 1200, 200);
+  const auto one = test::run_command(train_line(dir / "data", dir / "one.sqlite", 1, e.settings), false);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto many = test::run_command(train_line(dir / "data", dir / "many.sqlite", e.processes, e.settings) + " 2>&1");
+  ASSERT_EQ(many.exit_code, 0) << many.output;
+
+  const std::vector<double> expected = losses(dir / "one.sqlite", 1);
+  const std::vector<double> got = losses(dir / "many.sqlite", 1);
+  ASSERT_EQ(got.size(), expected.size()) << "the same number of global steps";
+  ASSERT_GT(got.size(), 50u);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4 * std::max(1.0, expected[i])) << "step " << i + 1;
+  const auto a = nlohmann::json::parse(one.last_line());
+  const auto b = nlohmann::json::parse(many.last_line());
+  EXPECT_NEAR(b["P@1"].get<double>(), a["P@1"].get<double>(), 0.005);
+  EXPECT_NEAR(b["P@3"].get<double>(), a["P@3"].get<double>(), 0.005);
+  EXPECT_GT(a["P@1"].get<double>(), 0.5) << "the job learned something (random ranking gets ~0.17)";
+  EXPECT_EQ(RunStore(dir / "many.sqlite").list_runs().size(), 1u) << "only rank 0 records the run";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Negatives, DistributedTraining,
+    ::testing::Values(Equivalence{"inbatch_decoupled_2", "--set negatives=inbatch --set loss=decoupled_softmax", 2},
+                      Equivalence{"hard_softmax_3", "--set negatives=hard --set hard.per_query=2 --set hard.shortlist=6 --set hard.refresh_every=1 --set loss=softmax", 3},
+                      Equivalence{"all_decoupled_sharded_3", "--set negatives=all --set loss=decoupled_softmax --set all.label_chunk=5", 3},
+                      Equivalence{"all_softtopk_sharded_2", "--set negatives=all --set loss=softtopk", 2}),
+    [](const ::testing::TestParamInfo<Equivalence>& case_info) { return std::string(case_info.param.name); });
+
+/// Starts a command line through the shell with its output into `log`; returns the shell's pid (exec'd, so
+/// the command's own).
+pid_t spawn_logged(const std::string& line, const std::filesystem::path& log) {
+  const std::string command = "exec " + line + " >'" + log.string() + "' 2>&1";
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  return ::posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) == 0 ? pid : -1;
+}
+
+/// The pids whose parent is `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(text.substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (ppid == parent) children.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return children;
+}
+
+/// Running (a zombie waiting for its new parent to reap it has ended).
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), {});
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+/// Waits until the run has stored at least `steps` loss values; false after 60 s.
+bool wait_for_steps(const std::filesystem::path& db, std::size_t steps) {
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < until) {
+    try {
+      if (std::filesystem::exists(db) && RunStore(db).find_run(1) && losses(db, 1).size() >= steps) return true;
+    } catch (const std::exception&) {
+      // being written by the other process
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST(DistributedFailures, AKilledWorkerEndsTheJobByNameAndTheRunResumes) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 6, 1200, 200);
+  const std::string settings = "--set epochs=40 --set checkpoint.every_steps=20 --set eval.every=100";
+  const pid_t trainer = spawn_logged(train_line(dir / "data", dir / "runs.sqlite", 2, settings), dir / "train.log");
+  ASSERT_GT(trainer, 0);
+  ASSERT_TRUE(wait_for_steps(dir / "runs.sqlite", 45)) << test::read_file(dir / "train.log");
+  const std::vector<pid_t> workers = children_of(trainer);
+  ASSERT_EQ(workers.size(), 1u) << "rank 0 starts one worker for --nproc 2";
+  ASSERT_EQ(::kill(workers[0], SIGKILL), 0);
+
+  int status = 0;
+  const auto killed_at = Clock::now();
+  ASSERT_EQ(::waitpid(trainer, &status, 0), trainer);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - killed_at).count(), 20.0) << "rank 0 noticed the dead worker promptly";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  const RunInfo failed = RunStore(dir / "runs.sqlite").get_run(1);
+  EXPECT_EQ(failed.status, RunStatus::Failed);
+  EXPECT_NE(failed.last_error.find("rank 1 (pid " + std::to_string(workers[0]) + ") was killed by signal 9"), std::string::npos)
+      << failed.last_error;
+  const std::size_t recorded = losses(dir / "runs.sqlite", 1).size();
+
+  // Resumed with two processes again, from the last checkpoint: it trains to the end, every step once.
+  const auto resumed = test::run_command(std::string(XMC_CLI_PATH) + " train --resume 1 --db '" + (dir / "runs.sqlite").string() +
+                                         "' --nproc 2 --json --set epochs=3 2>&1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(nlohmann::json::parse(resumed.last_line())["status"], "completed");
+  std::map<std::int64_t, int> per_step;
+  std::int64_t last = 0;
+  for (const ScalarPoint& p : RunStore(dir / "runs.sqlite").scalars(1))
+    if (p.key == "loss") {
+      EXPECT_EQ(++per_step[p.step], 1) << "step " << p.step << " stored twice";
+      last = std::max(last, p.step);
+    }
+  EXPECT_GE(static_cast<std::size_t>(last), recorded) << "the resumed run went on from the checkpoint";
+  EXPECT_EQ(per_step.size(), static_cast<std::size_t>(last)) << "no step missing";
+}
+
+TEST(DistributedFailures, KillingRankZeroLeavesNoWorkerBehind) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 7, 1200, 200);
+  const pid_t trainer = spawn_logged(train_line(dir / "data", dir / "runs.sqlite", 3, "--set epochs=40 --set eval.every=100"), dir / "train.log");
+  ASSERT_GT(trainer, 0);
+  ASSERT_TRUE(wait_for_steps(dir / "runs.sqlite", 10)) << test::read_file(dir / "train.log");
+  const std::vector<pid_t> workers = children_of(trainer);
+  ASSERT_EQ(workers.size(), 2u);
+  ASSERT_EQ(::kill(trainer, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(trainer, &status, 0), trainer);
+  const auto until = Clock::now() + std::chrono::seconds(15);
+  bool any = true;
+  while (any && Clock::now() < until) {
+    any = false;
+    for (const pid_t w : workers) any = any || alive(w);
+    if (any) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(any) << "a worker outlived rank 0";
+}
+
+}  // namespace
+}  // namespace xmc
