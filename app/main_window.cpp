@@ -74,6 +74,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   auto* live_layout = new QVBoxLayout(live);
   auto* header = new QHBoxLayout;
   run_label_ = new QLabel("No run yet: start one in the Launch tab, or open one in the Runs tab.");
+  run_label_->setObjectName("run_label");
   run_label_->setWordWrap(true);
   training_progress_ = new gui::TrainingProgress;
   header->addWidget(run_label_, 1);
@@ -317,10 +318,14 @@ void MainWindow::start_training() {
   try {
     const TrainConfig config = launch_->config();
     validate(config);
-    const std::int64_t run = worker_->start(config, options_.db);
+    const std::int64_t run = worker_->start(config, options_.db, launch_->processes());
     shown_run_ = run;
     reset_live_view(config);
-    run_label_->setText(QString("Run %1: %2").arg(run).arg(QString::fromStdString(config.name.empty() ? config.method : config.name)));
+    const int processes = launch_->processes();
+    run_label_->setText(QString("Run %1: %2%3")
+                            .arg(run)
+                            .arg(QString::fromStdString(config.name.empty() ? config.method : config.name))
+                            .arg(processes > 1 ? QString(" (%1 processes)").arg(processes) : QString()));
     training_progress_->begin_run(static_cast<double>(total_epochs(config)));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
@@ -712,7 +717,7 @@ void MainWindow::stop_training() {
 void MainWindow::continue_shown_run() {
   if (worker_->running() || shown_run_ <= 0) return;
   try {
-    const std::int64_t run = worker_->resume(shown_run_, options_.db);
+    const std::int64_t run = worker_->resume(shown_run_, options_.db, launch_->processes());
     const Session session(options_.db.toStdString());
     const TrainConfig config = parse_train_config(session.get_run(run).config_json);
     follow_timer_->stop();

@@ -11,6 +11,8 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSpinBox>
+#include <QThread>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -130,7 +132,15 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
   pause_->setToolTip("Hold training between steps");
   resume_->setToolTip("Continue a paused run");
   stop_->setToolTip("Stop after the current step; a checkpoint is written so the run can be resumed");
+  processes_ = new QSpinBox;
+  processes_->setObjectName("processes");
+  processes_->setRange(1, std::max(1, QThread::idealThreadCount()));
+  processes_->setPrefix("processes: ");
+  processes_->setToolTip("Train with this many processes on this machine (data-parallel on Gloo): each takes a share of every "
+                         "batch and of the cores, and the gradients are summed, so the run trains as one process would. "
+                         "Pausing holds every process.");
   buttons->addStretch();
+  buttons->addWidget(processes_);
   for (auto* b : {sweep_, start_, pause_, resume_, stop_}) buttons->addWidget(b);
   outer->addLayout(buttons);
   connect(start_, &QPushButton::clicked, this, &LaunchForm::start_requested);
@@ -200,6 +210,9 @@ void LaunchForm::set_dataset(const QString& folder) {
   show_dataset_summary();
   validate();
 }
+
+int LaunchForm::processes() const { return processes_->value(); }
+void LaunchForm::set_processes(int processes) { processes_->setValue(processes); }
 
 QString LaunchForm::dataset() const { return dataset_->text(); }
 

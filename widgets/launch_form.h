@@ -13,6 +13,7 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QPlainTextEdit;
+class QSpinBox;
 class QFormLayout;
 
 namespace xmc::gui {
@@ -31,6 +32,9 @@ class LaunchForm : public QWidget {
   /// Shows `config_file` as the chosen preset when it is one of the presets (else "(defaults)" stays).
   void mark_preset(const QString& config_file);
   QString dataset() const;
+  /// Processes that train the run on this machine (data-parallel; 1 = this process alone).
+  int processes() const;
+  void set_processes(int processes);
 
   /// Buttons follow the run: idle (Start), running (Pause, Stop), paused (Resume, Stop).
   enum class State { Idle, Running, Paused };
@@ -61,6 +65,7 @@ class LaunchForm : public QWidget {
   QLineEdit* dataset_ = nullptr;
   QPlainTextEdit* summary_ = nullptr;
   QComboBox* presets_ = nullptr;
+  QSpinBox* processes_ = nullptr;
   QLabel* error_ = nullptr;
   QPushButton *start_ = nullptr, *pause_ = nullptr, *resume_ = nullptr, *stop_ = nullptr, *sweep_ = nullptr;
   QStringList preset_paths_;

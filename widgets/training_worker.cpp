@@ -1,5 +1,7 @@
 #include "widgets/training_worker.h"
 
+#include <QCoreApplication>
+
 #include "engine/core/error.h"
 #include "engine/session/session.h"
 #include "engine/session/sweep_runner.h"
@@ -19,17 +21,30 @@ TrainingWorker::~TrainingWorker() {
 
 bool TrainingWorker::running() const { return thread_ != nullptr && thread_->isRunning(); }
 
-std::int64_t TrainingWorker::start(const TrainConfig& config, const QString& db) {
+namespace {
+
+TrainingProcesses local_processes(int processes, const QString& worker_binary) {
+  TrainingProcesses p;
+  p.local = processes;
+  p.worker_binary = (worker_binary.isEmpty() ? QCoreApplication::applicationDirPath() + "/xmc" : worker_binary).toStdString();
+  return p;
+}
+
+}  // namespace
+
+std::int64_t TrainingWorker::start(const TrainConfig& config, const QString& db, int processes) {
   if (running()) throw Error("a run is already training; stop it first");
-  auto run = std::make_unique<RunHandle>(Session(db.toStdString()).start_run(config));
+  auto run = std::make_unique<RunHandle>(Session(db.toStdString()).start_run(config, local_processes(processes, worker_binary_)));
+  processes_ = processes;
   run_id_ = run->run_id();
   launch(std::move(run));
   return run_id_;
 }
 
-std::int64_t TrainingWorker::resume(std::int64_t run, const QString& db) {
+std::int64_t TrainingWorker::resume(std::int64_t run, const QString& db, int processes) {
   if (running()) throw Error("a run is already training; stop it first");
-  auto training = std::make_unique<RunHandle>(Session(db.toStdString()).resume_run(run));
+  auto training = std::make_unique<RunHandle>(Session(db.toStdString()).resume_run(run, {}, local_processes(processes, worker_binary_)));
+  processes_ = processes;
   run_id_ = run;
   launch(std::move(training));
   return run_id_;

@@ -34,9 +34,13 @@ class TrainingWorker : public QObject {
 
   /// Records a new run in the store at `db` and starts training it; returns the run id. Throws
   /// xmc::Error (ConfigError naming the key) when the config is invalid; nothing starts then.
-  std::int64_t start(const TrainConfig& config, const QString& db);
-  /// Continues a stopped or failed run from its checkpoint.
-  std::int64_t resume(std::int64_t run, const QString& db);
+  /// `processes` > 1: a data-parallel job of that many processes on this machine (this one is rank 0; the
+  /// others run the xmc binary, see set_worker_binary()).
+  std::int64_t start(const TrainConfig& config, const QString& db, int processes = 1);
+  /// Continues a stopped or failed run from its checkpoint (with `processes` processes).
+  std::int64_t resume(std::int64_t run, const QString& db, int processes = 1);
+  /// The xmc binary that a multi-process run's other processes run (default: the one beside this program).
+  void set_worker_binary(const QString& path) { worker_binary_ = path; }
   /// Trains sweep `sweep` of the store at `db` point after point (completed points are skipped, stopped
   /// ones resume): point_started() announces each point's run, whose events then arrive as a run's do;
   /// ended() comes once, after the last point (ok = no point failed). Stop and pause act on the sweep.
@@ -51,6 +55,8 @@ class TrainingWorker : public QObject {
   void stop();                 ///< the run writes a checkpoint and ends with status "stopped"
   void set_paused(bool paused);
   bool paused() const { return paused_; }
+  /// The processes of the run being trained (1 = this one alone).
+  int processes() const { return processes_; }
   /// Blocks until the training thread has ended (used when quitting).
   void wait();
 
@@ -82,6 +88,8 @@ class TrainingWorker : public QObject {
   std::mutex pending_mutex_;
   std::vector<std::variant<TrainEvent, PointStart>> pending_;  ///< not yet emitted on the UI thread
   QTimer delivery_timer_;            ///< delivers queued steps while a run trains
+  QString worker_binary_;
+  int processes_ = 1;
 };
 
 }  // namespace xmc::gui

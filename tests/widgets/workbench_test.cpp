@@ -456,6 +456,43 @@ class WorkbenchTest : public QObject {
     QVERIFY(!resume->isEnabled());
   }
 
+  void aTwoProcessRunStartsFromTheLaunchFormAndShowsLikeAnyOther() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const auto owned = tiny_workbench(dir, "2");
+    xmc::app::MainWindow& window = *owned;
+    auto* form = window.findChild<xmc::gui::LaunchForm*>();
+    form->set_field_text("encoder.dropout", "0");
+    auto* processes = window.findChild<QSpinBox*>("processes");
+    QVERIFY(processes);
+    QVERIFY(processes->maximum() >= 1);
+    processes->setMaximum(2);  // a 1-core test machine still runs two processes
+    processes->setValue(2);
+    QCOMPARE(form->processes(), 2);
+    auto* worker = window.findChild<xmc::gui::TrainingWorker*>();
+    worker->set_worker_binary(XMC_CLI_PATH);
+    int steps = 0, evaluations = 0;
+    connect(worker, &xmc::gui::TrainingWorker::event, this, [&](const xmc::TrainEvent& e) {
+      steps += e.kind == xmc::TrainEvent::Kind::Step;
+      evaluations += e.kind == xmc::TrainEvent::Kind::Evaluation;
+    });
+    QSignalSpy ended(worker, &xmc::gui::TrainingWorker::ended);
+    window.start_training();
+    QVERIFY(worker->running());
+    QCOMPARE(worker->processes(), 2);
+    auto* label = window.findChild<QLabel*>("run_label");
+    QVERIFY(label);
+    QVERIFY2(label->text().contains("2 processes"), qPrintable(label->text()));
+    QVERIFY(ended.wait(120000));
+    QCoreApplication::processEvents();
+    QVERIFY2(ended.front().at(1).toBool(), qPrintable(ended.front().at(2).toString()));
+    const xmc::Session store(dir.filePath("runs.sqlite").toStdString());
+    QCOMPARE(store.list_runs().size(), std::size_t{1});
+    QCOMPARE(store.get_run(worker->run_id()).status, xmc::RunStatus::Completed);
+    QVERIFY(steps > 10);
+    QCOMPARE(evaluations, 2);  // rank 0 evaluates each epoch, as a single process does
+  }
+
   void aSweepRunsEveryPointFollowsEachInTheLiveTabAndResumesAfterAStop() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
