@@ -666,8 +666,14 @@ struct Trainer::Impl {
         const double factor = schedule.factor(state.step - state.stage_start_step);
         for (std::size_t g = 0; g < optimizer->param_groups().size(); ++g)
           static_cast<torch::optim::AdamWOptions&>(optimizer->param_groups()[g].options()).lr(base_lrs[g] * factor);
+        // Gradients are dropped after each step rather than zeroed: the next backward then hands its freshly
+        // computed buffers to the parameters instead of adding them into zeroed ones (for an embedding table,
+        // two passes over the table saved). A parameter the step did not reach gets zeros, so the optimiser
+        // still decays it exactly as after zero_grad().
+        for (const auto& p : clipped_parameters)
+          if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
         optimizer->step();
-        optimizer->zero_grad();
+        for (const auto& p : clipped_parameters) p.mutable_grad().reset();
         if (result.query_embeddings.defined()) {
           torch::NoGradGuard no_grad;
           if (!state.last_embeddings.defined())
