@@ -39,8 +39,8 @@ void validate(const DistributedOptions& options) {
   if (options.local_world_size < 1 || options.local_world_size > options.world_size)
     throw ConfigError("local processes: got " + std::to_string(options.local_world_size) + "; it must be in 1-" +
                       std::to_string(options.world_size));
-  if (!(options.timeout_minutes > 0))
-    throw ConfigError("distributed timeout: got " + std::to_string(options.timeout_minutes) + " minutes; it must be positive");
+  if (!(options.timeout_minutes > 0) || !(options.timeout_minutes <= 10080))
+    throw ConfigError("--timeout-minutes: got " + std::to_string(options.timeout_minutes) + "; it must be in (0, 10080] (a week)");
 }
 
 }  // namespace xmc

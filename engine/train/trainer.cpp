@@ -774,7 +774,8 @@ struct Trainer::Impl {
         if (!peers.empty()) message += " [" + peers + "]";
       }
       publish_kind(TrainEvent::Kind::Failed, message);
-      throw Error("run " + std::to_string(setup.run_id) + " failed: " + message);
+      // A worker that never heard from rank 0 does not know the run's id.
+      throw Error((setup.run_id > 0 ? "run " + std::to_string(setup.run_id) + " failed: " : std::string()) + message);
     }
   }
 
