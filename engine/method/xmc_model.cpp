@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/model/autocast.h"
 #include "engine/model/bert_encoder.h"
 #include "engine/model/bow_encoder.h"
 #include "engine/text/vocabulary.h"
@@ -172,6 +173,7 @@ BuiltModel build_bert(const TrainConfig& config, EmbeddingHead head) {
   options.max_len = config.max_len;
   options.device = parse_device(config.device);
   options.dropout = config.dropout;
+  options.autocast = parse_precision(config.precision, "encoder.precision");
   std::shared_ptr<BertEncoderImpl> encoder;
   std::string description;
   if (std::filesystem::exists(folder / "model.safetensors")) {

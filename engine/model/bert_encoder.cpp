@@ -1,5 +1,7 @@
 #include "engine/model/bert_encoder.h"
 
+#include "engine/model/autocast.h"
+
 #include <torch/version.h>
 
 #include <algorithm>
@@ -492,6 +494,7 @@ torch::Tensor BertEncoderImpl::pool(const torch::Tensor& hidden, const torch::Te
 torch::Tensor BertEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
   if (rows.empty()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
   const BertBatch batch = make_batch(corpus, rows);
+  const AutocastScope mixed_precision(device(), options_.autocast);
   return pool(forward(batch.input_ids, batch.attention_mask), batch.attention_mask).to(torch::kFloat);
 }
 

@@ -58,6 +58,9 @@ struct BertEncoderOptions {
   BertPooling pooling = BertPooling::mean;  ///< mean over non-pad tokens, or the [CLS] token
   std::int64_t max_len = 128;  ///< tokens per text, [CLS] and [SEP] included; capped at max_position_embeddings
   torch::Device device = torch::kCPU;  ///< where the parameters live and encode() returns its output
+  /// encode() runs the transformer under autocast to this dtype (kBFloat16: bf16 products, fp32 weights,
+  /// LayerNorms and softmax by LibTorch's autocast policy); kFloat = plain fp32. The output is fp32 either way.
+  torch::ScalarType autocast = torch::kFloat;
   /// Dropout on embeddings, attention probabilities and sub-layer outputs; unset: the config's
   /// hidden_dropout_prob / attention_probs_dropout_prob (0.1 when the config names none).
   std::optional<double> dropout;

@@ -144,6 +144,8 @@ std::vector<KeyGroup> key_groups() {
         path_key("encoder.path", &TrainConfig::encoder_path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file"),
         when("encoder.type=bert", int_key("encoder.max_len", &TrainConfig::max_len, 3, "Tokens per text for bert (32 for titles, 128 for long text)", 8192)),
         when("encoder.type=bert", string_key("encoder.pooling", &TrainConfig::pooling, {"mean", "cls"}, "bert: mean over tokens or the [CLS] vector")),
+        when("encoder.type=bert", string_key("encoder.precision", &TrainConfig::precision, {"fp32", "bf16", "fp16"},
+                                             "bert forward under autocast: bf16 on GPUs (weights, optimiser and losses stay fp32); fp32 = none")),
         when("encoder.type=bow", int_key("encoder.min_count", &TrainConfig::min_word_count, 1, "bow: drop words seen fewer times in training text")),
         when("encoder.type=bow", string_key("encoder.bag", &TrainConfig::bow_bag, {"mean", "l2"},
                                             "bow: TF-IDF weights summing to 1 (a weighted mean), or with unit L2 norm "

@@ -37,6 +37,7 @@ struct TrainConfig {
   std::filesystem::path encoder_path;      ///< bert: local Hugging Face folder; bow: optional GloVe text file
   std::int64_t max_len = 32;               ///< tokens per text (bert)
   std::string pooling = "mean";            ///< bert pooling: mean | cls
+  std::string precision = "fp32";          ///< bert forward: fp32 | bf16 | fp16 autocast (weights and losses stay fp32)
   std::int64_t min_word_count = 1;         ///< bow: words seen fewer times in training text are dropped
   std::string bow_bag = "mean";            ///< bow: TF-IDF weights summing to 1 (mean) or with unit L2 norm (l2)
   std::string bow_block = "residual";      ///< bow: after the bag, a residual non-linear block, or none (a linear encoder)

@@ -338,6 +338,8 @@ struct Trainer::Impl {
 
     phase("tokenizing");
     method = make_method(config);
+    if (distributed.enabled() && method->builds_on_another_run())
+      throw ConfigError("method " + method->name() + " builds on another run and trains in one process: start it without --nproc/--world-size");
     stages = method->stages();
     std::vector<std::string> vocabulary_texts = dataset.train_text;
     vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());

@@ -244,6 +244,36 @@ TEST(BertEncoder, SaveThenLoadGivesIdenticalOutputs) {
   EXPECT_EQ(file.tensors().size(), 5u + 2u * 16u);
 }
 
+TEST(BertEncoder, Bf16AutocastStaysCloseToFp32AndEndsWithTheForward) {
+  // The same weights encoded in fp32 and under bf16 autocast: fp32 output either way, the bf16 one close
+  // (bf16 keeps 8 bits of mantissa: ~0.4% per product) but not identical, gradients reach fp32 weights, and
+  // after the autocast forward a plain one gives the fp32 result again bit for bit.
+  const BertConfig config = tiny_config();
+  BertEncoderOptions mixed;
+  mixed.autocast = torch::kBFloat16;
+  BertEncoder plain = random_encoder(config, 5);
+  BertEncoder autocast = random_encoder(config, 5, mixed);
+  const TokenizedCorpus corpus = make_corpus({6, 12, 3, 20});
+  const torch::Tensor expected = encode_all(plain, corpus);
+  const torch::Tensor got = encode_all(autocast, corpus);
+  EXPECT_EQ(got.scalar_type(), torch::kFloat);
+  EXPECT_FALSE(torch::equal(got, expected)) << "autocast changed nothing: the products did not run in bf16";
+  const double cosine = torch::cosine_similarity(got, expected, 1).min().item<double>();
+  EXPECT_GT(cosine, 0.995);
+  EXPECT_TRUE(torch::equal(encode_all(plain, corpus), expected)) << "autocast leaked out of the bf16 forward";
+
+  autocast->train();
+  const std::vector<std::int64_t> rows = all_rows(corpus);
+  autocast->encode(corpus, rows).pow(2).sum().backward();
+  for (const auto& p : autocast->parameters()) {
+    EXPECT_EQ(p.scalar_type(), torch::kFloat);
+    if (p.grad().defined()) {
+      EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+    }
+  }
+  EXPECT_TRUE(autocast->named_parameters()["encoder.layer.0.attention.self.query.weight"].grad().defined());
+}
+
 TEST(BertEncoder, PaddingDoesNotChangeAText) {
   const TokenizedCorpus corpus = make_corpus({5, 17, 9});
   for (const BertPooling pooling : {BertPooling::mean, BertPooling::cls}) {
