@@ -1,7 +1,9 @@
 #include "engine/distributed/communicator.h"
 
+#ifdef XMC_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include "engine/core/error.h"
 
 namespace xmc {
+#ifdef XMC_HAVE_GLOO
 namespace {
 
 std::string without_backtrace(const std::exception& e) {
@@ -183,6 +186,34 @@ void Communicator::barrier(const char* what) {
   torch::Tensor token = torch::zeros({1});
   all_reduce_sum(token, what);
 }
+
+#else
+
+// Built without Gloo's headers: every rank refuses at once, naming what is missing.
+struct Communicator::Impl {};
+
+Communicator::Communicator(const DistributedOptions& options) : options_(options) {
+  validate(options_);
+  throw Error("distributed training: this xmc was built without Gloo's headers (libgloo-dev), so it cannot train with "
+              "several processes; rebuild after packaging/setup.sh deps, or train in one process");
+}
+Communicator::~Communicator() = default;
+int Communicator::port() const { return options_.master_port; }
+void Communicator::join() {}
+void Communicator::all_reduce_sum(torch::Tensor&, const char*) {}
+void Communicator::all_reduce_max(torch::Tensor&, const char*) {}
+void Communicator::broadcast(torch::Tensor&, const char*, int) {}
+torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char*) { return local; }
+torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char*, std::vector<std::int64_t>& counts) {
+  counts.assign(1, local.size(0));
+  return local;
+}
+torch::Tensor Communicator::all_gather_shards(const torch::Tensor& local, std::int64_t, const char*) { return local; }
+torch::Tensor Communicator::gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>&, const char*) { return local; }
+std::string Communicator::broadcast_bytes(const std::string& bytes, const char*, int) { return bytes; }
+void Communicator::barrier(const char*) {}
+
+#endif  // XMC_HAVE_GLOO
 
 std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, int world) {
   const std::int64_t base = count / world;
