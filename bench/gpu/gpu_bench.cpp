@@ -1,0 +1,201 @@
+// The GPU benchmarks of the CUDA path, one JSON line per measurement. Every one also runs on the CPU at a
+// small size (--device cpu), which is how they are checked on machines without a GPU.
+//   gpu_bench encoder-step --batch 512      one DEXML training step of a random-init BERT-style encoder
+//                                            (6 layers, 768-d, 12 heads, max_len 32, bf16 autocast, fp32 AdamW):
+//                                            queries/s and model-FLOPs utilisation against --peak-tflops
+//   gpu_bench search --queries 100000 --keys 1000000 --dim 768    exact top-100 against the bare products
+//   gpu_bench clustering --rows 2000000 --dim 768                 balanced 2-means into clusters of 16
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "engine/index/exact_search.h"
+#include "engine/loss/losses.h"
+#include "engine/model/bert_encoder.h"
+#include "engine/sampler/balanced_clustering.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+torch::Tensor unit_rows(const torch::Tensor& x) {
+  return torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
+}
+
+struct Common {
+  std::string device = torch::cuda::is_available() ? "cuda" : "cpu";
+  int steps = 10;
+  int warmup = 3;
+};
+
+int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
+                 std::int64_t max_len, const std::string& precision, double peak_tflops) {
+  const torch::Device device(common.device);
+  xmc::BertConfig config;
+  config.num_layers = layers;
+  config.hidden_size = hidden;
+  config.num_heads = heads;
+  config.intermediate_size = 4 * hidden;
+  config.vocab_size = 30522;
+  xmc::BertEncoderOptions options;
+  options.device = device;
+  options.max_len = max_len;
+  options.autocast = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  torch::manual_seed(1);
+  xmc::BertEncoder encoder(config, options);
+  encoder->train();
+  torch::optim::AdamW optimizer(encoder->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
+  // 2·batch texts of exactly max_len tokens: [CLS] random words [SEP]; queries then their positive labels.
+  xmc::TokenizedCorpus corpus;
+  std::uint32_t state = 7;
+  for (std::int64_t t = 0; t < 2 * batch; ++t) {
+    std::vector<std::int32_t> ids{101};
+    for (std::int64_t i = 0; i < max_len - 2; ++i) {
+      state = state * 1664525u + 1013904223u;
+      ids.push_back(static_cast<std::int32_t>(1000 + (state >> 8) % 29000));
+    }
+    ids.push_back(102);
+    corpus.append(ids);
+  }
+  std::vector<std::int64_t> queries(static_cast<std::size_t>(batch)), labels(static_cast<std::size_t>(batch));
+  for (std::int64_t i = 0; i < batch; ++i) {
+    queries[static_cast<std::size_t>(i)] = i;
+    labels[static_cast<std::size_t>(i)] = batch + i;
+  }
+  const torch::Tensor positives = torch::eye(batch, torch::TensorOptions().dtype(torch::kBool).device(device));
+  xmc::LossOptions loss_options;
+  auto step = [&] {
+    const torch::Tensor q = torch::nn::functional::normalize(encoder->encode(corpus, queries), torch::nn::functional::NormalizeFuncOptions().dim(1));
+    const torch::Tensor l = torch::nn::functional::normalize(encoder->encode(corpus, labels), torch::nn::functional::NormalizeFuncOptions().dim(1));
+    const torch::Tensor loss = xmc::decoupled_softmax_loss(torch::matmul(q, l.t()), positives, loss_options);
+    loss.backward();
+    optimizer.step();
+    optimizer.zero_grad();
+  };
+  for (int i = 0; i < common.warmup; ++i) step();
+  sync(device);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < common.steps; ++i) step();
+  sync(device);
+  const double per_step = seconds_since(t0) / common.steps;
+  // Training FLOPs = 3 × forward; forward per token and layer: 2·(4h² + 2h·ff) for the products with weights
+  // plus 4·len·h for the attention scores and their weighted sum.
+  const double h = static_cast<double>(hidden), ff = 4.0 * h, len = static_cast<double>(max_len);
+  const double per_token = static_cast<double>(layers) * (2.0 * (4.0 * h * h + 2.0 * h * ff) + 4.0 * len * h);
+  const double flops = 3.0 * per_token * len * 2.0 * static_cast<double>(batch);
+  const double achieved = flops / per_step / 1e12;
+  const double peak = peak_tflops;  // LibTorch's C++ API does not name the GPU model: the caller passes its peak
+  std::printf("{\"bench\":\"encoder_step\",\"device\":\"%s\",\"batch\":%lld,\"layers\":%lld,\"hidden\":%lld,\"max_len\":%lld,"
+              "\"precision\":\"%s\",\"step_s\":%.5f,\"queries_per_s\":%.1f,\"model_tflops\":%.2f,\"mfu\":%s}\n",
+              common.device.c_str(), static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(hidden),
+              static_cast<long long>(max_len), precision.c_str(), per_step, static_cast<double>(batch) / per_step, achieved,
+              peak > 0 ? std::to_string(achieved / peak).c_str() : "null");
+  return 0;
+}
+
+int search(const Common& common, std::int64_t nq, std::int64_t m, std::int64_t d, std::int64_t k) {
+  const torch::Device device(common.device);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(1);
+  const auto centres = unit_rows(torch::randn({2000, d}, device));
+  auto around = [&](std::int64_t n) {
+    const auto which = torch::randint(0, centres.size(0), {n}, torch::TensorOptions().device(device).dtype(torch::kLong));
+    return unit_rows(centres.index_select(0, which) + torch::randn({n, d}, device) / std::sqrt(static_cast<double>(d)));
+  };
+  const auto keys = around(m);
+  const auto queries = around(nq);
+  xmc::ExactSearchOptions options;
+  if (device.is_cuda()) {
+    options.query_chunk = 8192;
+    options.key_chunk = 65536;
+  }
+  double t_products = 1e30, t_exact = 1e30;
+  for (int rep = 0; rep < std::max(1, common.steps / 5); ++rep) {  // interleaved, best of each
+    sync(device);
+    auto t0 = Clock::now();
+    for (std::int64_t r0 = 0; r0 < nq; r0 += options.query_chunk)
+      for (std::int64_t k0 = 0; k0 < m; k0 += options.key_chunk)
+        (void)xmc::chunk_inner_products(queries.narrow(0, r0, std::min(options.query_chunk, nq - r0)),
+                                        keys.narrow(0, k0, std::min(options.key_chunk, m - k0)));
+    sync(device);
+    t_products = std::min(t_products, seconds_since(t0));
+    t0 = Clock::now();
+    const xmc::TopK top = xmc::exact_top_k(queries, keys, k, options);
+    sync(device);
+    t_exact = std::min(t_exact, seconds_since(t0));
+  }
+  std::printf("{\"bench\":\"exact_search\",\"device\":\"%s\",\"queries\":%lld,\"keys\":%lld,\"dim\":%lld,\"k\":%lld,"
+              "\"products_only_s\":%.4f,\"exact_top_k_s\":%.4f,\"ratio_to_products\":%.3f,\"target_ratio\":1.3}\n",
+              common.device.c_str(), static_cast<long long>(nq), static_cast<long long>(m), static_cast<long long>(d),
+              static_cast<long long>(k), t_products, t_exact, t_exact / t_products);
+  return 0;
+}
+
+int clustering(const Common& common, std::int64_t n, std::int64_t d, std::int64_t cluster_size) {
+  const torch::Device device(common.device);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(1);
+  const auto embeddings = unit_rows(torch::randn({n, d}, device));
+  sync(device);
+  const auto t0 = Clock::now();
+  const auto clusters = xmc::balanced_clusters(embeddings, cluster_size);
+  sync(device);
+  const double seconds = seconds_since(t0);
+  std::size_t largest = 0;
+  for (const auto& c : clusters) largest = std::max(largest, c.size());
+  std::printf("{\"bench\":\"clustering\",\"device\":\"%s\",\"rows\":%lld,\"dim\":%lld,\"cluster_size\":%lld,\"clusters\":%zu,"
+              "\"largest\":%zu,\"seconds\":%.3f}\n",
+              common.device.c_str(), static_cast<long long>(n), static_cast<long long>(d), static_cast<long long>(cluster_size),
+              clusters.size(), largest, seconds);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"GPU benchmarks of the CUDA path (JSON lines); --device cpu runs them small on any machine"};
+  Common common;
+  app.add_option("--device", common.device, "cuda or cpu (default: cuda when present)")->capture_default_str();
+  app.add_option("--steps", common.steps, "Timed steps (repeats)")->capture_default_str();
+  app.require_subcommand(1);
+  std::int64_t batch = 512, layers = 6, hidden = 768, heads = 12, max_len = 32;
+  std::string precision = "bf16";
+  double peak = 0;
+  auto* step_cmd = app.add_subcommand("encoder-step", "One DEXML training step of a BERT-style encoder");
+  step_cmd->add_option("--batch", batch)->capture_default_str();
+  step_cmd->add_option("--layers", layers)->capture_default_str();
+  step_cmd->add_option("--hidden", hidden)->capture_default_str();
+  step_cmd->add_option("--heads", heads)->capture_default_str();
+  step_cmd->add_option("--max-len", max_len)->capture_default_str();
+  step_cmd->add_option("--precision", precision, "bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->capture_default_str();
+  step_cmd->add_option("--peak-tflops", peak, "The device's dense bf16 peak, for the utilisation (989: H100 SXM, H200)");
+  std::int64_t nq = 100'000, m = 1'000'000, d = 768, k = 100, rows = 2'000'000, cluster_size = 16;
+  auto* search_cmd = app.add_subcommand("search", "Exact top-k against the bare products");
+  search_cmd->add_option("--queries", nq)->capture_default_str();
+  search_cmd->add_option("--keys", m)->capture_default_str();
+  search_cmd->add_option("--dim", d)->capture_default_str();
+  search_cmd->add_option("--k", k)->capture_default_str();
+  auto* cluster_cmd = app.add_subcommand("clustering", "Balanced 2-means clustering");
+  cluster_cmd->add_option("--rows", rows)->capture_default_str();
+  cluster_cmd->add_option("--dim", d)->capture_default_str();
+  cluster_cmd->add_option("--cluster-size", cluster_size)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*step_cmd) return encoder_step(common, batch, layers, hidden, heads, max_len, precision, peak);
+    if (*search_cmd) return search(common, nq, m, d, k);
+    return clustering(common, rows, d, cluster_size);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+    return 1;
+  }
+}

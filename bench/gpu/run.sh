@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On a machine with a GPU and PyTorch: builds the engine against the LibTorch inside that PyTorch (CUDA,
+# no GUI, no FAISS), runs the GPU tests and the CUDA path's benchmarks, and prints their JSON lines (also
+# written to OUT, default bench/gpu/results.jsonl):
+#   - one DEXML training step of a 6-layer, 768-d BERT-style encoder (random init), max_len 32, bf16, at batch
+#     512 and 2048: queries/s and model-FLOPs utilisation (PEAK_TFLOPS, default 989 = H100 SXM / H200 dense
+#     bf16), against the same step written plainly in PyTorch-Python (encoder_step_reference.py);
+#   - exact top-100 of 100k queries over 1M labels (d = 768) against the bare products;
+#   - balanced clustering of 2M × 768 rows into clusters of 16.
+# The project's other dependencies (CMake, a compiler, nlohmann-json, SQLiteCpp, CLI11, zlib, GoogleTest)
+# must be installed; SMALL=1 runs everything tiny on the CPU (a check of this script without a GPU).
+# Usage: bench/gpu/run.sh [build_dir]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${1:-$here/build-cuda}
+out=${OUT:-$here/bench/gpu/results.jsonl}
+peak=${PEAK_TFLOPS:-989}
+python=${PYTHON:-python3}
+small=${SMALL:-0}
+
+if [ "$small" = 1 ]; then
+  [ -x "$build/bench/gpu_bench" ] || { echo "SMALL=1 uses an existing build: give its folder (e.g. build)" >&2; exit 1; }
+  device=cpu; peak=0
+  step_args="--layers 1 --hidden 64 --heads 4"; batches="16 32"; search_args="--queries 2000 --keys 20000 --dim 64"
+  cluster_args="--rows 20000 --dim 32"
+else
+  prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || { echo "this PyTorch sees no GPU" >&2; exit 1; }
+  generator=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
+  cmake -S "$here" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+    -DXMC_BUILD_GUI=OFF -DXMC_WITH_FAISS=OFF >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target xmc gpu_test gpu_bench model_test loss_test search_test
+  device=cuda
+  step_args=""; batches="512 2048"; search_args=""; cluster_args=""
+  "$build/tests/gpu_test" --gtest_brief=1
+  for t in model_test loss_test search_test; do "$build/tests/$t" --gtest_brief=1; done
+  "$python" -c 'import torch; print("{\"machine\":\"%s\",\"torch\":\"%s\",\"cuda\":\"%s\"}" % (torch.cuda.get_device_name(0), torch.__version__, torch.version.cuda))'
+fi
+
+: >"$out"
+run() { "$@" | tee -a "$out"; }
+for b in $batches; do
+  # shellcheck disable=SC2086
+  run "$build/bench/gpu_bench" --device $device encoder-step --batch "$b" --peak-tflops "$peak" $step_args
+  # shellcheck disable=SC2086
+  run "$python" "$here/bench/gpu/encoder_step_reference.py" --device $device --batch "$b" $step_args
+done
+# shellcheck disable=SC2086
+run "$build/bench/gpu_bench" --device $device search $search_args
+# shellcheck disable=SC2086
+run "$build/bench/gpu_bench" --device $device clustering $cluster_args
+echo "results: $out"
