@@ -80,6 +80,30 @@ INSTANTIATE_TEST_SUITE_P(
                       Equivalence{"all_softtopk_sharded_2", "--set negatives=all --set loss=softtopk", 2}),
     [](const ::testing::TestParamInfo<Equivalence>& case_info) { return std::string(case_info.param.name); });
 
+TEST(DistributedTraining, AJobStoppedWithTwoProcessesResumesWithThreeToTheOneProcessResult) {
+  // Checkpoints hold global batches and rank 0's state, so the number of processes may change on resume.
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 8, 1200, 200);
+  const auto plain = test::run_command(train_line(dir / "data", dir / "one.sqlite", 1), false);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto stopped = test::run_command(train_line(dir / "data", dir / "runs.sqlite", 2, "--set max_steps=30"), false);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  EXPECT_EQ(nlohmann::json::parse(stopped.last_line())["status"], "stopped");
+  const auto resumed = test::run_command(std::string(XMC_CLI_PATH) + " train --resume 1 --db '" + (dir / "runs.sqlite").string() +
+                                             "' --set max_steps=0 --nproc 3 --json",
+                                         false);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto a = nlohmann::json::parse(plain.last_line());
+  const auto b = nlohmann::json::parse(resumed.last_line());
+  EXPECT_EQ(b["status"], "completed");
+  EXPECT_NEAR(b["P@1"].get<double>(), a["P@1"].get<double>(), 1e-9);
+  EXPECT_NEAR(b["P@3"].get<double>(), a["P@3"].get<double>(), 1e-9);
+  const std::vector<double> expected = losses(dir / "one.sqlite", 1);
+  const std::vector<double> got = losses(dir / "runs.sqlite", 1);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4 * std::max(1.0, expected[i])) << "step " << i + 1;
+}
+
 /// Starts a command line through the shell with its output into `log`; returns the shell's pid (exec'd, so
 /// the command's own).
 pid_t spawn_logged(const std::string& line, const std::filesystem::path& log) {
