@@ -30,6 +30,13 @@
 namespace xmc::gui {
 namespace {
 
+/// Selects the item whose value (its data, else its text) is `value`; unchanged when none is.
+void select_in_combo(QComboBox* combo, const QString& value) {
+  const int by_data = combo->findData(value);
+  if (by_data >= 0) combo->setCurrentIndex(by_data);
+  else combo->setCurrentText(value);
+}
+
 QString json_to_text(const nlohmann::json& v) {
   if (v.is_string()) return QString::fromStdString(v.get<std::string>());
   if (v.is_array()) {
@@ -73,16 +80,20 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
     form_layout->addWidget(box);
   }
   form_layout->addStretch();
-  const auto devices = available_devices();
+  const auto devices = device_choices();
   for (const auto& info : train_config_keys()) {
     if (info.key == "dataset") continue;  // the dataset row above
     QWidget* editor = nullptr;
     const auto default_value = nlohmann::json::parse(info.default_value);
     if (!info.choices.empty() || info.key == "device") {
       auto* combo = new FocusWheelComboBox;
-      const auto& values = info.key == "device" ? devices : info.choices;
-      for (const auto& c : values) combo->addItem(QString::fromStdString(c));
-      combo->setCurrentText(json_to_text(default_value));
+      if (info.key == "device") {
+        // Devices show what they are (cores and memory, a GPU's name and memory); the config takes the id.
+        for (const auto& d : devices) combo->addItem(QString::fromStdString(d.description), QString::fromStdString(d.id));
+      } else {
+        for (const auto& c : info.choices) combo->addItem(QString::fromStdString(c));
+      }
+      select_in_combo(combo, json_to_text(default_value));
       connect(combo, &QComboBox::currentTextChanged, this, [this] { validate(); });  // also shows/hides keys
       editor = combo;
     } else {
@@ -198,7 +209,7 @@ void LaunchForm::set_config(const TrainConfig& config) {
   const auto values = nlohmann::json::parse(to_json(config));
   for (auto& [key, editor] : fields_) {
     const QString text = json_to_text(values.at(key));
-    if (auto* combo = qobject_cast<QComboBox*>(editor)) combo->setCurrentText(text);
+    if (auto* combo = qobject_cast<QComboBox*>(editor)) select_in_combo(combo, text);
     else if (auto* line = qobject_cast<QLineEdit*>(editor)) line->setText(text);
   }
   if (!config.dataset.empty()) set_dataset(QString::fromStdString(config.dataset.string()));
@@ -219,7 +230,7 @@ QString LaunchForm::dataset() const { return dataset_->text(); }
 QString LaunchForm::field_text(const QString& key) const {
   const auto it = fields_.find(key.toStdString());
   if (it == fields_.end()) return key == "dataset" ? dataset_->text() : QString();
-  if (auto* combo = qobject_cast<QComboBox*>(it->second)) return combo->currentText();
+  if (auto* combo = qobject_cast<QComboBox*>(it->second)) return combo->currentData().isValid() ? combo->currentData().toString() : combo->currentText();
   return qobject_cast<QLineEdit*>(it->second)->text();
 }
 
@@ -227,7 +238,7 @@ void LaunchForm::set_field_text(const QString& key, const QString& text) {
   if (key == "dataset") return set_dataset(text);
   const auto it = fields_.find(key.toStdString());
   if (it == fields_.end()) return;
-  if (auto* combo = qobject_cast<QComboBox*>(it->second)) combo->setCurrentText(text);
+  if (auto* combo = qobject_cast<QComboBox*>(it->second)) select_in_combo(combo, text);
   else qobject_cast<QLineEdit*>(it->second)->setText(text);
 }
 

@@ -18,6 +18,7 @@
 #include <QSpinBox>
 #include <QProcess>
 #include <QSignalSpy>
+#include <QThread>
 #include <QTemporaryDir>
 #include <QTabWidget>
 #include <QtTest/QtTest>
@@ -416,6 +417,21 @@ class WorkbenchTest : public QObject {
     // A hidden key keeps its value and still reaches the config.
     form.set_field_text("encoder.min_count", "3");
     QCOMPARE(form.config().min_word_count, std::int64_t{3});
+  }
+
+  void theDeviceListSaysWhatEachDeviceIsWhileTheConfigTakesItsId() {
+    xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
+    auto* device = form.findChild<QComboBox*>("device");
+    QVERIFY(device);
+    // The CPU with its cores and memory (a GPU, when present, with its name and memory).
+    const QString cores = QString::number(QThread::idealThreadCount());
+    QVERIFY2(device->itemText(0).startsWith("cpu: " + cores + " core"), qPrintable(device->itemText(0)));
+    QVERIFY2(device->itemText(0).contains("GiB"), qPrintable(device->itemText(0)));
+    QCOMPARE(form.field_text("device"), QString("cpu"));
+    QCOMPARE(form.config().device, std::string("cpu"));
+    for (int i = 1; i < device->count(); ++i) QVERIFY(device->itemData(i).toString().startsWith("cuda:"));
+    form.set_field_text("device", "cpu");
+    QCOMPARE(device->currentIndex(), 0);
   }
 
   void stoppedRunContinuesFromTheTrainingMenu() {
