@@ -17,6 +17,7 @@
 #include "engine/loss/losses.h"
 #include "engine/model/bert_encoder.h"
 #include "engine/sampler/balanced_clustering.h"
+#include "engine/session/devices.h"
 
 namespace {
 
@@ -30,6 +31,22 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 torch::Tensor unit_rows(const torch::Tensor& x) {
   return torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
+}
+
+/// What the device is ("cuda:0: NVIDIA H100 80GB HBM3, 79.1 GiB").
+std::string describe(const torch::Device& device) {
+  const std::string id = device.is_cuda() ? "cuda:" + std::to_string(std::max<int>(0, device.index())) : "cpu";
+  for (const auto& choice : xmc::device_choices())
+    if (choice.id == id) return choice.description;
+  return id;
+}
+
+/// Dense bf16 peak (TFLOP/s) of the GPUs these benchmarks were written for, by name; 0 = unknown.
+double known_peak_tflops(const std::string& description) {
+  if (description.find("H100") != std::string::npos) return description.find("PCIe") != std::string::npos ? 756 : 989;
+  if (description.find("H200") != std::string::npos) return 989;
+  if (description.find("A100") != std::string::npos) return 312;
+  return 0;
 }
 
 struct Common {
@@ -94,10 +111,11 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   const double per_token = static_cast<double>(layers) * (2.0 * (4.0 * h * h + 2.0 * h * ff) + 4.0 * len * h);
   const double flops = 3.0 * per_token * len * 2.0 * static_cast<double>(batch);
   const double achieved = flops / per_step / 1e12;
-  const double peak = peak_tflops;  // LibTorch's C++ API does not name the GPU model: the caller passes its peak
-  std::printf("{\"bench\":\"encoder_step\",\"device\":\"%s\",\"batch\":%lld,\"layers\":%lld,\"hidden\":%lld,\"max_len\":%lld,"
+  const std::string about = describe(device);
+  const double peak = peak_tflops > 0 ? peak_tflops : known_peak_tflops(about);
+  std::printf("{\"bench\":\"encoder_step\",\"device\":\"%s\",\"peak_tflops\":%.0f,\"batch\":%lld,\"layers\":%lld,\"hidden\":%lld,\"max_len\":%lld,"
               "\"precision\":\"%s\",\"step_s\":%.5f,\"queries_per_s\":%.1f,\"model_tflops\":%.2f,\"mfu\":%s}\n",
-              common.device.c_str(), static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(hidden),
+              about.c_str(), peak, static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(hidden),
               static_cast<long long>(max_len), precision.c_str(), per_step, static_cast<double>(batch) / per_step, achieved,
               peak > 0 ? std::to_string(achieved / peak).c_str() : "null");
   return 0;
@@ -178,7 +196,7 @@ int main(int argc, char** argv) {
   step_cmd->add_option("--heads", heads)->capture_default_str();
   step_cmd->add_option("--max-len", max_len)->capture_default_str();
   step_cmd->add_option("--precision", precision, "bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->capture_default_str();
-  step_cmd->add_option("--peak-tflops", peak, "The device's dense bf16 peak, for the utilisation (989: H100 SXM, H200)");
+  step_cmd->add_option("--peak-tflops", peak, "The device's dense bf16 peak for the utilisation (default: known by name for H100, H200, A100)");
   std::int64_t nq = 100'000, m = 1'000'000, d = 768, k = 100, rows = 2'000'000, cluster_size = 16;
   auto* search_cmd = app.add_subcommand("search", "Exact top-k against the bare products");
   search_cmd->add_option("--queries", nq)->capture_default_str();
