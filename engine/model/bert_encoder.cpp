@@ -469,7 +469,7 @@ BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<c
     }
   }
   const torch::Device target = device();
-  return {ids.to(target), mask.to(target)};
+  return {staged_to(ids, target), staged_to(mask, target)};
 }
 
 torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {

@@ -38,8 +38,8 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
       if (t > 1) ids.push_back(t);
   }
   const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
-  torch::Tensor input = torch::tensor(ids, long_opts).to(options_.device);
-  torch::Tensor bag_offsets = torch::tensor(offsets, long_opts).to(options_.device);
+  torch::Tensor input = staged_to(torch::tensor(ids, long_opts), options_.device);
+  torch::Tensor bag_offsets = staged_to(torch::tensor(offsets, long_opts), options_.device);
   // TF-IDF weights normalised per text: each occurrence adds idf(t); dividing by the text's total makes
   // the bag a weighted mean (the l2 bag divides by the L2 norm of the text's TF-IDF vector instead).
   torch::Tensor weights = idf_.index_select(0, input);

@@ -9,6 +9,14 @@
 
 namespace xmc {
 
+/// A batch built on the host, moved to `device`. For a GPU through pinned (page-locked) memory, so the copy
+/// runs asynchronously on the current stream instead of stalling the host; LibTorch's pinned allocator keeps
+/// the staging buffer until the copy has run.
+inline torch::Tensor staged_to(const torch::Tensor& host, const torch::Device& device) {
+  if (!device.is_cuda()) return host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 class EncoderImpl : public torch::nn::Module {
  public:
   /// Encodes rows `rows` of `corpus`: returns [rows.size(), output_dim()] float32 on device().
