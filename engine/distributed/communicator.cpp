@@ -31,6 +31,7 @@ bool is_loopback(const std::string& host) { return host == "localhost" || host.r
 struct Communicator::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  std::int64_t holds = 0;  ///< hold_for_main() calls so far: names each one's store key
 };
 
 Communicator::Communicator(const DistributedOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
@@ -86,7 +87,9 @@ void run_collective(const DistributedOptions& options, const char* what, Launch&
                       why.find("reset") != std::string::npos || why.find("Broken pipe") != std::string::npos;
     throw Error("distributed training: rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size) +
                 (lost ? " lost the other ranks during " : " failed in ") + what + " (" + why + ")" +
-                (lost ? "; another rank failed or was killed (see its message); the run resumes from its last checkpoint" : ""));
+                (lost ? "; another rank failed, was killed or waited longer than --timeout-minutes (see its message); "
+                        "`xmc train --resume` continues the run from its last checkpoint"
+                      : ""));
   }
 }
 
@@ -180,6 +183,23 @@ std::string Communicator::broadcast_bytes(const std::string& bytes, const char* 
   return {reinterpret_cast<const char*>(data.data_ptr<std::uint8_t>()), static_cast<std::size_t>(data.numel())};
 }
 
+void Communicator::hold_for_main(const char* what) {
+  if (options_.world_size == 1) return;
+  const std::string key = "xmc/hold/" + std::to_string(impl_->holds++);
+  try {
+    if (options_.rank == 0) {
+      impl_->store->set(key, std::vector<std::uint8_t>{1});
+    } else {
+      // A week: rank 0 may evaluate a large label set or stay paused; if it dies, the store's connection
+      // breaks and this throws at once.
+      impl_->store->wait({key}, std::chrono::hours(24 * 7));
+    }
+  } catch (const std::exception& e) {
+    throw Error("distributed training: rank " + std::to_string(options_.rank) + " lost rank 0 while it waited for its " + what + " (" +
+                without_backtrace(e) + "); `xmc train --resume` continues the run from its last checkpoint");
+  }
+}
+
 void Communicator::barrier(const char* what) {
   if (options_.world_size == 1) return;
   // An all-reduce of one number: a barrier that fails like every other collective.
@@ -212,6 +232,7 @@ torch::Tensor Communicator::all_gather_shards(const torch::Tensor& local, std::i
 torch::Tensor Communicator::gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>&, const char*) { return local; }
 std::string Communicator::broadcast_bytes(const std::string& bytes, const char*, int) { return bytes; }
 void Communicator::barrier(const char*) {}
+void Communicator::hold_for_main(const char*) {}
 
 #endif  // XMC_HAVE_GLOO
 
@@ -246,7 +267,9 @@ struct GatherRowsWithGrad : public torch::autograd::Function<GatherRowsWithGrad>
 
 torch::Tensor all_gather_rows_with_grad(Communicator& communicator, const torch::Tensor& local, std::int64_t total_rows) {
   if (communicator.world_size() == 1) return local;
-  return GatherRowsWithGrad::apply(local, reinterpret_cast<std::int64_t>(&communicator), total_rows);
+  // Every rank must run the backward all-reduce: a shard without a graph (an empty one, say) still takes part.
+  const torch::Tensor input = torch::GradMode::is_enabled() && !local.requires_grad() ? local.detach().requires_grad_(true) : local;
+  return GatherRowsWithGrad::apply(input, reinterpret_cast<std::int64_t>(&communicator), total_rows);
 }
 
 }  // namespace xmc

@@ -47,6 +47,11 @@ class Communicator {
   std::string broadcast_bytes(const std::string& bytes, const char* what, int root = 0);
   void barrier(const char* what);
 
+  /// Work rank 0 does alone (an evaluation, a pause) while the others wait, however long it takes: every rank
+  /// calls this at the same point, rank 0 when its work is done. The others wait on the rendezvous store
+  /// rather than in a collective, so the wait is bounded by rank 0's life, not by the collectives' timeout.
+  void hold_for_main(const char* what);
+
  private:
   torch::Tensor gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>& counts, const char* what);
   struct Impl;

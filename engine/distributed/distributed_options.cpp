@@ -26,6 +26,10 @@ void parse_master_address(std::string_view text, DistributedOptions& options) {
   options.master_port = value;
 }
 
+std::filesystem::path rank_scratch_directory(int rank, long pid) {
+  return std::filesystem::temp_directory_path() / ("xmc-rank" + std::to_string(rank) + "-" + std::to_string(pid));
+}
+
 void validate(const DistributedOptions& options) {
   if (options.world_size < 1 || options.world_size > 4096)
     throw ConfigError("--world-size: got " + std::to_string(options.world_size) + "; it must be in 1-4096");

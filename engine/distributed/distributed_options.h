@@ -1,6 +1,7 @@
 #pragma once
 // Plain data (no torch): where a process stands in a data-parallel training job and how it finds the others.
 // `xmc train --nproc N` fills it for N local processes; `--rank/--world-size/--master` for several hosts.
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,10 @@ struct DistributedOptions {
 /// "HOST:PORT" (IPv4 address or host name, port 1-65535) into `options`; anything else throws ConfigError
 /// naming the value.
 void parse_master_address(std::string_view text, DistributedOptions& options);
+
+/// The scratch folder of worker `rank` running as process `pid` (its vocabulary, a received checkpoint): in
+/// the temporary folder, so that the process that started it can remove it after a kill.
+std::filesystem::path rank_scratch_directory(int rank, long pid);
 
 /// Throws ConfigError when rank/world size/port/timeout are out of range, naming the value.
 void validate(const DistributedOptions& options);

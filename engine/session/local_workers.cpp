@@ -86,6 +86,9 @@ void LocalWorkers::reap(bool block) {
     if (done == w.pid || (done < 0 && errno == ECHILD)) {
       w.ended = true;
       w.status = done == w.pid ? status : 0;
+      // A worker ended by a signal leaves its scratch folder (with a checkpoint copy) behind.
+      std::error_code ignored;
+      std::filesystem::remove_all(rank_scratch_directory(w.rank, static_cast<long>(w.pid)), ignored);
     }
   }
 }

@@ -13,8 +13,7 @@ TrainResult run_rank_worker(const DistributedOptions& options, const std::functi
   validate(options);
   if (options.rank == 0) throw ConfigError("run_rank_worker: rank 0 owns the run; start it with `xmc train --config ...`");
   // The vocabulary and a received checkpoint go to a folder of this process's own.
-  const auto scratch = std::filesystem::temp_directory_path() /
-                       ("xmc-rank" + std::to_string(options.rank) + "-" + std::to_string(static_cast<long>(::getpid())));
+  const auto scratch = rank_scratch_directory(options.rank, static_cast<long>(::getpid()));
   std::filesystem::create_directories(scratch);
   struct RemoveScratch {
     std::filesystem::path path;

@@ -78,13 +78,15 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
 }
 
 /// Sums (or averages) the gradients of `parameters` over the ranks, leaving every rank the same bits, and
-/// agrees on whether to stop (true when any rank was asked to; the flag rides on the first collective).
+/// agrees on the control flags {stop, pause} (each true when any rank raised it; they ride on the first
+/// collective).
 ///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows) travel as their nonzero
 ///    rows, all-gathered together with the row numbers and added in rank order: a fraction of the table.
 ///    Which tables go this way is agreed in that first collective, so every rank runs the same collectives.
 ///  - The others are flattened into buckets of up to ~32 MB: one all-reduce per bucket, not per tensor.
 /// A parameter without a gradient on this rank takes part with zeros.
-bool reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average, bool stop_requested) {
+std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average,
+                                       std::pair<bool, bool> flags) {
   constexpr std::int64_t kBucketBytes = 32 << 20;
   constexpr std::int64_t kSparseMinRows = 1024;
   constexpr double kSparseMaxDensity = 0.25;
@@ -99,24 +101,26 @@ bool reduce_gradients(Communicator& communicator, const std::vector<torch::Tenso
       candidates.push_back(i);
       touched.push_back(parameters[i].grad().count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
     }
-  // [stop, density of each candidate], max over the ranks.
-  torch::Tensor control = torch::empty({1 + static_cast<std::int64_t>(candidates.size())}, torch::kDouble);
-  control[0] = stop_requested ? 1.0 : 0.0;
+  // [stop, pause, density of each candidate], max over the ranks.
+  constexpr std::int64_t kFlags = 2;
+  torch::Tensor control = torch::empty({kFlags + static_cast<std::int64_t>(candidates.size())}, torch::kDouble);
+  control[0] = flags.first ? 1.0 : 0.0;
+  control[1] = flags.second ? 1.0 : 0.0;
   for (std::size_t c = 0; c < candidates.size(); ++c)
-    control[static_cast<std::int64_t>(c) + 1] =
+    control[static_cast<std::int64_t>(c) + kFlags] =
         static_cast<double>(touched[c].size(0)) / static_cast<double>(parameters[candidates[c]].size(0));
   communicator.all_reduce_max(control, "agreeing on the step");
   std::vector<bool> sparse(parameters.size(), false);
   for (std::size_t c = 0; c < candidates.size(); ++c)
-    sparse[candidates[c]] = control[static_cast<std::int64_t>(c) + 1].item<double>() <= kSparseMaxDensity;
+    sparse[candidates[c]] = control[static_cast<std::int64_t>(c) + kFlags].item<double>() <= kSparseMaxDensity;
 
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     if (!sparse[candidates[c]]) continue;
     torch::Tensor grad = parameters[candidates[c]].mutable_grad();
     // Each touched row travels with its row number, whose int64 bits ride in leading columns of the row.
     const std::int64_t n = touched[c].size(0);
-    const torch::Tensor numbers = touched[c].contiguous().view(grad.scalar_type()).reshape({n, -1});
-    const std::int64_t number_columns = numbers.size(1);
+    const std::int64_t number_columns = 8 / static_cast<std::int64_t>(grad.element_size());  // int64 bits per row
+    const torch::Tensor numbers = touched[c].contiguous().view(grad.scalar_type()).reshape({n, number_columns});
     std::vector<std::int64_t> counts;
     const torch::Tensor packed =
         communicator.all_gather_rows(torch::cat({numbers, grad.index_select(0, touched[c])}, /*dim=*/1), "gathering gradient rows", counts);
@@ -156,7 +160,7 @@ bool reduce_gradients(Communicator& communicator, const std::vector<torch::Tenso
     bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
   }
   flush();
-  return control[0].item<double>() > 0;
+  return {control[0].item<double>() > 0, control[1].item<double>() > 0};
 }
 
 bool is_out_of_memory(const std::exception& e) {
@@ -201,7 +205,8 @@ struct Trainer::Impl {
   /// Data-parallel training: the process group (null in a single process) and this process's place in it.
   std::unique_ptr<Communicator> communicator;
   DistributedContext distributed;
-  bool stop_agreed = false;  ///< a rank was asked to stop (agreed during the last step's gradient reduction)
+  bool stop_agreed = false;   ///< a rank was asked to stop (agreed during the last step's gradient reduction)
+  bool pause_agreed = false;  ///< rank 0 was paused (agreed likewise)
   EvaluationSetup eval_setup;
   EvalResult last_eval;
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
@@ -323,7 +328,13 @@ struct Trainer::Impl {
   }
 
   void prepare(Progress& progress) {
-    if (setup.distributed.enabled()) join_process_group();
+    if (setup.distributed.enabled()) {
+      join_process_group();
+      // "cuda" in a job of several processes on one machine: one GPU per local process.
+      if (config.device == "cuda" && setup.distributed.local_world_size > 1 && torch::cuda::is_available())
+        setup.config.device = "cuda:" + std::to_string(distributed.rank % setup.distributed.local_world_size %
+                                                       static_cast<int>(torch::cuda::device_count()));
+    }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads) : std::max(1, cores / setup.distributed.local_world_size));
     device = parse_device(config.device);
@@ -397,8 +408,9 @@ struct Trainer::Impl {
     last_checkpoint_time = Clock::now();
     if (distributed.enabled()) {
       share_parameters();
-      // Dropout differs between ranks (rank 0 keeps the single-process stream); batches, pools and
-      // shortlists come from rank 0 or from streams every rank draws alike.
+      // Dropout differs between ranks (rank 0 keeps the single-process stream). Batches and shortlists are
+      // rank 0's; the label-pool stream starts alike everywhere, so ranks that split a batch draw the same
+      // pools (ranks training batch shards of their own then draw for different queries).
       if (!distributed.is_main()) torch::manual_seed(config.seed + 1000003ULL * static_cast<std::uint64_t>(distributed.rank));
     }
     if (!setup.resume && setup.restart) {
@@ -523,7 +535,25 @@ struct Trainer::Impl {
   /// Every inference mode of the method, ranked over the test set. `final`: the run's last evaluation,
   /// which always gets a t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
   EvalResult evaluate(double epoch, bool final = false) {
-    if (!distributed.is_main()) return {};  // rank 0 evaluates; the others wait for it at the next collective
+    if (!distributed.is_main()) {  // rank 0 evaluates; the others wait for it
+      communicator->hold_for_main("evaluation");
+      return {};
+    }
+    struct Release {  // the others go on once rank 0 is done (on failure rank 0 ends, and so do they)
+      Communicator* communicator;
+      bool* ok;
+      ~Release() {
+        if (communicator != nullptr && *ok) communicator->hold_for_main("evaluation");
+      }
+    };
+    bool evaluated = false;
+    const Release release{distributed.enabled() ? communicator.get() : nullptr, &evaluated};
+    const EvalResult result = evaluate_on_main(epoch, final);
+    evaluated = true;
+    return result;
+  }
+
+  EvalResult evaluate_on_main(double epoch, bool final) {
     phase("evaluating");
     const auto started = Clock::now();
     ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter);
@@ -594,17 +624,20 @@ struct Trainer::Impl {
   /// whole batch's work over the ranks (and the ranks' gradients add up to the batch's), or each rank trains
   /// its shard of the batch as a batch of its own (and the gradients and losses are averaged); afterwards
   /// every rank holds the same gradients, loss and query embeddings.
+  /// What this process asks of the others at the end of a step: stop, pause (rank 0 only pauses).
+  std::pair<bool, bool> control_flags() const { return {stop_requested.load(), distributed.is_main() && paused.load()}; }
+
   StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, TrainContext& ctx) {
     if (!distributed.enabled()) return method->train_step(stage, batch, ctx);
     if (method->splits_batch_across_ranks(stage)) {
       StepResult result = method->train_step(stage, batch, ctx);
-      stop_agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/false, stop_requested.load());
+      std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/false, control_flags());
       return result;
     }
     const auto [begin, end] = shard_range(static_cast<std::int64_t>(batch.size()), distributed.rank, distributed.world_size);
     const std::span<const std::int64_t> shard(batch.data() + begin, static_cast<std::size_t>(end - begin));
     StepResult result = method->train_step(stage, shard, ctx);
-    stop_agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/true, stop_requested.load());
+    std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/true, control_flags());
     torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
     communicator->all_reduce_sum(loss, "averaging the loss");
     result.loss = loss.item<double>() / distributed.world_size;
@@ -624,6 +657,9 @@ struct Trainer::Impl {
     const StageSpec& stage = stages[index];
     TrainContext ctx = context();
     method->begin_stage(stage, ctx);
+    // A stage may add parameters (NGAME's classifiers, UniDEC's table, randomly initialised per rank): every
+    // rank starts it from rank 0's.
+    if (distributed.enabled()) share_parameters();
     make_optimizer(stage);
     // Resumed inside this stage: continue its optimiser (a checkpoint at a stage boundary has none).
     if (setup.resume) load_optimizer_state(checkpoint_path(), *optimizer);
@@ -652,7 +688,14 @@ struct Trainer::Impl {
       std::int64_t samples = 0;
       const auto batches_in_epoch = static_cast<double>(state.epoch_batches.size());
       for (; state.batch_in_epoch < static_cast<std::int64_t>(state.epoch_batches.size()); ++state.batch_in_epoch) {
-        wait_while_paused();
+        if (!distributed.enabled()) {
+          wait_while_paused();
+        } else if (pause_agreed) {
+          // Rank 0 was paused when the last step ended: it waits, the others wait for it.
+          if (distributed.is_main()) wait_while_paused();
+          communicator->hold_for_main("pause");
+          pause_agreed = false;
+        }
         // Several processes stop together: at the step after the one whose gradient reduction carried the request.
         if (distributed.enabled() ? stop_agreed : stop_requested.load()) throw StopRequested{};
         if (checkpoint_due()) checkpoint();  // resumes at this batch
@@ -771,7 +814,7 @@ struct Trainer::Impl {
       if (is_out_of_memory(e))
         message = "out of memory at step " + std::to_string(state.step) + " with batch_size " + std::to_string(config.batch_size) + " on " +
                   config.device + "; lower batch_size, encoder.max_len or all.label_chunk";
-      if (setup.describe_peers) {
+      if (setup.describe_peers && message.find("lost ") != std::string::npos) {
         const std::string peers = setup.describe_peers();
         if (!peers.empty()) message += " [" + peers + "]";
       }
