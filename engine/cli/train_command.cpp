@@ -53,6 +53,8 @@ struct TrainArgs {
 /// A rank > 0 of a data-parallel job: trains its share, records nothing (rank 0 owns the run), and speaks
 /// only of failures.
 void run_worker(const TrainArgs& args) {
+  if (args.master.empty())
+    throw ConfigError("--rank " + std::to_string(args.rank) + " needs --master HOST:PORT (where rank 0 listens)");
   DistributedOptions options;
   options.rank = args.rank;
   options.world_size = args.world_size;

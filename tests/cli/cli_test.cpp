@@ -36,6 +36,36 @@ TEST(Cli, ErrorsAreOneLineAndExitNonZero) {
   EXPECT_NE(r.exit_code, 0);
 }
 
+TEST(Cli, MultiProcessOptionsAFewWaysWrongAreRefusedByName) {
+  // Each wrong way names what is wrong in its first line (CLI11's range checks add a hint to --help), and none
+  // starts a process or records a run.
+  test::TempDir dir;
+  const std::string db = " --db '" + (dir / "runs.sqlite").string() + "'";
+  struct Case {
+    std::string args;
+    std::string says;
+  };
+  const std::vector<Case> cases{
+      {"train --config c.json --nproc 0", "--nproc"},
+      {"train --config c.json --nproc 99999", "--nproc"},
+      {"train --rank 1 --world-size 2 --master 127.0.0.1:29500 --config c.json", "a worker takes the config"},
+      {"train --rank 1 --world-size 2", "needs --master"},
+      {"train --rank 2 --world-size 2 --master 127.0.0.1:29500", "--rank: got 2"},
+      {"train --rank 1 --world-size 2 --master gpu-node", "--master: got \"gpu-node\": no port"},
+      {"train --rank 1 --world-size 2 --master gpu-node:http", "not a number in 1-65535"},
+      {"train --world-size 2 --set method=dexml", "--world-size 2 needs --master"},
+      {"train --rank 1 --world-size 2 --master 127.0.0.1:29500 --timeout-minutes 0", "--timeout-minutes"},
+      {"train --set method=dexml --set encoder.type=bert --set encoder.precision=fp8", "encoder.precision"},
+  };
+  for (const Case& c : cases) {
+    const auto r = xmc(c.args + db);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 2) << c.args << "\n" << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "runs.sqlite")) << "a refused command left a run store behind";
+}
+
 TEST(Cli, EvalJsonIsTheLastLineAndMatchesAHandWorkedCase) {
   test::TempDir dir;
   // Row 0: truth {1}, ranking 1 > 0 (hit at 1). Row 1: truth {0, 2}, ranking 3 > 2 > 0 (hits at 2 and 3).
