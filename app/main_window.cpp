@@ -224,6 +224,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
       report_error("Cannot write screenshots", folder + " is not a folder that can be created and written to");
   }
   set_training_state(gui::LaunchForm::State::Idle);
+  if (options_.processes > 1) launch_->set_processes(options_.processes);
   if (options_.autostart && !failed_) QTimer::singleShot(0, this, [this] { start_training(); });
 }
 

@@ -53,6 +53,7 @@ struct WorkbenchOptions {
   bool autostart = false;     ///< start training right away
   QString screenshot;         ///< save the window after the first evaluation and when training ends
   bool quit_when_done = false;
+  int processes = 1;          ///< processes of a run started here (the Launch tab's box)
 };
 
 class MainWindow : public QMainWindow {

@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include <cstdio>
 #include <memory>
 
 #include "app/main_window.h"
@@ -50,7 +51,9 @@ int main(int argc, char** argv) {
   QCommandLineOption autostart(QStringLiteral("autostart"), "Start training at once.");
   QCommandLineOption screenshot(QStringLiteral("screenshot"), "Save the window as PNG after the first evaluation and when training ends.", "FILE");
   QCommandLineOption quit(QStringLiteral("quit-when-done"), "Quit when training ends (exit code 0 only if it completed).");
-  parser.addOptions({db, dataset, config, autostart, screenshot, quit});
+  QCommandLineOption processes(QStringLiteral("processes"), "Train with N processes on this machine (the Launch tab's processes box).", "N",
+                               "1");
+  parser.addOptions({db, dataset, config, autostart, screenshot, quit, processes});
   parser.process(*app);  // prints and exits for --help and --version
 
   xmc::app::WorkbenchOptions options;
@@ -60,6 +63,12 @@ int main(int argc, char** argv) {
   options.autostart = parser.isSet(autostart);
   options.screenshot = parser.value(screenshot);
   options.quit_when_done = parser.isSet(quit);
+  bool processes_ok = false;
+  options.processes = parser.value(processes).toInt(&processes_ok);
+  if (!processes_ok || options.processes < 1) {
+    std::fprintf(stderr, "xmc-workbench: --processes: got \"%s\", expected a whole number of at least 1\n", qPrintable(parser.value(processes)));
+    return 2;
+  }
   options.presets_dir = find_presets_dir();
   QDir().mkpath(QFileInfo(options.db).absolutePath());
   xmc::app::MainWindow window(options);

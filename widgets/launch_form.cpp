@@ -223,7 +223,10 @@ void LaunchForm::set_dataset(const QString& folder) {
 }
 
 int LaunchForm::processes() const { return processes_->value(); }
-void LaunchForm::set_processes(int processes) { processes_->setValue(processes); }
+void LaunchForm::set_processes(int processes) {
+  processes_->setMaximum(std::max(processes_->maximum(), processes));  // more than the cores: allowed when asked for
+  processes_->setValue(processes);
+}
 
 QString LaunchForm::dataset() const { return dataset_->text(); }
 
