@@ -35,25 +35,59 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
           {std::move(head), config_.lr * config_.head_lr_scale, 0.0}};
 }
 
+namespace {
+
+/// Rows [begin, end) of `corpus` as a corpus of their own.
+TokenizedCorpus corpus_rows(const TokenizedCorpus& corpus, std::int64_t begin, std::int64_t end) {
+  TokenizedCorpus part;
+  for (std::int64_t r = begin; r < end; ++r) part.append(corpus.tokens(r));
+  return part;
+}
+
+/// Rows [begin, end) of a label matrix.
+CsrMatrix matrix_rows(const CsrMatrix& matrix, std::int64_t begin, std::int64_t end) {
+  CsrMatrix part;
+  part.cols = matrix.cols;
+  for (std::int64_t r = begin; r < end; ++r) part.append_row(matrix.row_indices(r), matrix.row_values(r));
+  return part;
+}
+
+}  // namespace
+
+torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context) const {
+  const torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
+  if (!context.distributed.enabled())
+    return hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),
+                                   labels, context.dataset.train_labels, config_.shortlist_size, context.progress);
+  // Split over the ranks: each one searches for its slice of the training queries, then the slices are gathered.
+  Communicator& communicator = *context.distributed.communicator;
+  const std::int64_t rows = context.dataset.num_train();
+  const auto [begin, end] = shard_range(rows, communicator.rank(), communicator.world_size());
+  const torch::Tensor queries =
+      model->embed_all(corpus_rows(context.train_corpus, begin, end), context.progress, "hard-negative index: encoding training queries");
+  const torch::Tensor slice =
+      hard_negative_shortlist(queries, labels, matrix_rows(context.dataset.train_labels, begin, end), config_.shortlist_size, context.progress);
+  return communicator.all_gather_shards(slice, rows, "gathering hard-negative shortlists");
+}
+
 std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcModel& model, std::int64_t epoch, TrainContext& context) {
+  // In data-parallel training the batches are rank 0's (the trainer sends them): the others skip the
+  // clustering and its encoding.
+  const bool draws_batches = !context.distributed.enabled() || context.distributed.is_main();
   QueryBatcher& batcher = context.batcher;
-  if (batcher.needs_embeddings(epoch)) {
+  if (draws_batches && batcher.needs_embeddings(epoch)) {
     if (!context.stale_query_embeddings.defined() || epoch == 0) {
       context.phase("encoding training queries");
       context.stale_query_embeddings = model->embed_all(context.train_corpus, context.progress, "encoding training queries for clustering");
     }
     context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
   }
-  auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
+  auto batches = draws_batches ? batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress)
+                               : std::vector<std::vector<std::int64_t>>{};
   if (config_.negatives == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= config_.shortlist_refresh_every)) {
     context.phase("refreshing hard-negative shortlists");
-    shortlist_ = hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),
-                                         model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels"),
-                                         context.dataset.train_labels, config_.shortlist_size, context.progress);
+    shortlist_ = refreshed_shortlist(model, context);
     shortlist_epoch_ = epoch;
-    // Every rank builds its pools from rank 0's shortlist: a rounding difference between ranks must not
-    // make them score different labels.
-    if (context.distributed.enabled()) context.distributed.communicator->broadcast(shortlist_, "sharing the hard-negative shortlist");
   }
   return batches;
 }

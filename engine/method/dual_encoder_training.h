@@ -35,6 +35,9 @@ class DualEncoderTraining {
   void load_state(torch::serialize::InputArchive& archive);
 
  private:
+  /// Each training query's hard-negative shortlist from the current model; in data-parallel training each
+  /// rank searches for its slice of the queries and the slices are gathered.
+  torch::Tensor refreshed_shortlist(XmcModel& model, TrainContext& context) const;
   /// step() on one rank of a data-parallel job: the same pool on every rank, each rank encoding its share of
   /// the queries and of the pool's labels; the loss sees the gathered whole.
   StepResult distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const LabelPool& pool, TrainContext& context);
