@@ -41,7 +41,10 @@ Communicator::Communicator(const DistributedOptions& options) : options_(options
   store_options.isServer = options_.rank == 0;
   store_options.numWorkers = static_cast<std::size_t>(options_.world_size);
   store_options.waitWorkers = false;
-  store_options.timeout = timeout_of(options_);
+  // The rendezvous waits for every rank to come up: on one machine they start within seconds, so a rank
+  // that died before joining is reported after two minutes rather than the whole timeout.
+  store_options.timeout = options_.local_world_size == options_.world_size ? std::min(timeout_of(options_), std::chrono::milliseconds(120'000))
+                                                                           : timeout_of(options_);
   try {
     impl_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_host, store_options);
   } catch (const std::exception& e) {

@@ -814,7 +814,7 @@ struct Trainer::Impl {
       if (is_out_of_memory(e))
         message = "out of memory at step " + std::to_string(state.step) + " with batch_size " + std::to_string(config.batch_size) + " on " +
                   config.device + "; lower batch_size, encoder.max_len or all.label_chunk";
-      if (setup.describe_peers && message.find("lost ") != std::string::npos) {
+      if (setup.describe_peers && message.find("distributed training") != std::string::npos) {
         const std::string peers = setup.describe_peers();
         if (!peers.empty()) message += " [" + peers + "]";
       }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "engine/core/error.h"
 #include "engine/session/session.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -59,6 +60,26 @@ TEST(DistributedHold, APauseLongerThanTheTimeoutKeepsTheJob) {
   EXPECT_TRUE(paused_once.load());
   EXPECT_EQ(result.outcome, RunOutcome::Completed);
   EXPECT_EQ(session.get_run(run.run_id()).status, RunStatus::Completed);
+}
+
+TEST(DistributedHold, AWorkerThatNeverJoinsIsNamedWhenTheWaitEnds) {
+  // /bin/false stands for a worker binary that exits at once: rank 0 stops waiting for it after the timeout
+  // (3 s here) and says what became of it; the run is failed, not left running.
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 11, 300, 50);
+  Session session(dir / "runs.sqlite");
+  TrainingProcesses processes = two_processes(0.05);
+  processes.worker_binary = "/bin/false";
+  RunHandle run = session.start_run(small_job(dir / "data"), processes);
+  try {
+    run.run();
+    FAIL() << "trained without its second process";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("rank 1 (pid "), std::string::npos) << message;
+    EXPECT_NE(message.find("exited with status 1"), std::string::npos) << message;
+  }
+  EXPECT_EQ(session.get_run(run.run_id()).status, RunStatus::Failed);
 }
 
 TEST(DistributedHold, UnidecWithARandomClassifierTableTrainsInTwoProcessesAsInOne) {
