@@ -539,17 +539,9 @@ struct Trainer::Impl {
       communicator->hold_for_main("evaluation");
       return {};
     }
-    struct Release {  // the others go on once rank 0 is done (on failure rank 0 ends, and so do they)
-      Communicator* communicator;
-      bool* ok;
-      ~Release() {
-        if (communicator != nullptr && *ok) communicator->hold_for_main("evaluation");
-      }
-    };
-    bool evaluated = false;
-    const Release release{distributed.enabled() ? communicator.get() : nullptr, &evaluated};
-    const EvalResult result = evaluate_on_main(epoch, final);
-    evaluated = true;
+    EvalResult result = evaluate_on_main(epoch, final);
+    // The others go on once rank 0 is done (when its evaluation fails, rank 0 ends, and they with it).
+    if (distributed.enabled()) communicator->hold_for_main("evaluation");
     return result;
   }
 
