@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <numeric>
 
 #include "engine/core/error.h"
 
@@ -98,15 +99,18 @@ void run_collective(const DistributedOptions& options, const char* what, Launch&
 
 }  // namespace
 
+// Gloo divides by the element count: an empty tensor (the same shape on every rank, so every rank skips it)
+// never reaches it.
+
 void Communicator::all_reduce_sum(torch::Tensor& tensor, const char* what) {
-  if (options_.world_size == 1) return;
+  if (options_.world_size == 1 || tensor.numel() == 0) return;
   std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
   run_collective(options_, what, [&] { return impl_->group->allreduce(host, c10d::AllreduceOptions{}); });
   tensor.copy_(host[0]);
 }
 
 void Communicator::all_reduce_max(torch::Tensor& tensor, const char* what) {
-  if (options_.world_size == 1) return;
+  if (options_.world_size == 1 || tensor.numel() == 0) return;
   std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
   c10d::AllreduceOptions reduce;
   reduce.reduceOp = c10d::ReduceOp::MAX;
@@ -115,7 +119,7 @@ void Communicator::all_reduce_max(torch::Tensor& tensor, const char* what) {
 }
 
 void Communicator::broadcast(torch::Tensor& tensor, const char* what, int root) {
-  if (options_.world_size == 1) return;
+  if (options_.world_size == 1 || tensor.numel() == 0) return;
   std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
   c10d::BroadcastOptions options;
   options.rootRank = root;
@@ -159,8 +163,14 @@ torch::Tensor Communicator::all_gather_shards(const torch::Tensor& local, std::i
 torch::Tensor Communicator::gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>& counts, const char* what) {
   const auto world = static_cast<std::size_t>(options_.world_size);
   const std::int64_t widest = *std::max_element(counts.begin(), counts.end());
-
   auto shape = local.sizes().vec();
+  std::int64_t row_elements = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) row_elements *= shape[i];
+  if (widest == 0 || row_elements == 0) {  // nothing anywhere (every rank knows the counts): no collective
+    shape[0] = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+    return torch::zeros(shape, local.options());
+  }
+
   shape[0] = widest;
   // Gloo has no bool: masks travel as bytes.
   const bool is_bool = local.scalar_type() == torch::kBool;

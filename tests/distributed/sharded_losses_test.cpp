@@ -91,6 +91,26 @@ TEST(Communicator, GathersUnevenRowsReducesAndBroadcasts) {
   });
 }
 
+TEST(Communicator, EmptyTensorsPassThroughEveryCollective) {
+  // Gloo divides by the element count (an all-gather of nothing once killed the process with SIGFPE): a step
+  // whose gradients touched no row of a table gathers zero rows on every rank.
+  test::run_ranks(2, [](Communicator& c) {
+    const torch::Tensor none = c.all_gather_rows(torch::zeros({0, 4}), "test empty gather");
+    EXPECT_EQ(none.sizes(), (std::vector<std::int64_t>{0, 4}));
+    const torch::Tensor no_columns = c.all_gather_rows(torch::zeros({c.rank() + 1, 0}), "test gather without columns");
+    EXPECT_EQ(no_columns.sizes(), (std::vector<std::int64_t>{3, 0}));
+    torch::Tensor empty = torch::zeros({0});
+    c.all_reduce_sum(empty, "test empty sum");
+    c.all_reduce_max(empty, "test empty max");
+    c.broadcast(empty, "test empty broadcast");
+    EXPECT_EQ(c.broadcast_bytes(c.rank() == 0 ? std::string() : std::string("x"), "test empty bytes"), "");
+    // Still in step afterwards.
+    torch::Tensor one = torch::ones({1});
+    c.all_reduce_sum(one, "test sum after");
+    EXPECT_EQ(one.item<float>(), 2.0f);
+  });
+}
+
 TEST(Communicator, GatherWithGradSumsTheGradientsOfEveryRank) {
   // Each rank computes the same full loss L = Σ w ⊙ gather(x) / world; the gradient reaching rank r's rows is
   // the sum over ranks of L's gradient there, i.e. w's rows (independent of the world size).
