@@ -56,6 +56,7 @@ TEST(Cli, MultiProcessOptionsAFewWaysWrongAreRefusedByName) {
       {"train --world-size 2 --set method=dexml", "--world-size 2 needs --master"},
       {"train --rank 1 --world-size 2 --master 127.0.0.1:29500 --timeout-minutes 0", "--timeout-minutes"},
       {"train --set method=dexml --set encoder.type=bert --set encoder.precision=fp8", "encoder.precision"},
+      {"train --set method=dexml --set batch_size=4 --nproc 2", "batch_size: got 4; with 2 processes it must be at least 8"},
   };
   for (const Case& c : cases) {
     const auto r = xmc(c.args + db);
