@@ -256,6 +256,11 @@ std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, 
   return {begin, begin + base + (rank < extra ? 1 : 0)};
 }
 
+std::span<const std::int64_t> own_shard(std::span<const std::int64_t> rows, const Communicator& communicator) {
+  const auto [begin, end] = shard_range(static_cast<std::int64_t>(rows.size()), communicator.rank(), communicator.world_size());
+  return rows.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
+}
+
 namespace {
 
 struct GatherRowsWithGrad : public torch::autograd::Function<GatherRowsWithGrad> {

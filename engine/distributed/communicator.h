@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/distributed/distributed_options.h"
@@ -62,6 +63,9 @@ class Communicator {
 /// Rows [begin, end) of `count` rows that rank `rank` of `world` takes: contiguous, in rank order, sizes
 /// differing by at most one.
 std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, int world);
+
+/// This rank's shard of `rows`, as shard_range() splits them.
+std::span<const std::int64_t> own_shard(std::span<const std::int64_t> rows, const Communicator& communicator);
 
 /// A differentiable all_gather_shards: every rank gets the whole `total_rows`-row tensor; in backward, the
 /// gradient of the whole is summed over ranks and each rank keeps its own rows. Right when the ranks' losses

@@ -30,6 +30,12 @@ std::filesystem::path rank_scratch_directory(int rank, long pid) {
   return std::filesystem::temp_directory_path() / ("xmc-rank" + std::to_string(rank) + "-" + std::to_string(pid));
 }
 
+void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options) {
+  if (options.enabled() && batch_size < 4 * options.world_size)
+    throw ConfigError("batch_size: got " + std::to_string(batch_size) + "; with " + std::to_string(options.world_size) +
+                      " processes it must be at least " + std::to_string(4 * options.world_size) + " (every process takes a share of each batch)");
+}
+
 void validate(const DistributedOptions& options) {
   if (options.world_size < 1 || options.world_size > 4096)
     throw ConfigError("--world-size: got " + std::to_string(options.world_size) + "; it must be in 1-4096");

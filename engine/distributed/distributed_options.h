@@ -1,6 +1,7 @@
 #pragma once
 // Plain data (no torch): where a process stands in a data-parallel training job and how it finds the others.
 // `xmc train --nproc N` fills it for N local processes; `--rank/--world-size/--master` for several hosts.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ void parse_master_address(std::string_view text, DistributedOptions& options);
 /// The scratch folder of worker `rank` running as process `pid` (its vocabulary, a received checkpoint): in
 /// the temporary folder, so that the process that started it can remove it after a kill.
 std::filesystem::path rank_scratch_directory(int rank, long pid);
+
+/// Throws ConfigError when a batch of `batch_size` is too small to split over the job's processes (each takes
+/// a share of every batch: at least 4 rows per process).
+void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options);
 
 /// Throws ConfigError when rank/world size/port/timeout are out of range, naming the value.
 void validate(const DistributedOptions& options);

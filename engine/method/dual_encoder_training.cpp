@@ -137,17 +137,10 @@ StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<cons
   }
   // Each rank encodes a contiguous share of the queries and of the pool's labels; the gathers put the
   // whole batch and pool on every rank, and send each rank the gradient of its share in backward.
-  const auto [query_begin, query_end] = shard_range(static_cast<std::int64_t>(batch.size()), communicator.rank(), communicator.world_size());
-  const auto [label_begin, label_end] = shard_range(static_cast<std::int64_t>(pool.labels.size()), communicator.rank(), communicator.world_size());
-  const torch::Tensor queries = all_gather_rows_with_grad(
-      communicator,
-      model->embed(context.train_corpus, batch.subspan(static_cast<std::size_t>(query_begin), static_cast<std::size_t>(query_end - query_begin))),
-      static_cast<std::int64_t>(batch.size()));
-  const std::span<const std::int64_t> pool_labels(pool.labels);
-  const torch::Tensor labels = all_gather_rows_with_grad(
-      communicator,
-      model->embed(context.label_corpus, pool_labels.subspan(static_cast<std::size_t>(label_begin), static_cast<std::size_t>(label_end - label_begin))),
-      static_cast<std::int64_t>(pool.labels.size()));
+  const torch::Tensor queries = all_gather_rows_with_grad(communicator, model->embed(context.train_corpus, own_shard(batch, communicator)),
+                                                          static_cast<std::int64_t>(batch.size()));
+  const torch::Tensor labels = all_gather_rows_with_grad(communicator, model->embed(context.label_corpus, own_shard(pool.labels, communicator)),
+                                                         static_cast<std::int64_t>(pool.labels.size()));
   const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), mask);
   const double value = batch_loss.item<double>();
   // Every rank holds the whole loss: each contributes 1/world of it, and the gathers sum the contributions.

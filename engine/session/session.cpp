@@ -1,7 +1,5 @@
 #include "engine/session/session.h"
 
-#include "engine/session/local_workers.h"
-
 #include <numeric>
 #include <random>
 
@@ -130,24 +128,15 @@ DistributedOptions rank_zero_options(const TrainingProcesses& processes) {
   return options;
 }
 
-/// Every process takes a share of each batch: refused before a run is recorded (the trainer checks again).
-void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options) {
-  if (options.enabled() && batch_size < 4 * options.world_size)
-    throw ConfigError("batch_size: got " + std::to_string(batch_size) + "; with " + std::to_string(options.world_size) +
-                      " processes it must be at least " + std::to_string(4 * options.world_size) + " (every process takes a share of each batch)");
-}
-
 }  // namespace
 
 RunHandle Session::start_run(TrainConfig config, const TrainingProcesses& processes) {
   const DistributedOptions options = rank_zero_options(processes);
-  check_batch_fits(config.batch_size, options);
   return RunHandle(std::make_unique<TrainingRun>(std::move(config), db_path_, options), processes, options);
 }
 
 RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& overrides, const TrainingProcesses& processes) {
   const DistributedOptions options = rank_zero_options(processes);
-  if (options.enabled()) check_batch_fits(parse_train_config(get_run(run).config_json, "run " + std::to_string(run) + " config").batch_size, options);
   return RunHandle(std::make_unique<TrainingRun>(TrainingRun::resume(run, db_path_, overrides, options)), processes, options);
 }
 

@@ -54,14 +54,9 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
   communicator.broadcast(count, "sharing the epoch's batches");
   batches.resize(static_cast<std::size_t>(count.item<std::int64_t>()));
   torch::Tensor sizes = torch::empty({count.item<std::int64_t>()}, torch::kInt64);
-  std::int64_t total = 0;
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    sizes[static_cast<std::int64_t>(b)] = static_cast<std::int64_t>(batches[b].size());
-    total += static_cast<std::int64_t>(batches[b].size());
-  }
+  for (std::size_t b = 0; b < batches.size(); ++b) sizes[static_cast<std::int64_t>(b)] = static_cast<std::int64_t>(batches[b].size());
   communicator.broadcast(sizes, "sharing the epoch's batches");
-  total = sizes.sum().item<std::int64_t>();
-  torch::Tensor rows = torch::empty({total}, torch::kInt64);
+  torch::Tensor rows = torch::empty({sizes.sum().item<std::int64_t>()}, torch::kInt64);
   if (communicator.rank() == 0) {
     std::int64_t at = 0;
     auto* out = rows.data_ptr<std::int64_t>();
@@ -284,9 +279,6 @@ struct Trainer::Impl {
     distributed = {.rank = communicator->rank(), .world_size = communicator->world_size(), .communicator = communicator.get()};
     nlohmann::json handshake;
     if (distributed.is_main()) {
-      if (config.batch_size < 4 * distributed.world_size)
-        throw ConfigError("batch_size: got " + std::to_string(config.batch_size) + "; with " + std::to_string(distributed.world_size) +
-                          " processes it must be at least " + std::to_string(4 * distributed.world_size) + " (every process takes a share of each batch)");
       handshake = {{"config", to_json(config)},
                    {"run_id", setup.run_id},
                    {"store_id", setup.store_id},
@@ -612,13 +604,13 @@ struct Trainer::Impl {
 
   // ---- one stage ------------------------------------------------------------------------------
 
+  /// What this process asks of the others at the end of a step: stop, pause (rank 0 only pauses).
+  std::pair<bool, bool> control_flags() const { return {stop_requested.load(), distributed.is_main() && paused.load()}; }
+
   /// The method's forward and backward of `batch`. In data-parallel training, either the method splits the
   /// whole batch's work over the ranks (and the ranks' gradients add up to the batch's), or each rank trains
   /// its shard of the batch as a batch of its own (and the gradients and losses are averaged); afterwards
   /// every rank holds the same gradients, loss and query embeddings.
-  /// What this process asks of the others at the end of a step: stop, pause (rank 0 only pauses).
-  std::pair<bool, bool> control_flags() const { return {stop_requested.load(), distributed.is_main() && paused.load()}; }
-
   StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, TrainContext& ctx) {
     if (!distributed.enabled()) return method->train_step(stage, batch, ctx);
     if (method->splits_batch_across_ranks(stage)) {
@@ -626,9 +618,7 @@ struct Trainer::Impl {
       std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/false, control_flags());
       return result;
     }
-    const auto [begin, end] = shard_range(static_cast<std::int64_t>(batch.size()), distributed.rank, distributed.world_size);
-    const std::span<const std::int64_t> shard(batch.data() + begin, static_cast<std::size_t>(end - begin));
-    StepResult result = method->train_step(stage, shard, ctx);
+    StepResult result = method->train_step(stage, own_shard(batch, *communicator), ctx);
     std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/true, control_flags());
     torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
     communicator->all_reduce_sum(loss, "averaging the loss");

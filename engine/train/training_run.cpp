@@ -42,8 +42,9 @@ struct TrainingRun::Impl {
 TrainingRun::TrainingRun(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_path, const DistributedOptions& distributed) {
-  validate(config);
   validate(distributed);
+  check_batch_fits(config.batch_size, distributed);  // before the run is recorded
+  validate(config);
   check_eval_index(config.eval_index);  // before the run is recorded: a typo must not leave a failed run behind
   if (config.name.empty()) config.name = default_run_name(config);
   NewRun run;
@@ -74,6 +75,7 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   if (config.dataset != before.dataset || config.encoder_type != before.encoder_type || config.encoder_dim != before.encoder_dim ||
       config.encoder_path != before.encoder_path || config.method != before.method || config.batch_size != before.batch_size)
     throw ConfigError("resume: dataset, method, encoder.* and batch_size cannot change when resuming a run");
+  check_batch_fits(config.batch_size, distributed);  // before the run is claimed
   // A run killed before its first checkpoint trains again from the start (what it recorded is discarded),
   // in a fresh folder; a checkpoint is used only from the run's own folder.
   const bool has_checkpoint = std::filesystem::exists(checkpoint_file(run_directory(db_path, run_id)));
