@@ -220,6 +220,9 @@ std::vector<KeyGroup> key_groups() {
         float_key("irene.temperature", &TrainConfig::irene_temperature, 1e-4, 100, "T: neighbours are weighted by softmax(similarity / T)"),
         float_key("irene.positive_weight", &TrainConfig::irene_positive_weight, 1e-3, 1e6, "C: weight of the positives in the generator's BCE"),
         int_key("irene.heads", &TrainConfig::irene_heads, 1, "Attention heads of the generator's transformer layer (divide the classifiers' size)", 64),
+        float_key("irene.selection_margin", &TrainConfig::irene_selection_margin, 0, 10,
+                  "A trained generator replaces the kept one (first the weighted sum) only when its mean hit@10 + hit@1 over the "
+                  "selection labels is ahead by this many standard errors of the paired per-label differences (0 = any gain)"),
         string_key("irene.calibration", &TrainConfig::irene_calibration, {"mean_query", "none"},
                    "Scores of a synthesized classifier u get q̄·(w̄ − u) added (q̄ the mean training query, w̄ the mean observed "
                    "classifier): it scores an average query as an average observed classifier does")}},

@@ -91,6 +91,7 @@ struct TrainConfig {
   double irene_temperature = 0.1;            ///< T of the neighbours' softmax weights
   double irene_positive_weight = 10;         ///< C: weight of positives in the generator's BCE
   std::int64_t irene_heads = 4;              ///< attention heads of the generator's transformer layer
+  double irene_selection_margin = 2;         ///< a trained generator replaces the kept one only when ahead by this many standard errors
   std::string irene_calibration = "mean_query";  ///< mean_query | none: offsets of synthesized classifiers' scores
 
   // Evaluation and checkpoints

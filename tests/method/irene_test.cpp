@@ -4,11 +4,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/data/zero_shot_split.h"
+#include "engine/eval/paired_gain.h"
 #include "engine/method/irene_generator.h"
 #include "engine/method/trained_run.h"
 #include "engine/session/predictor.h"
@@ -218,6 +220,24 @@ TEST(Irene, RefusesWhatItCannotBuildOn) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("the same zero-shot split is needed"), std::string::npos) << e.what();
   }
+}
+
+// The selection rule on hand-worked paired scores: differences 0.5, -0.3, 0.4, -0.2 have mean 0.1 and
+// deviations 0.4, -0.4, 0.3, -0.3: sample standard deviation sqrt(0.5 / 3) = 0.40825, standard error 0.20412.
+TEST(Irene, ATrainedGeneratorIsKeptOnlyWhenClearlyAheadOfTheKeptOne) {
+  const std::vector<double> baseline{0.2, 0.6, 0.1, 0.5};
+  const std::vector<double> noisy{0.7, 0.3, 0.5, 0.3};
+  const PairedGain gain = paired_gain(noisy, baseline);
+  EXPECT_NEAR(gain.mean, 0.1, 1e-12);
+  EXPECT_NEAR(gain.standard_error, std::sqrt(0.5 / 3) / 2, 1e-12);
+  EXPECT_TRUE(clearly_better(gain, 0)) << "any gain counts at margin 0";
+  EXPECT_FALSE(clearly_better(gain, 2)) << "0.1 is about half a standard error: noise";
+  const std::vector<double> steady{0.3, 0.7, 0.2, 0.6};  // +0.1 on every label: no spread
+  EXPECT_TRUE(clearly_better(paired_gain(steady, baseline), 2));
+  EXPECT_FALSE(clearly_better(paired_gain(baseline, baseline), 0)) << "a tie keeps the kept one";
+  EXPECT_FALSE(clearly_better(paired_gain(baseline, steady), 0)) << "a loss keeps the kept one";
+  EXPECT_THROW(paired_gain(steady, std::vector<double>{0.1}), Error);
+  EXPECT_THROW(paired_gain(std::vector<double>{}, std::vector<double>{}), Error);
 }
 
 }  // namespace xmc
