@@ -162,16 +162,8 @@ bool alive(pid_t pid) {
 
 /// Waits until the run has stored at least `steps` loss values; false after 60 s.
 bool wait_for_steps(const std::filesystem::path& db, std::size_t steps) {
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  while (Clock::now() < until) {
-    try {
-      if (std::filesystem::exists(db) && RunStore(db).find_run(1) && losses(db, 1).size() >= steps) return true;
-    } catch (const std::exception&) {
-      // being written by the other process
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+  return test::poll_until([&] { return std::filesystem::exists(db) && RunStore(db).find_run(1) && losses(db, 1).size() >= steps; },
+                          std::chrono::seconds(60), std::chrono::milliseconds(50));
 }
 
 TEST(DistributedFailures, AKilledWorkerEndsTheJobByNameAndTheRunResumes) {

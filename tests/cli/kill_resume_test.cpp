@@ -72,16 +72,8 @@ std::vector<std::int64_t> checked_loss_steps(const std::filesystem::path& db, st
 
 /// Polls the store until run 1 exists (the process has recorded it); false after 30 s.
 bool wait_for_run(const std::filesystem::path& db) {
-  const auto until = Clock::now() + std::chrono::seconds(30);
-  while (Clock::now() < until) {
-    try {
-      if (std::filesystem::exists(db) && RunStore(db).find_run(1)) return true;
-    } catch (const std::exception&) {
-      // being created by the other process
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return test::poll_until([&] { return std::filesystem::exists(db) && RunStore(db).find_run(1).has_value(); }, std::chrono::seconds(30),
+                          std::chrono::milliseconds(20));
 }
 
 TEST(KillResume, ARunKilledAtRandomMomentsResumesToTheUninterruptedResult) {

@@ -3,11 +3,13 @@
 // files, and running the `xmc` binary.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <sys/wait.h>
 
 namespace xmc::test {
@@ -64,6 +66,21 @@ inline CommandResult run_command(const std::string& command_line, bool with_stde
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+/// Calls `ready()` every `interval` until it returns true (true) or `timeout` passes (false). An exception
+/// counts as not ready: a store another process is writing can be caught half made.
+template <typename Ready>
+bool poll_until(Ready ready, std::chrono::milliseconds timeout, std::chrono::milliseconds interval) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    try {
+      if (ready()) return true;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(interval);
+  }
+  return false;
 }
 
 }  // namespace xmc::test
