@@ -5,12 +5,12 @@
 // Observed labels' embeddings were trained on their own positives and novel ones were not, so a generator
 // fitted on observed labels learns the wrong trust. The generator trains on the pseudo-novel labels the
 // split withheld from base training: half of them (by position) train it with a weighted BCE over in-batch
-// queries, the other half select it by hit@10 + hit@1 per label after every epoch, against the weighted sum it starts as;
-// a trained one is kept only when clearly better (irene.selection_margin standard errors). Synthesized classifiers are calibrated against observed ones (irene.calibration). Evaluation: zero-shot (test rows with a novel positive, novel labels only) and
-// generalized (every test row, observed classifiers plus synthesized ones), each beside the base run's
-// own zero-shot label vectors.
+// queries, the other half select it by hit@10 + hit@1 per label after every epoch, against the weighted
+// sum it starts as; a trained one is kept only when clearly better (irene.selection_margin standard
+// errors). Synthesized classifiers are calibrated against observed ones (irene.calibration). Evaluation:
+// zero-shot (test rows with a novel positive, novel labels only) and generalized (every test row, observed
+// classifiers plus synthesized ones), each beside the base run's own zero-shot label vectors.
 #include <algorithm>
-#include <cmath>
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
@@ -136,12 +136,12 @@ class IreneMethod final : public Method {
       throw ConfigError("dataset: the pseudo-novel labels of " + config_.dataset.string() + " have no training queries to train and select on");
     if (best_state_.empty()) {  // not resumed: the weighted sum is the generator to beat
       best_state_ = snapshot();
-      best_rows_ = selection_scores();
-      context.phase("IRENE: weighted sum hit@10 + hit@1 per pseudo-novel label " + std::to_string(best_rows_.mean().item<double>()));
-    } else if (!best_rows_.defined()) {  // resumed from a checkpoint that kept only the best state
+      best_label_scores_ = selection_scores();
+      context.phase("IRENE: weighted sum hit@10 + hit@1 per pseudo-novel label " + std::to_string(best_label_scores_.mean().item<double>()));
+    } else if (!best_label_scores_.defined()) {  // resumed from a checkpoint that kept only the best state
       const std::vector<torch::Tensor> current = snapshot();
       restore(best_state_);
-      best_rows_ = selection_scores();
+      best_label_scores_ = selection_scores();
       restore(current);
     }
   }
@@ -182,7 +182,7 @@ class IreneMethod final : public Method {
     keep_if_better(context, config_.epochs);
     restore(best_state_);
     context.phase("IRENE: kept the " + std::string(best_is_weighted_sum() ? "weighted sum" : "trained transformer") +
-                  " (pseudo-novel hit@10 + hit@1 per label " + std::to_string(best_rows_.mean().item<double>()) + ")");
+                  " (pseudo-novel hit@10 + hit@1 per label " + std::to_string(best_label_scores_.mean().item<double>()) + ")");
   }
 
   torch::Tensor encode_queries(const std::string& encoder, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {
@@ -227,14 +227,14 @@ class IreneMethod final : public Method {
   }
 
   void save_state(torch::serialize::OutputArchive& archive) const override {
-    if (best_rows_.defined()) archive.write("irene_best_rows", best_rows_);
+    if (best_label_scores_.defined()) archive.write("irene_best_rows", best_label_scores_);
     for (std::size_t i = 0; i < best_state_.size(); ++i) archive.write("irene_best_" + std::to_string(i), best_state_[i]);
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t) override {
     best_state_.clear();
-    best_rows_ = torch::Tensor();
+    best_label_scores_ = torch::Tensor();
     torch::Tensor rows;
-    if (archive.try_read("irene_best_rows", rows)) best_rows_ = rows;
+    if (archive.try_read("irene_best_rows", rows)) best_label_scores_ = rows;
     for (std::size_t i = 0; i < model_->parameters().size(); ++i) {
       torch::Tensor t;
       if (!archive.try_read("irene_best_" + std::to_string(i), t)) break;
@@ -341,13 +341,13 @@ class IreneMethod final : public Method {
     const torch::Tensor scores = torch::matmul(scoring_queries(train_queries_.index_select(0, rows)), u.t());
     const torch::Tensor top = std::get<1>(scores.topk(std::min<std::int64_t>(10, u.size(0)), /*dim=*/1));
     const torch::Tensor truth = positives(selection_rows_, sorted);  // [rows x candidates]
-    const torch::Tensor in_top10 = torch::zeros_like(truth).scatter_(1, top, 1.0f) * truth;
-    const torch::Tensor first = torch::zeros_like(truth).scatter_(1, top.narrow(1, 0, 1), 1.0f) * truth;
-    const torch::Tensor selected = torch::isin(sorted, select_labels_).logical_and(truth.sum(0) > 0);
-    const torch::Tensor count = truth.sum(0).index({selected});
+    const torch::Tensor queries_per_label = truth.sum(0);
     // The top 10 alone kept transformers that found more labels there but put a wrong one first more
     // often (Delicious: test R@10 12.2 -> 13.5, P@1 9.2 -> 6.0): both count.
-    return ((in_top10.sum(0).index({selected}) + first.sum(0).index({selected})) / count).to(torch::kFloat64);
+    const torch::Tensor hits =
+        (torch::zeros_like(truth).scatter_(1, top, 1.0f) + torch::zeros_like(truth).scatter_(1, top.narrow(1, 0, 1), 1.0f)) * truth;
+    const torch::Tensor selected = torch::isin(sorted, select_labels_).logical_and(queries_per_label > 0);
+    return (hits.sum(0).index({selected}) / queries_per_label.index({selected})).to(torch::kFloat64);
   }
 
   /// Keeps the generator as it is now when it beats the kept one on the selection labels by more than
@@ -356,15 +356,15 @@ class IreneMethod final : public Method {
   /// weighted sum for.
   void keep_if_better(TrainContext& context, std::int64_t epoch) {
     const torch::Tensor now = selection_scores();
-    const torch::Tensor now_cpu = now.contiguous(), kept_cpu = best_rows_.contiguous();
-    const PairedGain gain = paired_gain({now_cpu.data_ptr<double>(), static_cast<std::size_t>(now_cpu.numel())},
-                                        {kept_cpu.data_ptr<double>(), static_cast<std::size_t>(kept_cpu.numel())});
+    const torch::Tensor kept = best_label_scores_.contiguous();
+    const PairedGain gain = paired_gain({now.data_ptr<double>(), static_cast<std::size_t>(now.numel())},
+                                        {kept.data_ptr<double>(), static_cast<std::size_t>(kept.numel())});
     const bool better = clearly_better(gain, config_.irene_selection_margin);
     context.phase("IRENE: pseudo-novel hit@10 + hit@1 per label after generator epoch " + std::to_string(epoch) + ": " +
-                  std::to_string(now.mean().item<double>()) + " (kept " + std::to_string(best_rows_.mean().item<double>()) + "; gain " +
+                  std::to_string(now.mean().item<double>()) + " (kept " + std::to_string(best_label_scores_.mean().item<double>()) + "; gain " +
                   std::to_string(gain.mean) + " ± " + std::to_string(gain.standard_error) + (better ? ": keeping this one)" : ")"));
     if (better) {
-      best_rows_ = now;
+      best_label_scores_ = now;
       best_state_ = snapshot();
     }
   }
@@ -429,7 +429,7 @@ class IreneMethod final : public Method {
   torch::Tensor train_queries_;  ///< [N x d] the base run's training query vectors (frozen)
   torch::Tensor train_labels_, select_labels_;
   std::vector<std::int64_t> training_rows_, selection_rows_;
-  torch::Tensor best_rows_;  ///< per selection label hit@10 + hit@1 of the kept generator (undefined: not measured yet)
+  torch::Tensor best_label_scores_;  ///< per selection label hit@10 + hit@1 of the kept generator (undefined: not measured yet)
   std::vector<torch::Tensor> best_state_;
 };
 
