@@ -4,9 +4,16 @@
 // over the DE query embeddings). Each batch's label pool holds ≤β sampled positives and η shortlist
 // negatives per query (engine/sampler/psl_batch.h); the loss is λ·L_D + (1-λ)·L_C, each the symmetric
 // (q→l and l→q) multi-class loss ℓ_MC = config `loss` (supcon or decoupled_softmax in the presets), plus an
-// optional BCE on the classifier scores. Inference: concat (primary), de, clf (unidec_model.h).
+// optional BCE on the classifier scores. Inference: concat (primary), de, clf (unidec_model.h). With
+// unidec.concat_holdout > 0 a share of the training queries never trains: concat's weight is chosen on them
+// once training ends (concat_weight_choice.h), and the checkpoint keeps it.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 #include "engine/data/dataset.h"
 #include "engine/loss/losses.h"
+#include "engine/method/concat_weight_choice.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/unidec_model.h"
 #include "engine/sampler/hard_negative_shortlist.h"
@@ -51,6 +58,7 @@ class UnidecMethod final : public Method {
   torch::nn::Module& module() override { return *model_; }
 
   void begin_stage(const StageSpec&, TrainContext& context) override {
+    if (with_classifiers_ && config_.unidec_concat_holdout > 0) hold_out_queries(context.dataset.train_labels);
     if (!with_classifiers_ || model_->has_classifier_table()) return;  // resumed: the checkpoint filled Ψ
     model_->add_classifier_table(context.dataset.num_labels());
     torch::NoGradGuard no_grad;
@@ -80,6 +88,11 @@ class UnidecMethod final : public Method {
     return groups;
   }
 
+  std::int64_t batches_per_epoch(const StageSpec&) const override {
+    if (held_out_.empty()) return -1;  // the trainer's count: every training query with labels
+    return std::max<std::int64_t>(1, batch_count(static_cast<std::int64_t>(trained_rows_), config_.batch_size));
+  }
+
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
     epoch_ = epoch;
     QueryBatcher& batcher = context.batcher;
@@ -92,6 +105,7 @@ class UnidecMethod final : public Method {
       context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
     }
     auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
+    if (!held_out_.empty()) batches = without_held_out(batches);
     if (config_.negatives == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.psl_refresh_every)) {
       context.phase("refreshing hard-negative shortlists");
       const torch::Tensor shortlist = hard_negative_shortlist(
@@ -172,18 +186,101 @@ class UnidecMethod final : public Method {
     return {torch::cat({de, clf}, /*dim=*/1), de, clf};
   }
 
+  void end_stage(const StageSpec&, TrainContext& context) override {
+    if (held_out_rows_.empty() || !model_->has_classifier_table()) return;
+    choose_concat_weight(context);
+  }
+
   void save_state(torch::serialize::OutputArchive& archive) const override {
     window_.save(archive, "psl_shortlist");
+    if (chosen_concat_weight_ >= 0) archive.write("concat_weight", torch::tensor({chosen_concat_weight_}, torch::kFloat64));
     archive.write("has_classifier_table", torch::tensor({static_cast<std::int64_t>(model_->has_classifier_table())}, torch::kInt64));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
     window_.load(archive, "psl_shortlist");
+    torch::Tensor weight;
+    if (archive.try_read("concat_weight", weight)) {
+      chosen_concat_weight_ = weight.item<double>();
+      model_->set_concat_weight(chosen_concat_weight_);
+    }
     torch::Tensor has;
     if (with_classifiers_ && archive.try_read("has_classifier_table", has) && has.item<std::int64_t>() != 0 && !model_->has_classifier_table())
       model_->add_classifier_table(num_labels);
   }
 
  private:
+  /// Marks unidec.concat_holdout of the training queries with labels as held out, the same ones on every
+  /// rank and after a resume (drawn from the run's seed).
+  void hold_out_queries(const CsrMatrix& labels) {
+    std::vector<std::int64_t> candidates;
+    for (std::int64_t row = 0; row < labels.rows; ++row)
+      if (labels.row_size(row) > 0) candidates.push_back(row);
+    const auto n = static_cast<std::int64_t>(candidates.size());
+    if (n < 2) return;
+    const auto count = std::clamp<std::int64_t>(std::llround(config_.unidec_concat_holdout * static_cast<double>(n)), 1, n - 1);
+    std::mt19937_64 rng(config_.seed ^ 0x636f6e636174ULL);  // its own stream: the run's other draws stay as without it
+    std::shuffle(candidates.begin(), candidates.end(), rng);
+    held_out_rows_.assign(candidates.begin(), candidates.begin() + count);
+    std::sort(held_out_rows_.begin(), held_out_rows_.end());
+    trained_rows_ = static_cast<std::size_t>(n - count);
+    held_out_.assign(static_cast<std::size_t>(labels.rows), 0);
+    for (const std::int64_t row : held_out_rows_) held_out_[static_cast<std::size_t>(row)] = 1;
+  }
+
+  /// The epoch's queries in the batcher's order less the held-out ones, cut again into batches as the batcher
+  /// cuts them (its batches are consecutive runs of that order, so clusters stay together as before).
+  std::vector<std::vector<std::int64_t>> without_held_out(const std::vector<std::vector<std::int64_t>>& batches) const {
+    std::vector<std::int64_t> order;
+    for (const auto& batch : batches)
+      for (const std::int64_t row : batch)
+        if (held_out_[static_cast<std::size_t>(row)] == 0) order.push_back(row);
+    return cut_into_batches(order, config_.batch_size);
+  }
+
+  /// Scores w = 0, 0.1, ..., 1 on the held-out queries and keeps the best (of equal ones, the nearest to
+  /// unidec.concat_weight).
+  void choose_concat_weight(TrainContext& context) {
+    context.phase("UniDEC: choosing the concat weight on " + std::to_string(held_out_rows_.size()) + " held-out training queries");
+    torch::NoGradGuard no_grad;
+    const torch::Tensor label_de = model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "encoding labels");
+    const torch::Tensor classifiers = model_->classifiers();
+    const std::int64_t c = model_->clf_dim();
+    const torch::Tensor label_clf = classifiers.narrow(1, 0, c);
+    const torch::Tensor bias = model_->has_label_bias() ? classifiers.select(1, c).contiguous() : torch::Tensor();
+    std::vector<double> grid;
+    for (int i = 0; i <= 10; ++i) grid.push_back(i / 10.0);
+    ConcatWeightTally tally(grid);
+    const CsrMatrix& labels = context.dataset.train_labels;
+    constexpr std::size_t chunk = 1024;
+    context.progress.start("scoring held-out queries", static_cast<std::int64_t>(held_out_rows_.size()));
+    for (std::size_t start = 0; start < held_out_rows_.size(); start += chunk) {
+      const std::span<const std::int64_t> rows(held_out_rows_.data() + start, std::min(chunk, held_out_rows_.size() - start));
+      const torch::Tensor queries_de = model_->embed_rows(context.train_corpus, rows, UnidecSpace::De);
+      const torch::Tensor queries_clf = model_->embed_rows(context.train_corpus, rows, UnidecSpace::Clf).narrow(1, 0, c);
+      torch::Tensor positives = torch::zeros({static_cast<std::int64_t>(rows.size()), labels.cols}, torch::kBool);
+      auto mark = positives.accessor<bool, 2>();
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        for (const std::int32_t label : labels.row_indices(rows[i])) mark[static_cast<std::int64_t>(i)][label] = true;
+      tally.add(torch::matmul(queries_de, label_de.t()), torch::matmul(queries_clf, label_clf.t()), bias, positives.to(label_de.device()));
+      context.progress.update(static_cast<std::int64_t>(start + rows.size()));
+    }
+    context.progress.finish();
+    chosen_concat_weight_ = tally.best(config_.unidec_concat_weight);
+    model_->set_concat_weight(chosen_concat_weight_);
+    // The whole curve, so that a reader sees how flat it is: "w 0: 1.412, 0.1: 1.425, ...".
+    std::string curve;
+    const std::vector<double> scores = tally.scores();
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      char item[32];
+      std::snprintf(item, sizeof item, "%s%.1f: %.4f", i == 0 ? "" : ", ", grid[i], scores[i]);
+      curve += item;
+    }
+    char chosen[16];
+    std::snprintf(chosen, sizeof chosen, "%.1f", chosen_concat_weight_);
+    context.phase(std::string("UniDEC: concat weight ") + chosen + " (mean P@1 + P@3 + P@5 of " + std::to_string(tally.queries()) +
+                  " held-out training queries by w — " + curve + ")");
+  }
+
   TrainConfig config_;
   bool with_classifiers_;
   LossKind loss_kind_;
@@ -192,6 +289,10 @@ class UnidecMethod final : public Method {
   UnidecModel model_{nullptr};
   HardNegativeWindow window_;
   std::int64_t epoch_ = 0;  ///< the epoch whose batches are being trained (picks the shortlist window's slice)
+  std::vector<std::uint8_t> held_out_;        ///< [num_train] 1 = held out of training (unidec.concat_holdout)
+  std::vector<std::int64_t> held_out_rows_;   ///< the held-out rows, ascending
+  std::size_t trained_rows_ = 0;              ///< training queries with labels that train (the others are held out)
+  double chosen_concat_weight_ = -1;          ///< w chosen on them (-1: none chosen, the config's w applies)
 };
 
 }  // namespace

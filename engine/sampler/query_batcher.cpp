@@ -61,13 +61,18 @@ std::vector<std::vector<std::int64_t>> QueryBatcher::epoch_batches(std::int64_t 
       order.insert(order.end(), members.begin(), members.end());
     }
   }
+  return cut_into_batches(order, options_.batch_size);
+}
+
+std::vector<std::vector<std::int64_t>> cut_into_batches(const std::vector<std::int64_t>& order, std::int64_t batch_size) {
+  const auto size = static_cast<std::size_t>(std::max<std::int64_t>(batch_size, 1));
   std::vector<std::vector<std::int64_t>> batches;
-  for (std::size_t start = 0; start < order.size(); start += static_cast<std::size_t>(options_.batch_size)) {
-    const auto end = std::min(order.size(), start + static_cast<std::size_t>(options_.batch_size));
+  for (std::size_t start = 0; start < order.size(); start += size) {
+    const auto end = std::min(order.size(), start + size);
     batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start), order.begin() + static_cast<std::ptrdiff_t>(end));
   }
   // A tiny last batch has almost no in-batch negatives: merge it into the previous one.
-  if (batches.size() > 1 && static_cast<std::int64_t>(batches.back().size()) < options_.batch_size / 4) {
+  if (batches.size() > 1 && static_cast<std::int64_t>(batches.back().size()) < batch_size / 4) {
     auto last = std::move(batches.back());
     batches.pop_back();
     batches.back().insert(batches.back().end(), last.begin(), last.end());
@@ -106,6 +111,14 @@ void QueryBatcher::load_state(const std::string& state) {
       if (!in || r < 0 || r > max_row) throw corrupt();
     }
   }
+}
+
+std::int64_t batch_count(std::int64_t queries, std::int64_t batch_size) {
+  if (queries <= 0) return 0;
+  batch_size = std::max<std::int64_t>(batch_size, 1);
+  std::int64_t batches = (queries + batch_size - 1) / batch_size;
+  if (batches > 1 && queries - (batches - 1) * batch_size < batch_size / 4) --batches;
+  return batches;
 }
 
 }  // namespace xmc

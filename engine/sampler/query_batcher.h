@@ -60,4 +60,10 @@ inline std::int64_t uniform_index(std::mt19937_64& rng, std::int64_t n) {
   return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
 }
 
+/// `order` cut into consecutive batches of `batch_size`, a last batch under a quarter of it merged into the
+/// one before (it would have almost no in-batch negatives).
+std::vector<std::vector<std::int64_t>> cut_into_batches(const std::vector<std::int64_t>& order, std::int64_t batch_size);
+/// How many batches cut_into_batches makes of `queries` queries.
+std::int64_t batch_count(std::int64_t queries, std::int64_t batch_size);
+
 }  // namespace xmc

@@ -207,6 +207,9 @@ std::vector<KeyGroup> key_groups() {
                    "Classifiers start as the CLF head's encoding of each label's text, or random"),
         float_key("unidec.concat_weight", &TrainConfig::unidec_concat_weight, 0, 1,
                   "Concat inference ranks by (1-w)·de + w·clf (+ the label bias): w = 0.5 is the paper's plain sum"),
+        float_key("unidec.concat_holdout", &TrainConfig::unidec_concat_holdout, 0, 0.5,
+                  "Share of the training queries (with labels) held out of training; after training, concat's w is chosen "
+                  "on them from 0, 0.1, ..., 1 by mean P@1 + P@3 + P@5 (0 = none held out: w = unidec.concat_weight)"),
         string_key("unidec.clf_head", &TrainConfig::unidec_clf_head, {"linear", "none"},
                    "CLF head g2: Linear + dropout (the paper's), or none (classifiers over the encoder's normalised output)"),
         string_key("unidec.label_bias", &TrainConfig::unidec_label_bias, {"none", "learned"},

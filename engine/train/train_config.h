@@ -81,6 +81,7 @@ struct TrainConfig {
   double unidec_bce_weight = 0;            ///< weight of an auxiliary BCE on the classifier scores (0 = off)
   std::string unidec_classifier_init = "label_text";  ///< label_text (Ψ_l = CLF head of the label's text) | random
   double unidec_concat_weight = 0.5;       ///< w: concat inference ranks by (1-w)·de + w·clf (+ label bias)
+  double unidec_concat_holdout = 0;        ///< share of the training queries held out to choose w (0 = w as given)
   std::string unidec_clf_head = "linear";  ///< g2: linear (Linear + dropout) | none (classifiers over Φ itself)
   std::string unidec_label_bias = "none";  ///< none | learned: classifier score + b_l (a label prior)
 

@@ -451,10 +451,7 @@ struct Trainer::Impl {
   std::int64_t batches_per_epoch() const {
     std::int64_t n = 0;
     for (std::int64_t r = 0; r < dataset.num_train(); ++r) n += dataset.train_labels.row_size(r) > 0;
-    std::int64_t batches = (n + config.batch_size - 1) / config.batch_size;
-    const std::int64_t last = n - (batches - 1) * config.batch_size;
-    if (batches > 1 && last < config.batch_size / 4) --batches;
-    return std::max<std::int64_t>(1, batches);
+    return std::max<std::int64_t>(1, batch_count(n, config.batch_size));
   }
 
   /// tsne.query, checked, or the first training row with >= 3 labels (else the first with the most).

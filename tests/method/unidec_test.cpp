@@ -8,8 +8,10 @@
 #include <map>
 #include <set>
 
+#include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/loss/losses.h"
+#include "engine/method/concat_weight_choice.h"
 #include "engine/method/trained_run.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
@@ -212,6 +214,84 @@ TEST(SymmetricLoss, EqualsBothDirectionsWorkedByHand) {
   const torch::Tensor s = scores.clone().requires_grad_(true);
   symmetric_loss(LossKind::DecoupledSoftmax, s, mask, options).backward();
   EXPECT_GT(s.grad().abs().sum().item<double>(), 0);
+}
+
+// Three queries, three labels (worked by hand). Query 0 (positive 0): de [0.9 0.5 0], clf [0 0.9 0.5] — label 0
+// leads while 0.9(1-w) > 0.5 + 0.4w, i.e. w < 4/13. Query 1 (positive 2): de [0 0.9 0.5], clf [0.1 0 0.9] — label 2
+// leads once w > 4/13. Query 2 (positive 0): de [0.8 0.3 0], clf [0.6 0.7 0] — label 0 leads while w < 5/6. With
+// 3 labels P@3 = 1/3 always and P@5 is not counted, so a weight scores (hits at 1)/3 + 1/3:
+// w ≤ 0.3 → 2/3 + 1/3, 0.4–0.8 → 2/3 + 1/3, 0.9 and 1 (the clf mode) → 1/3 + 1/3.
+TEST(ConcatWeightChoice, ScoresEveryWeightAndBreaksTiesTowardThePreferredOne) {
+  const torch::Tensor de = torch::tensor({0.9, 0.5, 0.0, 0.0, 0.9, 0.5, 0.8, 0.3, 0.0}, torch::kFloat32).reshape({3, 3});
+  const torch::Tensor clf = torch::tensor({0.0, 0.9, 0.5, 0.1, 0.0, 0.9, 0.6, 0.7, 0.0}, torch::kFloat32).reshape({3, 3});
+  const torch::Tensor positives = torch::tensor({1, 0, 0, 0, 0, 1, 1, 0, 0}, torch::kBool).reshape({3, 3});
+  std::vector<double> grid;
+  for (int i = 0; i <= 10; ++i) grid.push_back(i / 10.0);
+  ConcatWeightTally tally(grid);
+  // Two chunks add up to the same as one.
+  tally.add(de.narrow(0, 0, 2), clf.narrow(0, 0, 2), {}, positives.narrow(0, 0, 2));
+  tally.add(de.narrow(0, 2, 1), clf.narrow(0, 2, 1), {}, positives.narrow(0, 2, 1));
+  EXPECT_EQ(tally.queries(), 3);
+  const std::vector<double> scores = tally.scores();
+  for (std::size_t i = 0; i < grid.size(); ++i) EXPECT_NEAR(scores[i], i <= 8 ? 1.0 : 2.0 / 3.0, 1e-12) << "w " << grid[i];
+  EXPECT_DOUBLE_EQ(tally.best(0.5), 0.5);
+  EXPECT_DOUBLE_EQ(tally.best(1.0), 0.8);   // the clf mode loses: the nearest of the best
+  EXPECT_DOUBLE_EQ(tally.best(0.0), 0.0);
+}
+
+// The label bias is added once, whatever w: query positive 1, de = clf = [0.5 0.4], bias [0 0.2] → label 1 leads
+// at every w (0.4 + 0.2 > 0.5); a bias weighted by w would lose at w = 0 (0.4 < 0.5).
+TEST(ConcatWeightChoice, TheLabelBiasCountsOnceAtEveryWeight) {
+  const torch::Tensor scores = torch::tensor({0.5, 0.4}, torch::kFloat32).reshape({1, 2});
+  const torch::Tensor positives = torch::tensor({0, 1}, torch::kBool).reshape({1, 2});
+  ConcatWeightTally with_bias({0.0, 0.5, 1.0});
+  with_bias.add(scores, scores, torch::tensor({0.0, 0.2}, torch::kFloat32), positives);
+  ConcatWeightTally without({0.0, 0.5, 1.0});
+  without.add(scores, scores, {}, positives);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(with_bias.scores()[i], 1.0, 1e-12);  // P@1 = 1 (P@3, P@5: fewer labels than k)
+    EXPECT_NEAR(without.scores()[i], 0.0, 1e-12);
+  }
+  EXPECT_THROW(ConcatWeightTally({1.5}), Error);
+  EXPECT_THROW(with_bias.add(scores, scores.t(), {}, positives), Error);
+  EXPECT_THROW(with_bias.add(scores, scores, torch::zeros({3}), positives), Error);
+}
+
+// With unidec.concat_holdout the held-out queries never train, w is chosen on them after training, and the
+// trained run (as the predictor loads it) ranks with the chosen w.
+TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 8, 400, 120);
+  TrainConfig config = small_unidec_config(dir / "data");
+  config.unidec_concat_holdout = 0.25;
+  config.unidec_concat_weight = 0.55;  // off the grid: the loaded run ranks with the chosen w only if it kept it
+  config.eval_every = 0;
+  config.tsne_every = 0;
+  TrainingRun run(config, dir / "runs.sqlite");
+  std::vector<std::string> phases;
+  run.subscribe([&](const TrainEvent& e) {
+    if (e.kind == TrainEvent::Kind::Phase) phases.push_back(e.message);
+  });
+  const TrainResult result = run.run();
+  ASSERT_EQ(result.outcome, RunOutcome::Completed);
+  std::string choice;
+  for (const auto& p : phases)
+    if (p.rfind("UniDEC: concat weight ", 0) == 0) choice = p;
+  ASSERT_FALSE(choice.empty());
+  EXPECT_NE(choice.find("of 100 held-out training queries"), std::string::npos) << choice;  // 25 % of 400
+  const double chosen = std::stod(choice.substr(std::string("UniDEC: concat weight ").size()));
+
+  // Three quarters of the queries train: 300 per epoch in full batches of 32 → 10 steps per epoch (13 with all 400).
+  EXPECT_EQ(RunStore(dir / "runs.sqlite").scalars(run.run_id(), "loss").size(), static_cast<std::size_t>(config.epochs * 10));
+
+  TrainedRun trained = load_trained_run(dir / "runs.sqlite", run.run_id());
+  const Dataset dataset = load_dataset(config.dataset);
+  const TokenizedCorpus labels = trained.method->tokenizer().tokenize(dataset.label_text);
+  const TokenizedCorpus test = trained.method->tokenizer().tokenize(dataset.test_text);
+  const auto modes = trained.method->inference_modes(labels, silent_progress());
+  ASSERT_EQ(modes.size(), 3u);
+  auto scores = [&](const InferenceMode& m) { return torch::matmul(trained.method->encode_queries(m.query_encoder, test, silent_progress(), "t"), m.label_matrix.t()); };
+  EXPECT_TRUE(torch::allclose(scores(modes[0]), 2 * (1 - chosen) * scores(modes[1]) + 2 * chosen * scores(modes[2]), 1e-5, 1e-5)) << chosen;
 }
 
 TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {

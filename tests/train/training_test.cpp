@@ -410,6 +410,7 @@ TEST(Training, BadConfigNamesTheKey) {
       {"encoder.dim=1000000000", "encoder.dim: got 1000000000, expected an integer in [2, 65536]"},
       {"eval.top=1000000000000", "eval.top: got 1000000000000, expected an integer in [1, 100000]"},
       {"irene.selection_margin=-1", "irene.selection_margin: got -1, expected a number in [0, 10]"},
+      {"unidec.concat_holdout=0.6", "unidec.concat_holdout: got 0.6, expected a number in [0, 0.5]"},
       // The config is stored as JSON, which holds UTF-8 only ("internal error" when the run was recorded).
       {"name=run\xff" "1", "name: got \"run?\", expected valid UTF-8 text (byte 255 at offset 3 is not)"},
       // A non-JSON value is taken as text, with whatever bytes it has; naming it ended the process (the JSON
