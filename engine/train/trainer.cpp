@@ -22,6 +22,7 @@
 #include "engine/sampler/query_batcher.h"
 #include "engine/store/run_files.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/fused_adamw.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/mode_evaluation.h"
 
@@ -190,7 +191,7 @@ struct Trainer::Impl {
   /// Sampled positives and hard negatives of the label pools: a stream of its own, so that how batches
   /// are drawn and how their label pools are drawn never shift each other.
   std::mt19937_64 label_pool_rng;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<FusedAdamW> optimizer;
   std::vector<double> base_lrs;
   std::vector<torch::Tensor> clipped_parameters;
   TrainingState state;
@@ -445,7 +446,7 @@ struct Trainer::Impl {
                           std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(group.lr).weight_decay(group.weight_decay)));
       base_lrs.push_back(group.lr);
     }
-    optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+    optimizer = std::make_unique<FusedAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
   }
 
   std::int64_t batches_per_epoch() const {

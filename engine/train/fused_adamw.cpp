@@ -1,0 +1,143 @@
+#include "engine/train/fused_adamw.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace xmc {
+namespace {
+
+/// The key LibTorch files a parameter's state under: its TensorImpl's address as text (1.13) or the address
+/// itself (2.x).
+template <typename Map>
+typename Map::key_type state_key(const Map&, c10::TensorImpl* impl) {
+  if constexpr (std::is_pointer_v<typename Map::key_type>) {
+    return impl;
+  } else {
+    std::ostringstream out;
+    out << impl;
+    return out.str();
+  }
+}
+
+struct UpdateConstants {
+  float decay;          ///< 1 - lr·weight_decay
+  float beta1, one_minus_beta1;
+  float beta2, one_minus_beta2;
+  float sqrt_bias_correction2;
+  float eps;
+  float minus_step;     ///< -lr / bias_correction1
+};
+
+/// p ← p·decay − step · m / (√v / √bc2 + eps), after m ← β1·m + (1−β1)·g and v ← β2·v + (1−β2)·g², over
+/// [begin, end): four lanes at a time where SSE is there (std::sqrt's errno check keeps the compiler from
+/// vectorising the plain loop), then one by one.
+void update_range(float* p, const float* g, float* m, float* v, std::int64_t begin, std::int64_t end, const UpdateConstants& c) {
+  std::int64_t i = begin;
+#if defined(__SSE2__)
+  const __m128 beta1 = _mm_set1_ps(c.beta1), one_minus_beta1 = _mm_set1_ps(c.one_minus_beta1);
+  const __m128 beta2 = _mm_set1_ps(c.beta2), one_minus_beta2 = _mm_set1_ps(c.one_minus_beta2);
+  const __m128 sqrt_bc2 = _mm_set1_ps(c.sqrt_bias_correction2), eps = _mm_set1_ps(c.eps);
+  const __m128 decay = _mm_set1_ps(c.decay), minus_step = _mm_set1_ps(c.minus_step);
+  for (; i + 4 <= end; i += 4) {
+    const __m128 gi = _mm_loadu_ps(g + i);
+    const __m128 mi = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(m + i), beta1), _mm_mul_ps(one_minus_beta1, gi));
+    const __m128 vi = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(v + i), beta2), _mm_mul_ps(_mm_mul_ps(one_minus_beta2, gi), gi));
+    _mm_storeu_ps(m + i, mi);
+    _mm_storeu_ps(v + i, vi);
+    const __m128 denominator = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), sqrt_bc2), eps);
+    _mm_storeu_ps(p + i, _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + i), decay), _mm_mul_ps(minus_step, _mm_div_ps(mi, denominator))));
+  }
+#endif
+  for (; i < end; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] * c.beta1 + c.one_minus_beta1 * gi;
+    const float vi = v[i] * c.beta2 + c.one_minus_beta2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * c.decay + c.minus_step * (mi / (std::sqrt(vi) / c.sqrt_bias_correction2 + c.eps));
+  }
+}
+
+void update(float* p, const float* g, float* m, float* v, std::int64_t n, const UpdateConstants& c) {
+  at::parallel_for(0, n, 1 << 14, [&](std::int64_t begin, std::int64_t end) { update_range(p, g, m, v, begin, end, c); });
+}
+
+bool fusable(const torch::Tensor& p, const torch::Tensor& grad, const torch::optim::AdamWParamState& state, bool amsgrad) {
+  auto plain = [](const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse(); };
+  return !amsgrad && plain(p) && plain(grad) && plain(state.exp_avg()) && plain(state.exp_avg_sq()) && grad.numel() == p.numel();
+}
+
+}  // namespace
+
+torch::Tensor FusedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure != nullptr) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups_) {
+    auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const torch::Tensor& grad = p.grad();
+      TORCH_CHECK(!grad.is_sparse(), "AdamW does not support sparse gradients");
+      const auto key = state_key(state_, p.unsafeGetTensorImpl());
+      auto found = state_.find(key);
+      if (found == state_.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        if (options.amsgrad()) fresh->max_exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        state_[key] = std::move(fresh);
+        found = state_.find(key);
+      }
+      auto& state = static_cast<torch::optim::AdamWParamState&>(*found->second);
+      state.step(state.step() + 1);
+      const double beta1 = std::get<0>(options.betas());
+      const double beta2 = std::get<1>(options.betas());
+      const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(state.step()));
+      const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(state.step()));
+      const double step_size = options.lr() / bias_correction1;
+
+      if (fusable(p, grad, state, options.amsgrad())) {
+        const UpdateConstants c{.decay = static_cast<float>(1 - options.lr() * options.weight_decay()),
+                                .beta1 = static_cast<float>(beta1),
+                                .one_minus_beta1 = static_cast<float>(1 - beta1),
+                                .beta2 = static_cast<float>(beta2),
+                                .one_minus_beta2 = static_cast<float>(1 - beta2),
+                                .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
+                                .eps = static_cast<float>(options.eps()),
+                                .minus_step = static_cast<float>(-step_size)};
+        update(p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel(), c);
+        continue;
+      }
+      // LibTorch's AdamW, tensor by tensor.
+      if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
+      auto& exp_avg = state.exp_avg();
+      auto& exp_avg_sq = state.exp_avg_sq();
+      exp_avg.mul_(beta1).add_(grad, 1 - beta1);
+      exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+      torch::Tensor denominator;
+      if (options.amsgrad()) {
+        auto& max_exp_avg_sq = state.max_exp_avg_sq();
+        torch::max_out(max_exp_avg_sq, exp_avg_sq, max_exp_avg_sq);
+        denominator = (max_exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
+      } else {
+        denominator = (exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
+      }
+      p.addcdiv_(exp_avg, denominator, -step_size);
+    }
+  }
+  return loss;
+}
+
+}  // namespace xmc
