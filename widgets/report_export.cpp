@@ -292,6 +292,14 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
   }
   if (!d.dataset_note.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(html(d.dataset_note));
 
+  // Last, as an appendix: what the run went through and decided, at the optimiser step it came at.
+  if (!d.log.empty()) {
+    s += QStringLiteral("<h2>%1</h2>\n").arg(QObject::tr("Log"));
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (const LogLine& line : d.log) rows.emplace_back("step " + std::to_string(line.step), line.message);
+    s += key_value_table(rows, false);
+  }
+
   s += QStringLiteral("</body></html>\n");
   return s;
 }

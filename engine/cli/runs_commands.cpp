@@ -131,7 +131,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     });
   }
   {
-    auto* cmd = runs->add_subcommand("show", "Show a run: config, status, latest metrics");
+    auto* cmd = runs->add_subcommand("show", "Show a run: config, status, latest metrics, its log of phases and decisions");
     auto id = std::make_shared<std::int64_t>(0);
     auto json = std::make_shared<bool>(false);
     cmd->add_option("ID", *id, "Run id")->required();
@@ -150,6 +150,10 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       for (const auto& e : evaluations)
         if (e.epoch == last_epoch) metrics[e.metric] = e.value;
       j["final_metrics"] = metrics;
+      // The run's log: phases and decisions ("UniDEC: concat weight 0.8 ..."), with the step each came at.
+      nlohmann::json log = nlohmann::json::array();
+      for (const LogLine& line : session.run_log(*id)) log.push_back({{"step", line.step}, {"time", line.wall_time}, {"message", line.message}});
+      j["log"] = log;
       if (*json) {
         context.print_json(j);
       } else {

@@ -105,6 +105,10 @@ std::vector<AddedLabel> Session::added_labels(std::int64_t run) const {
   return store().added_labels(run);
 }
 void Session::remove_added_label(std::int64_t run, std::int64_t id) { store().remove_added_label(run, id); }
+std::vector<LogLine> Session::run_log(std::int64_t run) const {
+  store().get_run(run);  // names a missing run
+  return store().log(run);
+}
 
 namespace {
 
@@ -279,6 +283,7 @@ RunReportContent Session::report_content(std::int64_t run) const {
   d.evaluations = without_primary_copies(store().evaluations(run));  // the primary mode shows as P@k, once
   d.deciles = store().decile_tables(run);
   d.artifacts = store().artifacts(run);
+  d.log = store().log(run);
   d.tsne = store().latest_tsne_snapshot(run);
   const std::filesystem::path dir = d.info.dataset_path;
   std::error_code ec;

@@ -34,6 +34,7 @@ struct RunReportContent {
   std::vector<EvalPoint> evaluations;
   std::vector<DecileTable> deciles;
   std::vector<Artifact> artifacts;
+  std::vector<LogLine> log;  ///< the run's phases and decisions, oldest first
   std::optional<TsneSnapshot> tsne;
   std::optional<DatasetSummary> dataset;  ///< statistics of the run's dataset folder as it is now
   std::string dataset_note;               ///< why there are no statistics, or that the folder changed
@@ -81,6 +82,8 @@ class Session {
   std::vector<Artifact> artifacts(std::int64_t run) const;
   /// Labels added to a trained run by their text (open_predictor(run).add_label adds them), oldest first.
   std::vector<AddedLabel> added_labels(std::int64_t run) const;
+  /// The run's log: the phases it went through and what it decided, oldest first.
+  std::vector<LogLine> run_log(std::int64_t run) const;
   /// Forgets an added label (by its row id in added_labels()); later predictors of the run no longer rank it.
   void remove_added_label(std::int64_t run, std::int64_t id);
 

@@ -95,6 +95,13 @@ struct AddedLabel {
   std::string created;
 };
 
+/// One line of a run's log: a phase it entered or a decision it made ("UniDEC: concat weight 0.8 ...").
+struct LogLine {
+  double wall_time = 0;   ///< seconds since the epoch
+  std::int64_t step = 0;  ///< optimiser steps made before it
+  std::string message;
+};
+
 /// A file the run produced.
 struct Artifact {
   std::string kind;        ///< e.g. "checkpoint", "index", "report"

@@ -832,6 +832,31 @@ std::vector<AddedLabel> RunStore::added_labels(std::int64_t run) const {
   });
 }
 
+void RunStore::add_log_line(std::int64_t run, std::int64_t step, const std::string& message) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.write("logging to run " + std::to_string(run), [&] {
+    StatementUse s(m.statement("INSERT INTO run_log (run, wall_time, step, message) VALUES (?1, ?2, ?3, ?4)"));
+    s->bind(1, run);
+    s->bind(2, now_seconds());
+    s->bind(3, step);
+    s->bind(4, message);
+    s->exec();
+  });
+}
+
+std::vector<LogLine> RunStore::log(std::int64_t run) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading the log of run " + std::to_string(run), [&] {
+    std::vector<LogLine> out;
+    StatementUse s(m.statement("SELECT wall_time, step, message FROM run_log WHERE run = ?1 ORDER BY id"));
+    s->bind(1, run);
+    while (s->executeStep()) out.push_back({s->getColumn(0).getDouble(), s->getColumn(1).getInt64(), s->getColumn(2).getString()});
+    return out;
+  });
+}
+
 void RunStore::remove_added_label(std::int64_t run, std::int64_t id) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);

@@ -114,6 +114,10 @@ class RunStore {
   std::int64_t add_added_label(std::int64_t run, const std::string& text, const std::string& synthesized_by);
   /// The run's added labels, oldest first.
   std::vector<AddedLabel> added_labels(std::int64_t run) const;
+  /// Appends a line to the run's log (phases and decisions, in order).
+  void add_log_line(std::int64_t run, std::int64_t step, const std::string& message);
+  /// The run's log, oldest first.
+  std::vector<LogLine> log(std::int64_t run) const;
   /// Forgets an added label; throws ConfigError when the run has none with that row id.
   void remove_added_label(std::int64_t run, std::int64_t id);
 

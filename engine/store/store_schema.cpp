@@ -134,11 +134,25 @@ CREATE TABLE sweep_points (
 );
 )sql";
 
-constexpr std::array<Migration, 4> kMigrations{{
+// Version 5: a run's log — the phases it went through and what it decided on the way (the concat weight chosen
+// on held-out queries, the IRENE generator kept), in order, with the optimiser step each came at.
+constexpr const char* kSchemaV5 = R"sql(
+CREATE TABLE run_log (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  run       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  wall_time REAL NOT NULL,
+  step      INTEGER NOT NULL,
+  message   TEXT NOT NULL
+);
+CREATE INDEX run_log_run ON run_log(run, id);
+)sql";
+
+constexpr std::array<Migration, 5> kMigrations{{
     {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
     {2, "give the store a random identity", kSchemaV2},
     {3, "keep the labels added to trained runs", kSchemaV3},
     {4, "keep notes and tags of runs, and sweeps", kSchemaV4},
+    {5, "keep each run's log of phases and decisions", kSchemaV5},
 }};
 static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
 static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");

@@ -74,6 +74,7 @@ void RunRecorder::record(const TrainEvent& e) {
       store_.mark_failed(run_id_, e.message);
       break;
     case Kind::Phase:
+      store_.add_log_line(run_id_, e.step, e.message);
       break;
   }
 }

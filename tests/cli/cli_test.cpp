@@ -146,6 +146,8 @@ TEST(Cli, RunsListRenameAndGuardedDelete) {
     RunStore store(db);
     id = store.create_run({.name = "first", .config_json = R"({"method": "dexml"})"});
     store.add_evaluation(id, 1.0, 10, {{"P@1", 0.25}});
+    store.add_log_line(id, 0, "epoch 1/1");
+    store.add_log_line(id, 10, "evaluating");
   }
   auto r = xmc("runs --db " + db + " list --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -158,6 +160,9 @@ TEST(Cli, RunsListRenameAndGuardedDelete) {
   EXPECT_EQ(show["name"], "renamed");
   EXPECT_EQ(show["config"]["method"], "dexml");
   EXPECT_DOUBLE_EQ(show["final_metrics"]["P@1"].get<double>(), 0.25);
+  ASSERT_EQ(show["log"].size(), 2u);  // the run's log, oldest first, with the step each line came at
+  EXPECT_EQ(show["log"][1]["message"], "evaluating");
+  EXPECT_EQ(show["log"][1]["step"], 10);
   // Tags and notes from the command line; the table shows method, tags and the final P@1.
   r = xmc("runs --db " + db + " tag " + std::to_string(id) + " baseline bibtex");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -268,16 +268,15 @@ TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
   config.eval_every = 0;
   config.tsne_every = 0;
   TrainingRun run(config, dir / "runs.sqlite");
-  std::vector<std::string> phases;
-  run.subscribe([&](const TrainEvent& e) {
-    if (e.kind == TrainEvent::Kind::Phase) phases.push_back(e.message);
-  });
   const TrainResult result = run.run();
   ASSERT_EQ(result.outcome, RunOutcome::Completed);
+  // The choice and its curve are in the run's stored log, after the last epoch's steps.
   std::string choice;
-  for (const auto& p : phases)
-    if (p.rfind("UniDEC: concat weight ", 0) == 0) choice = p;
+  std::int64_t at_step = -1;
+  for (const LogLine& line : RunStore(dir / "runs.sqlite").log(run.run_id()))
+    if (line.message.rfind("UniDEC: concat weight ", 0) == 0) std::tie(choice, at_step) = std::pair(line.message, line.step);
   ASSERT_FALSE(choice.empty());
+  EXPECT_EQ(at_step, config.epochs * 10);
   EXPECT_NE(choice.find("of 100 held-out training queries"), std::string::npos) << choice;  // 25 % of 400
   const double chosen = std::stod(choice.substr(std::string("UniDEC: concat weight ").size()));
 

@@ -600,6 +600,33 @@ TEST_F(RunStoreTest, FailedMigrationStepIsRolledBack) {
   EXPECT_FALSE(raw.tableExists("u")) << "a failed step must leave nothing half-applied";
 }
 
+// A store written before runs kept a log (version 4) opens, keeps its run, and logs from then on; the log
+// goes with its run.
+TEST_F(RunStoreTest, AVersionFourStoreGainsTheRunLogAndKeepsItsRuns) {
+  {
+    SQLite::Database raw(db.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    EXPECT_EQ(xmc::store::migrate(raw, db.string(), xmc::store::run_store_migrations().first(4)), 4);
+    raw.exec("INSERT INTO runs (name, created, updated, status) VALUES ('old run', '2026-01-01', '2026-01-01', 'completed')");
+  }
+  RunStore store(db);
+  const auto runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs.front().name, "old run");
+  EXPECT_TRUE(store.log(runs.front().id).empty());
+  store.add_log_line(runs.front().id, 0, "epoch 1/2");
+  store.add_log_line(runs.front().id, 12, "UniDEC: concat weight 0.8 (...)");
+  const auto log = store.log(runs.front().id);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].message, "epoch 1/2");
+  EXPECT_EQ(log[1].step, 12);
+  EXPECT_EQ(log[1].message, "UniDEC: concat weight 0.8 (...)");
+  EXPECT_LE(log[0].wall_time, log[1].wall_time);
+  EXPECT_GT(log[0].wall_time, 1.7e9);  // seconds since 1970, written now
+  store.delete_run(runs.front().id);
+  SQLite::Database raw(db.string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM run_log").getInt(), 0);
+}
+
 TEST(StoreSchema, ShippedStepsAreNumberedUpToSchemaVersion) {
   const auto steps = xmc::store::run_store_migrations();
   ASSERT_EQ(static_cast<int>(steps.size()), RunStore::kSchemaVersion);

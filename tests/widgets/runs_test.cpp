@@ -139,6 +139,8 @@ class RunsTest : public QObject {
       scalars.push_back({s, epoch, "lr", 1e-3 * std::min(1.0, s / 10.0), 1.7e9 + s});
     }
     store.add_scalars(alpha_, scalars);
+    store.add_log_line(alpha_, 0, "epoch 1/2");
+    store.add_log_line(alpha_, 60, "UniDEC: concat weight 0.8 (held-out <curve>)");
     store.add_evaluation(alpha_, 1, 30, metrics(0.40));
     store.add_evaluation(alpha_, 2, 60, metrics(0.45));  // final P@1 = 55 %, P@5 = 45 %, PSP@5 = 35 %
     store.add_decile_table(alpha_, 1, "P@5", {0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.03, 0.02, 0.01, 0.01});
@@ -586,6 +588,10 @@ class RunsTest : public QObject {
     QVERIFY(html.contains(QStringLiteral("labels (L)")));    // the dataset statistics
     QVERIFY(html.count(QStringLiteral("data:image/png;base64,")) >= 4);  // loss, metrics, deciles, t-SNE
     QVERIFY(!html.contains(QStringLiteral("src=\"file:")));
+    // The run's log closes the report, its text escaped.
+    QVERIFY(html.indexOf(QStringLiteral("<h2>Log</h2>")) > html.indexOf(QStringLiteral("labels (L)")));
+    QVERIFY(html.contains(QStringLiteral("UniDEC: concat weight 0.8 (held-out &lt;curve&gt;)")));
+    QVERIFY(html.contains(QStringLiteral("step 60")));
 
     // The beta run's dataset folder is gone: the report says so.
     const QString beta_path = tmp_.filePath(QStringLiteral("beta.html"));
