@@ -88,6 +88,25 @@ torch::Tensor checkpoint_tensor(const std::filesystem::path& db, std::int64_t ru
   return t;
 }
 
+/// A finished run as the predictor loads it, and each inference mode's scores of the dataset's test queries.
+struct LoadedModes {
+  TrainedRun trained;
+  std::vector<InferenceMode> modes;
+  std::map<std::string, torch::Tensor> test_scores;  ///< by mode name: [test queries x labels]
+};
+
+LoadedModes load_and_score_test_queries(const std::filesystem::path& db, std::int64_t run, const std::filesystem::path& data) {
+  LoadedModes out{load_trained_run(db, run), {}, {}};
+  const Dataset dataset = load_dataset(data);
+  const TokenizedCorpus labels = out.trained.method->tokenizer().tokenize(dataset.label_text);
+  const TokenizedCorpus test = out.trained.method->tokenizer().tokenize(dataset.test_text);
+  out.modes = out.trained.method->inference_modes(labels, silent_progress());
+  for (const auto& mode : out.modes)
+    out.test_scores[mode.name] =
+        torch::matmul(out.trained.method->encode_queries(mode.query_encoder, test, silent_progress(), "test"), mode.label_matrix.t());
+  return out;
+}
+
 }  // namespace
 
 TEST(PslBatch, AtMostBetaPositivesPerQuerySampledUniformly) {
@@ -283,14 +302,10 @@ TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
   // Three quarters of the queries train: 300 per epoch in full batches of 32 → 10 steps per epoch (13 with all 400).
   EXPECT_EQ(RunStore(dir / "runs.sqlite").scalars(run.run_id(), "loss").size(), static_cast<std::size_t>(config.epochs * 10));
 
-  TrainedRun trained = load_trained_run(dir / "runs.sqlite", run.run_id());
-  const Dataset dataset = load_dataset(config.dataset);
-  const TokenizedCorpus labels = trained.method->tokenizer().tokenize(dataset.label_text);
-  const TokenizedCorpus test = trained.method->tokenizer().tokenize(dataset.test_text);
-  const auto modes = trained.method->inference_modes(labels, silent_progress());
-  ASSERT_EQ(modes.size(), 3u);
-  auto scores = [&](const InferenceMode& m) { return torch::matmul(trained.method->encode_queries(m.query_encoder, test, silent_progress(), "t"), m.label_matrix.t()); };
-  EXPECT_TRUE(torch::allclose(scores(modes[0]), 2 * (1 - chosen) * scores(modes[1]) + 2 * chosen * scores(modes[2]), 1e-5, 1e-5)) << chosen;
+  const LoadedModes loaded = load_and_score_test_queries(dir / "runs.sqlite", run.run_id(), config.dataset);
+  ASSERT_EQ(loaded.modes.size(), 3u);
+  const auto& scores = loaded.test_scores;
+  EXPECT_TRUE(torch::allclose(scores.at("concat"), 2 * (1 - chosen) * scores.at("de") + 2 * chosen * scores.at("clf"), 1e-5, 1e-5)) << chosen;
 }
 
 TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
@@ -355,15 +370,11 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
     EXPECT_TRUE(stored.count("P@1") && stored.count("de/P@1") && stored.count("clf/P@1"));
 
     // The trained run as the predictor loads it.
-    TrainedRun trained = load_trained_run(dir / "runs.sqlite", run.run_id());
-    const Dataset dataset = load_dataset(config.dataset);
-    const TokenizedCorpus label_corpus = trained.method->tokenizer().tokenize(dataset.label_text);
-    const TokenizedCorpus test_corpus = trained.method->tokenizer().tokenize(dataset.test_text);
-    const auto inference = trained.method->inference_modes(label_corpus, silent_progress());
+    LoadedModes loaded = load_and_score_test_queries(dir / "runs.sqlite", run.run_id(), config.dataset);
+    TrainedRun& trained = loaded.trained;
+    const auto& inference = loaded.modes;
     ASSERT_EQ(inference.size(), 3u);
-    std::map<std::string, torch::Tensor> scores;
-    for (const auto& mode : inference)
-      scores[mode.name] = torch::matmul(trained.method->encode_queries(mode.query_encoder, test_corpus, silent_progress(), "test"), mode.label_matrix.t());
+    auto& scores = loaded.test_scores;
     const double w = variant.concat_weight;
     // concat = 2·[(1-w)·de + w·cos + b]; clf = cos + b, so the bias counts 2(1-w) more than in 2w·clf.
     const torch::Tensor bias = std::string(variant.label_bias) == "learned" ? inference[2].label_matrix.select(1, -1) : torch::zeros({1});
