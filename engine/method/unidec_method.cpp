@@ -58,7 +58,6 @@ class UnidecMethod final : public Method {
   torch::nn::Module& module() override { return *model_; }
 
   void begin_stage(const StageSpec&, TrainContext& context) override {
-    if (with_classifiers_ && config_.unidec_concat_holdout > 0) hold_out_queries(context.dataset.train_labels);
     if (!with_classifiers_ || model_->has_classifier_table()) return;  // resumed: the checkpoint filled Ψ
     model_->add_classifier_table(context.dataset.num_labels());
     torch::NoGradGuard no_grad;
@@ -88,9 +87,23 @@ class UnidecMethod final : public Method {
     return groups;
   }
 
-  std::int64_t batches_per_epoch(const StageSpec&) const override {
-    if (held_out_.empty()) return -1;  // the trainer's count: every training query with labels
-    return std::max<std::int64_t>(1, batch_count(static_cast<std::int64_t>(trained_rows_), config_.batch_size));
+  /// unidec.concat_holdout of the training queries with labels, drawn from the run's seed with its own stream
+  /// (the run's other draws stay as without it) by a shuffle of our own (std::shuffle differs between standard
+  /// libraries): the same rows on every rank, platform and resume.
+  std::vector<std::int64_t> held_out_queries(const CsrMatrix& labels) override {
+    held_out_rows_.clear();
+    if (!with_classifiers_ || config_.unidec_concat_holdout <= 0) return {};
+    std::vector<std::int64_t> candidates;
+    for (std::int64_t row = 0; row < labels.rows; ++row)
+      if (labels.row_size(row) > 0) candidates.push_back(row);
+    const auto n = static_cast<std::int64_t>(candidates.size());
+    if (n < 2) return {};
+    const auto count = std::clamp<std::int64_t>(std::llround(config_.unidec_concat_holdout * static_cast<double>(n)), 1, n - 1);
+    std::mt19937_64 rng(config_.seed ^ 0x636f6e636174ULL);  // "concat"
+    for (std::int64_t i = 0; i < count; ++i) std::swap(candidates[static_cast<std::size_t>(i)], candidates[static_cast<std::size_t>(i + uniform_index(rng, n - i))]);
+    held_out_rows_.assign(candidates.begin(), candidates.begin() + count);
+    std::sort(held_out_rows_.begin(), held_out_rows_.end());
+    return held_out_rows_;
   }
 
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
@@ -105,7 +118,6 @@ class UnidecMethod final : public Method {
       context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
     }
     auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
-    if (!held_out_.empty()) batches = without_held_out(batches);
     if (config_.negatives == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.psl_refresh_every)) {
       context.phase("refreshing hard-negative shortlists");
       const torch::Tensor shortlist = hard_negative_shortlist(
@@ -193,11 +205,16 @@ class UnidecMethod final : public Method {
 
   void save_state(torch::serialize::OutputArchive& archive) const override {
     window_.save(archive, "psl_shortlist");
+    // A checkpoint inside an epoch resumes with that epoch's batches, without epoch_batches(): the epoch picks
+    // the shortlist window's slice, so it travels with the checkpoint.
+    archive.write("psl_epoch", torch::tensor({epoch_}, torch::kInt64));
     if (chosen_concat_weight_ >= 0) archive.write("concat_weight", torch::tensor({chosen_concat_weight_}, torch::kFloat64));
     archive.write("has_classifier_table", torch::tensor({static_cast<std::int64_t>(model_->has_classifier_table())}, torch::kInt64));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
     window_.load(archive, "psl_shortlist");
+    torch::Tensor epoch;
+    if (archive.try_read("psl_epoch", epoch)) epoch_ = epoch.item<std::int64_t>();
     torch::Tensor weight;
     if (archive.try_read("concat_weight", weight)) {
       chosen_concat_weight_ = weight.item<double>();
@@ -209,34 +226,6 @@ class UnidecMethod final : public Method {
   }
 
  private:
-  /// Marks unidec.concat_holdout of the training queries with labels as held out, the same ones on every
-  /// rank and after a resume (drawn from the run's seed).
-  void hold_out_queries(const CsrMatrix& labels) {
-    std::vector<std::int64_t> candidates;
-    for (std::int64_t row = 0; row < labels.rows; ++row)
-      if (labels.row_size(row) > 0) candidates.push_back(row);
-    const auto n = static_cast<std::int64_t>(candidates.size());
-    if (n < 2) return;
-    const auto count = std::clamp<std::int64_t>(std::llround(config_.unidec_concat_holdout * static_cast<double>(n)), 1, n - 1);
-    std::mt19937_64 rng(config_.seed ^ 0x636f6e636174ULL);  // its own stream: the run's other draws stay as without it
-    std::shuffle(candidates.begin(), candidates.end(), rng);
-    held_out_rows_.assign(candidates.begin(), candidates.begin() + count);
-    std::sort(held_out_rows_.begin(), held_out_rows_.end());
-    trained_rows_ = static_cast<std::size_t>(n - count);
-    held_out_.assign(static_cast<std::size_t>(labels.rows), 0);
-    for (const std::int64_t row : held_out_rows_) held_out_[static_cast<std::size_t>(row)] = 1;
-  }
-
-  /// The epoch's queries in the batcher's order less the held-out ones, cut again into batches as the batcher
-  /// cuts them (its batches are consecutive runs of that order, so clusters stay together as before).
-  std::vector<std::vector<std::int64_t>> without_held_out(const std::vector<std::vector<std::int64_t>>& batches) const {
-    std::vector<std::int64_t> order;
-    for (const auto& batch : batches)
-      for (const std::int64_t row : batch)
-        if (held_out_[static_cast<std::size_t>(row)] == 0) order.push_back(row);
-    return cut_into_batches(order, config_.batch_size);
-  }
-
   /// Scores w = 0, 0.1, ..., 1 on the held-out queries and keeps the best (of equal ones, the nearest to
   /// unidec.concat_weight).
   void choose_concat_weight(TrainContext& context) {
@@ -251,7 +240,8 @@ class UnidecMethod final : public Method {
     for (int i = 0; i <= 10; ++i) grid.push_back(i / 10.0);
     ConcatWeightTally tally(grid);
     const CsrMatrix& labels = context.dataset.train_labels;
-    constexpr std::size_t chunk = 1024;
+    // [chunk x L] score matrices of ~8M entries at most (32 MB each), as many queries as that allows up to 1024.
+    const auto chunk = static_cast<std::size_t>(std::clamp<std::int64_t>((std::int64_t{1} << 23) / std::max<std::int64_t>(labels.cols, 1), 1, 1024));
     context.progress.start("scoring held-out queries", static_cast<std::int64_t>(held_out_rows_.size()));
     for (std::size_t start = 0; start < held_out_rows_.size(); start += chunk) {
       const std::span<const std::int64_t> rows(held_out_rows_.data() + start, std::min(chunk, held_out_rows_.size() - start));
@@ -289,9 +279,7 @@ class UnidecMethod final : public Method {
   UnidecModel model_{nullptr};
   HardNegativeWindow window_;
   std::int64_t epoch_ = 0;  ///< the epoch whose batches are being trained (picks the shortlist window's slice)
-  std::vector<std::uint8_t> held_out_;        ///< [num_train] 1 = held out of training (unidec.concat_holdout)
-  std::vector<std::int64_t> held_out_rows_;   ///< the held-out rows, ascending
-  std::size_t trained_rows_ = 0;              ///< training queries with labels that train (the others are held out)
+  std::vector<std::int64_t> held_out_rows_;   ///< training queries kept out of training (unidec.concat_holdout), ascending
   double chosen_concat_weight_ = -1;          ///< w chosen on them (-1: none chosen, the config's w applies)
 };
 

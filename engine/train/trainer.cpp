@@ -188,6 +188,8 @@ struct Trainer::Impl {
   std::unique_ptr<Method> method;
   std::vector<StageSpec> stages;
   std::unique_ptr<QueryBatcher> batcher;
+  std::vector<std::int64_t> training_queries;  ///< rows with labels that train, ascending
+  std::vector<std::int64_t> held_out;          ///< rows with labels the method keeps out of training, ascending
   /// Sampled positives and hard negatives of the label pools: a stream of its own, so that how batches
   /// are drawn and how their label pools are drawn never shift each other.
   std::mt19937_64 label_pool_rng;
@@ -354,16 +356,17 @@ struct Trainer::Impl {
     label_corpus = method->tokenizer().tokenize(dataset.label_text);
     phase(method->description());
 
-    std::vector<std::int64_t> trainable;
+    held_out = method->held_out_queries(dataset.train_labels);
+    training_queries.clear();
     for (std::int64_t r = 0; r < dataset.num_train(); ++r)
-      if (dataset.train_labels.row_size(r) > 0) trainable.push_back(r);
+      if (dataset.train_labels.row_size(r) > 0 && !is_held_out(r)) training_queries.push_back(r);
     batcher = std::make_unique<QueryBatcher>(QueryBatcherOptions{.type = config.sampler_type,
                                                                  .batch_size = config.batch_size,
                                                                  .cluster_size = config.cluster_size,
                                                                  .start_epoch = config.sampler_start_epoch,
                                                                  .refresh_every = config.sampler_refresh_every,
                                                                  .grow_at = config.sampler_grow_at},
-                                             std::move(trainable), config.seed);
+                                             training_queries, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
 
     eval_setup.truth = &dataset.test_labels;
@@ -450,10 +453,10 @@ struct Trainer::Impl {
   }
 
   std::int64_t batches_per_epoch() const {
-    std::int64_t n = 0;
-    for (std::int64_t r = 0; r < dataset.num_train(); ++r) n += dataset.train_labels.row_size(r) > 0;
-    return std::max<std::int64_t>(1, batch_count(n, config.batch_size));
+    return std::max<std::int64_t>(1, batch_count(static_cast<std::int64_t>(training_queries.size()), config.batch_size));
   }
+
+  bool is_held_out(std::int64_t row) const { return std::binary_search(held_out.begin(), held_out.end(), row); }
 
   /// tsne.query, checked, or the first training row with >= 3 labels (else the first with the most).
   std::int64_t choose_snapshot_query() const {
@@ -466,12 +469,15 @@ struct Trainer::Impl {
       if (labels.row_size(config.tsne_query) == 0)
         throw ConfigError("tsne.query: training row " + std::to_string(config.tsne_query) +
                           " has no labels (so no batch trains it); pick a row with labels or -1 for automatic");
+      if (is_held_out(config.tsne_query))
+        throw ConfigError("tsne.query: training row " + std::to_string(config.tsne_query) +
+                          " is held out of training (unidec.concat_holdout), so no batch trains it; pick another row or -1 for automatic");
       return config.tsne_query;
     }
     std::int64_t best = -1;
-    for (std::int64_t r = 0; r < dataset.num_train(); ++r) {
+    for (const std::int64_t r : training_queries) {
       if (labels.row_size(r) >= 3) return r;
-      if (labels.row_size(r) > 0 && (best < 0 || labels.row_size(r) > labels.row_size(best))) best = r;
+      if (best < 0 || labels.row_size(r) > labels.row_size(best)) best = r;
     }
     return best;
   }

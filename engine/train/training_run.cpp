@@ -75,6 +75,9 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   if (config.dataset != before.dataset || config.encoder_type != before.encoder_type || config.encoder_dim != before.encoder_dim ||
       config.encoder_path != before.encoder_path || config.method != before.method || config.batch_size != before.batch_size)
     throw ConfigError("resume: dataset, method, encoder.* and batch_size cannot change when resuming a run");
+  // The held-out queries are drawn from the seed: changing either would train on queries held out so far.
+  if (config.unidec_concat_holdout != before.unidec_concat_holdout || (before.unidec_concat_holdout > 0 && config.seed != before.seed))
+    throw ConfigError("resume: unidec.concat_holdout (and, with it, seed, which draws the held-out queries) cannot change when resuming a run");
   check_batch_fits(config.batch_size, distributed);  // before the run is claimed
   // A run killed before its first checkpoint trains again from the start (what it recorded is discarded),
   // in a fresh folder; a checkpoint is used only from the run's own folder.

@@ -299,13 +299,55 @@ TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
   EXPECT_NE(choice.find("of 100 held-out training queries"), std::string::npos) << choice;  // 25 % of 400
   const double chosen = std::stod(choice.substr(std::string("UniDEC: concat weight ").size()));
 
-  // Three quarters of the queries train: 300 per epoch in full batches of 32 → 10 steps per epoch (13 with all 400).
+  // Three quarters of the queries train: 300 per epoch in batches of 32 (the last of 12) → 10 steps per epoch (13 with all 400).
   EXPECT_EQ(RunStore(dir / "runs.sqlite").scalars(run.run_id(), "loss").size(), static_cast<std::size_t>(config.epochs * 10));
 
   const LoadedModes loaded = load_and_score_test_queries(dir / "runs.sqlite", run.run_id(), config.dataset);
   ASSERT_EQ(loaded.modes.size(), 3u);
   const auto& scores = loaded.test_scores;
   EXPECT_TRUE(torch::allclose(scores.at("concat"), 2 * (1 - chosen) * scores.at("de") + 2 * chosen * scores.at("clf"), 1e-5, 1e-5)) << chosen;
+}
+
+// A run with held-out queries stopped mid-way and resumed holds out the same queries and chooses the same w as
+// one that was not interrupted; the held-out share (or the seed that draws it) cannot change on resume.
+TEST(Unidec, AResumedRunHoldsOutTheSameQueriesAndChoosesTheSameWeight) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 9, 300, 60);
+  TrainConfig config = small_unidec_config(dir / "data");
+  config.unidec_concat_holdout = 0.2;
+  config.epochs = 3;
+  config.eval_every = 0;
+  config.tsne_every = 1;  // the automatic t-SNE query is one that trains
+  TrainingRun whole(config, dir / "a.sqlite");
+  const TrainResult a = whole.run();
+  ASSERT_EQ(a.outcome, RunOutcome::Completed);
+  // 240 training queries → 8 batches an epoch: step 10 is inside the second epoch, whose hard negatives come
+  // from the second slice of the shortlist window (a resume once drew them from the first).
+  config.max_steps = 10;
+  TrainingRun first(config, dir / "b.sqlite");
+  ASSERT_EQ(first.run().outcome, RunOutcome::Stopped);
+  for (const char* change : {"unidec.concat_holdout=0.3", "seed=7"}) {
+    try {
+      TrainingRun::resume(first.run_id(), dir / "b.sqlite", {"max_steps=0", change});
+      ADD_FAILURE() << change << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("unidec.concat_holdout"), std::string::npos) << e.what();
+    }
+  }
+  TrainingRun second = TrainingRun::resume(first.run_id(), dir / "b.sqlite", {"max_steps=0"});
+  const TrainResult b = second.run();
+  ASSERT_EQ(b.outcome, RunOutcome::Completed);
+  auto choice = [](const std::filesystem::path& db, std::int64_t run) {
+    std::string line;
+    for (const LogLine& l : RunStore(db).log(run))
+      if (l.message.rfind("UniDEC: concat weight ", 0) == 0) line = l.message;
+    return line;
+  };
+  EXPECT_FALSE(choice(dir / "a.sqlite", whole.run_id()).empty());
+  EXPECT_EQ(choice(dir / "a.sqlite", whole.run_id()), choice(dir / "b.sqlite", first.run_id()));
+  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+  for (const LogLine& l : RunStore(dir / "a.sqlite").log(whole.run_id()))
+    EXPECT_EQ(l.message.find("snapshot skipped"), std::string::npos) << l.message;
 }
 
 TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
