@@ -65,8 +65,12 @@ void update_range(float* p, const float* g, float* m, float* v, std::int64_t beg
   }
 }
 
+/// The threads take whole blocks of four and the last n mod 4 entries go one by one at the end, so which
+/// entries take the SSE lanes (and so how each is rounded) never depends on the number of threads.
 void update(float* p, const float* g, float* m, float* v, std::int64_t n, const UpdateConstants& c) {
-  at::parallel_for(0, n, 1 << 14, [&](std::int64_t begin, std::int64_t end) { update_range(p, g, m, v, begin, end, c); });
+  const std::int64_t blocks = n / 4;
+  at::parallel_for(0, blocks, 1 << 12, [&](std::int64_t begin, std::int64_t end) { update_range(p, g, m, v, 4 * begin, 4 * end, c); });
+  update_range(p, g, m, v, 4 * blocks, n, c);
 }
 
 bool fusable(const torch::Tensor& p, const torch::Tensor& grad, const torch::optim::AdamWParamState& state, bool amsgrad) {
@@ -118,6 +122,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
                                 .eps = static_cast<float>(options.eps()),
                                 .minus_step = static_cast<float>(-step_size)};
         update(p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel(), c);
+        // Written through raw pointers: tell autograd they changed, as LibTorch's in-place ops do.
+        for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         continue;
       }
       // LibTorch's AdamW, tensor by tensor.

@@ -99,7 +99,9 @@ TEST(FusedAdamW, TheFirstStepMovesEachWeightByLrTimesTheGradientsSign) {
 TEST(FusedAdamW, MatchesLibTorchsAdamWAndSharesItsState) {
   torch::manual_seed(3);
   auto make = [] {
-    std::vector<torch::Tensor> params{torch::randn({1000, 17}), torch::randn({7}), torch::randn({3, 5}), torch::randn({4})};
+    // The last two take LibTorch's arithmetic in the fused optimiser too: float64, and a group with amsgrad.
+    std::vector<torch::Tensor> params{torch::randn({1000, 17}), torch::randn({7}), torch::randn({3, 5}), torch::randn({4}),
+                                      torch::randn({6}, torch::kFloat64), torch::randn({5})};
     for (auto& p : params) p.requires_grad_();
     return params;
   };
@@ -108,7 +110,8 @@ TEST(FusedAdamW, MatchesLibTorchsAdamWAndSharesItsState) {
   auto groups = [](const std::vector<torch::Tensor>& p) {
     std::vector<torch::optim::OptimizerParamGroup> g;
     g.emplace_back(std::vector<torch::Tensor>{p[0], p[1]}, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(3e-3).weight_decay(0.01)));
-    g.emplace_back(std::vector<torch::Tensor>{p[2], p[3]}, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(0.05).weight_decay(0)));
+    g.emplace_back(std::vector<torch::Tensor>{p[2], p[3], p[4]}, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(0.05).weight_decay(0)));
+    g.emplace_back(std::vector<torch::Tensor>{p[5]}, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(0.02).amsgrad(true)));
     return g;
   };
   FusedAdamW fused(groups(a), torch::optim::AdamWOptions(1e-3));
@@ -121,7 +124,7 @@ TEST(FusedAdamW, MatchesLibTorchsAdamWAndSharesItsState) {
           b[i].mutable_grad().reset();
           continue;
         }
-        const torch::Tensor g = torch::randn(a[i].sizes()) * (s + 1);
+        const torch::Tensor g = torch::randn(a[i].sizes(), a[i].options()) * (s + 1);
         a[i].mutable_grad() = g.clone();
         b[i].mutable_grad() = g.clone();
       }
