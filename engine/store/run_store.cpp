@@ -356,7 +356,8 @@ void RunStore::discard_after(std::int64_t run, std::int64_t step, double epoch) 
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
   m.write("discarding what run " + std::to_string(run) + " recorded after step " + std::to_string(step), [&] {
-    for (const char* sql : {"DELETE FROM scalars WHERE run = ?1 AND step > ?2", "DELETE FROM evaluations WHERE run = ?1 AND step > ?2"}) {
+    for (const char* sql : {"DELETE FROM scalars WHERE run = ?1 AND step > ?2", "DELETE FROM evaluations WHERE run = ?1 AND step > ?2",
+                            "DELETE FROM run_log WHERE run = ?1 AND step > ?2"}) {
       StatementUse s(m.statement(sql));
       s->bind(1, run);
       s->bind(2, step);

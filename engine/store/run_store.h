@@ -47,7 +47,8 @@ class RunStore {
   /// ("run 3 is being trained by process 812 on host h"), or when it is completed. Two claimants: one wins.
   void claim_run(std::int64_t run);
   /// Forgets what was recorded after a checkpoint the run resumes from, in one transaction: scalars and
-  /// evaluations after `step`, decile tables and t-SNE snapshots after `epoch` (a resumed run records them again).
+  /// evaluations and log lines after `step`, decile tables and t-SNE snapshots after `epoch` (a resumed run
+  /// records them again).
   void discard_after(std::int64_t run, std::int64_t step, double epoch);
   /// set_status(run, Failed, error); an empty error is recorded as "failed without an error message".
   void mark_failed(std::int64_t run, const std::string& error);

@@ -74,7 +74,12 @@ void RunRecorder::record(const TrainEvent& e) {
       store_.mark_failed(run_id_, e.message);
       break;
     case Kind::Phase:
-      store_.add_log_line(run_id_, e.step, e.message);
+      // Best effort: a phase can be announced where a failure must not end the run (a t-SNE snapshot's error
+      // handler); a store that cannot be written fails the run at the next flush of its steps anyway.
+      try {
+        store_.add_log_line(run_id_, e.step, e.message);
+      } catch (const std::exception&) {
+      }
       break;
   }
 }

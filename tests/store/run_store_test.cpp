@@ -807,8 +807,14 @@ TEST_F(RunStoreTest, DiscardAfterAResumedCheckpointKeepsExactlyWhatCameBeforeIt)
     store.add_decile_table(run, 1.0, "P@5", std::vector<double>(10, 0.02));
     store.add_tsne_snapshot(run, 0.5, 0, "{}");
     store.add_tsne_snapshot(run, 1.0, 0, "{}");
+    store.add_log_line(run, 0, "epoch 1/2");
+    store.add_log_line(run, 5, "evaluating");
+    store.add_log_line(run, 10, "evaluating");
   }
   store.discard_after(id, 5, 0.5);
+  ASSERT_EQ(store.log(id).size(), 2u);  // the lines at steps 0 and 5
+  EXPECT_EQ(store.log(id).back().step, 5);
+  EXPECT_EQ(store.log(other).size(), 3u);
   const auto loss = store.scalars(id, "loss");
   ASSERT_EQ(loss.size(), 5u);
   EXPECT_EQ(loss.back().step, 5);
