@@ -200,7 +200,8 @@ class UnidecMethod final : public Method {
 
   void end_stage(const StageSpec&, TrainContext& context) override {
     if (held_out_rows_.empty() || !model_->has_classifier_table()) return;
-    choose_concat_weight(context);
+    // Only rank 0 evaluates and writes the checkpoint, so only its model needs w.
+    if (context.distributed.is_main()) choose_concat_weight(context);
   }
 
   void save_state(torch::serialize::OutputArchive& archive) const override {

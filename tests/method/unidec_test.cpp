@@ -306,6 +306,24 @@ TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
   ASSERT_EQ(loaded.modes.size(), 3u);
   const auto& scores = loaded.test_scores;
   EXPECT_TRUE(torch::allclose(scores.at("concat"), 2 * (1 - chosen) * scores.at("de") + 2 * chosen * scores.at("clf"), 1e-5, 1e-5)) << chosen;
+
+  // A t-SNE query that is held out would never be in a batch: naming one is refused by name. A quarter of the
+  // rows is held out, so one of the first 40 is (the draw is fixed by the seed).
+  config.epochs = 1;
+  config.max_steps = 1;
+  config.tsne_every = 1;
+  bool refused = false;
+  for (std::int64_t row = 0; row < 40 && !refused; ++row) {
+    config.tsne_query = row;
+    try {
+      TrainingRun(config, dir / "runs.sqlite").run();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tsne.query: training row " + std::to_string(row) + " is held out of training"), std::string::npos)
+          << e.what();
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused);
 }
 
 // A run with held-out queries stopped mid-way and resumed holds out the same queries and chooses the same w as
