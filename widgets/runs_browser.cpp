@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -10,6 +11,7 @@
 #include <QMenu>
 #include <QInputDialog>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSortFilterProxyModel>
@@ -76,6 +78,11 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   notes_ = new QPushButton(tr("Notes…"), this);
   notes_->setToolTip(tr("Write notes on the selected run (kept in the store, shown in its report); tags are edited in the Tags column"));
   connect(notes_, &QPushButton::clicked, this, &RunsBrowser::edit_notes_of_selected);
+
+  log_ = new QPushButton(tr("Log…"), this);
+  log_->setToolTip(tr("Show the selected run's log: the phases it went through and what it decided (such as the concat "
+                      "weight chosen on held-out queries), with the step each came at"));
+  connect(log_, &QPushButton::clicked, this, [this] { show_log_of_selected(); });
 
   delete_ = new QPushButton(tr("Delete…"), this);
   delete_->setToolTip(tr("Delete the selected runs from the store (asks first)"));
@@ -175,7 +182,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   bar->addWidget(group_);
   bar->addWidget(metric_value_);
   bar->addSpacing(8);
-  for (QWidget* w : std::initializer_list<QWidget*>{refresh_, follow_, rename_, notes_, delete_, compare_, export_}) bar->addWidget(w);
+  for (QWidget* w : std::initializer_list<QWidget*>{refresh_, follow_, rename_, notes_, log_, delete_, compare_, export_}) bar->addWidget(w);
 
   auto* bottom = new QHBoxLayout;
   bottom->addWidget(message_, 1);
@@ -252,6 +259,31 @@ void RunsBrowser::edit_notes_of_selected() {
   if (!ok) return;
   QString error;
   if (!model_->set_notes(runs.front(), notes, &error)) QMessageBox::warning(this, tr("Cannot save the notes"), error);
+}
+
+QWidget* RunsBrowser::show_log_of_selected() {
+  const std::vector<std::int64_t> runs = selected_runs();
+  if (runs.size() != 1) return nullptr;
+  QString text;
+  try {
+    for (const LogLine& line : model_->store()->run_log(runs.front()))
+      text += QStringLiteral("step %1  %2\n").arg(line.step, 6).arg(QString::fromStdString(line.message));
+  } catch (const std::exception& e) {
+    show_error(QString::fromUtf8(e.what()));
+    return nullptr;
+  }
+  auto* view = new QPlainTextEdit(text.isEmpty() ? tr("Run %1 has no log (it was trained before runs kept one).").arg(runs.front()) : text);
+  view->setObjectName(QStringLiteral("run_log"));
+  view->setReadOnly(true);
+  view->setLineWrapMode(QPlainTextEdit::NoWrap);
+  view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));  // the step column lines up
+  view->setAttribute(Qt::WA_DeleteOnClose);
+  view->setWindowFlag(Qt::Window);
+  view->setParent(this, Qt::Window);
+  view->setWindowTitle(tr("Log of run %1").arg(runs.front()));
+  view->resize(900, 500);
+  view->show();
+  return view;
 }
 
 void RunsBrowser::rename_selected() {
@@ -350,6 +382,7 @@ void RunsBrowser::update_actions() {
   const std::size_t n = selected_runs().size();
   rename_->setEnabled(n == 1);
   notes_->setEnabled(n == 1);
+  log_->setEnabled(n == 1);
   delete_->setEnabled(n >= 1);
   compare_->setEnabled(n >= 2);
 }

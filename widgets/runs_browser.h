@@ -61,6 +61,9 @@ class RunsBrowser : public QWidget {
   void rename_selected();
   /// Opens a dialog with the selected run's notes; saves what is accepted.
   void edit_notes_of_selected();
+  /// Shows the selected run's log (its phases and decisions, with the step each came at) in a window of its
+  /// own, which stays open beside the table; returns it (null without exactly one selected run).
+  QWidget* show_log_of_selected();
   /// Deletes the selected runs after the confirmation; returns how many were deleted.
   int delete_selected();
   /// Emits compare_requested with the selected runs when there are two or more.
@@ -86,6 +89,7 @@ class RunsBrowser : public QWidget {
   QPushButton* follow_ = nullptr;
   QPushButton* rename_ = nullptr;
   QPushButton* notes_ = nullptr;
+  QPushButton* log_ = nullptr;
   QComboBox* group_ = nullptr;
   QPushButton* delete_ = nullptr;
   QPushButton* compare_ = nullptr;

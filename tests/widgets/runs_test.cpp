@@ -11,7 +11,9 @@
 #include <QFont>
 #include <QIcon>
 #include <QPixmap>
+#include <QPlainTextEdit>
 #include <QProcess>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTableView>
@@ -292,6 +294,34 @@ class RunsTest : public QObject {
 
     QVERIFY(model.delete_run(model.run_id(model.index(0, 0))));
     QCOMPARE(model.rowCount(), before);
+  }
+
+  void the_log_button_shows_the_selected_runs_phases_and_decisions() {
+    RunsBrowser browser(db_);
+    QPushButton* button = nullptr;
+    for (auto* b : browser.findChildren<QPushButton*>())
+      if (b->text() == QStringLiteral("Log…")) button = b;
+    QVERIFY(button);
+    QVERIFY(browser.select_run(alpha_));
+    QVERIFY(button->isEnabled());  // one run selected
+    QWidget* window = browser.show_log_of_selected();
+    QVERIFY(window);
+    auto* text = qobject_cast<QPlainTextEdit*>(window);
+    QVERIFY(text);
+    QVERIFY(text->isReadOnly());
+    const QStringList lines = text->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 2);
+    QVERIFY2(lines[0].startsWith(QStringLiteral("step      0")) && lines[0].endsWith(QStringLiteral("epoch 1/2")), qPrintable(lines[0]));
+    QVERIFY2(lines[1].contains(QStringLiteral("60")) && lines[1].endsWith(QStringLiteral("UniDEC: concat weight 0.8 (held-out <curve>)")),
+             qPrintable(lines[1]));
+    QVERIFY(window->windowTitle().contains(QString::number(alpha_)));
+    // A run from before runs kept a log says so instead of showing nothing.
+    QVERIFY(browser.select_run(beta_));
+    QWidget* empty = browser.show_log_of_selected();
+    QVERIFY(empty);
+    QVERIFY(qobject_cast<QPlainTextEdit*>(empty)->toPlainText().contains(QStringLiteral("no log")));
+    window->resize(700, 200);
+    QVERIFY(window->grab().save(kShots + QStringLiteral("/run-log.png")));
   }
 
   void follow_mode_picks_up_other_processes_and_reaps_crashed_runs() {
