@@ -21,7 +21,6 @@ class ConcatWeightTally {
   void add(const torch::Tensor& de, const torch::Tensor& clf, const torch::Tensor& label_bias, const torch::Tensor& positives);
 
   std::int64_t queries() const { return queries_; }
-  const std::vector<double>& weights() const { return weights_; }
   /// Mean P@1 + P@3 + P@5 over the queries added so far, per weight (P@k for k ≤ L only).
   std::vector<double> scores() const;
   /// The weight with the highest score; of equal scores, the one nearest `preferred`.

@@ -139,10 +139,11 @@ class Method {
   virtual void end_stage(const StageSpec& /*stage*/, TrainContext& /*context*/) {}
   /// What `stage` optimises; the trainer makes one optimiser over these groups.
   virtual std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) = 0;
-  /// Training queries with labels that must never train, ascending (UniDEC's held-out queries, on which it
-  /// chooses its concat weight): the trainer leaves them out of every batch, the step count and the t-SNE
-  /// query. Asked once after build(); it must give the same rows on every rank and after a resume.
-  virtual std::vector<std::int64_t> held_out_queries(const CsrMatrix& /*train_labels*/) { return {}; }
+  /// Which of `labelled_rows` (the training queries with labels, ascending) must never train, ascending
+  /// (UniDEC's held-out queries, on which it chooses its concat weight): the trainer leaves them out of every
+  /// batch, the step count and the t-SNE query. Asked once after build(); it must give the same rows on every
+  /// rank and after a resume.
+  virtual std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> /*labelled_rows*/) { return {}; }
   /// How many batches an epoch of `stage` has, when the method draws its batches from other rows than the
   /// dataset's training queries with labels (-1: those rows, in batches of batch_size). Asked after begin_stage.
   virtual std::int64_t batches_per_epoch(const StageSpec& /*stage*/) const { return -1; }

@@ -90,12 +90,10 @@ class UnidecMethod final : public Method {
   /// unidec.concat_holdout of the training queries with labels, drawn from the run's seed with its own stream
   /// (the run's other draws stay as without it) by a shuffle of our own (std::shuffle differs between standard
   /// libraries): the same rows on every rank, platform and resume.
-  std::vector<std::int64_t> held_out_queries(const CsrMatrix& labels) override {
+  std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
     if (!with_classifiers_ || config_.unidec_concat_holdout <= 0) return {};
-    std::vector<std::int64_t> candidates;
-    for (std::int64_t row = 0; row < labels.rows; ++row)
-      if (labels.row_size(row) > 0) candidates.push_back(row);
+    std::vector<std::int64_t> candidates(labelled_rows.begin(), labelled_rows.end());
     const auto n = static_cast<std::int64_t>(candidates.size());
     if (n < 2) return {};
     const auto count = std::clamp<std::int64_t>(std::llround(config_.unidec_concat_holdout * static_cast<double>(n)), 1, n - 1);

@@ -66,7 +66,6 @@ class UnidecModelImpl : public torch::nn::Module {
   bool has_label_bias() const { return options_.with_classifiers && options_.label_bias; }
   /// Changes w of the concat space (chosen after training on held-out queries).
   void set_concat_weight(double w) { options_.concat_weight = w; }
-  double concat_weight() const { return options_.concat_weight; }
 
   XmcModel& dual_encoder() { return dual_encoder_; }
   ClassifierHead& clf_head() { return clf_head_; }

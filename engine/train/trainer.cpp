@@ -356,10 +356,12 @@ struct Trainer::Impl {
     label_corpus = method->tokenizer().tokenize(dataset.label_text);
     phase(method->description());
 
-    held_out = method->held_out_queries(dataset.train_labels);
-    training_queries.clear();
+    std::vector<std::int64_t> labelled;
     for (std::int64_t r = 0; r < dataset.num_train(); ++r)
-      if (dataset.train_labels.row_size(r) > 0 && !is_held_out(r)) training_queries.push_back(r);
+      if (dataset.train_labels.row_size(r) > 0) labelled.push_back(r);
+    held_out = method->held_out_queries(labelled);
+    training_queries.clear();
+    std::set_difference(labelled.begin(), labelled.end(), held_out.begin(), held_out.end(), std::back_inserter(training_queries));
     batcher = std::make_unique<QueryBatcher>(QueryBatcherOptions{.type = config.sampler_type,
                                                                  .batch_size = config.batch_size,
                                                                  .cluster_size = config.cluster_size,
