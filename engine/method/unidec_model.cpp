@@ -1,5 +1,7 @@
 #include "engine/method/unidec_model.h"
 
+#include "engine/model/table_rows.h"
+
 namespace xmc {
 namespace {
 
@@ -87,8 +89,8 @@ void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {
 }
 
 torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) {
-  torch::Tensor w = unit_rows(rows.defined() ? table_.index_select(0, rows) : table_);
-  if (has_label_bias()) w = torch::cat({w, rows.defined() ? bias_.index_select(0, rows) : bias_}, /*dim=*/1);
+  torch::Tensor w = unit_rows(rows.defined() ? table_rows(table_, rows) : table_);
+  if (has_label_bias()) w = torch::cat({w, rows.defined() ? table_rows(bias_, rows) : bias_}, /*dim=*/1);
   return w;
 }
 

@@ -6,6 +6,7 @@
 #include "engine/model/autocast.h"
 #include "engine/model/bert_encoder.h"
 #include "engine/model/bow_encoder.h"
+#include "engine/model/table_rows.h"
 #include "engine/text/vocabulary.h"
 #include "engine/text/word_vectors.h"
 #include "engine/text/wordpiece_tokenizer.h"
@@ -71,7 +72,7 @@ void XmcModelImpl::add_classifiers(std::int64_t num_labels) {
 }
 
 torch::Tensor XmcModelImpl::classifiers(const torch::Tensor& label_embeddings, const torch::Tensor& rows) {
-  const torch::Tensor residuals = rows.defined() ? residuals_.index_select(0, rows) : residuals_;
+  const torch::Tensor residuals = rows.defined() ? table_rows(residuals_, rows) : residuals_;
   return torch::nn::functional::normalize(label_embeddings + residuals, torch::nn::functional::NormalizeFuncOptions().dim(1));
 }
 

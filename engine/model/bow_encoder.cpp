@@ -8,8 +8,15 @@ BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(o
   if (static_cast<std::int64_t>(options_.idf.size()) != options_.vocab_size)
     throw ConfigError("bow encoder: " + std::to_string(options_.idf.size()) + " idf values for a vocabulary of " +
                       std::to_string(options_.vocab_size));
-  embeddings_ = register_module(
-      "embeddings", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(options_.vocab_size, options_.word_dim).mode(torch::kSum)));
+  // On the CPU the table's gradient is sparse (the rows of the step's tokens): a dense one is a zeroed
+  // [vocab × dim] tensor per encode call, scanned, clipped and read by the optimiser, most of a step's time.
+  const bool sparse_gradient = options_.device.is_cpu();
+  embeddings_ = register_module("embeddings", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(options_.vocab_size, options_.word_dim)
+                                                                          .mode(torch::kSum)
+                                                                          .sparse(sparse_gradient)));
+  // Coalesced as it arrives: the gradients of several encode calls (a query and a label side, gradient
+  // caching's label chunks) then add up row by row instead of piling up one entry per token.
+  if (sparse_gradient) embeddings_->weight.register_hook([](const torch::Tensor& grad) { return grad.coalesce(); });
   torch::NoGradGuard no_grad;
   // Unit-variance word vectors by default, as torch's own: the TF-IDF mean of a short text then still has
   // coordinates of ~0.3, well above the DE head's bias (±1/sqrt(d)). At 1/sqrt(d) the bias dominated, every

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -65,6 +66,32 @@ void update_range(float* p, const float* g, float* m, float* v, std::int64_t beg
   }
 }
 
+/// update_range with a zero gradient (m ← β1·m, v ← β2·v): the rows a sparse gradient does not touch. The
+/// same bits as update_range given zeros — adding (1−β)·0 changes nothing.
+void decay_range(float* p, float* m, float* v, std::int64_t begin, std::int64_t end, const UpdateConstants& c) {
+  std::int64_t i = begin;
+#if defined(__SSE2__)
+  const __m128 beta1 = _mm_set1_ps(c.beta1), beta2 = _mm_set1_ps(c.beta2);
+  const __m128 sqrt_bc2 = _mm_set1_ps(c.sqrt_bias_correction2), eps = _mm_set1_ps(c.eps);
+  const __m128 decay = _mm_set1_ps(c.decay), minus_step = _mm_set1_ps(c.minus_step);
+  for (; i + 4 <= end; i += 4) {
+    const __m128 mi = _mm_mul_ps(_mm_loadu_ps(m + i), beta1);
+    const __m128 vi = _mm_mul_ps(_mm_loadu_ps(v + i), beta2);
+    _mm_storeu_ps(m + i, mi);
+    _mm_storeu_ps(v + i, vi);
+    const __m128 denominator = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), sqrt_bc2), eps);
+    _mm_storeu_ps(p + i, _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + i), decay), _mm_mul_ps(minus_step, _mm_div_ps(mi, denominator))));
+  }
+#endif
+  for (; i < end; ++i) {
+    const float mi = m[i] * c.beta1;
+    const float vi = v[i] * c.beta2;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * c.decay + c.minus_step * (mi / (std::sqrt(vi) / c.sqrt_bias_correction2 + c.eps));
+  }
+}
+
 /// The threads take whole blocks of four and the last n mod 4 entries go one by one at the end, so which
 /// entries take the SSE lanes (and so how each is rounded) never depends on the number of threads.
 void update(float* p, const float* g, float* m, float* v, std::int64_t n, const UpdateConstants& c) {
@@ -73,9 +100,36 @@ void update(float* p, const float* g, float* m, float* v, std::int64_t n, const 
   update_range(p, g, m, v, 4 * blocks, n, c);
 }
 
+/// The update of a [rows × width] parameter whose gradient is row-sparse: `touched` (ascending, distinct) are the
+/// rows with a gradient, `values` ([touched × width]) their gradients; every other row takes a zero gradient,
+/// as a dense step would. Rows are split over threads; within a row the lanes fall as update() puts them when
+/// the width is a multiple of four (the usual case), so both give the same bits.
+void update_row_sparse(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, float* m, float* v,
+                       std::int64_t rows, std::int64_t width, const UpdateConstants& c) {
+  at::parallel_for(0, rows, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    std::int64_t k = std::lower_bound(touched, touched + touched_count, begin) - touched;
+    std::int64_t row = begin;
+    while (row < end) {
+      const std::int64_t next = k < touched_count ? std::min(touched[k], end) : end;
+      if (next > row) decay_range(p, m, v, row * width, next * width, c);  // untouched rows [row, next)
+      row = next;
+      if (row < end) {  // row == touched[k]
+        const std::int64_t at = row * width;
+        update_range(p + at, values + k * width, m + at, v + at, 0, width, c);
+        ++row;
+        ++k;
+      }
+    }
+  });
+}
+
+bool plain(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse(); }
+
 bool fusable(const torch::Tensor& p, const torch::Tensor& grad, const torch::optim::AdamWParamState& state, bool amsgrad) {
-  auto plain = [](const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse(); };
-  return !amsgrad && plain(p) && plain(grad) && plain(state.exp_avg()) && plain(state.exp_avg_sq()) && grad.numel() == p.numel();
+  if (amsgrad || !plain(p) || !plain(state.exp_avg()) || !plain(state.exp_avg_sq())) return false;
+  if (grad.is_sparse())  // row-sparse: one sparse dimension, the rows
+    return grad.device().is_cpu() && grad.scalar_type() == torch::kFloat32 && grad.sparse_dim() == 1 && p.dim() >= 1 && grad.sizes() == p.sizes();
+  return plain(grad) && grad.numel() == p.numel();
 }
 
 }  // namespace
@@ -91,8 +145,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const torch::Tensor& grad = p.grad();
-      TORCH_CHECK(!grad.is_sparse(), "AdamW does not support sparse gradients");
+      torch::Tensor grad = p.grad();
       const auto key = state_key(state_, p.unsafeGetTensorImpl());
       auto found = state_.find(key);
       if (found == state_.end()) {
@@ -121,12 +174,21 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
                                 .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
                                 .eps = static_cast<float>(options.eps()),
                                 .minus_step = static_cast<float>(-step_size)};
-        update(p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel(), c);
+        if (grad.is_sparse()) {
+          const torch::Tensor rows = grad.is_coalesced() ? grad : grad.coalesce();
+          const torch::Tensor touched = rows._indices().reshape({-1}).contiguous();
+          const torch::Tensor values = rows._values().contiguous();
+          update_row_sparse(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), values.data_ptr<float>(), touched.numel(),
+                            state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.size(0), p.numel() / std::max<std::int64_t>(1, p.size(0)), c);
+        } else {
+          update(p.data_ptr<float>(), grad.data_ptr<float>(), state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel(), c);
+        }
         // Written through raw pointers: tell autograd they changed, as LibTorch's in-place ops do.
         for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         continue;
       }
-      // LibTorch's AdamW, tensor by tensor.
+      // LibTorch's AdamW, tensor by tensor (a sparse gradient made dense: every row decays).
+      if (grad.is_sparse()) grad = grad.to_dense();
       if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
       auto& exp_avg = state.exp_avg();
       auto& exp_avg_sq = state.exp_avg_sq();

@@ -4,7 +4,10 @@
 // temporaries per parameter (for a bag-of-words embedding table: most of the optimiser's time, and every
 // temporary a fresh allocation). The same arithmetic — decoupled weight decay, bias-corrected moments, eps
 // added after the square root — the same options and the same state (AdamWParamState), so checkpoints load
-// either way. Other parameters (CUDA, other dtypes, amsgrad) are updated as LibTorch's AdamW does.
+// either way. A row-sparse gradient (a sparse COO tensor over the rows, as an embedding table with sparse
+// gradients gives) is taken as is: the rows it names get their gradient, every other row a zero one, so
+// the result is the dense update's without the dense gradient ever being built. Other parameters (CUDA,
+// other dtypes, amsgrad) are updated as LibTorch's AdamW does, a sparse gradient made dense first.
 #include <torch/torch.h>
 
 namespace xmc {

@@ -23,6 +23,7 @@
 #include "engine/store/run_files.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/fused_adamw.h"
+#include "engine/train/gradient_clipping.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/mode_evaluation.h"
 
@@ -95,7 +96,13 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
   for (std::size_t i = 0; i < parameters.size(); ++i)
     if (parameters[i].dim() == 2 && parameters[i].size(0) >= kSparseMinRows && parameters[i].element_size() <= 8) {
       candidates.push_back(i);
-      touched.push_back(parameters[i].grad().count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
+      torch::Tensor grad = parameters[i].grad();
+      if (grad.is_sparse()) {  // a row-sparse gradient names its rows
+        if (!grad.is_coalesced()) parameters[i].mutable_grad() = grad = grad.coalesce();
+        touched.push_back(grad._indices().reshape({-1}));
+      } else {
+        touched.push_back(grad.count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
+      }
     }
   // [stop, pause, density of each candidate], max over the ranks.
   constexpr std::int64_t kFlags = 2;
@@ -112,17 +119,31 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
 
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     if (!sparse[candidates[c]]) continue;
-    torch::Tensor grad = parameters[candidates[c]].mutable_grad();
+    const torch::Tensor& parameter = parameters[candidates[c]];
+    torch::Tensor grad = parameter.grad();
     // Each touched row travels with its row number, whose int64 bits ride in leading columns of the row.
     const std::int64_t n = touched[c].size(0);
     const std::int64_t number_columns = 8 / static_cast<std::int64_t>(grad.element_size());  // int64 bits per row
     const torch::Tensor numbers = touched[c].contiguous().view(grad.scalar_type()).reshape({n, number_columns});
+    const torch::Tensor local_values = grad.is_sparse() ? grad._values() : grad.index_select(0, touched[c]);
     std::vector<std::int64_t> counts;
     const torch::Tensor packed =
-        communicator.all_gather_rows(torch::cat({numbers, grad.index_select(0, touched[c])}, /*dim=*/1), "gathering gradient rows", counts);
+        communicator.all_gather_rows(torch::cat({numbers, local_values}, /*dim=*/1), "gathering gradient rows", counts);
     const torch::Tensor rows = packed.narrow(1, 0, number_columns).contiguous().view(torch::kInt64).reshape({-1});
     torch::Tensor values = packed.narrow(1, number_columns, grad.size(1));
     if (average) values = values / communicator.world_size();
+    if (grad.is_sparse()) {
+      // Stays sparse: the rows any rank touched, each the sum of the ranks' rows in rank order (a stable sort
+      // keeps that order), so its bits are those the dense path below gives.
+      const auto [sorted_rows, order] = torch::sort(rows, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+      const auto [distinct_rows, slot, unused] = torch::unique_consecutive(sorted_rows, /*return_inverse=*/true);
+      const torch::Tensor sums =
+          torch::zeros({distinct_rows.size(0), grad.size(1)}, values.options()).index_add_(0, slot, values.index_select(0, order));
+      torch::Tensor reduced = torch::sparse_coo_tensor(distinct_rows.unsqueeze(0), sums, grad.sizes(), grad.options());
+      reduced._coalesced_(true);  // ascending, distinct rows
+      parameter.mutable_grad() = reduced;
+      continue;
+    }
     grad.index_fill_(0, touched[c], 0);
     std::int64_t at = 0;
     for (const std::int64_t count : counts) {  // rank by rank: each call's rows are distinct, the order is every rank's
@@ -130,6 +151,10 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
       at += count;
     }
   }
+
+  // A sparse gradient the ranks agreed to reduce densely (too many rows touched somewhere) is made dense.
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    if (!sparse[i] && parameters[i].grad().is_sparse()) parameters[i].mutable_grad() = parameters[i].grad().to_dense();
 
   std::vector<torch::Tensor> bucket;
   std::int64_t bytes = 0;
@@ -695,7 +720,7 @@ struct Trainer::Impl {
           throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
                       "; lower lr (" + std::to_string(config.lr) + ") or raise temperature (" + std::to_string(config.temperature) + ")");
         }
-        if (stage.clip_gradients && config.grad_clip > 0) torch::nn::utils::clip_grad_norm_(clipped_parameters, config.grad_clip);
+        if (stage.clip_gradients && config.grad_clip > 0) clip_gradient_norm(clipped_parameters, config.grad_clip);
         const double factor = schedule.factor(state.step - state.stage_start_step);
         for (std::size_t g = 0; g < optimizer->param_groups().size(); ++g)
           static_cast<torch::optim::AdamWOptions&>(optimizer->param_groups()[g].options()).lr(base_lrs[g] * factor);

@@ -11,6 +11,8 @@
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/train/fused_adamw.h"
+#include "engine/train/gradient_clipping.h"
+#include "engine/model/table_rows.h"
 #include "engine/train/grad_cache.h"
 #include "engine/train/lr_schedule.h"
 
@@ -156,6 +158,77 @@ TEST(FusedAdamW, MatchesLibTorchsAdamWAndSharesItsState) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6)) << i;
 }
 
+// A row-sparse gradient (uncoalesced: rows out of order, one row twice) updates the table exactly as the dense
+// gradient it stands for: the rows it names with their summed gradient, every other row with zero (its
+// moments decay, its weight still moves). Width 8: the same bits; width 6 (lanes fall differently): close.
+TEST(FusedAdamW, ARowSparseGradientUpdatesAsItsDenseTensorDoes) {
+  torch::manual_seed(5);
+  at::set_num_threads(2);
+  for (const std::int64_t width : {8, 6}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    const torch::Tensor start = torch::randn({50, width});
+    torch::Tensor sparse_fed = start.clone().requires_grad_(), dense_fed = start.clone().requires_grad_(),
+                  plain_fed = start.clone().requires_grad_();
+    const auto options = torch::optim::AdamWOptions(0.01).weight_decay(0.1);
+    FusedAdamW sparse_optimizer({sparse_fed}, options), dense_optimizer({dense_fed}, options);
+    torch::optim::AdamW plain_optimizer({plain_fed}, options);
+    for (int step = 0; step < 5; ++step) {
+      // Steps touch different rows; row 7 is named twice in step 0 and never again.
+      const torch::Tensor rows = step == 0 ? torch::tensor({7, 3, 7, 49}) : torch::tensor({3 + step, 0, 20 + step});
+      const torch::Tensor values = torch::randn({rows.size(0), width});
+      const torch::Tensor sparse = torch::sparse_coo_tensor(rows.unsqueeze(0), values, {50, width});
+      ASSERT_FALSE(sparse.is_coalesced());
+      const torch::Tensor dense = torch::zeros({50, width}).index_add_(0, rows, values);
+      sparse_fed.mutable_grad() = sparse;
+      dense_fed.mutable_grad() = dense.clone();
+      plain_fed.mutable_grad() = dense.clone();
+      sparse_optimizer.step();
+      dense_optimizer.step();
+      plain_optimizer.step();
+    }
+    if (width % 4 == 0)
+      EXPECT_TRUE(torch::equal(sparse_fed, dense_fed));
+    else
+      EXPECT_TRUE(torch::allclose(sparse_fed, dense_fed, 1e-6, 1e-7));
+    EXPECT_TRUE(torch::allclose(sparse_fed, plain_fed, 1e-5, 1e-6));
+    // Row 7 had a gradient only in step 0, row 30 never: 7 kept moving on its momentum, 30 only decayed.
+    EXPECT_GT((sparse_fed[7] - start[7] * std::pow(1 - 0.01 * 0.1, 5)).abs().max().item<double>(), 1e-3);
+    EXPECT_TRUE(torch::allclose(sparse_fed[30], start[30] * std::pow(1 - 0.01 * 0.1, 5), 1e-6, 1e-7));
+  }
+}
+
+// Worked by hand: a sparse gradient whose row 1 arrives in two entries, [3, 0] and [1, 0] (so [4, 0]), and a
+// dense [0, 3]: together a norm of 5, not √(9 + 1 + 9) as the stored entries would say.
+TEST(GradientClipping, TakesARowSparseGradientAsItsSummedRows) {
+  auto make = [] {
+    torch::Tensor table = torch::zeros({3, 2}).requires_grad_(), bias = torch::zeros({2}).requires_grad_();
+    table.mutable_grad() = torch::sparse_coo_tensor(torch::tensor({{1, 1}}), torch::tensor({{3.f, 0.f}, {1.f, 0.f}}), {3, 2});
+    bias.mutable_grad() = torch::tensor({0.f, 3.f});
+    return std::vector<torch::Tensor>{table, bias};
+  };
+  std::vector<torch::Tensor> loose = make();
+  EXPECT_NEAR(clip_gradient_norm(loose, 10.0), 5.0, 1e-6);  // under the limit: left as they are
+  EXPECT_TRUE(torch::allclose(loose[0].grad().to_dense(), torch::tensor({{0.f, 0.f}, {4.f, 0.f}, {0.f, 0.f}})));
+  EXPECT_TRUE(torch::allclose(loose[1].grad(), torch::tensor({0.f, 3.f})));
+
+  std::vector<torch::Tensor> tight = make();
+  EXPECT_NEAR(clip_gradient_norm(tight, 1.0), 5.0, 1e-6);
+  EXPECT_TRUE(torch::allclose(tight[0].grad().to_dense(), torch::tensor({{0.f, 0.f}, {0.8f, 0.f}, {0.f, 0.f}}), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(tight[1].grad(), torch::tensor({0.f, 0.6f}), 1e-6, 1e-6));
+}
+
+// Rows of a trained CPU table come with a row-sparse gradient naming only the picked rows; a row picked twice
+// gets both contributions. Worked by hand: out = rows {2, 0, 2}, loss = Σ c_i · out_i with c = (1, 2, 3).
+TEST(TableRows, PickedRowsGetARowSparseGradient) {
+  const torch::Tensor table = torch::arange(12, torch::kFloat32).view({4, 3}).requires_grad_();
+  const torch::Tensor out = table_rows(table, torch::tensor({2, 0, 2}));
+  EXPECT_TRUE(torch::equal(out, torch::tensor({{6.f, 7.f, 8.f}, {0.f, 1.f, 2.f}, {6.f, 7.f, 8.f}})));
+  (out * torch::tensor({1.f, 2.f, 3.f}).unsqueeze(1)).sum().backward();
+  ASSERT_TRUE(table.grad().is_sparse());
+  EXPECT_TRUE(torch::equal(table.grad().to_dense(), torch::tensor({{2.f, 2.f, 2.f}, {0.f, 0.f, 0.f}, {4.f, 4.f, 4.f}, {0.f, 0.f, 0.f}})));
+  EXPECT_EQ(table.grad().coalesce()._nnz(), 2);
+}
+
 TEST(LrSchedule, WarmupThenDecay) {
   const LrSchedule linear{.total_steps = 10, .warmup_steps = 2, .kind = "linear"};
   EXPECT_DOUBLE_EQ(linear.factor(0), 1.0 / 3);
@@ -198,6 +271,32 @@ TEST(BowEncoder, MeanAndL2BagsOfALinearEncoderWorkedByHand) {
   }
 }
 
+// The table's gradient names only the rows of the texts' words, each with its weight summed over the text's
+// occurrences: d(Σ outputs)/d(word vector) = the word's weight in its bag (mean bag: word 2 4/7, word 3 3/7,
+// word 4 1), whatever the word vectors are.
+TEST(BowEncoder, TheTablesGradientIsRowSparse) {
+  TokenizedCorpus texts;
+  texts.append(std::vector<std::int32_t>{2, 3, 2});
+  texts.append(std::vector<std::int32_t>{4, 1});
+  BowEncoderOptions options;
+  options.vocab_size = 6;
+  options.word_dim = 2;
+  options.dim = 2;
+  options.idf = {1.0f, 1.0f, 2.0f, 3.0f, 0.5f, 1.0f};
+  options.residual_block = false;
+  BowEncoder encoder(options);
+  const std::vector<std::int64_t> rows{0, 1};
+  encoder->encode(texts, rows).sum().backward();
+  const torch::Tensor first = encoder->named_parameters()["embeddings.weight"].grad();
+  ASSERT_TRUE(first.is_sparse());
+  EXPECT_TRUE(torch::equal(first.coalesce()._indices().reshape({-1}), torch::tensor({2, 3, 4})));
+  EXPECT_EQ(first._nnz(), 3);  // one entry per word, not per occurrence
+  encoder->encode(texts, std::vector<std::int64_t>{1}).sum().backward();  // a second call adds word 4 again
+  const torch::Tensor grad = encoder->named_parameters()["embeddings.weight"].grad();
+  const torch::Tensor expected = torch::tensor({{0.f, 0.f}, {0.f, 0.f}, {4.f / 7, 4.f / 7}, {3.f / 7, 3.f / 7}, {2.f, 2.f}, {0.f, 0.f}});
+  EXPECT_TRUE(torch::allclose(grad.to_dense(), expected, 1e-6, 1e-6)) << grad.to_dense();
+}
+
 TEST(GradCache, GradientsEqualPlainBackpropagation) {
   torch::manual_seed(0);
   const std::int64_t vocab = 30, labels = 23;
@@ -237,7 +336,9 @@ TEST(GradCache, GradientsEqualPlainBackpropagation) {
   torch::Tensor plain = loss(torch::matmul(q, torch::cat(parts).t()), mask);
   plain.backward();
   std::vector<torch::Tensor> plain_grads;
-  for (auto& p : model->parameters()) plain_grads.push_back(p.grad().clone());
+  // The bag-of-words table's gradient is row-sparse on the CPU: compared as the dense tensor it stands for.
+  auto dense = [](const torch::Tensor& g) { return g.is_sparse() ? g.to_dense() : g; };
+  for (auto& p : model->parameters()) plain_grads.push_back(dense(p.grad()).clone());
   model->zero_grad();
 
   at::Generator generator = at::detail::getDefaultCPUGenerator();
@@ -246,9 +347,18 @@ TEST(GradCache, GradientsEqualPlainBackpropagation) {
   EXPECT_NEAR(value, plain.item<double>(), 1e-6);
   std::size_t i = 0;
   for (auto& p : model->parameters()) {
-    EXPECT_TRUE(torch::allclose(p.grad(), plain_grads[i], 1e-5, 1e-6)) << "parameter " << i;
+    EXPECT_TRUE(torch::allclose(dense(p.grad()), plain_grads[i], 1e-5, 1e-6)) << "parameter " << i;
     ++i;
   }
+  // Five label chunks and the queries added their table rows: one entry per word any of them has.
+  std::set<std::int32_t> words;
+  for (std::int64_t r = 0; r < queries.size(); ++r)
+    for (const std::int32_t t : queries.tokens(r)) words.insert(t);
+  for (std::int64_t r = 0; r < label_corpus.size(); ++r)
+    for (const std::int32_t t : label_corpus.tokens(r)) words.insert(t);
+  const torch::Tensor table_grad = model->named_parameters()["encoder.embeddings.weight"].grad();
+  ASSERT_TRUE(table_grad.is_sparse());
+  EXPECT_EQ(table_grad._nnz(), static_cast<std::int64_t>(words.size()));  // stored entries: summed as they came
 }
 
 }  // namespace xmc

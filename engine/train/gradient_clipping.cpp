@@ -1,0 +1,37 @@
+#include "engine/train/gradient_clipping.h"
+
+namespace xmc {
+
+double clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : parameters) {
+    torch::Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    if (grad.is_sparse()) {
+      if (!grad.is_coalesced()) {
+        grad = grad.coalesce();
+        const_cast<torch::Tensor&>(p).mutable_grad() = grad;
+      }
+      norms.push_back(grad._values().norm());
+    } else {
+      norms.push_back(grad.norm());
+    }
+    grads.push_back(grad);
+  }
+  if (grads.empty()) return 0.0;
+  const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm();
+  const torch::Tensor coefficient = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+  // Scaling by 1 changes no bit: skip the passes over the gradients then.
+  if (coefficient.item<double>() < 1.0)
+    for (auto& grad : grads) {
+      if (grad.is_sparse())
+        grad._values().mul_(coefficient);
+      else
+        grad.mul_(coefficient);
+    }
+  return total.item<double>();
+}
+
+}  // namespace xmc

@@ -1,0 +1,16 @@
+#pragma once
+// Engine-internal (includes torch). Gradient-norm clipping that also takes row-sparse gradients (sparse COO,
+// from an embedding table with sparse gradients): LibTorch's clip_grad_norm_ would take the norm of an
+// uncoalesced sparse tensor's stored values, counting a row's duplicate entries apart.
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace xmc {
+
+/// Scales the parameters' gradients by min(1, max_norm / (‖g‖ + 1e-6)), ‖g‖ the L2 norm of all of them
+/// together, as torch::nn::utils::clip_grad_norm_ does (same arithmetic, so the same bits for dense
+/// gradients). Sparse gradients are coalesced in place first. Returns ‖g‖.
+double clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+
+}  // namespace xmc
