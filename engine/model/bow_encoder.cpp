@@ -1,6 +1,7 @@
 #include "engine/model/bow_encoder.h"
 
 #include "engine/core/error.h"
+#include "engine/model/table_rows.h"
 
 namespace xmc {
 
@@ -8,15 +9,8 @@ BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(o
   if (static_cast<std::int64_t>(options_.idf.size()) != options_.vocab_size)
     throw ConfigError("bow encoder: " + std::to_string(options_.idf.size()) + " idf values for a vocabulary of " +
                       std::to_string(options_.vocab_size));
-  // On the CPU the table's gradient is sparse (the rows of the step's tokens): a dense one is a zeroed
-  // [vocab × dim] tensor per encode call, scanned, clipped and read by the optimiser, most of a step's time.
-  const bool sparse_gradient = options_.device.is_cpu();
-  embeddings_ = register_module("embeddings", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(options_.vocab_size, options_.word_dim)
-                                                                          .mode(torch::kSum)
-                                                                          .sparse(sparse_gradient)));
-  // Coalesced as it arrives: the gradients of several encode calls (a query and a label side, gradient
-  // caching's label chunks) then add up row by row instead of piling up one entry per token.
-  if (sparse_gradient) embeddings_->weight.register_hook([](const torch::Tensor& grad) { return grad.coalesce(); });
+  embeddings_ = register_module(
+      "embeddings", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(options_.vocab_size, options_.word_dim).mode(torch::kSum)));
   torch::NoGradGuard no_grad;
   // Unit-variance word vectors by default, as torch's own: the TF-IDF mean of a short text then still has
   // coordinates of ~0.3, well above the DE head's bias (±1/sqrt(d)). At 1/sqrt(d) the bias dominated, every
@@ -74,7 +68,17 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
     totals = torch::zeros({num_texts}, weights.options()).index_add_(0, text_of_token, weights);
   }
   weights = weights / totals.index_select(0, text_of_token).clamp_min(1e-12);
-  torch::Tensor h = embeddings_->forward(input, bag_offsets, weights);
+  torch::Tensor h;
+  if (sparse_rows_gradient(embeddings_->weight)) {
+    // Training on the CPU: the bag sums the vectors of the texts' distinct words, picked from the table, so
+    // that the table's gradient names those words once each (model/table_rows.h) instead of being a zeroed
+    // [vocab × dim] tensor per call, scanned, clipped and read whole by the optimiser.
+    const auto [words, slot] = torch::_unique(input, /*sorted=*/true, /*return_inverse=*/true);
+    h = std::get<0>(torch::embedding_bag(distinct_table_rows(embeddings_->weight, words), slot, bag_offsets, /*scale_grad_by_freq=*/false,
+                                         /*mode (sum)=*/0, /*sparse=*/false, weights));
+  } else {
+    h = embeddings_->forward(input, bag_offsets, weights);
+  }
   if (!projection_.is_empty()) h = projection_->forward(h);
   if (hidden_.is_empty()) return h;
   return h + residual_out_->forward(torch::gelu(hidden_->forward(h)));

@@ -1,11 +1,42 @@
 #include "engine/model/table_rows.h"
 
 namespace xmc {
+namespace {
+
+/// index_select whose backward hands the table a sparse gradient over the (ascending, distinct) rows it
+/// picked, marked coalesced: gradients of several picks then add up by merging, and nothing downstream sorts.
+struct DistinctRowGather : public torch::autograd::Function<DistinctRowGather> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& table, const torch::Tensor& distinct) {
+    ctx->saved_data["distinct"] = distinct;
+    ctx->saved_data["sizes"] = table.sizes().vec();
+    return table.index_select(0, distinct);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad_outputs) {
+    const torch::Tensor distinct = ctx->saved_data["distinct"].toTensor();
+    const std::vector<std::int64_t> sizes = ctx->saved_data["sizes"].toIntVector();
+    const torch::Tensor& grad = grad_outputs[0];
+    torch::Tensor sparse = torch::sparse_coo_tensor(distinct.unsqueeze(0), grad.contiguous(), sizes);
+    sparse._coalesced_(true);
+    return {sparse, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool sparse_rows_gradient(const torch::Tensor& table) {
+  return table.device().is_cpu() && table.dim() == 2 && table.requires_grad() && torch::GradMode::is_enabled();
+}
+
+torch::Tensor distinct_table_rows(const torch::Tensor& table, const torch::Tensor& distinct) {
+  if (!sparse_rows_gradient(table)) return table.index_select(0, distinct);
+  return DistinctRowGather::apply(table, distinct);
+}
 
 torch::Tensor table_rows(const torch::Tensor& table, const torch::Tensor& rows) {
-  const bool sparse_gradient = table.device().is_cpu() && table.dim() == 2 && table.requires_grad() && torch::GradMode::is_enabled();
-  if (!sparse_gradient) return table.index_select(0, rows);
-  return torch::embedding(table, rows, /*padding_idx=*/-1, /*scale_grad_by_freq=*/false, /*sparse=*/true);
+  if (!sparse_rows_gradient(table)) return table.index_select(0, rows);
+  const auto [distinct, slot] = torch::_unique(rows, /*sorted=*/true, /*return_inverse=*/true);
+  return distinct_table_rows(table, distinct).index_select(0, slot);
 }
 
 }  // namespace xmc

@@ -1,12 +1,21 @@
 #pragma once
-// Engine-internal (includes torch). Rows of a trained table (a per-label classifier or residual), picked so
-// that on the CPU the table's gradient is row-sparse: only the picked rows, not a zeroed copy of the whole
-// table per step for the optimiser and the clipping to read (the gradient of index_select).
+// Engine-internal (includes torch). Rows of a trained table (word vectors, a per-label classifier or
+// residual), picked so that on the CPU the table's gradient is row-sparse and already coalesced: one entry per
+// picked row, ascending — not a zeroed copy of the whole table per call (index_select's gradient), nor one
+// entry per occurrence to be sorted and summed afterwards (embedding's sparse gradient).
 #include <torch/torch.h>
 
 namespace xmc {
 
-/// table.index_select(0, rows), with a sparse gradient for a CPU table that is being trained. `rows`: int64.
+/// table.index_select(0, distinct): `distinct` ascending, without repeats (int64). For a CPU table being
+/// trained, the table's gradient is a coalesced sparse tensor over exactly those rows.
+torch::Tensor distinct_table_rows(const torch::Tensor& table, const torch::Tensor& distinct);
+
+/// table.index_select(0, rows) for any int64 rows (repeats allowed, any order), with the same gradient: a
+/// row picked several times gets the sum of its picks' gradients.
 torch::Tensor table_rows(const torch::Tensor& table, const torch::Tensor& rows);
+
+/// Whether a picked table gets the row-sparse gradient: on the CPU, while it is being trained.
+bool sparse_rows_gradient(const torch::Tensor& table);
 
 }  // namespace xmc

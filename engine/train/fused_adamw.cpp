@@ -1,5 +1,7 @@
 #include "engine/train/fused_adamw.h"
 
+#include "engine/train/sparse_gradient.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -175,7 +177,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
                                 .eps = static_cast<float>(options.eps()),
                                 .minus_step = static_cast<float>(-step_size)};
         if (grad.is_sparse()) {
-          const torch::Tensor rows = grad.is_coalesced() ? grad : grad.coalesce();
+          const torch::Tensor rows = coalesced(grad);
           const torch::Tensor touched = rows._indices().reshape({-1}).contiguous();
           const torch::Tensor values = rows._values().contiguous();
           update_row_sparse(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), values.data_ptr<float>(), touched.numel(),

@@ -1,5 +1,7 @@
 #include "engine/train/gradient_clipping.h"
 
+#include "engine/train/sparse_gradient.h"
+
 namespace xmc {
 
 double clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
@@ -11,7 +13,7 @@ double clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double m
     if (!grad.defined()) continue;
     if (grad.is_sparse()) {
       if (!grad.is_coalesced()) {
-        grad = grad.coalesce();
+        grad = coalesced(grad);
         const_cast<torch::Tensor&>(p).mutable_grad() = grad;
       }
       norms.push_back(grad._values().norm());

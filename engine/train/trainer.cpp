@@ -24,6 +24,7 @@
 #include "engine/train/checkpoint.h"
 #include "engine/train/fused_adamw.h"
 #include "engine/train/gradient_clipping.h"
+#include "engine/train/sparse_gradient.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/mode_evaluation.h"
 
@@ -98,7 +99,7 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
       candidates.push_back(i);
       torch::Tensor grad = parameters[i].grad();
       if (grad.is_sparse()) {  // a row-sparse gradient names its rows
-        if (!grad.is_coalesced()) parameters[i].mutable_grad() = grad = grad.coalesce();
+        if (!grad.is_coalesced()) parameters[i].mutable_grad() = grad = coalesced(grad);
         touched.push_back(grad._indices().reshape({-1}));
       } else {
         touched.push_back(grad.count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));

@@ -12,6 +12,7 @@
 #include "engine/sampler/query_batcher.h"
 #include "engine/train/fused_adamw.h"
 #include "engine/train/gradient_clipping.h"
+#include "engine/train/sparse_gradient.h"
 #include "engine/model/table_rows.h"
 #include "engine/train/grad_cache.h"
 #include "engine/train/lr_schedule.h"
@@ -217,8 +218,23 @@ TEST(GradientClipping, TakesARowSparseGradientAsItsSummedRows) {
   EXPECT_TRUE(torch::allclose(tight[1].grad(), torch::tensor({0.f, 0.6f}), 1e-6, 1e-6));
 }
 
-// Rows of a trained CPU table come with a row-sparse gradient naming only the picked rows; a row picked twice
-// gets both contributions. Worked by hand: out = rows {2, 0, 2}, loss = Σ c_i · out_i with c = (1, 2, 3).
+// A gradient whose rows are ascending and distinct is only marked coalesced (its values are not copied); one
+// whose rows are not (out of order, or repeated) is summed and sorted.
+TEST(SparseGradient, RowsAlreadyInOrderAreOnlyMarkedOthersAreSummed) {
+  const torch::Tensor in_order = torch::sparse_coo_tensor(torch::tensor({{1, 4, 6}}), torch::tensor({{1.f}, {2.f}, {3.f}}), {8, 1});
+  ASSERT_FALSE(in_order.is_coalesced());
+  const torch::Tensor marked = coalesced(in_order);
+  EXPECT_TRUE(marked.is_coalesced());
+  EXPECT_EQ(marked._values().data_ptr(), in_order._values().data_ptr());
+  const torch::Tensor repeated = torch::sparse_coo_tensor(torch::tensor({{6, 1, 6}}), torch::tensor({{1.f}, {2.f}, {3.f}}), {8, 1});
+  const torch::Tensor summed = coalesced(repeated);
+  EXPECT_TRUE(summed.is_coalesced());
+  EXPECT_TRUE(torch::equal(summed._indices(), torch::tensor({{1, 6}})));
+  EXPECT_TRUE(torch::equal(summed._values(), torch::tensor({{2.f}, {4.f}})));
+}
+
+// Rows of a trained CPU table come with a row-sparse gradient naming only the picked rows, once each; a row
+// picked twice gets both contributions. Worked by hand: out = rows {2, 0, 2}, loss = Σ c_i · out_i with c = (1, 2, 3).
 TEST(TableRows, PickedRowsGetARowSparseGradient) {
   const torch::Tensor table = torch::arange(12, torch::kFloat32).view({4, 3}).requires_grad_();
   const torch::Tensor out = table_rows(table, torch::tensor({2, 0, 2}));
@@ -226,7 +242,7 @@ TEST(TableRows, PickedRowsGetARowSparseGradient) {
   (out * torch::tensor({1.f, 2.f, 3.f}).unsqueeze(1)).sum().backward();
   ASSERT_TRUE(table.grad().is_sparse());
   EXPECT_TRUE(torch::equal(table.grad().to_dense(), torch::tensor({{2.f, 2.f, 2.f}, {0.f, 0.f, 0.f}, {4.f, 4.f, 4.f}, {0.f, 0.f, 0.f}})));
-  EXPECT_EQ(table.grad().coalesce()._nnz(), 2);
+  EXPECT_EQ(table.grad()._nnz(), 2);
 }
 
 TEST(LrSchedule, WarmupThenDecay) {
