@@ -1,9 +1,32 @@
 #include "engine/model/bow_encoder.h"
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 #include "engine/model/table_rows.h"
 
 namespace xmc {
+namespace {
+
+/// The distinct ids among `ids` (each in [0, vocab_size)) in ascending order, and for each id its index among them: a slot per word
+/// of the vocabulary instead of a sort of every token.
+std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> distinct_words(const std::vector<std::int64_t>& ids, std::int64_t vocab_size) {
+  std::vector<std::int64_t> slot_of_word(static_cast<std::size_t>(vocab_size), -1);
+  std::vector<std::int64_t> words;
+  for (const std::int64_t id : ids) {
+    if (slot_of_word[static_cast<std::size_t>(id)] < 0) {
+      slot_of_word[static_cast<std::size_t>(id)] = 0;
+      words.push_back(id);
+    }
+  }
+  std::sort(words.begin(), words.end());
+  for (std::size_t i = 0; i < words.size(); ++i) slot_of_word[static_cast<std::size_t>(words[i])] = static_cast<std::int64_t>(i);
+  std::vector<std::int64_t> slots(ids.size());
+  for (std::size_t k = 0; k < ids.size(); ++k) slots[k] = slot_of_word[static_cast<std::size_t>(ids[k])];
+  return {std::move(words), std::move(slots)};
+}
+
+}  // namespace
 
 BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(options)) {
   if (static_cast<std::int64_t>(options_.idf.size()) != options_.vocab_size)
@@ -35,8 +58,12 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
   offsets.reserve(rows.size());
   for (std::int64_t row : rows) {
     offsets.push_back(static_cast<std::int64_t>(ids.size()));
-    for (std::int32_t t : corpus.tokens(row))
+    for (std::int32_t t : corpus.tokens(row)) {
+      if (t >= options_.vocab_size)
+        throw Error("bow encoder: token id " + std::to_string(t) + " outside the vocabulary of " + std::to_string(options_.vocab_size) +
+                    " (text " + std::to_string(row) + ")");
       if (t > 1) ids.push_back(t);
+    }
   }
   const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
   torch::Tensor input = staged_to(torch::tensor(ids, long_opts), options_.device);
@@ -73,9 +100,9 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
     // Training on the CPU: the bag sums the vectors of the texts' distinct words, picked from the table, so
     // that the table's gradient names those words once each (model/table_rows.h) instead of being a zeroed
     // [vocab × dim] tensor per call, scanned, clipped and read whole by the optimiser.
-    const auto [words, slot] = torch::_unique(input, /*sorted=*/true, /*return_inverse=*/true);
-    h = std::get<0>(torch::embedding_bag(distinct_table_rows(embeddings_->weight, words), slot, bag_offsets, /*scale_grad_by_freq=*/false,
-                                         /*mode (sum)=*/0, /*sparse=*/false, weights));
+    const auto [words, slots] = distinct_words(ids, options_.vocab_size);
+    h = std::get<0>(torch::embedding_bag(distinct_table_rows(embeddings_->weight, torch::tensor(words, long_opts)), torch::tensor(slots, long_opts),
+                                         bag_offsets, /*scale_grad_by_freq=*/false, /*mode (sum)=*/0, /*sparse=*/false, weights));
   } else {
     h = embeddings_->forward(input, bag_offsets, weights);
   }

@@ -1,7 +1,5 @@
 #include "engine/train/fused_adamw.h"
 
-#include "engine/train/sparse_gradient.h"
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
+
+#include "engine/train/sparse_gradient.h"
 
 namespace xmc {
 namespace {

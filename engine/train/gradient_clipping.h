@@ -1,7 +1,7 @@
 #pragma once
 // Engine-internal (includes torch). Gradient-norm clipping that also takes row-sparse gradients (sparse COO,
-// from an embedding table with sparse gradients): LibTorch's clip_grad_norm_ would take the norm of an
-// uncoalesced sparse tensor's stored values, counting a row's duplicate entries apart.
+// from a table whose picked rows are trained, model/table_rows.h): the norm of the summed rows, where
+// LibTorch's clip_grad_norm_ would take the norm of an uncoalesced tensor's stored entries.
 #include <torch/torch.h>
 
 #include <vector>

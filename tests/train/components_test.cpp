@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/core/error.h"
 #include "engine/loss/losses.h"
 #include "engine/method/xmc_model.h"
 #include "engine/model/bow_encoder.h"
@@ -311,6 +312,30 @@ TEST(BowEncoder, TheTablesGradientIsRowSparse) {
   const torch::Tensor grad = encoder->named_parameters()["embeddings.weight"].grad();
   const torch::Tensor expected = torch::tensor({{0.f, 0.f}, {0.f, 0.f}, {4.f / 7, 4.f / 7}, {3.f / 7, 3.f / 7}, {2.f, 2.f}, {0.f, 0.f}});
   EXPECT_TRUE(torch::allclose(grad.to_dense(), expected, 1e-6, 1e-6)) << grad.to_dense();
+}
+
+// A token id past the vocabulary (a corpus tokenized with another vocabulary) is refused by name, in training
+// (where the encoder picks the texts' words itself) as in inference.
+TEST(BowEncoder, ATokenOutsideTheVocabularyIsRefusedByItsId) {
+  TokenizedCorpus texts;
+  texts.append(std::vector<std::int32_t>{2, 9});
+  BowEncoderOptions options;
+  options.vocab_size = 5;
+  options.word_dim = 2;
+  options.dim = 2;
+  options.idf.assign(5, 1.0f);
+  BowEncoder encoder(options);
+  const std::vector<std::int64_t> rows{0};
+  for (const bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "inference");
+    torch::AutoGradMode grad_mode(training);
+    try {
+      encoder->encode(texts, rows);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("token id 9 outside the vocabulary of 5 (text 0)"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(GradCache, GradientsEqualPlainBackpropagation) {
