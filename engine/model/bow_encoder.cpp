@@ -8,11 +8,19 @@
 namespace xmc {
 namespace {
 
-/// The distinct ids among `ids` (each in [0, vocab_size)) in ascending order, and for each id its index among them: a slot per word
-/// of the vocabulary instead of a sort of every token.
+/// The distinct ids among `ids` (each in [0, vocab_size)) in ascending order, and for each id its index among
+/// them: through a slot per vocabulary word when the call has many tokens for its vocabulary (no sort of every
+/// token), else by sorting a copy (no vocabulary-sized table per call: gradient caching encodes small chunks).
 std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> distinct_words(const std::vector<std::int64_t>& ids, std::int64_t vocab_size) {
-  std::vector<std::int64_t> slot_of_word(static_cast<std::size_t>(vocab_size), -1);
-  std::vector<std::int64_t> words;
+  std::vector<std::int64_t> words, slots(ids.size());
+  if (static_cast<std::int64_t>(ids.size()) * 8 < vocab_size) {
+    words = ids;
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    for (std::size_t k = 0; k < ids.size(); ++k) slots[k] = std::lower_bound(words.begin(), words.end(), ids[k]) - words.begin();
+    return {std::move(words), std::move(slots)};
+  }
+  std::vector<std::int32_t> slot_of_word(static_cast<std::size_t>(vocab_size), -1);
   for (const std::int64_t id : ids) {
     if (slot_of_word[static_cast<std::size_t>(id)] < 0) {
       slot_of_word[static_cast<std::size_t>(id)] = 0;
@@ -20,8 +28,7 @@ std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> distinct_words(c
     }
   }
   std::sort(words.begin(), words.end());
-  for (std::size_t i = 0; i < words.size(); ++i) slot_of_word[static_cast<std::size_t>(words[i])] = static_cast<std::int64_t>(i);
-  std::vector<std::int64_t> slots(ids.size());
+  for (std::size_t i = 0; i < words.size(); ++i) slot_of_word[static_cast<std::size_t>(words[i])] = static_cast<std::int32_t>(i);
   for (std::size_t k = 0; k < ids.size(); ++k) slots[k] = slot_of_word[static_cast<std::size_t>(ids[k])];
   return {std::move(words), std::move(slots)};
 }

@@ -4,7 +4,9 @@ namespace xmc {
 namespace {
 
 /// index_select whose backward hands the table a sparse gradient over the (ascending, distinct) rows it
-/// picked, marked coalesced: gradients of several picks then add up by merging, and nothing downstream sorts.
+/// picked, marked coalesced: gradients of several picks then add up by merging sorted rows, not by piling up
+/// entries. (LibTorch 1.13 drops the mark when it stores a gradient; train/sparse_gradient.h puts it back after
+/// one look at the row numbers.)
 struct DistinctRowGather : public torch::autograd::Function<DistinctRowGather> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& table, const torch::Tensor& distinct) {
     ctx->saved_data["distinct"] = distinct;
@@ -30,6 +32,8 @@ bool sparse_rows_gradient(const torch::Tensor& table) {
 
 torch::Tensor distinct_table_rows(const torch::Tensor& table, const torch::Tensor& distinct) {
   if (!sparse_rows_gradient(table)) return table.index_select(0, distinct);
+  // The gradient is marked coalesced on the caller's word: rows out of order or repeated would be updated twice.
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(distinct.numel() < 2 || (distinct.slice(0, 1) > distinct.slice(0, 0, -1)).all().item<bool>());
   return DistinctRowGather::apply(table, distinct);
 }
 

@@ -78,9 +78,10 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
 /// Sums (or averages) the gradients of `parameters` over the ranks, leaving every rank the same bits, and
 /// agrees on the control flags {stop, pause} (each true when any rank raised it; they ride on the first
 /// collective).
-///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows) travel as their nonzero
-///    rows, all-gathered together with the row numbers and added in rank order: a fraction of the table.
-///    Which tables go this way is agreed in that first collective, so every rank runs the same collectives.
+///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows; sparse tensors, or dense
+///    ones whose other rows are zero) travel as their touched rows, all-gathered together with the row numbers
+///    and added in rank order into a sparse gradient: a fraction of the table. Which tables go this way is
+///    agreed in that first collective, so every rank runs the same collectives.
 ///  - The others are flattened into buckets of up to ~32 MB: one all-reduce per bucket, not per tensor.
 /// A parameter without a gradient on this rank takes part with zeros.
 std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average,
@@ -127,30 +128,19 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
     const std::int64_t number_columns = 8 / static_cast<std::int64_t>(grad.element_size());  // int64 bits per row
     const torch::Tensor numbers = touched[c].contiguous().view(grad.scalar_type()).reshape({n, number_columns});
     const torch::Tensor local_values = grad.is_sparse() ? grad._values() : grad.index_select(0, touched[c]);
-    std::vector<std::int64_t> counts;
-    const torch::Tensor packed =
-        communicator.all_gather_rows(torch::cat({numbers, local_values}, /*dim=*/1), "gathering gradient rows", counts);
+    const torch::Tensor packed = communicator.all_gather_rows(torch::cat({numbers, local_values}, /*dim=*/1), "gathering gradient rows");
     const torch::Tensor rows = packed.narrow(1, 0, number_columns).contiguous().view(torch::kInt64).reshape({-1});
     torch::Tensor values = packed.narrow(1, number_columns, grad.size(1));
     if (average) values = values / communicator.world_size();
-    if (grad.is_sparse()) {
-      // Stays sparse: the rows any rank touched, each the sum of the ranks' rows in rank order (a stable sort
-      // keeps that order), so its bits are those the dense path below gives.
-      const auto [sorted_rows, order] = torch::sort(rows, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-      const auto [distinct_rows, slot, unused] = torch::unique_consecutive(sorted_rows, /*return_inverse=*/true);
-      const torch::Tensor sums =
-          torch::zeros({distinct_rows.size(0), grad.size(1)}, values.options()).index_add_(0, slot, values.index_select(0, order));
-      torch::Tensor reduced = torch::sparse_coo_tensor(distinct_rows.unsqueeze(0), sums, grad.sizes(), grad.options());
-      reduced._coalesced_(true);  // ascending, distinct rows
-      parameter.mutable_grad() = reduced;
-      continue;
-    }
-    grad.index_fill_(0, touched[c], 0);
-    std::int64_t at = 0;
-    for (const std::int64_t count : counts) {  // rank by rank: each call's rows are distinct, the order is every rank's
-      grad.index_add_(0, rows.narrow(0, at, count), values.narrow(0, at, count));
-      at += count;
-    }
+    // Every rank ends with the same row-sparse gradient, whatever its own layout was: the rows any rank
+    // touched, each the sum of the ranks' rows in rank order (a stable sort keeps that order).
+    const auto [sorted_rows, order] = torch::sort(rows, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+    const auto [distinct_rows, slot, unused] = torch::unique_consecutive(sorted_rows, /*return_inverse=*/true);
+    const torch::Tensor sums =
+        torch::zeros({distinct_rows.size(0), grad.size(1)}, values.options()).index_add_(0, slot, values.index_select(0, order));
+    torch::Tensor reduced = torch::sparse_coo_tensor(distinct_rows.unsqueeze(0), sums, grad.sizes());
+    reduced._coalesced_(true);  // ascending, distinct rows
+    parameter.mutable_grad() = reduced;
   }
 
   // A sparse gradient the ranks agreed to reduce densely (too many rows touched somewhere) is made dense.

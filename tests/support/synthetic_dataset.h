@@ -10,7 +10,8 @@
 
 namespace xmc::test {
 
-inline void write_keyword_dataset(const std::filesystem::path& dir, std::uint64_t seed, int num_train, int num_test) {
+/// Texts name their labels' keywords among four noise words drawn from `noise_words` (the vocabulary's size).
+inline void write_keyword_dataset(const std::filesystem::path& dir, std::uint64_t seed, int num_train, int num_test, int noise_words = 40) {
   constexpr int kLabels = 12;
   std::mt19937_64 rng(seed);
   Dataset d;
@@ -24,7 +25,7 @@ inline void write_keyword_dataset(const std::filesystem::path& dir, std::uint64_
       for (int j = 0; j < count; ++j) y.push_back(static_cast<std::int32_t>(rng() % kLabels));
       std::string text;
       for (auto l : y) text += "kw" + std::to_string(l) + " ";
-      for (int j = 0; j < 4; ++j) text += "noise" + std::to_string(rng() % 40) + " ";
+      for (int j = 0; j < 4; ++j) text += "noise" + std::to_string(rng() % static_cast<std::uint64_t>(noise_words)) + " ";
       texts.push_back(text);
       rows.push_back(y);
     }

@@ -162,13 +162,17 @@ TEST(FusedAdamW, MatchesLibTorchsAdamWAndSharesItsState) {
 
 // A row-sparse gradient (uncoalesced: rows out of order, one row twice) updates the table exactly as the dense
 // gradient it stands for: the rows it names with their summed gradient, every other row with zero (its
-// moments decay, its weight still moves). Width 8: the same bits; width 6 (lanes fall differently): close.
+// moments decay, its weight still moves). 5000 rows on two threads, touched rows on both sides of where the
+// threads split (row 2500) and at the end. Widths 8 and 4: the same bits; 6 and 1 (lanes fall differently,
+// UniDEC's bias column): close.
 TEST(FusedAdamW, ARowSparseGradientUpdatesAsItsDenseTensorDoes) {
   torch::manual_seed(5);
+  const int threads = at::get_num_threads();
   at::set_num_threads(2);
-  for (const std::int64_t width : {8, 6}) {
+  constexpr std::int64_t kRows = 5000;
+  for (const std::int64_t width : {8, 4, 6, 1}) {
     SCOPED_TRACE("width " + std::to_string(width));
-    const torch::Tensor start = torch::randn({50, width});
+    const torch::Tensor start = torch::randn({kRows, width});
     torch::Tensor sparse_fed = start.clone().requires_grad_(), dense_fed = start.clone().requires_grad_(),
                   plain_fed = start.clone().requires_grad_();
     const auto options = torch::optim::AdamWOptions(0.01).weight_decay(0.1);
@@ -176,11 +180,13 @@ TEST(FusedAdamW, ARowSparseGradientUpdatesAsItsDenseTensorDoes) {
     torch::optim::AdamW plain_optimizer({plain_fed}, options);
     for (int step = 0; step < 5; ++step) {
       // Steps touch different rows; row 7 is named twice in step 0 and never again.
-      const torch::Tensor rows = step == 0 ? torch::tensor({7, 3, 7, 49}) : torch::tensor({3 + step, 0, 20 + step});
+      const std::vector<std::int64_t> picked = step == 0 ? std::vector<std::int64_t>{7, 3, 2500, 7, kRows - 1, 2499}
+                                                          : std::vector<std::int64_t>{3 + step, 0, 2497 + step, 20 + step, kRows - 1};
+      const torch::Tensor rows = torch::tensor(picked);
       const torch::Tensor values = torch::randn({rows.size(0), width});
-      const torch::Tensor sparse = torch::sparse_coo_tensor(rows.unsqueeze(0), values, {50, width});
+      const torch::Tensor sparse = torch::sparse_coo_tensor(rows.unsqueeze(0), values, {kRows, width});
       ASSERT_FALSE(sparse.is_coalesced());
-      const torch::Tensor dense = torch::zeros({50, width}).index_add_(0, rows, values);
+      const torch::Tensor dense = torch::zeros({kRows, width}).index_add_(0, rows, values);
       sparse_fed.mutable_grad() = sparse;
       dense_fed.mutable_grad() = dense.clone();
       plain_fed.mutable_grad() = dense.clone();
@@ -197,6 +203,7 @@ TEST(FusedAdamW, ARowSparseGradientUpdatesAsItsDenseTensorDoes) {
     EXPECT_GT((sparse_fed[7] - start[7] * std::pow(1 - 0.01 * 0.1, 5)).abs().max().item<double>(), 1e-3);
     EXPECT_TRUE(torch::allclose(sparse_fed[30], start[30] * std::pow(1 - 0.01 * 0.1, 5), 1e-6, 1e-7));
   }
+  at::set_num_threads(threads);
 }
 
 // Worked by hand: a sparse gradient whose row 1 arrives in two entries, [3, 0] and [1, 0] (so [4, 0]), and a
@@ -291,15 +298,21 @@ TEST(BowEncoder, MeanAndL2BagsOfALinearEncoderWorkedByHand) {
 // The table's gradient names only the rows of the texts' words, each with its weight summed over the text's
 // occurrences: d(Σ outputs)/d(word vector) = the word's weight in its bag (mean bag: word 2 4/7, word 3 3/7,
 // word 4 1), whatever the word vectors are.
+// Two vocabulary sizes: the call's words found through a slot per word (6) and by sorting its tokens (100).
 TEST(BowEncoder, TheTablesGradientIsRowSparse) {
+  for (const std::int64_t vocab : {6, 100}) {
+  SCOPED_TRACE("vocabulary " + std::to_string(vocab));
   TokenizedCorpus texts;
   texts.append(std::vector<std::int32_t>{2, 3, 2});
   texts.append(std::vector<std::int32_t>{4, 1});
   BowEncoderOptions options;
-  options.vocab_size = 6;
+  options.vocab_size = vocab;
   options.word_dim = 2;
   options.dim = 2;
-  options.idf = {1.0f, 1.0f, 2.0f, 3.0f, 0.5f, 1.0f};
+  options.idf.assign(static_cast<std::size_t>(vocab), 1.0f);
+  options.idf[2] = 2.0f;
+  options.idf[3] = 3.0f;
+  options.idf[4] = 0.5f;
   options.residual_block = false;
   BowEncoder encoder(options);
   const std::vector<std::int64_t> rows{0, 1};
@@ -310,8 +323,12 @@ TEST(BowEncoder, TheTablesGradientIsRowSparse) {
   EXPECT_EQ(first._nnz(), 3);  // one entry per word, not per occurrence
   encoder->encode(texts, std::vector<std::int64_t>{1}).sum().backward();  // a second call adds word 4 again
   const torch::Tensor grad = encoder->named_parameters()["embeddings.weight"].grad();
-  const torch::Tensor expected = torch::tensor({{0.f, 0.f}, {0.f, 0.f}, {4.f / 7, 4.f / 7}, {3.f / 7, 3.f / 7}, {2.f, 2.f}, {0.f, 0.f}});
+  torch::Tensor expected = torch::zeros({vocab, 2});
+  expected[2] = 4.f / 7;
+  expected[3] = 3.f / 7;
+  expected[4] = 2.f;
   EXPECT_TRUE(torch::allclose(grad.to_dense(), expected, 1e-6, 1e-6)) << grad.to_dense();
+  }
 }
 
 // A token id past the vocabulary (a corpus tokenized with another vocabulary) is refused by name, in training
