@@ -40,7 +40,9 @@ struct UpdateConstants {
 
 /// p ← p·decay − step · m / (√v / √bc2 + eps), after m ← β1·m + (1−β1)·g and v ← β2·v + (1−β2)·g², over
 /// [begin, end): four lanes at a time where SSE is there (std::sqrt's errno check keeps the compiler from
-/// vectorising the plain loop), then one by one.
+/// vectorising the plain loop), then one by one. Without a gradient (kWithGradient false, g unread): g = 0,
+/// the rows a sparse gradient does not touch — the same bits, as adding (1−β)·0 changes nothing.
+template <bool kWithGradient>
 void update_range(float* p, const float* g, float* m, float* v, std::int64_t begin, std::int64_t end, const UpdateConstants& c) {
   std::int64_t i = begin;
 #if defined(__SSE2__)
@@ -49,9 +51,13 @@ void update_range(float* p, const float* g, float* m, float* v, std::int64_t beg
   const __m128 sqrt_bc2 = _mm_set1_ps(c.sqrt_bias_correction2), eps = _mm_set1_ps(c.eps);
   const __m128 decay = _mm_set1_ps(c.decay), minus_step = _mm_set1_ps(c.minus_step);
   for (; i + 4 <= end; i += 4) {
-    const __m128 gi = _mm_loadu_ps(g + i);
-    const __m128 mi = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(m + i), beta1), _mm_mul_ps(one_minus_beta1, gi));
-    const __m128 vi = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(v + i), beta2), _mm_mul_ps(_mm_mul_ps(one_minus_beta2, gi), gi));
+    __m128 mi = _mm_mul_ps(_mm_loadu_ps(m + i), beta1);
+    __m128 vi = _mm_mul_ps(_mm_loadu_ps(v + i), beta2);
+    if constexpr (kWithGradient) {
+      const __m128 gi = _mm_loadu_ps(g + i);
+      mi = _mm_add_ps(mi, _mm_mul_ps(one_minus_beta1, gi));
+      vi = _mm_add_ps(vi, _mm_mul_ps(_mm_mul_ps(one_minus_beta2, gi), gi));
+    }
     _mm_storeu_ps(m + i, mi);
     _mm_storeu_ps(v + i, vi);
     const __m128 denominator = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), sqrt_bc2), eps);
@@ -59,35 +65,12 @@ void update_range(float* p, const float* g, float* m, float* v, std::int64_t beg
   }
 #endif
   for (; i < end; ++i) {
-    const float gi = g[i];
-    const float mi = m[i] * c.beta1 + c.one_minus_beta1 * gi;
-    const float vi = v[i] * c.beta2 + c.one_minus_beta2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] * c.decay + c.minus_step * (mi / (std::sqrt(vi) / c.sqrt_bias_correction2 + c.eps));
-  }
-}
-
-/// update_range with a zero gradient (m ← β1·m, v ← β2·v): the rows a sparse gradient does not touch. The
-/// same bits as update_range given zeros — adding (1−β)·0 changes nothing.
-void decay_range(float* p, float* m, float* v, std::int64_t begin, std::int64_t end, const UpdateConstants& c) {
-  std::int64_t i = begin;
-#if defined(__SSE2__)
-  const __m128 beta1 = _mm_set1_ps(c.beta1), beta2 = _mm_set1_ps(c.beta2);
-  const __m128 sqrt_bc2 = _mm_set1_ps(c.sqrt_bias_correction2), eps = _mm_set1_ps(c.eps);
-  const __m128 decay = _mm_set1_ps(c.decay), minus_step = _mm_set1_ps(c.minus_step);
-  for (; i + 4 <= end; i += 4) {
-    const __m128 mi = _mm_mul_ps(_mm_loadu_ps(m + i), beta1);
-    const __m128 vi = _mm_mul_ps(_mm_loadu_ps(v + i), beta2);
-    _mm_storeu_ps(m + i, mi);
-    _mm_storeu_ps(v + i, vi);
-    const __m128 denominator = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), sqrt_bc2), eps);
-    _mm_storeu_ps(p + i, _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(p + i), decay), _mm_mul_ps(minus_step, _mm_div_ps(mi, denominator))));
-  }
-#endif
-  for (; i < end; ++i) {
-    const float mi = m[i] * c.beta1;
-    const float vi = v[i] * c.beta2;
+    float mi = m[i] * c.beta1;
+    float vi = v[i] * c.beta2;
+    if constexpr (kWithGradient) {
+      mi += c.one_minus_beta1 * g[i];
+      vi += c.one_minus_beta2 * g[i] * g[i];
+    }
     m[i] = mi;
     v[i] = vi;
     p[i] = p[i] * c.decay + c.minus_step * (mi / (std::sqrt(vi) / c.sqrt_bias_correction2 + c.eps));
@@ -98,8 +81,8 @@ void decay_range(float* p, float* m, float* v, std::int64_t begin, std::int64_t 
 /// entries take the SSE lanes (and so how each is rounded) never depends on the number of threads.
 void update(float* p, const float* g, float* m, float* v, std::int64_t n, const UpdateConstants& c) {
   const std::int64_t blocks = n / 4;
-  at::parallel_for(0, blocks, 1 << 12, [&](std::int64_t begin, std::int64_t end) { update_range(p, g, m, v, 4 * begin, 4 * end, c); });
-  update_range(p, g, m, v, 4 * blocks, n, c);
+  at::parallel_for(0, blocks, 1 << 12, [&](std::int64_t begin, std::int64_t end) { update_range<true>(p, g, m, v, 4 * begin, 4 * end, c); });
+  update_range<true>(p, g, m, v, 4 * blocks, n, c);
 }
 
 /// The update of a [rows × width] parameter whose gradient is row-sparse: `touched` (ascending, distinct) are the
@@ -113,11 +96,11 @@ void update_row_sparse(float* p, const std::int64_t* touched, const float* value
     std::int64_t row = begin;
     while (row < end) {
       const std::int64_t next = k < touched_count ? std::min(touched[k], end) : end;
-      if (next > row) decay_range(p, m, v, row * width, next * width, c);  // untouched rows [row, next)
+      if (next > row) update_range<false>(p, nullptr, m, v, row * width, next * width, c);  // untouched rows [row, next)
       row = next;
       if (row < end) {  // row == touched[k]
         const std::int64_t at = row * width;
-        update_range(p + at, values + k * width, m + at, v + at, 0, width, c);
+        update_range<true>(p + at, values + k * width, m + at, v + at, 0, width, c);
         ++row;
         ++k;
       }
