@@ -12,7 +12,7 @@ double clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double m
     torch::Tensor grad = p.grad();
     if (!grad.defined()) continue;
     if (grad.is_sparse()) {
-      if (!grad.is_coalesced()) p.mutable_grad() = grad = coalesced(grad);
+      p.mutable_grad() = grad = coalesced(grad);  // the same tensor when it already is
       norms.push_back(grad._values().norm());
     } else {
       norms.push_back(grad.norm());

@@ -100,7 +100,7 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
       candidates.push_back(i);
       torch::Tensor grad = parameters[i].grad();
       if (grad.is_sparse()) {  // a row-sparse gradient names its rows
-        if (!grad.is_coalesced()) parameters[i].mutable_grad() = grad = coalesced(grad);
+        parameters[i].mutable_grad() = grad = coalesced(grad);  // the same tensor when it already is
         touched.push_back(grad._indices().reshape({-1}));
       } else {
         touched.push_back(grad.count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
