@@ -1,5 +1,7 @@
 #include "engine/session/devices.h"
 
+#include <torch/cuda.h>
+
 #include <dlfcn.h>
 #include <unistd.h>
 
