@@ -2,8 +2,6 @@
 
 #include "engine/model/autocast.h"
 
-#include <torch/version.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -17,6 +15,7 @@
 #include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 #include "engine/model/safetensors_file.h"
+#include "engine/torch_compat.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
@@ -124,14 +123,7 @@ class LayerImpl : public torch::nn::Module {
     const torch::Tensor k = split_heads(key_(x));
     const torch::Tensor v = split_heads(value_(x));
     const torch::Tensor mask = additive_mask.to(q.scalar_type());
-#if TORCH_VERSION_MAJOR >= 2
-    const torch::Tensor context =
-        at::scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0, false);
-#else
-    const torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim)) + mask;
-    const torch::Tensor probabilities = torch::dropout(torch::softmax(scores, -1), attention_dropout_p_, is_training());
-    const torch::Tensor context = torch::matmul(probabilities, v);
-#endif
+    const torch::Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0);
     const torch::Tensor merged = context.transpose(1, 2).reshape({batch, length, hidden});
     const torch::Tensor attended = attention_norm_(x + hidden_dropout_(attention_dense_(merged)));
 
