@@ -1,8 +1,16 @@
 #include "engine/distributed/communicator.h"
 
+// A build has Gloo when its headers were found (Debian: libgloo-dev; PyTorch's wheels lack them), NCCL when
+// LibTorch was built with it and nccl.h was found (CMakeLists.txt decides both).
+#if defined(XMC_HAVE_GLOO) || defined(XMC_HAVE_NCCL)
+#define XMC_HAVE_C10D 1
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 #ifdef XMC_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#ifdef XMC_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 #include <algorithm>
@@ -11,9 +19,27 @@
 #include <numeric>
 
 #include "engine/core/error.h"
+#include "engine/torch_compat.h"
 
 namespace xmc {
+
+bool Communicator::has_gloo() {
 #ifdef XMC_HAVE_GLOO
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool Communicator::has_nccl() {
+#ifdef XMC_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef XMC_HAVE_C10D
 namespace {
 
 std::string without_backtrace(const std::exception& e) {
@@ -25,14 +51,17 @@ std::chrono::milliseconds timeout_of(const DistributedOptions& options) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_minutes * 60'000.0));
 }
 
-bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+[[maybe_unused]] bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
 
 }  // namespace
 
 struct Communicator::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
-  std::int64_t holds = 0;  ///< hold_for_main() calls so far: names each one's store key
+  c10::intrusive_ptr<CollectiveGroup> group;
+  std::string backend;                   ///< "gloo" or "nccl" once joined
+  torch::Device staging{torch::kCPU};    ///< where collectives' tensors live: host memory (Gloo) or this rank's GPU (NCCL)
+  std::int64_t holds = 0;                ///< hold_for_main() calls so far: names each one's store key
+  std::int64_t shares = 0;               ///< share_from_main() calls so far: the same for its keys
 };
 
 Communicator::Communicator(const DistributedOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
@@ -58,27 +87,62 @@ Communicator::~Communicator() = default;
 
 int Communicator::port() const { return impl_->store->getPort(); }
 
-void Communicator::join() {
-  if (impl_->group) return;
-  auto group_options = c10d::ProcessGroupGloo::Options::create(timeout_of(options_));
-  // Loopback for a local job; otherwise the interface named by GLOO_SOCKET_IFNAME, or the one the host
-  // name resolves to.
-  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-  if (is_loopback(options_.master_host)) group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  else if (interface != nullptr && *interface != '\0') group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-  else group_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-  group_options->threads = 1;  // collectives run one at a time; a second thread only competes for the cores
+std::string Communicator::backend() const { return impl_->backend; }
+
+std::string Communicator::share_from_main(const std::string& bytes, const char* what) {
+  if (options_.world_size == 1) return bytes;
+  const std::string key = "xmc/shared/" + std::to_string(impl_->shares++);
   try {
-    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, options_.rank, options_.world_size, group_options);
+    if (options_.rank == 0) {
+      impl_->store->set(key, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+      return bytes;
+    }
+    // If rank 0 dies first, the store's connection breaks and this throws at once.
+    impl_->store->wait({key}, timeout_of(options_));
+    const std::vector<std::uint8_t> value = impl_->store->get(key);
+    return {value.begin(), value.end()};
+  } catch (const std::exception& e) {
+    throw Error("distributed training: rank " + std::to_string(options_.rank) + " lost rank 0 while it waited for " + what + " (" +
+                without_backtrace(e) + ")");
+  }
+}
+
+void Communicator::join(torch::Device device, const std::string& requested_backend) {
+  if (impl_->group) return;
+  const std::string backend = choose_collective_backend(requested_backend, device.is_cuda(), has_gloo(), has_nccl());
+  try {
+#ifdef XMC_HAVE_NCCL
+    if (backend == "nccl") {
+      auto group_options = c10d::ProcessGroupNCCL::Options::create();
+      group_options->timeout = timeout_of(options_);
+      impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, options_.rank, options_.world_size, group_options);
+      impl_->staging = device;
+    }
+#endif
+#ifdef XMC_HAVE_GLOO
+    if (backend == "gloo") {
+      auto group_options = c10d::ProcessGroupGloo::Options::create(timeout_of(options_));
+      // Loopback for a local job; otherwise the interface named by GLOO_SOCKET_IFNAME, or the one the host
+      // name resolves to.
+      const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+      if (is_loopback(options_.master_host)) group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else if (interface != nullptr && *interface != '\0') group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+      else group_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      group_options->threads = 1;  // collectives run one at a time; a second thread only competes for the cores
+      impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, options_.rank, options_.world_size, group_options);
+      impl_->staging = torch::Device(torch::kCPU);
+    }
+#endif
   } catch (const std::exception& e) {
     throw Error("distributed training: rank " + std::to_string(options_.rank) + " could not join the " + std::to_string(options_.world_size) +
-                "-process group at " + options_.master_host + ":" + std::to_string(port()) + " (" + without_backtrace(e) + ")");
+                "-process " + backend + " group at " + options_.master_host + ":" + std::to_string(port()) + " (" + without_backtrace(e) + ")");
   }
+  impl_->backend = backend;
 }
 
 namespace {
 
-/// Runs one collective on host copies and waits; a failure names the collective and the rank.
+/// Runs one collective and waits for it; a failure names the collective and the rank.
 template <typename Launch>
 void run_collective(const DistributedOptions& options, const char* what, Launch&& launch) {
   try {
@@ -104,27 +168,27 @@ void run_collective(const DistributedOptions& options, const char* what, Launch&
 
 void Communicator::all_reduce_sum(torch::Tensor& tensor, const char* what) {
   if (options_.world_size == 1 || tensor.numel() == 0) return;
-  std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
-  run_collective(options_, what, [&] { return impl_->group->allreduce(host, c10d::AllreduceOptions{}); });
-  tensor.copy_(host[0]);
+  std::vector<torch::Tensor> staged{tensor.to(impl_->staging).contiguous()};
+  run_collective(options_, what, [&] { return impl_->group->allreduce(staged, c10d::AllreduceOptions{}); });
+  tensor.copy_(staged[0]);
 }
 
 void Communicator::all_reduce_max(torch::Tensor& tensor, const char* what) {
   if (options_.world_size == 1 || tensor.numel() == 0) return;
-  std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
+  std::vector<torch::Tensor> staged{tensor.to(impl_->staging).contiguous()};
   c10d::AllreduceOptions reduce;
   reduce.reduceOp = c10d::ReduceOp::MAX;
-  run_collective(options_, what, [&] { return impl_->group->allreduce(host, reduce); });
-  tensor.copy_(host[0]);
+  run_collective(options_, what, [&] { return impl_->group->allreduce(staged, reduce); });
+  tensor.copy_(staged[0]);
 }
 
 void Communicator::broadcast(torch::Tensor& tensor, const char* what, int root) {
   if (options_.world_size == 1 || tensor.numel() == 0) return;
-  std::vector<torch::Tensor> host{tensor.to(torch::kCPU).contiguous()};
+  std::vector<torch::Tensor> staged{tensor.to(impl_->staging).contiguous()};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  run_collective(options_, what, [&] { return impl_->group->broadcast(host, options); });
-  tensor.copy_(host[0]);
+  run_collective(options_, what, [&] { return impl_->group->broadcast(staged, options); });
+  tensor.copy_(staged[0]);
 }
 
 torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char* what) {
@@ -138,10 +202,10 @@ torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const ch
   TORCH_CHECK(local.dim() >= 1, "all_gather_rows: a tensor with rows is needed");
   const auto world = static_cast<std::size_t>(options_.world_size);
   // Row counts first: Gloo gathers equal shapes, so every rank pads to the largest.
-  torch::Tensor count = torch::tensor({local.size(0)}, torch::kInt64);
+  torch::Tensor count = torch::tensor({local.size(0)}, torch::kInt64).to(impl_->staging);
   std::vector<torch::Tensor> counts_in{count};
   std::vector<std::vector<torch::Tensor>> counts_out(1);
-  for (std::size_t r = 0; r < world; ++r) counts_out[0].push_back(torch::empty({1}, torch::kInt64));
+  for (std::size_t r = 0; r < world; ++r) counts_out[0].push_back(torch::empty({1}, count.options()));
   run_collective(options_, what, [&] { return impl_->group->allgather(counts_out, counts_in); });
   counts.clear();
   for (const auto& c : counts_out[0]) counts.push_back(c.item<std::int64_t>());
@@ -174,7 +238,7 @@ torch::Tensor Communicator::gather_padded(const torch::Tensor& local, const std:
   shape[0] = widest;
   // Gloo has no bool: masks travel as bytes.
   const bool is_bool = local.scalar_type() == torch::kBool;
-  torch::Tensor padded = torch::zeros(shape, local.options().device(torch::kCPU).dtype(is_bool ? torch::kUInt8 : local.scalar_type()));
+  torch::Tensor padded = torch::zeros(shape, local.options().device(impl_->staging).dtype(is_bool ? torch::kUInt8 : local.scalar_type()));
   padded.narrow(0, 0, local.size(0)).copy_(local.detach());
   std::vector<torch::Tensor> in{padded};
   std::vector<std::vector<torch::Tensor>> out(1);
@@ -222,17 +286,19 @@ void Communicator::barrier(const char* what) {
 
 #else
 
-// Built without Gloo's headers: every rank refuses at once, naming what is missing.
+// Built without Gloo and NCCL: every rank refuses at once, naming what is missing.
 struct Communicator::Impl {};
 
 Communicator::Communicator(const DistributedOptions& options) : options_(options) {
   validate(options_);
-  throw Error("distributed training: this xmc was built without Gloo's headers (libgloo-dev), so it cannot train with "
-              "several processes; rebuild after packaging/setup.sh deps, or train in one process");
+  throw Error("distributed training: this xmc was built without Gloo's headers (libgloo-dev) and without NCCL, so it cannot "
+              "train with several processes; rebuild after packaging/setup.sh deps, or train in one process");
 }
 Communicator::~Communicator() = default;
 int Communicator::port() const { return options_.master_port; }
-void Communicator::join() {}
+std::string Communicator::backend() const { return {}; }
+std::string Communicator::share_from_main(const std::string& bytes, const char*) { return bytes; }
+void Communicator::join(torch::Device, const std::string&) {}
 void Communicator::all_reduce_sum(torch::Tensor&, const char*) {}
 void Communicator::all_reduce_max(torch::Tensor&, const char*) {}
 void Communicator::broadcast(torch::Tensor&, const char*, int) {}
@@ -247,7 +313,7 @@ std::string Communicator::broadcast_bytes(const std::string& bytes, const char*,
 void Communicator::barrier(const char*) {}
 void Communicator::hold_for_main(const char*) {}
 
-#endif  // XMC_HAVE_GLOO
+#endif  // XMC_HAVE_C10D
 
 std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t count, int rank, int world) {
   const std::int64_t base = count / world;

@@ -1,8 +1,9 @@
 #pragma once
 // Engine-internal (includes torch). The collectives of data-parallel training, on LibTorch's own distributed
-// engine (c10d): a TCPStore rendezvous at rank 0 and a Gloo process group. Tensors on a GPU are staged
-// through host memory for Gloo. Every collective must be called by every rank, in the same order; one that
-// fails (a rank died, or waited past the timeout) throws xmc::Error saying so, on every surviving rank.
+// engine (c10d): a TCPStore rendezvous at rank 0, then a Gloo process group (tensors on a GPU are staged
+// through host memory) or an NCCL one (tensors stay on each rank's GPU). Every collective must be called by
+// every rank, in the same order; one that fails (a rank died, or waited past the timeout) throws xmc::Error
+// saying so, on every surviving rank.
 #include <torch/torch.h>
 
 #include <memory>
@@ -22,8 +23,19 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  /// Joins the process group: blocks until every rank has joined (or the timeout passes).
-  void join();
+  /// Root's bytes on every rank through the rendezvous store: works before join(), so rank 0 can send what the
+  /// group's choice depends on (the run's config and device).
+  std::string share_from_main(const std::string& bytes, const char* what);
+
+  /// Joins the process group on `backend` ("auto", "gloo" or "nccl", see choose_collective_backend) for
+  /// tensors on `device`: blocks until every rank has joined (or the timeout passes). Every rank must ask
+  /// for the same backend.
+  void join(torch::Device device, const std::string& backend);
+  /// The backend joined: "gloo" or "nccl" ("" before join()).
+  std::string backend() const;
+  /// Which backends this build has.
+  static bool has_gloo();
+  static bool has_nccl();
 
   int rank() const { return options_.rank; }
   int world_size() const { return options_.world_size; }

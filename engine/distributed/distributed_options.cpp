@@ -36,6 +36,29 @@ void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options
                       " processes it must be at least " + std::to_string(4 * options.world_size) + " (every process takes a share of each batch)");
 }
 
+std::string choose_collective_backend(const std::string& requested, bool cuda_device, bool have_gloo, bool have_nccl) {
+  const std::string device = cuda_device ? "a GPU" : "the CPU";
+  if (requested == "nccl") {
+    if (!have_nccl)
+      throw ConfigError("distributed.backend: got \"nccl\", but this xmc was built without NCCL (it needs a CUDA LibTorch with NCCL "
+                        "and nccl.h); use gloo or auto");
+    if (!cuda_device) throw ConfigError("distributed.backend: got \"nccl\", which runs on GPUs only, for device cpu; use gloo or auto");
+    return "nccl";
+  }
+  if (requested == "gloo") {
+    if (!have_gloo)
+      throw ConfigError("distributed.backend: got \"gloo\", but this xmc was built without Gloo's headers (libgloo-dev)" +
+                        std::string(have_nccl ? "; use nccl on GPUs" : ""));
+    return "gloo";
+  }
+  if (requested != "auto") throw ConfigError("distributed.backend: got \"" + requested + "\", expected auto, gloo or nccl");
+  if (cuda_device && have_nccl) return "nccl";
+  if (have_gloo) return "gloo";
+  throw ConfigError("this xmc cannot train with several processes on " + device + ": it was built without Gloo's headers (libgloo-dev)" +
+                    std::string(have_nccl ? ", and NCCL runs on GPUs only" : " and without NCCL") +
+                    "; rebuild after packaging/setup.sh deps, or train in one process");
+}
+
 void validate(const DistributedOptions& options) {
   if (options.world_size < 1 || options.world_size > 4096)
     throw ConfigError("--world-size: got " + std::to_string(options.world_size) + "; it must be in 1-4096");

@@ -122,6 +122,10 @@ std::vector<KeyGroup> key_groups() {
         {ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
          [](TrainConfig& c, const json& v) { c.seed = static_cast<std::uint64_t>(as_int("seed", v, 0)); },
          [](const TrainConfig& c) { return json(c.seed); }}}},
+      {"Distributed", "",
+       {string_key("distributed.backend", &TrainConfig::distributed_backend, {"auto", "gloo", "nccl"},
+                   "Collectives of a multi-process job (--nproc, --world-size): gloo (host memory), nccl (GPU to GPU) or auto "
+                   "(nccl on GPUs when this build has it, else gloo)")}},
       {"Loss and negatives", "",
        {string_key("loss", &TrainConfig::loss, {"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"},
                    "Loss over (query, label-pool) scores; decoupled_softmax drops other positives from each denominator"),

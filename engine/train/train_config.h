@@ -18,6 +18,7 @@ struct TrainConfig {
   std::string device = "cpu";       ///< cpu | cuda | cuda:N
   std::int64_t threads = 0;         ///< CPU threads for torch (0 = all cores)
   std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
+  std::string distributed_backend = "auto";  ///< multi-process collectives: auto | gloo | nccl
 
   // Loss and negatives
   std::string loss = "decoupled_softmax";  ///< triplet | softmax | decoupled_softmax | softtopk | supcon | bce

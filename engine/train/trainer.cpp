@@ -289,27 +289,41 @@ struct Trainer::Impl {
 
   // ---- set-up ---------------------------------------------------------------------------------
 
-  /// Joins the process group; rank 0 sends the others what they need to train the same run (its config,
-  /// the run's identity, the dataset's fingerprint and, when resuming, its checkpoint).
+  /// Joins the process group; rank 0 sends the others what they need to train the same run (its config, the
+  /// run's identity, the dataset's fingerprint and, when resuming, its checkpoint). The config goes first,
+  /// through the rendezvous store: the group's backend depends on the device it names.
   void join_process_group() {
     communicator = std::make_unique<Communicator>(setup.distributed);
+    const bool main = setup.distributed.rank == 0;
     phase("joining the " + std::to_string(setup.distributed.world_size) + "-process group as rank " + std::to_string(setup.distributed.rank));
-    communicator->join();
-    distributed = {.rank = communicator->rank(), .world_size = communicator->world_size(), .communicator = communicator.get()};
     nlohmann::json handshake;
-    if (distributed.is_main()) {
+    if (main) {
       handshake = {{"config", to_json(config)},
                    {"run_id", setup.run_id},
                    {"store_id", setup.store_id},
                    {"fingerprint", dataset_fingerprint(config.dataset)},
                    {"resume", setup.resume}};
     }
-    handshake = nlohmann::json::parse(communicator->broadcast_bytes(handshake.dump(), "sending the run's config"));
+    handshake = nlohmann::json::parse(communicator->share_from_main(handshake.dump(), "the run's config"));
+    if (!main) setup.config = parse_train_config(handshake.at("config").get<std::string>(), "rank 0's config");
+    // "cuda" in a job of several processes on one machine: one GPU per local process.
+    if (config.device == "cuda" && setup.distributed.local_world_size > 1 && torch::cuda::is_available())
+      setup.config.device = "cuda:" + std::to_string(setup.distributed.rank % setup.distributed.local_world_size %
+                                                     static_cast<int>(torch::cuda::device_count()));
+    // A device this rank cannot use is reported after the group is up (prepare() parses it again), so that
+    // the other ranks hear of the failure at once rather than wait for this rank to join.
+    torch::Device join_device(torch::kCPU);
+    try {
+      join_device = parse_device(config.device);
+    } catch (const ConfigError&) {
+    }
+    communicator->join(join_device, config.distributed_backend);
+    phase("joined the " + communicator->backend() + " group");
+    distributed = {.rank = communicator->rank(), .world_size = communicator->world_size(), .communicator = communicator.get()};
     std::string checkpoint_bytes;
-    if (distributed.is_main() && setup.resume) checkpoint_bytes = read_file_bytes(checkpoint_path());
+    if (main && setup.resume) checkpoint_bytes = read_file_bytes(checkpoint_path());
     if (handshake.at("resume").get<bool>()) checkpoint_bytes = communicator->broadcast_bytes(checkpoint_bytes, "sending the checkpoint");
-    if (distributed.is_main()) return;
-    setup.config = parse_train_config(handshake.at("config").get<std::string>(), "rank 0's config");
+    if (main) return;
     setup.run_id = handshake.at("run_id").get<std::int64_t>();
     setup.store_id = handshake.at("store_id").get<std::string>();
     const auto fingerprint = dataset_fingerprint(config.dataset);
@@ -341,10 +355,6 @@ struct Trainer::Impl {
   void prepare(Progress& progress) {
     if (setup.distributed.enabled()) {
       join_process_group();
-      // "cuda" in a job of several processes on one machine: one GPU per local process.
-      if (config.device == "cuda" && setup.distributed.local_world_size > 1 && torch::cuda::is_available())
-        setup.config.device = "cuda:" + std::to_string(distributed.rank % setup.distributed.local_world_size %
-                                                       static_cast<int>(torch::cuda::device_count()));
     }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads) : std::max(1, cores / setup.distributed.local_world_size));

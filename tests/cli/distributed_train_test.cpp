@@ -210,6 +210,26 @@ TEST(DistributedFailures, AKilledWorkerEndsTheJobByNameAndTheRunResumes) {
   EXPECT_EQ(per_step.size(), static_cast<std::size_t>(last)) << "no step missing";
 }
 
+TEST(DistributedFailures, ABackendTheJobCannotUseIsRefusedByName) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 8, 200, 40);
+  // NCCL runs on GPUs only (and this build may lack it): every rank refuses at the join, promptly.
+  const auto started = Clock::now();
+  const auto nccl = test::run_command(train_line(dir / "data", dir / "runs.sqlite", 2, "--set distributed.backend=nccl") + " 2>&1");
+  EXPECT_NE(nccl.exit_code, 0) << nccl.output;
+  EXPECT_NE(nccl.output.find("distributed.backend: got \"nccl\""), std::string::npos) << nccl.output;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - started).count(), 60.0) << "the workers did not wait for a timeout";
+  // Not a backend at all: refused with the config, before any process starts.
+  const auto mpi = test::run_command(train_line(dir / "data", dir / "runs.sqlite", 2, "--set distributed.backend=mpi") + " 2>&1");
+  EXPECT_NE(mpi.exit_code, 0) << mpi.output;
+  EXPECT_NE(mpi.output.find("distributed.backend"), std::string::npos) << mpi.output;
+  EXPECT_NE(mpi.output.find("mpi"), std::string::npos) << mpi.output;
+  // Gloo named explicitly trains as "auto" does on the CPU.
+  const auto gloo = test::run_command(train_line(dir / "data", dir / "runs.sqlite", 2, "--set distributed.backend=gloo --set epochs=1") + " 2>&1");
+  ASSERT_EQ(gloo.exit_code, 0) << gloo.output;
+  EXPECT_EQ(nlohmann::json::parse(gloo.last_line())["status"], "completed");
+}
+
 TEST(DistributedFailures, KillingRankZeroLeavesNoWorkerBehind) {
   test::TempDir dir;
   test::write_keyword_dataset(dir / "data", 7, 1200, 200);

@@ -31,7 +31,7 @@ inline void run_ranks(int world, const std::function<void(Communicator&)>& body)
           own = std::make_unique<Communicator>(mine);
         }
         Communicator& communicator = rank == 0 ? *root : *own;
-        communicator.join();
+        communicator.join(torch::kCPU, "gloo");
         body(communicator);
       } catch (...) {
         const std::lock_guard lock(mutex);

@@ -142,6 +142,32 @@ TEST(Communicator, RefusesBadOptionsByName) {
   }
 }
 
+TEST(Communicator, ChoosesTheBackendForTheDeviceAndRefusesWhatTheBuildLacks) {
+  // requested, cuda device, have gloo, have nccl -> chosen
+  EXPECT_EQ(choose_collective_backend("auto", false, true, true), "gloo");
+  EXPECT_EQ(choose_collective_backend("auto", true, true, true), "nccl");
+  EXPECT_EQ(choose_collective_backend("auto", true, true, false), "gloo");  // a GPU job on a build without NCCL
+  EXPECT_EQ(choose_collective_backend("auto", true, false, true), "nccl");  // PyTorch's wheels: NCCL, no Gloo headers
+  EXPECT_EQ(choose_collective_backend("gloo", true, true, true), "gloo");
+  EXPECT_EQ(choose_collective_backend("nccl", true, false, true), "nccl");
+  auto refusal = [](const std::string& requested, bool cuda, bool gloo, bool nccl) {
+    try {
+      choose_collective_backend(requested, cuda, gloo, nccl);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal("nccl", false, true, true).find("for device cpu"), std::string::npos) << refusal("nccl", false, true, true);
+  EXPECT_NE(refusal("nccl", true, true, false).find("built without NCCL"), std::string::npos) << refusal("nccl", true, true, false);
+  EXPECT_NE(refusal("gloo", true, false, true).find("without Gloo"), std::string::npos) << refusal("gloo", true, false, true);
+  EXPECT_NE(refusal("auto", false, false, true).find("on the CPU"), std::string::npos) << refusal("auto", false, false, true);
+  EXPECT_NE(refusal("auto", true, false, false).find("without NCCL"), std::string::npos) << refusal("auto", true, false, false);
+  EXPECT_NE(refusal("mpi", false, true, true).find("\"mpi\""), std::string::npos) << refusal("mpi", false, true, true);
+  // This build (Debian's CPU LibTorch with libgloo-dev) has Gloo and no NCCL.
+  EXPECT_TRUE(Communicator::has_gloo());
+}
+
 TEST(Communicator, ReachingNoRankZeroIsAClearError) {
   DistributedOptions o;
   o.world_size = 2;
@@ -150,7 +176,7 @@ TEST(Communicator, ReachingNoRankZeroIsAClearError) {
   o.timeout_minutes = 0.05;
   try {
     Communicator c(o);
-    c.join();
+    c.join(torch::kCPU, "auto");
     FAIL() << "joined a group without rank 0";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();

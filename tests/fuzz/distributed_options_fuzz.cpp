@@ -1,5 +1,6 @@
-// The multi-host options a user types: line 1 is --master (HOST:PORT), line 2 "RANK WORLD LOCAL TIMEOUT";
-// parsed and validated as `xmc train --rank/--world-size/--master` does.
+// The multi-host options a user types: line 1 is --master (HOST:PORT), line 2 "RANK WORLD LOCAL TIMEOUT",
+// line 3 "BACKEND CUDA HAVE_GLOO HAVE_NCCL" (distributed.backend and what the device and build offer); parsed,
+// validated and chosen as `xmc train --rank/--world-size/--master` does.
 #include <sstream>
 
 #include "engine/distributed/distributed_options.h"
@@ -14,6 +15,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     numbers >> options.rank >> options.world_size >> options.local_world_size >> options.timeout_minutes;
     xmc::parse_master_address(text.substr(0, end), options);
     xmc::validate(options);
+  });
+  xmc::fuzz::expect_clean([&] {
+    std::istringstream fields(text.substr(std::min(text.size(), text.find('\n', text.find('\n') + 1))));
+    std::string backend;
+    bool cuda = false, have_gloo = false, have_nccl = false;
+    fields >> backend >> cuda >> have_gloo >> have_nccl;
+    const std::string chosen = xmc::choose_collective_backend(backend, cuda, have_gloo, have_nccl);
+    if (chosen != "gloo" && chosen != "nccl") __builtin_trap();
   });
   return 0;
 }
