@@ -8,8 +8,10 @@
 #     PyTorch-Python (encoder_step_reference.py);
 #   - exact top-100 of 100k queries over 1M labels (d = 768) against the bare products;
 #   - balanced clustering of 2M × 768 rows into clusters of 16.
-# The project's other dependencies (CMake, a compiler, nlohmann-json, SQLiteCpp, CLI11, zlib, GoogleTest)
-# must be installed; SMALL=1 runs everything tiny on the CPU (a check of this script without a GPU).
+# The project's other libraries (nlohmann-json, SQLiteCpp, CLI11, utf8proc, hnswlib, zlib, GoogleTest) are
+# taken from the machine, or from the .deb files that bench/gpu/stage_deps.sh put in .gpudeps/ (carried to a
+# machine that has none): they are unpacked into a private prefix. SMALL=1 runs everything tiny on the CPU
+# (a check of this script without a GPU).
 # Usage: bench/gpu/run.sh [build_dir]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,8 +30,22 @@ else
   prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || { echo "this PyTorch sees no GPU" >&2; exit 1; }
   generator=$(command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
+  extra_flags=""
+  if compgen -G "$here/.gpudeps/*.deb" >/dev/null; then
+    deps=${XMC_GPU_DEPS_PREFIX:-/tmp/xmc-gpudeps}
+    for deb in "$here"/.gpudeps/*.deb; do dpkg-deb -x "$deb" "$deps"; done
+    # A link to an absolute path (libz.so -> /lib/.../libz.so.1.2.13) points at this machine's files: aim it
+    # into the prefix, or drop it when the prefix lacks the target (the static library is found instead).
+    find "$deps" -type l -lname '/*' | while read -r link; do
+      target=$(readlink "$link")
+      if [ -e "$deps$target" ]; then ln -sf "$deps$target" "$link"; else rm -f "$link"; fi
+    done
+    prefix="$prefix;$deps/usr"
+    extra_flags="-isystem $deps/usr/include"  # hnswlib is headers found on the include path, no CMake package
+    export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
   cmake -S "$here" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    -DXMC_BUILD_GUI=OFF -DXMC_WITH_FAISS=OFF >/dev/null
+    -DCMAKE_CXX_FLAGS="$extra_flags" -DXMC_BUILD_GUI=OFF -DXMC_WITH_FAISS=OFF >/dev/null
   cmake --build "$build" -j "$(nproc)" --target xmc gpu_test gpu_bench model_test loss_test search_test
   device=cuda
   step_args=""; batches="512 2048"; search_args=""; cluster_args=""
