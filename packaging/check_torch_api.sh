@@ -4,10 +4,12 @@
 # between LibTorch versions show up on a machine that has neither that LibTorch's libraries nor a GPU.
 # NCCL=1 compiles the communicator a second time with its NCCL group and without Gloo, as a build against
 # PyTorch's wheels does; CUDA_INCLUDE is the folder with cuda_runtime.h and nccl.h (default
-# /usr/local/cuda/include). EXTRA_INCLUDE is put before the LibTorch folders (headers that tree lacks).
+# /usr/local/cuda/include; without CUDA's headers that variant fails for want of them, not of an API).
+# EXTRA_INCLUDE is put before the LibTorch folders (headers that tree lacks).
 # Prints each file that fails with its first errors; exits non-zero when any does.
 # Usage: packaging/check_torch_api.sh LIBTORCH_INCLUDE_DIR [build_dir]
 set -euo pipefail
+unset CDPATH
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 include=${1:?usage: packaging/check_torch_api.sh LIBTORCH_INCLUDE_DIR [build_dir]}
 build=${2:-$here/build}
@@ -32,6 +34,7 @@ for entry in json.load(open(commands)):
     # The precompiled header was made from the other LibTorch: each file parses its own includes.
     command = torch_flag.sub(lambda m: ours, command, count=1)
     command = re.sub(r'-include \S+cmake_pch\.hxx', '', command).replace('-Winvalid-pch', '')
+    command = re.sub(r'-Xclang -include-pch -Xclang \S+', '', command)  # clang's form of the same
     command = re.sub(r'-o \S+', '-fsyntax-only', command).replace('-O3', '-O0')
     jobs.append((entry['directory'], command, entry['file']))
     if nccl == '1' and entry['file'].endswith('distributed/communicator.cpp'):
@@ -46,6 +49,7 @@ for n, (directory, command, name) in enumerate(jobs):
 PY
 
 total=$(find "$work" -name 'job*.sh' | wc -l)
+[ "$total" -gt 0 ] || { echo "no compile command of $build includes LibTorch through -isystem .../torch/csrc/api/include" >&2; exit 1; }
 version=$(sed -n 's/^#define TORCH_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' "$version_header" | paste -sd.)
 echo "checking $total compilations against LibTorch $version's headers ($include)"
 find "$work" -name 'job*.sh' -print0 | xargs -0 -P "${XMC_JOBS:-2}" -n 1 bash

@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
 #ifdef XMC_HAVE_NCCL
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -61,7 +62,7 @@ struct Communicator::Impl {
   std::string backend;                   ///< "gloo" or "nccl" once joined
   torch::Device staging{torch::kCPU};    ///< where collectives' tensors live: host memory (Gloo) or this rank's GPU (NCCL)
   std::int64_t holds = 0;                ///< hold_for_main() calls so far: names each one's store key
-  std::int64_t shares = 0;               ///< share_from_main() calls so far: the same for its keys
+  std::int64_t shares = 0;               ///< share_from_main() and gather_at_main() calls so far: the same for their keys
 };
 
 Communicator::Communicator(const DistributedOptions& options) : options_(options), impl_(std::make_unique<Impl>()) {
@@ -107,12 +108,38 @@ std::string Communicator::share_from_main(const std::string& bytes, const char* 
   }
 }
 
-void Communicator::join(torch::Device device, const std::string& requested_backend) {
+std::vector<std::string> Communicator::gather_at_main(const std::string& bytes, const char* what) {
+  if (options_.world_size == 1) return {bytes};
+  const std::string prefix = "xmc/gathered/" + std::to_string(impl_->shares++) + "/";
+  try {
+    if (options_.rank != 0) {
+      impl_->store->set(prefix + std::to_string(options_.rank), std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+      return {};
+    }
+    std::vector<std::string> all{bytes};
+    for (int r = 1; r < options_.world_size; ++r) {
+      // A rank that died before reporting leaves its key unset: the store's timeout (two minutes on one
+      // machine) ends the wait.
+      impl_->store->wait({prefix + std::to_string(r)});
+      const std::vector<std::uint8_t> value = impl_->store->get(prefix + std::to_string(r));
+      all.emplace_back(value.begin(), value.end());
+    }
+    return all;
+  } catch (const std::exception& e) {
+    throw Error("distributed training: rank " + std::to_string(options_.rank) + " lost a rank while it gathered " + what + " (" +
+                without_backtrace(e) + ")");
+  }
+}
+
+void Communicator::join(torch::Device device, const std::string& backend) {
   if (impl_->group) return;
-  const std::string backend = choose_collective_backend(requested_backend, device.is_cuda(), has_gloo(), has_nccl());
+  choose_collective_backend(backend, device.str(), /*shares_gpu=*/false, has_gloo(), has_nccl());  // refuses one this build lacks
   try {
 #ifdef XMC_HAVE_NCCL
     if (backend == "nccl") {
+      // Collectives that wait on the host, so that a timeout throws here rather than aborting the process.
+      ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+      c10::cuda::set_device(device.index());  // this rank's GPU only: no context on GPU 0 from every process
       auto group_options = c10d::ProcessGroupNCCL::Options::create();
       group_options->timeout = timeout_of(options_);
       impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, options_.rank, options_.world_size, group_options);
@@ -138,6 +165,8 @@ void Communicator::join(torch::Device device, const std::string& requested_backe
                 "-process " + backend + " group at " + options_.master_host + ":" + std::to_string(port()) + " (" + without_backtrace(e) + ")");
   }
   impl_->backend = backend;
+  // NCCL makes its communicators at the first collective: make them now, where a failure says "joining".
+  if (backend == "nccl") barrier("joining the NCCL group");
 }
 
 namespace {
@@ -298,6 +327,7 @@ Communicator::~Communicator() = default;
 int Communicator::port() const { return options_.master_port; }
 std::string Communicator::backend() const { return {}; }
 std::string Communicator::share_from_main(const std::string& bytes, const char*) { return bytes; }
+std::vector<std::string> Communicator::gather_at_main(const std::string& bytes, const char*) { return {bytes}; }
 void Communicator::join(torch::Device, const std::string&) {}
 void Communicator::all_reduce_sum(torch::Tensor&, const char*) {}
 void Communicator::all_reduce_max(torch::Tensor&, const char*) {}

@@ -2,13 +2,14 @@
 // Engine-internal (includes torch). The collectives of data-parallel training, on LibTorch's own distributed
 // engine (c10d): a TCPStore rendezvous at rank 0, then a Gloo process group (tensors on a GPU are staged
 // through host memory) or an NCCL one (tensors stay on each rank's GPU). Every collective must be called by
-// every rank, in the same order; one that fails (a rank died, or waited past the timeout) throws xmc::Error
-// saying so, on every surviving rank.
+// every rank, in the same order; one that fails throws xmc::Error saying so, on every surviving rank: at once
+// on Gloo when a rank dies, after the timeout on NCCL (which cannot tell a dead peer from a slow one).
 #include <torch/torch.h>
 
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/distributed/distributed_options.h"
 
@@ -26,10 +27,13 @@ class Communicator {
   /// Root's bytes on every rank through the rendezvous store: works before join(), so rank 0 can send what the
   /// group's choice depends on (the run's config and device).
   std::string share_from_main(const std::string& bytes, const char* what);
+  /// Every rank's bytes at rank 0, in rank order (empty elsewhere), through the rendezvous store: works before
+  /// join(), so every rank can report whether it can take part before any of them waits in a group.
+  std::vector<std::string> gather_at_main(const std::string& bytes, const char* what);
 
-  /// Joins the process group on `backend` ("auto", "gloo" or "nccl", see choose_collective_backend) for
-  /// tensors on `device`: blocks until every rank has joined (or the timeout passes). Every rank must ask
-  /// for the same backend.
+  /// Joins the process group on `backend` ("gloo" or "nccl", as choose_collective_backend chose it; every rank
+  /// the same) for tensors on `device`; blocks until every rank has joined (or the timeout passes). On NCCL the
+  /// GPU communicators are made here too, by a first collective.
   void join(torch::Device device, const std::string& backend);
   /// The backend joined: "gloo" or "nccl" ("" before join()).
   std::string backend() const;

@@ -36,13 +36,17 @@ void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options
                       " processes it must be at least " + std::to_string(4 * options.world_size) + " (every process takes a share of each batch)");
 }
 
-std::string choose_collective_backend(const std::string& requested, bool cuda_device, bool have_gloo, bool have_nccl) {
-  const std::string device = cuda_device ? "a GPU" : "the CPU";
+std::string choose_collective_backend(const std::string& requested, const std::string& device, bool shares_gpu, bool have_gloo,
+                                      bool have_nccl) {
+  const bool cuda = device.rfind("cuda", 0) == 0;
   if (requested == "nccl") {
     if (!have_nccl)
       throw ConfigError("distributed.backend: got \"nccl\", but this xmc was built without NCCL (it needs a CUDA LibTorch with NCCL "
                         "and nccl.h); use gloo or auto");
-    if (!cuda_device) throw ConfigError("distributed.backend: got \"nccl\", which runs on GPUs only, for device cpu; use gloo or auto");
+    if (!cuda) throw ConfigError("distributed.backend: got \"nccl\", which runs on GPUs only, for device " + device + "; use gloo or auto");
+    if (shares_gpu)
+      throw ConfigError("distributed.backend: got \"nccl\", but processes of this machine share device " + device +
+                        " (NCCL needs a GPU per process: no more processes than GPUs, and device cuda rather than cuda:N); use gloo or auto");
     return "nccl";
   }
   if (requested == "gloo") {
@@ -52,10 +56,10 @@ std::string choose_collective_backend(const std::string& requested, bool cuda_de
     return "gloo";
   }
   if (requested != "auto") throw ConfigError("distributed.backend: got \"" + requested + "\", expected auto, gloo or nccl");
-  if (cuda_device && have_nccl) return "nccl";
+  if (cuda && have_nccl && !shares_gpu) return "nccl";
   if (have_gloo) return "gloo";
-  throw ConfigError("this xmc cannot train with several processes on " + device + ": it was built without Gloo's headers (libgloo-dev)" +
-                    std::string(have_nccl ? ", and NCCL runs on GPUs only" : " and without NCCL") +
+  throw ConfigError("this xmc cannot train with several processes on device " + device + ": it was built without Gloo's headers (libgloo-dev)" +
+                    std::string(have_nccl ? ", and NCCL needs a GPU per process" : " and without NCCL") +
                     "; rebuild after packaging/setup.sh deps, or train in one process");
 }
 

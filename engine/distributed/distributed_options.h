@@ -33,9 +33,12 @@ void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options
 
 /// The collectives library of a job: "gloo" (on host memory; GPU tensors are staged through it) or "nccl"
 /// (GPU to GPU). `requested` is the config's distributed.backend: "auto" takes NCCL for a CUDA device when
-/// the build has it, else Gloo. Throws ConfigError naming the value when the request cannot be met (NCCL on
-/// the CPU, a backend this build lacks).
-std::string choose_collective_backend(const std::string& requested, bool cuda_device, bool have_gloo, bool have_nccl);
+/// the build has it and each process has a GPU of its own (NCCL refuses two processes on one GPU), else Gloo.
+/// `device` is the process's own ("cpu", "cuda:1"); `shares_gpu` says that other processes of this machine use
+/// it too. Throws ConfigError naming the value when the request cannot be met (NCCL on the CPU or on a shared
+/// GPU, a backend this build lacks).
+std::string choose_collective_backend(const std::string& requested, const std::string& device, bool shares_gpu, bool have_gloo,
+                                      bool have_nccl);
 
 /// Throws ConfigError when rank/world size/port/timeout are out of range, naming the value.
 void validate(const DistributedOptions& options);

@@ -289,36 +289,86 @@ struct Trainer::Impl {
 
   // ---- set-up ---------------------------------------------------------------------------------
 
+  /// This process's device in a job: "cuda" becomes one GPU per local process. Sets `shares_gpu` when other
+  /// processes of this machine train on the same device.
+  std::string rank_device(const std::string& configured, bool& shares_gpu) const {
+    const int local = setup.distributed.local_world_size;
+    shares_gpu = false;
+    if (configured.rfind("cuda", 0) != 0 || !torch::cuda::is_available()) return configured;
+    const auto gpus = static_cast<int>(torch::cuda::device_count());
+    shares_gpu = local > 1 && (configured != "cuda" || local > gpus);
+    if (configured != "cuda" || local == 1) return configured;
+    return "cuda:" + std::to_string(setup.distributed.rank % local % gpus);
+  }
+
+  /// Why this rank cannot take part in the job rank 0 described ("" when it can): its device, the backend,
+  /// the dataset.
+  std::string readiness(const nlohmann::json& handshake) {
+    try {
+      bool shares_gpu = false;
+      const std::string own_device = rank_device(config.device, shares_gpu);
+      parse_device(own_device);
+      const std::string backend = handshake.at("backend").get<std::string>();
+      choose_collective_backend(backend, own_device, shares_gpu, Communicator::has_gloo(), Communicator::has_nccl());
+      setup.config.device = own_device;
+      const auto fingerprint = dataset_fingerprint(config.dataset);
+      if (fingerprint != handshake.at("fingerprint").get<std::string>())
+        return "the dataset at " + config.dataset.string() + " is not rank 0's (fingerprint " + fingerprint + ", rank 0 has " +
+               handshake.at("fingerprint").get<std::string>() + "); every rank must see the same data";
+      return {};
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+
   /// Joins the process group; rank 0 sends the others what they need to train the same run (its config, the
-  /// run's identity, the dataset's fingerprint and, when resuming, its checkpoint). The config goes first,
-  /// through the rendezvous store: the group's backend depends on the device it names.
+  /// backend it chose for its device, the run's identity, the dataset's fingerprint and, when resuming, its
+  /// checkpoint). Before anyone waits in a group, every rank says through the rendezvous store whether it can
+  /// take part, and rank 0 stops the job naming the first that cannot: ranks that chose differently, or a
+  /// rank that cannot join at all, would otherwise leave the others waiting out the timeout.
   void join_process_group() {
     communicator = std::make_unique<Communicator>(setup.distributed);
     const bool main = setup.distributed.rank == 0;
     phase("joining the " + std::to_string(setup.distributed.world_size) + "-process group as rank " + std::to_string(setup.distributed.rank));
     nlohmann::json handshake;
+    std::string own_problem;
     if (main) {
-      handshake = {{"config", to_json(config)},
-                   {"run_id", setup.run_id},
-                   {"store_id", setup.store_id},
-                   {"fingerprint", dataset_fingerprint(config.dataset)},
-                   {"resume", setup.resume}};
+      try {
+        bool shares_gpu = false;
+        const std::string own_device = rank_device(config.device, shares_gpu);
+        parse_device(own_device);
+        handshake = {{"config", to_json(config)},
+                     {"backend", choose_collective_backend(config.distributed_backend, own_device, shares_gpu, Communicator::has_gloo(),
+                                                           Communicator::has_nccl())},
+                     {"run_id", setup.run_id},
+                     {"store_id", setup.store_id},
+                     {"fingerprint", dataset_fingerprint(config.dataset)},
+                     {"resume", setup.resume}};
+        setup.config.device = own_device;
+      } catch (const std::exception& e) {
+        own_problem = e.what();
+        handshake = {{"problem", own_problem}};
+      }
     }
     handshake = nlohmann::json::parse(communicator->share_from_main(handshake.dump(), "the run's config"));
-    if (!main) setup.config = parse_train_config(handshake.at("config").get<std::string>(), "rank 0's config");
-    // "cuda" in a job of several processes on one machine: one GPU per local process.
-    if (config.device == "cuda" && setup.distributed.local_world_size > 1 && torch::cuda::is_available())
-      setup.config.device = "cuda:" + std::to_string(setup.distributed.rank % setup.distributed.local_world_size %
-                                                     static_cast<int>(torch::cuda::device_count()));
-    // A device this rank cannot use is reported after the group is up (prepare() parses it again), so that
-    // the other ranks hear of the failure at once rather than wait for this rank to join.
-    torch::Device join_device(torch::kCPU);
-    try {
-      join_device = parse_device(config.device);
-    } catch (const ConfigError&) {
+    if (!main) {
+      if (handshake.contains("problem"))
+        throw Error("rank 0 stopped the job before it started: " + handshake.at("problem").get<std::string>());
+      setup.config = parse_train_config(handshake.at("config").get<std::string>(), "rank 0's config");
+      own_problem = readiness(handshake);
+    } else if (!own_problem.empty()) {
+      throw ConfigError(own_problem);
     }
-    communicator->join(join_device, config.distributed_backend);
-    phase("joined the " + communicator->backend() + " group");
+    const std::vector<std::string> problems = communicator->gather_at_main(own_problem, "whether every rank can take part");
+    if (!own_problem.empty()) throw ConfigError(own_problem);  // reported: rank 0 names it and stops the others
+    std::string verdict;
+    for (std::size_t r = 1; r < problems.size() && verdict.empty(); ++r)
+      if (!problems[r].empty()) verdict = "rank " + std::to_string(r) + " cannot take part: " + problems[r];
+    verdict = communicator->share_from_main(verdict, "rank 0's go-ahead");
+    if (!verdict.empty()) throw Error(verdict);
+    const std::string backend = handshake.at("backend").get<std::string>();
+    communicator->join(parse_device(config.device), backend);
+    phase("joined the " + backend + " group");
     distributed = {.rank = communicator->rank(), .world_size = communicator->world_size(), .communicator = communicator.get()};
     std::string checkpoint_bytes;
     if (main && setup.resume) checkpoint_bytes = read_file_bytes(checkpoint_path());
@@ -326,10 +376,6 @@ struct Trainer::Impl {
     if (main) return;
     setup.run_id = handshake.at("run_id").get<std::int64_t>();
     setup.store_id = handshake.at("store_id").get<std::string>();
-    const auto fingerprint = dataset_fingerprint(config.dataset);
-    if (fingerprint != handshake.at("fingerprint").get<std::string>())
-      throw Error("rank " + std::to_string(distributed.rank) + ": the dataset at " + config.dataset.string() + " is not rank 0's (fingerprint " +
-                  fingerprint + ", rank 0 has " + handshake.at("fingerprint").get<std::string>() + "); every rank must see the same data");
     setup.resume = handshake.at("resume").get<bool>();
     if (setup.resume) write_file_bytes(checkpoint_path(), checkpoint_bytes);
   }

@@ -143,29 +143,52 @@ TEST(Communicator, RefusesBadOptionsByName) {
 }
 
 TEST(Communicator, ChoosesTheBackendForTheDeviceAndRefusesWhatTheBuildLacks) {
-  // requested, cuda device, have gloo, have nccl -> chosen
-  EXPECT_EQ(choose_collective_backend("auto", false, true, true), "gloo");
-  EXPECT_EQ(choose_collective_backend("auto", true, true, true), "nccl");
-  EXPECT_EQ(choose_collective_backend("auto", true, true, false), "gloo");  // a GPU job on a build without NCCL
-  EXPECT_EQ(choose_collective_backend("auto", true, false, true), "nccl");  // PyTorch's wheels: NCCL, no Gloo headers
-  EXPECT_EQ(choose_collective_backend("gloo", true, true, true), "gloo");
-  EXPECT_EQ(choose_collective_backend("nccl", true, false, true), "nccl");
-  auto refusal = [](const std::string& requested, bool cuda, bool gloo, bool nccl) {
+  // requested, device, shared by other local processes, have gloo, have nccl -> chosen
+  EXPECT_EQ(choose_collective_backend("auto", "cpu", false, true, true), "gloo");
+  EXPECT_EQ(choose_collective_backend("auto", "cuda:1", false, true, true), "nccl");
+  EXPECT_EQ(choose_collective_backend("auto", "cuda:0", true, true, true), "gloo");   // two processes on one GPU
+  EXPECT_EQ(choose_collective_backend("auto", "cuda:0", false, true, false), "gloo");  // a GPU job on a build without NCCL
+  EXPECT_EQ(choose_collective_backend("auto", "cuda:0", false, false, true), "nccl");  // PyTorch's wheels: NCCL, no Gloo headers
+  EXPECT_EQ(choose_collective_backend("gloo", "cuda:0", false, true, true), "gloo");
+  EXPECT_EQ(choose_collective_backend("nccl", "cuda:2", false, false, true), "nccl");
+  auto refusal = [](const std::string& requested, const std::string& device, bool shared, bool gloo, bool nccl) {
     try {
-      choose_collective_backend(requested, cuda, gloo, nccl);
+      choose_collective_backend(requested, device, shared, gloo, nccl);
     } catch (const ConfigError& e) {
       return std::string(e.what());
     }
     return std::string("accepted");
   };
-  EXPECT_NE(refusal("nccl", false, true, true).find("for device cpu"), std::string::npos) << refusal("nccl", false, true, true);
-  EXPECT_NE(refusal("nccl", true, true, false).find("built without NCCL"), std::string::npos) << refusal("nccl", true, true, false);
-  EXPECT_NE(refusal("gloo", true, false, true).find("without Gloo"), std::string::npos) << refusal("gloo", true, false, true);
-  EXPECT_NE(refusal("auto", false, false, true).find("on the CPU"), std::string::npos) << refusal("auto", false, false, true);
-  EXPECT_NE(refusal("auto", true, false, false).find("without NCCL"), std::string::npos) << refusal("auto", true, false, false);
-  EXPECT_NE(refusal("mpi", false, true, true).find("\"mpi\""), std::string::npos) << refusal("mpi", false, true, true);
-  // This build (Debian's CPU LibTorch with libgloo-dev) has Gloo and no NCCL.
-  EXPECT_TRUE(Communicator::has_gloo());
+  EXPECT_NE(refusal("nccl", "cpu", false, true, true).find("for device cpu"), std::string::npos) << refusal("nccl", "cpu", false, true, true);
+  EXPECT_NE(refusal("nccl", "cuda:0", true, true, true).find("share device cuda:0"), std::string::npos)
+      << refusal("nccl", "cuda:0", true, true, true);
+  EXPECT_NE(refusal("nccl", "cuda:0", false, true, false).find("built without NCCL"), std::string::npos)
+      << refusal("nccl", "cuda:0", false, true, false);
+  EXPECT_NE(refusal("gloo", "cuda:0", false, false, true).find("without Gloo"), std::string::npos) << refusal("gloo", "cuda:0", false, false, true);
+  EXPECT_NE(refusal("auto", "cpu", false, false, true).find("on device cpu"), std::string::npos) << refusal("auto", "cpu", false, false, true);
+  EXPECT_NE(refusal("auto", "cuda:0", true, false, true).find("a GPU per process"), std::string::npos)
+      << refusal("auto", "cuda:0", true, false, true);
+  EXPECT_NE(refusal("auto", "cuda:0", false, false, false).find("without NCCL"), std::string::npos)
+      << refusal("auto", "cuda:0", false, false, false);
+  EXPECT_NE(refusal("mpi", "cpu", false, true, true).find("\"mpi\""), std::string::npos) << refusal("mpi", "cpu", false, true, true);
+}
+
+TEST(Communicator, EveryRanksReportReachesRankZeroAndItsAnswerEveryRank) {
+  // The round before a job joins its group: each rank reports, rank 0 reads them in rank order and answers.
+  test::run_ranks(3, [](Communicator& c) {
+    const std::vector<std::string> reports = c.gather_at_main("rank " + std::to_string(c.rank()), "test reports");
+    if (c.rank() == 0) {
+      EXPECT_EQ(reports, (std::vector<std::string>{"rank 0", "rank 1", "rank 2"}));
+    } else {
+      EXPECT_TRUE(reports.empty());
+    }
+    EXPECT_EQ(c.share_from_main(c.rank() == 0 ? "go" : "ignored", "test answer"), "go");
+    // A second round gets keys of its own.
+    const std::vector<std::string> again = c.gather_at_main(std::string(static_cast<std::size_t>(c.rank()), 'x'), "test reports 2");
+    if (c.rank() == 0) {
+      EXPECT_EQ(again, (std::vector<std::string>{"", "x", "xx"}));
+    }
+  });
 }
 
 TEST(Communicator, ReachingNoRankZeroIsAClearError) {
@@ -176,7 +199,7 @@ TEST(Communicator, ReachingNoRankZeroIsAClearError) {
   o.timeout_minutes = 0.05;
   try {
     Communicator c(o);
-    c.join(torch::kCPU, "auto");
+    c.join(torch::kCPU, "gloo");
     FAIL() << "joined a group without rank 0";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();

@@ -1,5 +1,6 @@
 // The multi-host options a user types: line 1 is --master (HOST:PORT), line 2 "RANK WORLD LOCAL TIMEOUT",
-// line 3 "BACKEND CUDA HAVE_GLOO HAVE_NCCL" (distributed.backend and what the device and build offer); parsed,
+// line 3 "BACKEND DEVICE SHARED HAVE_GLOO HAVE_NCCL" (distributed.backend, the process's device, whether other
+// processes share it, and what the build offers); parsed,
 // validated and chosen as `xmc train --rank/--world-size/--master` does.
 #include <sstream>
 
@@ -18,10 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   });
   xmc::fuzz::expect_clean([&] {
     std::istringstream fields(text.substr(std::min(text.size(), text.find('\n', text.find('\n') + 1))));
-    std::string backend;
-    bool cuda = false, have_gloo = false, have_nccl = false;
-    fields >> backend >> cuda >> have_gloo >> have_nccl;
-    const std::string chosen = xmc::choose_collective_backend(backend, cuda, have_gloo, have_nccl);
+    std::string backend, device;
+    bool shared = false, have_gloo = false, have_nccl = false;
+    fields >> backend >> device >> shared >> have_gloo >> have_nccl;
+    const std::string chosen = xmc::choose_collective_backend(backend, device, shared, have_gloo, have_nccl);
     if (chosen != "gloo" && chosen != "nccl") __builtin_trap();
   });
   return 0;
