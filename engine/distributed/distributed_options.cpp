@@ -30,6 +30,13 @@ std::filesystem::path rank_scratch_directory(int rank, long pid) {
   return std::filesystem::temp_directory_path() / ("xmc-rank" + std::to_string(rank) + "-" + std::to_string(pid));
 }
 
+std::filesystem::path fresh_rank_scratch_directory(int rank, long pid) {
+  const std::filesystem::path folder = rank_scratch_directory(rank, pid);
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  return folder;
+}
+
 void check_batch_fits(std::int64_t batch_size, const DistributedOptions& options) {
   if (options.enabled() && batch_size < 4 * options.world_size)
     throw ConfigError("batch_size: got " + std::to_string(batch_size) + "; with " + std::to_string(options.world_size) +

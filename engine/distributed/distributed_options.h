@@ -26,6 +26,9 @@ void parse_master_address(std::string_view text, DistributedOptions& options);
 /// The scratch folder of worker `rank` running as process `pid` (its vocabulary, a received checkpoint): in
 /// the temporary folder, so that the process that started it can remove it after a kill.
 std::filesystem::path rank_scratch_directory(int rank, long pid);
+/// rank_scratch_directory(), created empty: a worker killed together with its rank 0 leaves its folder
+/// behind, and a later worker given the same pid must not find that job's files (its vocabulary) in it.
+std::filesystem::path fresh_rank_scratch_directory(int rank, long pid);
 
 /// Throws ConfigError when a batch of `batch_size` is too small to split over the job's processes (each takes
 /// a share of every batch: at least 4 rows per process).

@@ -2,6 +2,8 @@
 // the whole pool, in value and in the gradient of every score; and the collectives they use behave.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "engine/core/error.h"
@@ -189,6 +191,20 @@ TEST(Communicator, EveryRanksReportReachesRankZeroAndItsAnswerEveryRank) {
       EXPECT_EQ(again, (std::vector<std::string>{"", "x", "xx"}));
     }
   });
+}
+
+TEST(Communicator, AWorkersScratchFolderStartsEmptyEvenWhenAKilledJobLeftOneUnderItsPid) {
+  // A worker killed together with its rank 0 leaves /tmp/xmc-rank1-<pid>; a later worker with that pid loaded
+  // the vocabulary it found there (the distributed tests' rare step-1 mismatches).
+  const long pid = 999999937;  // above any pid this machine hands out
+  const auto stale = rank_scratch_directory(1, pid);
+  std::filesystem::create_directories(stale);
+  { std::ofstream(stale / "vocab.txt") << "[PAD]\n[UNK]\nanother\njob\n"; }
+  const auto fresh = fresh_rank_scratch_directory(1, pid);
+  EXPECT_EQ(fresh, stale);
+  EXPECT_TRUE(std::filesystem::is_directory(fresh));
+  EXPECT_TRUE(std::filesystem::is_empty(fresh));
+  std::filesystem::remove_all(fresh);
 }
 
 TEST(Communicator, ReachingNoRankZeroIsAClearError) {
