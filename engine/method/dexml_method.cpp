@@ -27,8 +27,11 @@ class DexmlMethod final : public Method {
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
     return training_.epoch_batches(built_.model, epoch, context);
   }
-  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
-    return training_.step(built_.model, batch, context);
+  std::shared_ptr<PreparedBatch> prepare_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
+    return training_.prepare(built_.model, batch, context);
+  }
+  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch* prepared, TrainContext& context) override {
+    return training_.step(built_.model, batch, prepared, context);
   }
 
   torch::Tensor encode_queries(const std::string&, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {

@@ -92,11 +92,42 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
   return batches;
 }
 
-StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64_t> batch, TrainContext& context) {
+/// A batch's label pool and the encoder inputs of the queries and pool labels this process encodes (all of
+/// them in one process, its shares in a data-parallel job; none when every label is scored in chunks).
+struct DualEncoderTraining::Prepared final : PreparedBatch {
+  LabelPool pool;
+  std::shared_ptr<const EncoderInput> queries;
+  std::shared_ptr<const EncoderInput> labels;
+};
+
+std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& model, std::span<const std::int64_t> batch,
+                                                            TrainContext& context) const {
   const LabelPoolOptions pool_options{.hard_per_query = config_.negatives == "hard" ? config_.hard_per_query : 0,
                                       .all_labels = config_.negatives == "all"};
-  const LabelPool pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
-  if (context.distributed.enabled()) return distributed_step(model, batch, pool, context);
+  auto prepared = std::make_shared<Prepared>();
+  prepared->pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
+  if (config_.negatives == "all") return prepared;
+  if (context.distributed.enabled()) {
+    const Communicator& communicator = *context.distributed.communicator;
+    prepared->queries = model->prepare_input(context.train_corpus, own_shard(batch, communicator));
+    prepared->labels = model->prepare_input(context.label_corpus, own_shard(prepared->pool.labels, communicator));
+  } else {
+    prepared->queries = model->prepare_input(context.train_corpus, batch);
+    prepared->labels = model->prepare_input(context.label_corpus, prepared->pool.labels);
+  }
+  return prepared;
+}
+
+StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64_t> batch, const PreparedBatch* prepared_batch,
+                                     TrainContext& context) {
+  std::shared_ptr<PreparedBatch> prepared_here;
+  if (prepared_batch == nullptr) {
+    prepared_here = prepare(model, batch, context);
+    prepared_batch = prepared_here.get();
+  }
+  const auto& prepared = dynamic_cast<const Prepared&>(*prepared_batch);
+  const LabelPool& pool = prepared.pool;
+  if (context.distributed.enabled()) return distributed_step(model, batch, prepared, context);
   auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };
   if (config_.negatives == "all") {
     // Every label: gradient caching keeps memory constant in the number of labels.
@@ -104,8 +135,8 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
                                                  config_.label_chunk);
     return {value, queries};
   }
-  const torch::Tensor queries = model->embed(context.train_corpus, batch);
-  const torch::Tensor labels = model->embed(context.label_corpus, pool.labels);
+  const torch::Tensor queries = model->embed_input(*prepared.queries);
+  const torch::Tensor labels = model->embed_input(*prepared.labels);
   const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), pool.positive_mask.to(context.device));
   const double value = batch_loss.item<double>();
   if (std::isfinite(value)) batch_loss.backward();
@@ -123,9 +154,10 @@ ShardedLoss DualEncoderTraining::sharded_loss(Communicator& communicator, const 
   return {value / communicator.world_size(), value.item<double>()};
 }
 
-StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const LabelPool& pool,
+StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const Prepared& prepared,
                                                  TrainContext& context) {
   Communicator& communicator = *context.distributed.communicator;
+  const LabelPool& pool = prepared.pool;
   const torch::Tensor mask = pool.positive_mask.to(context.device);
   if (config_.negatives == "all") {
     auto loss_of = [&](const torch::Tensor& scores, std::int64_t begin, std::int64_t /*end*/) {
@@ -137,10 +169,10 @@ StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<cons
   }
   // Each rank encodes a contiguous share of the queries and of the pool's labels; the gathers put the
   // whole batch and pool on every rank, and send each rank the gradient of its share in backward.
-  const torch::Tensor queries = all_gather_rows_with_grad(communicator, model->embed(context.train_corpus, own_shard(batch, communicator)),
-                                                          static_cast<std::int64_t>(batch.size()));
-  const torch::Tensor labels = all_gather_rows_with_grad(communicator, model->embed(context.label_corpus, own_shard(pool.labels, communicator)),
-                                                         static_cast<std::int64_t>(pool.labels.size()));
+  const torch::Tensor queries =
+      all_gather_rows_with_grad(communicator, model->embed_input(*prepared.queries), static_cast<std::int64_t>(batch.size()));
+  const torch::Tensor labels =
+      all_gather_rows_with_grad(communicator, model->embed_input(*prepared.labels), static_cast<std::int64_t>(pool.labels.size()));
   const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), mask);
   const double value = batch_loss.item<double>();
   // Every rank holds the whole loss: each contributes 1/world of it, and the gathers sum the contributions.

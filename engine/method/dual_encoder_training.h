@@ -28,8 +28,11 @@ class DualEncoderTraining {
   std::vector<std::vector<std::int64_t>> epoch_batches(XmcModel& model, std::int64_t epoch, TrainContext& context);
   /// The configured loss (kind and options) of `scores` [B x P] against `positive_mask` [B x P].
   torch::Tensor loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const;
-  /// Forward and backward of one batch against its label pool.
-  StepResult step(XmcModel& model, std::span<const std::int64_t> batch, TrainContext& context);
+  /// The batch's label pool (drawn from context.label_pool_rng) and, unless every label is scored in chunks,
+  /// the encoder inputs of the rows this process encodes.
+  std::shared_ptr<PreparedBatch> prepare(const XmcModel& model, std::span<const std::int64_t> batch, TrainContext& context) const;
+  /// Forward and backward of one batch against its label pool; `prepared` is prepare()'s, or null.
+  StepResult step(XmcModel& model, std::span<const std::int64_t> batch, const PreparedBatch* prepared, TrainContext& context);
 
   void save_state(torch::serialize::OutputArchive& archive) const;
   void load_state(torch::serialize::InputArchive& archive);
@@ -40,7 +43,8 @@ class DualEncoderTraining {
   torch::Tensor refreshed_shortlist(XmcModel& model, TrainContext& context) const;
   /// step() on one rank of a data-parallel job: the same pool on every rank, each rank encoding its share of
   /// the queries and of the pool's labels; the loss sees the gathered whole.
-  StepResult distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const LabelPool& pool, TrainContext& context);
+  struct Prepared;
+  StepResult distributed_step(XmcModel& model, std::span<const std::int64_t> batch, const Prepared& prepared, TrainContext& context);
   /// This rank's part of the loss of the whole batch against every label, from its slice of the scores (the
   /// labels from label_begin on) and the whole positive mask.
   ShardedLoss sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& whole_mask,

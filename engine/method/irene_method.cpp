@@ -165,7 +165,7 @@ class IreneMethod final : public Method {
     return batches;
   }
 
-  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext&) override {
+  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext&) override {
     const torch::Tensor rows = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()), torch::kInt64);
     const torch::Tensor q = scoring_queries(train_queries_.index_select(0, rows));
     const torch::Tensor u = synthesize(train_labels_);

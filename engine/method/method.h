@@ -88,6 +88,13 @@ struct StepResult {
   torch::Tensor query_embeddings;
 };
 
+/// What a training step needs of its batch that does not depend on the parameters' values (a label pool, the
+/// encoder's inputs already on the device), built ahead so that a prefetching trainer prepares batch i + 1
+/// while batch i trains. Each method has its own kind.
+struct PreparedBatch {
+  virtual ~PreparedBatch() = default;
+};
+
 /// What a mode is scored on when it is not every test row against every label (IRENE's zero-shot setting:
 /// the test rows with a novel positive, against the novel labels only).
 struct EvaluationSubset {
@@ -154,9 +161,19 @@ class Method {
   virtual bool splits_batch_across_ranks(const StageSpec& /*stage*/) const { return false; }
   /// The batches (training query rows) of epoch `epoch` of `stage`.
   virtual std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) = 0;
+  /// Builds ahead what train_step() needs of `batch`, or null when the method prepares nothing ahead. May run
+  /// on another thread while the previous step trains: it may read the dataset, the corpora and state that
+  /// only changes between epochs, draw from context.label_pool_rng (the trainer puts the stream back when it
+  /// drops a prepared batch), and change nothing else.
+  virtual std::shared_ptr<PreparedBatch> prepare_step(const StageSpec& /*stage*/, std::span<const std::int64_t> /*batch*/,
+                                                      TrainContext& /*context*/) {
+    return nullptr;
+  }
   /// Forward and backward of one batch: gradients accumulate in the parameters; the loss may be
-  /// non-finite (the trainer reports it).
-  virtual StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, TrainContext& context) = 0;
+  /// non-finite (the trainer reports it). `prepared` is what prepare_step() built for this batch (null when it
+  /// built nothing).
+  virtual StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch* prepared,
+                                TrainContext& context) = 0;
 
   /// Embeds rows of `corpus` as queries for `query_encoder` (an InferenceMode's), without graph.
   virtual torch::Tensor encode_queries(const std::string& query_encoder, const TokenizedCorpus& corpus, Progress& progress,

@@ -62,8 +62,13 @@ class NgameMethod final : public Method {
     return context.batcher.epoch_batches(config_.epochs, frozen_queries_, &context.progress);
   }
 
-  StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, TrainContext& context) override {
-    if (stage.name == "m1") return encoder_training_.step(built_.model, batch, context);
+  std::shared_ptr<PreparedBatch> prepare_step(const StageSpec& stage, std::span<const std::int64_t> batch, TrainContext& context) override {
+    if (stage.name == "m1") return encoder_training_.prepare(built_.model, batch, context);
+    return nullptr;  // M4's step is small products on frozen embeddings
+  }
+  StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch* prepared,
+                        TrainContext& context) override {
+    if (stage.name == "m1") return encoder_training_.step(built_.model, batch, prepared, context);
     const LabelPool pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, {.all_positives = true});
     const torch::Tensor pool_ids = torch::tensor(pool.labels, torch::kInt64).to(context.device);
     const torch::Tensor batch_ids = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()), torch::kInt64).to(context.device);

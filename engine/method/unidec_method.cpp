@@ -127,7 +127,7 @@ class UnidecMethod final : public Method {
     return batches;
   }
 
-  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
+  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext& context) override {
     const torch::Tensor hard = config_.negatives == "hard" && window_.ready() ? window_.draw(batch, epoch_, config_.psl_hard_negatives) : torch::Tensor();
     const PslBatch pool = build_psl_batch(context.dataset.train_labels, batch, context.label_pool_rng,
                                           {.positives_per_query = config_.psl_positives,

@@ -39,6 +39,12 @@ class XmcModelImpl : public torch::nn::Module {
 
   /// g1(Φ(rows of corpus)) (or normalize(Φ) without a DE head): [rows.size() x d], unit rows, with graph.
   torch::Tensor embed(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
+  /// The host-side half of embed() for a training step, which may run ahead on another thread
+  /// (EncoderImpl::prepare_input), and the rest.
+  std::shared_ptr<const EncoderInput> prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const {
+    return encoder_->prepare_input(corpus, rows, /*for_training=*/true);
+  }
+  torch::Tensor embed_input(const EncoderInput& input) { return embed_encoded(encoder_->encode_input(input)); }
   /// The embedding of encoder outputs: g1(encoded), or normalize(encoded) without a DE head.
   torch::Tensor embed_encoded(const torch::Tensor& encoded);
   /// g1(Φ(rows of corpus)) without graph, in eval mode for the duration (a few rows for inspection).

@@ -461,7 +461,10 @@ BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<c
     }
   }
   const torch::Device target = device();
-  return {staged_to(ids, target), staged_to(mask, target)};
+  BertBatch prepared;
+  prepared.input_ids = staged_to(ids, target);
+  prepared.attention_mask = staged_to(mask, target);
+  return prepared;
 }
 
 torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
@@ -483,9 +486,15 @@ torch::Tensor BertEncoderImpl::pool(const torch::Tensor& hidden, const torch::Te
   return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9);
 }
 
-torch::Tensor BertEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
-  if (rows.empty()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
-  const BertBatch batch = make_batch(corpus, rows);
+std::shared_ptr<const EncoderInput> BertEncoderImpl::prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows,
+                                                                   bool /*for_training*/) const {
+  if (rows.empty()) return std::make_shared<BertBatch>();
+  return std::make_shared<BertBatch>(make_batch(corpus, rows));
+}
+
+torch::Tensor BertEncoderImpl::encode_input(const EncoderInput& input) {
+  const auto& batch = dynamic_cast<const BertBatch&>(input);
+  if (!batch.input_ids.defined()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
   const AutocastScope mixed_precision(device(), options_.autocast);
   return pool(forward(batch.input_ids, batch.attention_mask), batch.attention_mask).to(torch::kFloat);
 }

@@ -68,7 +68,7 @@ struct BertEncoderOptions {
 
 /// One padded batch: input_ids [B, L] int64 (pad = config.pad_token_id), attention_mask [B, L] bool
 /// (true = real token), both on the encoder's device.
-struct BertBatch {
+struct BertBatch final : EncoderInput {
   torch::Tensor input_ids;
   torch::Tensor attention_mask;
 };
@@ -85,10 +85,12 @@ class BertEncoderImpl : public EncoderImpl {
   /// Throws ConfigError on an invalid config, max_len < 2 or dropout outside [0, 1).
   BertEncoderImpl(const BertConfig& config, const BertEncoderOptions& options);
 
-  /// Rows of `corpus` (token ids beginning with [CLS] and ending with [SEP]) -> [rows.size(), hidden_size]
-  /// float32 on device(). Texts longer than max_len keep their first max_len − 1 tokens and their last one
-  /// ([SEP]). All rows run as one batch, padded to the longest. Dropout applies in train() mode only.
-  torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override;
+  /// encode(): rows of `corpus` (token ids beginning with [CLS] and ending with [SEP]) -> [rows.size(),
+  /// hidden_size] float32 on device(). Texts longer than max_len keep their first max_len − 1 tokens and their
+  /// last one ([SEP]). All rows run as one batch, padded to the longest. Dropout applies in train() mode only.
+  std::shared_ptr<const EncoderInput> prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows,
+                                                    bool for_training) const override;
+  torch::Tensor encode_input(const EncoderInput& input) override;
   std::int64_t output_dim() const override { return config_.hidden_size; }
   torch::Device device() const override;
 

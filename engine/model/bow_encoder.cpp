@@ -1,6 +1,7 @@
 #include "engine/model/bow_encoder.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "engine/core/error.h"
 #include "engine/model/table_rows.h"
@@ -59,37 +60,65 @@ BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(o
   to(options_.device);
 }
 
-torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
+namespace {
+
+/// The texts' known tokens as one bag input, and for a training step their distinct words.
+struct BowInput final : EncoderInput {
+  std::int64_t num_texts = 0;
+  std::vector<std::int64_t> ids;      ///< every text's known tokens, text after text
+  std::vector<std::int64_t> lengths;  ///< tokens per text
+  torch::Tensor input;                ///< ids, on the device
+  torch::Tensor bag_offsets;          ///< where each text's tokens start, on the device
+  bool has_distinct_words = false;
+  std::vector<std::int64_t> words;    ///< distinct_words(ids), when prepared for training
+  std::vector<std::int64_t> slots;
+};
+
+}  // namespace
+
+std::shared_ptr<const EncoderInput> BowEncoderImpl::prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows,
+                                                                  bool for_training) const {
   // Flatten the rows' known tokens into one bag input; [PAD]/[UNK] carry no meaning and are skipped.
-  std::vector<std::int64_t> ids, offsets;
+  auto prepared = std::make_shared<BowInput>();
+  prepared->num_texts = static_cast<std::int64_t>(rows.size());
+  std::vector<std::int64_t> offsets;
   offsets.reserve(rows.size());
+  prepared->lengths.reserve(rows.size());
   for (std::int64_t row : rows) {
-    offsets.push_back(static_cast<std::int64_t>(ids.size()));
+    offsets.push_back(static_cast<std::int64_t>(prepared->ids.size()));
     for (std::int32_t t : corpus.tokens(row)) {
       if (t >= options_.vocab_size)
         throw Error("bow encoder: token id " + std::to_string(t) + " outside the vocabulary of " + std::to_string(options_.vocab_size) +
                     " (text " + std::to_string(row) + ")");
-      if (t > 1) ids.push_back(t);
+      if (t > 1) prepared->ids.push_back(t);
     }
+    prepared->lengths.push_back(static_cast<std::int64_t>(prepared->ids.size()) - offsets.back());
   }
   const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
-  torch::Tensor input = staged_to(torch::tensor(ids, long_opts), options_.device);
-  torch::Tensor bag_offsets = staged_to(torch::tensor(offsets, long_opts), options_.device);
+  prepared->input = staged_to(torch::tensor(prepared->ids, long_opts), options_.device);
+  prepared->bag_offsets = staged_to(torch::tensor(offsets, long_opts), options_.device);
+  if (for_training && options_.device.is_cpu()) {
+    std::tie(prepared->words, prepared->slots) = distinct_words(prepared->ids, options_.vocab_size);
+    prepared->has_distinct_words = true;
+  }
+  return prepared;
+}
+
+torch::Tensor BowEncoderImpl::encode_input(const EncoderInput& encoder_input) {
+  const auto& prepared = dynamic_cast<const BowInput&>(encoder_input);
+  const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
+  const torch::Tensor& input = prepared.input;
   // TF-IDF weights normalised per text: each occurrence adds idf(t); dividing by the text's total makes
   // the bag a weighted mean (the l2 bag divides by the L2 norm of the text's TF-IDF vector instead).
   torch::Tensor weights = idf_.index_select(0, input);
   torch::Tensor text_of_token;
-  if (ids.empty()) {
+  if (prepared.ids.empty()) {
     text_of_token = torch::empty({0}, long_opts.device(options_.device));
   } else {
-    std::vector<std::int64_t> lengths(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      lengths[i] = (i + 1 < rows.size() ? offsets[i + 1] : static_cast<std::int64_t>(ids.size())) - offsets[i];
-    text_of_token = torch::repeat_interleave(torch::arange(static_cast<std::int64_t>(rows.size()), long_opts),
-                                             torch::tensor(lengths, long_opts))
+    text_of_token = torch::repeat_interleave(torch::arange(prepared.num_texts, long_opts), torch::tensor(prepared.lengths, long_opts))
                         .to(options_.device);
   }
-  const auto num_texts = static_cast<std::int64_t>(rows.size());
+  const std::int64_t num_texts = prepared.num_texts;
   torch::Tensor totals;
   if (options_.l2_bag) {
     // The L2 norm of the text's TF-IDF vector: a word's occurrences add up (count·idf) before squaring.
@@ -107,11 +136,14 @@ torch::Tensor BowEncoderImpl::encode(const TokenizedCorpus& corpus, std::span<co
     // Training on the CPU: the bag sums the vectors of the texts' distinct words, picked from the table, so
     // that the table's gradient names those words once each (model/table_rows.h) instead of being a zeroed
     // [vocab × dim] tensor per call, scanned, clipped and read whole by the optimiser.
-    const auto [words, slots] = distinct_words(ids, options_.vocab_size);
+    std::vector<std::int64_t> computed_words, computed_slots;
+    if (!prepared.has_distinct_words) std::tie(computed_words, computed_slots) = distinct_words(prepared.ids, options_.vocab_size);
+    const auto& words = prepared.has_distinct_words ? prepared.words : computed_words;
+    const auto& slots = prepared.has_distinct_words ? prepared.slots : computed_slots;
     h = std::get<0>(torch::embedding_bag(distinct_table_rows(embeddings_->weight, torch::tensor(words, long_opts)), torch::tensor(slots, long_opts),
-                                         bag_offsets, /*scale_grad_by_freq=*/false, /*mode (sum)=*/0, /*sparse=*/false, weights));
+                                         prepared.bag_offsets, /*scale_grad_by_freq=*/false, /*mode (sum)=*/0, /*sparse=*/false, weights));
   } else {
-    h = embeddings_->forward(input, bag_offsets, weights);
+    h = embeddings_->forward(input, prepared.bag_offsets, weights);
   }
   if (!projection_.is_empty()) h = projection_->forward(h);
   if (hidden_.is_empty()) return h;

@@ -26,7 +26,9 @@ class BowEncoderImpl : public EncoderImpl {
  public:
   explicit BowEncoderImpl(BowEncoderOptions options);
 
-  torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override;
+  std::shared_ptr<const EncoderInput> prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows,
+                                                    bool for_training) const override;
+  torch::Tensor encode_input(const EncoderInput& input) override;
   std::int64_t output_dim() const override { return options_.dim; }
   torch::Device device() const override { return options_.device; }
 

@@ -3,6 +3,7 @@
 // An encoder Φ maps texts (rows of a pre-tokenized corpus) to vectors in R^d; queries and labels share it.
 #include <torch/torch.h>
 
+#include <memory>
 #include <span>
 
 #include "engine/text/tokenized_corpus.h"
@@ -17,10 +18,27 @@ inline torch::Tensor staged_to(const torch::Tensor& host, const torch::Device& d
   return host.pin_memory().to(device, /*non_blocking=*/true);
 }
 
+/// Rows of a corpus as an encoder reads them (token ids, offsets or masks), built on the host and already on
+/// their way to the encoder's device: what a prefetching trainer builds for the next batch while the current
+/// one trains. Each encoder has its own kind.
+struct EncoderInput {
+  virtual ~EncoderInput() = default;
+};
+
 class EncoderImpl : public torch::nn::Module {
  public:
   /// Encodes rows `rows` of `corpus`: returns [rows.size(), output_dim()] float32 on device().
-  virtual torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) = 0;
+  torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) {
+    return encode_input(*prepare_input(corpus, rows, /*for_training=*/false));
+  }
+  /// The host-side half of encode(): reads only the corpus and the encoder's options (never its parameters'
+  /// values), so it may run on another thread while the encoder trains. `for_training` also prepares what a
+  /// training step needs beyond the forward pass (the bow encoder's distinct words). Throws on a token id
+  /// outside the vocabulary, naming it and its text.
+  virtual std::shared_ptr<const EncoderInput> prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows,
+                                                            bool for_training) const = 0;
+  /// The device half: `input` must come from this encoder's prepare_input().
+  virtual torch::Tensor encode_input(const EncoderInput& input) = 0;
   virtual std::int64_t output_dim() const = 0;
   virtual torch::Device device() const = 0;
 };

@@ -17,6 +17,7 @@ struct TrainConfig {
   std::string method = "dexml";     ///< dexml | ngame | unidec | depsl | irene
   std::string device = "cpu";       ///< cpu | cuda | cuda:N
   std::int64_t threads = 0;         ///< CPU threads for torch (0 = all cores)
+  std::string prefetch = "auto";    ///< next batch prepared on a second thread: auto (GPU only) | on | off
   std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
   std::string distributed_backend = "auto";  ///< multi-process collectives: auto | gloo | nccl
 

@@ -25,6 +25,7 @@
 #include "engine/train/fused_adamw.h"
 #include "engine/train/gradient_clipping.h"
 #include "engine/train/sparse_gradient.h"
+#include "engine/train/step_prefetcher.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/mode_evaluation.h"
 
@@ -209,6 +210,8 @@ struct Trainer::Impl {
   /// Sampled positives and hard negatives of the label pools: a stream of its own, so that how batches
   /// are drawn and how their label pools are drawn never shift each other.
   std::mt19937_64 label_pool_rng;
+  /// The next batch, prepared while the current one trains (it draws from label_pool_rng).
+  StepPrefetcher prefetcher{label_pool_rng};
   std::unique_ptr<FusedAdamW> optimizer;
   std::vector<double> base_lrs;
   std::vector<torch::Tensor> clipped_parameters;
@@ -656,6 +659,9 @@ struct Trainer::Impl {
   // ---- checkpoints ----------------------------------------------------------------------------
 
   void checkpoint() {
+    // A batch prepared ahead has drawn from the label-pool stream: the checkpoint keeps the stream as it stood
+    // before that batch, which a resumed run prepares again. Every rank drops it, so that all stay alike.
+    prefetcher.drop();
     if (!distributed.is_main()) return;  // rank 0 writes the run's checkpoints
     state.sampler_state = batcher->save_state();
     std::ostringstream rng_state;
@@ -689,14 +695,20 @@ struct Trainer::Impl {
   /// whole batch's work over the ranks (and the ranks' gradients add up to the batch's), or each rank trains
   /// its shard of the batch as a batch of its own (and the gradients and losses are averaged); afterwards
   /// every rank holds the same gradients, loss and query embeddings.
-  StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, TrainContext& ctx) {
-    if (!distributed.enabled()) return method->train_step(stage, batch, ctx);
+  /// The rows this process's train_step() (and prepare_step()) gets of `batch`: the whole batch, or its shard.
+  std::span<const std::int64_t> step_rows(const StageSpec& stage, std::span<const std::int64_t> batch) const {
+    if (!distributed.enabled() || method->splits_batch_across_ranks(stage)) return batch;
+    return own_shard(batch, *communicator);
+  }
+
+  StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared, TrainContext& ctx) {
+    if (!distributed.enabled()) return method->train_step(stage, batch, prepared, ctx);
     if (method->splits_batch_across_ranks(stage)) {
-      StepResult result = method->train_step(stage, batch, ctx);
+      StepResult result = method->train_step(stage, batch, prepared, ctx);
       std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/false, control_flags());
       return result;
     }
-    StepResult result = method->train_step(stage, own_shard(batch, *communicator), ctx);
+    StepResult result = method->train_step(stage, step_rows(stage, batch), prepared, ctx);
     std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/true, control_flags());
     torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
     communicator->all_reduce_sum(loss, "averaging the loss");
@@ -747,7 +759,16 @@ struct Trainer::Impl {
       const auto epoch_start = Clock::now();
       std::int64_t samples = 0;
       const auto batches_in_epoch = static_cast<double>(state.epoch_batches.size());
-      for (; state.batch_in_epoch < static_cast<std::int64_t>(state.epoch_batches.size()); ++state.batch_in_epoch) {
+      // Whether the method prepares batches (its first prepare_step() says), and whether the next one is prepared
+      // while the current one trains (config prefetch): the prefetcher is emptied whenever the loop is left.
+      bool prepares_batches = true;
+      const bool prefetches = config.prefetch == "on" || (config.prefetch == "auto" && device.is_cuda());
+      struct DropPrefetched {
+        StepPrefetcher& prefetcher;
+        ~DropPrefetched() { prefetcher.drop(); }
+      } drop_prefetched{prefetcher};
+      const auto batches_count = static_cast<std::int64_t>(state.epoch_batches.size());
+      for (; state.batch_in_epoch < batches_count; ++state.batch_in_epoch) {
         if (!distributed.enabled()) {
           wait_while_paused();
         } else if (pause_agreed) {
@@ -762,7 +783,16 @@ struct Trainer::Impl {
         if (config.max_steps > 0 && state.step >= config.max_steps) return false;
         const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
         const auto step_start = Clock::now();
-        StepResult result = step(stage, batch, ctx);
+        std::shared_ptr<PreparedBatch> prepared = prefetcher.take(state.batch_in_epoch);
+        if (!prepared && prepares_batches) {
+          prepared = method->prepare_step(stage, step_rows(stage, batch), ctx);
+          prepares_batches = prepared != nullptr;
+        }
+        if (prefetches && prepares_batches && state.batch_in_epoch + 1 < batches_count) {
+          const std::span<const std::int64_t> next = step_rows(stage, state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch + 1)]);
+          prefetcher.start(state.batch_in_epoch + 1, [this, &stage, &ctx, next] { return method->prepare_step(stage, next, ctx); });
+        }
+        StepResult result = step(stage, batch, prepared.get(), ctx);
         if (!std::isfinite(result.loss)) {
           throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
                       "; lower lr (" + std::to_string(config.lr) + ") or raise temperature (" + std::to_string(config.temperature) + ")");

@@ -79,7 +79,7 @@ TEST_P(DistributedTraining, NProcessesTrainLikeOneWithTheSameGlobalBatch) {
 INSTANTIATE_TEST_SUITE_P(
     Negatives, DistributedTraining,
     ::testing::Values(Equivalence{"inbatch_decoupled_2", "--set negatives=inbatch --set loss=decoupled_softmax", 2},
-                      Equivalence{"hard_softmax_3", "--set negatives=hard --set hard.per_query=2 --set hard.shortlist=6 --set hard.refresh_every=1 --set loss=softmax", 3},
+                      Equivalence{"hard_softmax_prefetch_3", "--set negatives=hard --set hard.per_query=2 --set hard.shortlist=6 --set hard.refresh_every=1 --set loss=softmax --set prefetch=on", 3},
                       Equivalence{"all_decoupled_sharded_3", "--set negatives=all --set loss=decoupled_softmax --set all.label_chunk=5", 3},
                       Equivalence{"all_softtopk_sharded_2", "--set negatives=all --set loss=softtopk", 2},
                       Equivalence{"inbatch_word_rows_3", "--set negatives=inbatch --set loss=decoupled_softmax --set epochs=4 --set lr=0.03", 3, 3000}),

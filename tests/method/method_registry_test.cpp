@@ -116,9 +116,15 @@ TEST(Trainer, StoppedInsideEitherNgameStageResumesToTheUninterruptedResult) {
   const auto straight = train_with_stop(dir / "a.sqlite", config, "", 0);
   const auto stopped_in_m1 = train_with_stop(dir / "b.sqlite", config, "m1", 3);
   const auto stopped_in_m4 = train_with_stop(dir / "c.sqlite", config, "m4", 9);  // in M4's second epoch
+  // With the next batch prepared while a step trains: stopped with a prepared batch in hand, which the
+  // resumed run draws again, it still ends where the plain run does.
+  TrainConfig prefetching = config;
+  prefetching.prefetch = "on";
+  const auto prefetched_stopped_in_m1 = train_with_stop(dir / "d.sqlite", prefetching, "m1", 3);
   ASSERT_FALSE(straight.empty());
   EXPECT_EQ(stopped_in_m1, straight);
   EXPECT_EQ(stopped_in_m4, straight);
+  EXPECT_EQ(prefetched_stopped_in_m1, straight);
   // The M4 losses of the resumed run continue the stage (no step recorded twice or lost).
   RunStore store(dir / "c.sqlite");
   const auto m4 = store.scalars(1, "m4_loss");

@@ -14,6 +14,7 @@
 #include "engine/train/fused_adamw.h"
 #include "engine/train/gradient_clipping.h"
 #include "engine/train/sparse_gradient.h"
+#include "engine/train/step_prefetcher.h"
 #include "engine/model/table_rows.h"
 #include "engine/train/grad_cache.h"
 #include "engine/train/lr_schedule.h"
@@ -251,6 +252,41 @@ TEST(TableRows, PickedRowsGetARowSparseGradient) {
   ASSERT_TRUE(table.grad().is_sparse());
   EXPECT_TRUE(torch::equal(table.grad().to_dense(), torch::tensor({{2.f, 2.f, 2.f}, {0.f, 0.f, 0.f}, {4.f, 4.f, 4.f}, {0.f, 0.f, 0.f}})));
   EXPECT_EQ(table.grad()._nnz(), 2);
+}
+
+/// A prepared batch that records the first draw its preparation made from the label-pool stream.
+struct DrawnBatch final : PreparedBatch {
+  std::uint64_t draw = 0;
+};
+
+TEST(StepPrefetcher, ABatchDroppedBeforeItTrainsLeavesTheLabelPoolStreamAsItWas) {
+  std::mt19937_64 rng(7);
+  std::mt19937_64 reference(7);
+  const std::uint64_t first = reference();
+  const std::uint64_t second = reference();
+  StepPrefetcher prefetcher(rng);
+  auto draw = [&rng] {
+    auto b = std::make_shared<DrawnBatch>();
+    b->draw = rng();
+    return std::shared_ptr<PreparedBatch>(b);
+  };
+  // Prepared ahead and taken: the step sees the draw, the stream has moved on.
+  prefetcher.start(3, draw);
+  const auto taken = prefetcher.take(3);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(dynamic_cast<const DrawnBatch&>(*taken).draw, first);
+  // Prepared, then dropped (a checkpoint came first): the stream is back before that draw, so preparing the
+  // batch again draws the same number.
+  prefetcher.start(4, draw);
+  prefetcher.drop();
+  EXPECT_FALSE(prefetcher.in_flight());
+  prefetcher.start(4, draw);
+  EXPECT_EQ(prefetcher.take(5), nullptr) << "another batch's preparation is not handed out";
+  prefetcher.start(4, draw);
+  EXPECT_EQ(dynamic_cast<const DrawnBatch&>(*prefetcher.take(4)).draw, second);
+  // An error in the preparation surfaces where the batch is taken.
+  prefetcher.start(5, []() -> std::shared_ptr<PreparedBatch> { throw Error("bow encoder: token id 9 outside the vocabulary of 5 (text 2)"); });
+  EXPECT_THROW(prefetcher.take(5), Error);
 }
 
 TEST(LrSchedule, WarmupThenDecay) {

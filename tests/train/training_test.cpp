@@ -287,6 +287,19 @@ TEST(Training, ResumeContinuesBitForBit) {
   ASSERT_FALSE(pa.empty());
   for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+
+  // The same with each next batch prepared while a step trains (prefetch=on): the stop leaves a prepared
+  // batch behind, whose label-pool draws the checkpoint must not keep.
+  config.prefetch = "on";
+  TrainingRun third(config, dir / "c.sqlite");
+  EXPECT_EQ(third.run().outcome, RunOutcome::Stopped);
+  TrainingRun fourth = TrainingRun::resume(third.run_id(), dir / "c.sqlite", {"max_steps=0"});
+  const TrainResult c = fourth.run();
+  ASSERT_EQ(c.outcome, RunOutcome::Completed);
+  const auto pc = checkpoint_parameters(TrainingRun::run_directory(dir / "c.sqlite", third.run_id()) / "checkpoint.pt");
+  ASSERT_EQ(pa.size(), pc.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " with prefetching";
+  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, c.metrics.get(name)) << name << " with prefetching";
 }
 
 TEST(Training, NonFiniteLossFailsTheRunAndLeavesStoredRunsIntact) {

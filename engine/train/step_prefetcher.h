@@ -1,0 +1,56 @@
+#pragma once
+// Engine-internal (includes torch). Builds the next batch's PreparedBatch (method.h) on a worker thread while
+// the current batch trains: on a GPU the host's share of a step (label pool, token ids, the copy to the
+// device) then overlaps the device's. The preparation draws from the label-pool random stream, so the
+// prefetcher remembers where the stream stood before it: a batch prepared but never trained (a checkpoint,
+// a pause or a stop comes first) is dropped and the stream put back, and training is the same, bit for bit,
+// as without prefetching.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine/method/method.h"
+
+namespace xmc {
+
+class StepPrefetcher {
+ public:
+  using Prepare = std::function<std::shared_ptr<PreparedBatch>()>;
+
+  explicit StepPrefetcher(std::mt19937_64& label_pool_rng) : rng_(label_pool_rng) {}
+  ~StepPrefetcher();
+  StepPrefetcher(const StepPrefetcher&) = delete;
+  StepPrefetcher& operator=(const StepPrefetcher&) = delete;
+
+  /// Starts `prepare` for batch `index` on a worker thread (dropping one still in flight).
+  void start(std::int64_t index, Prepare prepare);
+  /// Batch `index`'s prepared batch when it was started, waiting for it and rethrowing what it threw; null when
+  /// another batch (or none) was started, which is then dropped.
+  std::shared_ptr<PreparedBatch> take(std::int64_t index);
+  /// Waits for the batch in flight, if any, drops it and puts the label-pool stream back where it stood
+  /// before it was prepared.
+  void drop();
+  bool in_flight() const { return future_.valid(); }
+
+ private:
+  std::mt19937_64& rng_;
+  std::mt19937_64 rng_before_;
+  std::int64_t index_ = -1;
+  std::future<std::shared_ptr<PreparedBatch>> future_;
+  // One worker thread for the whole run, started with the first batch: LibTorch sets up its thread pools
+  // once per thread, and a thread per batch paid for that (and for their spinning) at every step.
+  void work();
+  std::thread worker_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::packaged_task<std::shared_ptr<PreparedBatch>()> pending_;
+  bool has_pending_ = false;
+  bool stopping_ = false;
+};
+
+}  // namespace xmc
