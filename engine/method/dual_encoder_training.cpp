@@ -1,5 +1,8 @@
 #include "engine/method/dual_encoder_training.h"
 
+#include <algorithm>
+
+#include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/distributed/communicator.h"
 #include "engine/sampler/hard_negative_shortlist.h"
@@ -95,6 +98,7 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
 /// A batch's label pool and the encoder inputs of the queries and pool labels this process encodes (all of
 /// them in one process, its shares in a data-parallel job; none when every label is scored in chunks).
 struct DualEncoderTraining::Prepared final : PreparedBatch {
+  std::vector<std::int64_t> batch;  ///< the rows it was prepared for (a step checks it got its own)
   LabelPool pool;
   std::shared_ptr<const EncoderInput> queries;
   std::shared_ptr<const EncoderInput> labels;
@@ -105,6 +109,7 @@ std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& mode
   const LabelPoolOptions pool_options{.hard_per_query = config_.negatives == "hard" ? config_.hard_per_query : 0,
                                       .all_labels = config_.negatives == "all"};
   auto prepared = std::make_shared<Prepared>();
+  prepared->batch.assign(batch.begin(), batch.end());
   prepared->pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
   if (config_.negatives == "all") return prepared;
   if (context.distributed.enabled()) {
@@ -126,6 +131,9 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
     prepared_batch = prepared_here.get();
   }
   const auto& prepared = dynamic_cast<const Prepared&>(*prepared_batch);
+  if (!std::equal(batch.begin(), batch.end(), prepared.batch.begin(), prepared.batch.end()))
+    throw Error("training step: the batch prepared ahead is another batch's (" + std::to_string(prepared.batch.size()) + " rows for " +
+                std::to_string(batch.size()) + ")");
   const LabelPool& pool = prepared.pool;
   if (context.distributed.enabled()) return distributed_step(model, batch, prepared, context);
   auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };

@@ -164,7 +164,8 @@ class Method {
   /// Builds ahead what train_step() needs of `batch`, or null when the method prepares nothing ahead. May run
   /// on another thread while the previous step trains: it may read the dataset, the corpora and state that
   /// only changes between epochs, draw from context.label_pool_rng (the trainer puts the stream back when it
-  /// drops a prepared batch), and change nothing else.
+  /// drops a prepared batch), and change nothing else. A method whose prepare_step() builds something must
+  /// leave label_pool_rng to it: its train_step() runs beside the next batch's preparation.
   virtual std::shared_ptr<PreparedBatch> prepare_step(const StageSpec& /*stage*/, std::span<const std::int64_t> /*batch*/,
                                                       TrainContext& /*context*/) {
     return nullptr;

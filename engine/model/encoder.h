@@ -18,9 +18,9 @@ inline torch::Tensor staged_to(const torch::Tensor& host, const torch::Device& d
   return host.pin_memory().to(device, /*non_blocking=*/true);
 }
 
-/// Rows of a corpus as an encoder reads them (token ids, offsets or masks), built on the host and already on
-/// their way to the encoder's device: what a prefetching trainer builds for the next batch while the current
-/// one trains. Each encoder has its own kind.
+/// Rows of a corpus as an encoder reads them (token ids, offsets or masks), built on the host and queued for
+/// the encoder's device: what a prefetching trainer builds for the next batch while the current one trains.
+/// Each encoder has its own kind.
 struct EncoderInput {
   virtual ~EncoderInput() = default;
 };

@@ -1,5 +1,7 @@
 #include "engine/train/step_prefetcher.h"
 
+#include <ATen/Parallel.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -18,9 +20,11 @@ StepPrefetcher::~StepPrefetcher() {
 }
 
 void StepPrefetcher::work() {
-#ifdef _OPENMP
   // One thread for this thread's own parallel regions: a second team of OpenMP threads beside the training
-  // thread's would fight it for the cores.
+  // thread's would fight it for the cores. LibTorch sets a thread's count on its first parallel call, so
+  // that call comes first.
+  at::internal::lazy_init_num_threads();
+#ifdef _OPENMP
   omp_set_num_threads(1);
 #endif
   for (;;) {
@@ -38,6 +42,8 @@ void StepPrefetcher::work() {
 
 void StepPrefetcher::start(std::int64_t index, Prepare prepare) {
   drop();
+  // The worker first: if it cannot start, nothing is left pending that drop() would wait for.
+  if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
   rng_before_ = rng_;
   index_ = index;
   std::packaged_task<std::shared_ptr<PreparedBatch>()> task(std::move(prepare));
@@ -47,7 +53,6 @@ void StepPrefetcher::start(std::int64_t index, Prepare prepare) {
     pending_ = std::move(task);
     has_pending_ = true;
   }
-  if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
   wake_.notify_one();
 }
 

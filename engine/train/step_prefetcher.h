@@ -1,10 +1,10 @@
 #pragma once
 // Engine-internal (includes torch). Builds the next batch's PreparedBatch (method.h) on a worker thread while
-// the current batch trains: on a GPU the host's share of a step (label pool, token ids, the copy to the
-// device) then overlaps the device's. The preparation draws from the label-pool random stream, so the
-// prefetcher remembers where the stream stood before it: a batch prepared but never trained (a checkpoint,
-// a pause or a stop comes first) is dropped and the stream put back, and training is the same, bit for bit,
-// as without prefetching.
+// the current batch trains: on a GPU the host's share of a step (label pool, token ids, pinning them and
+// queueing their copy on the device's stream) then overlaps the device's work. The preparation draws from the
+// label-pool random stream, so the prefetcher remembers where the stream stood before it: a batch prepared but
+// never trained (a checkpoint, a stop or max_steps comes first) is dropped and the stream put back, and
+// training is the same, bit for bit, as without prefetching.
 #include <condition_variable>
 #include <cstdint>
 #include <functional>

@@ -120,8 +120,8 @@ std::vector<KeyGroup> key_groups() {
         string_key("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N"),
         int_key("threads", &TrainConfig::threads, 0, "CPU threads for torch (0 = all cores)", 1024),
         string_key("prefetch", &TrainConfig::prefetch, {"auto", "on", "off"},
-                   "Prepare the next batch (label pool, token ids, the copy to the device) on a second thread while the current one "
-                   "trains; auto = on a GPU only (on a CPU the training threads already use every core); training is the same either way"),
+                   "Prepare the next batch (label pool, token ids, pinned and queued for the device) on a second thread while the current "
+                   "one trains; auto = on a GPU only (on a CPU the training threads already use every core); training is the same either way"),
         {ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
          [](TrainConfig& c, const json& v) { c.seed = static_cast<std::uint64_t>(as_int("seed", v, 0)); },
          [](const TrainConfig& c) { return json(c.seed); }}}},

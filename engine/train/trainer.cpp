@@ -660,7 +660,7 @@ struct Trainer::Impl {
 
   void checkpoint() {
     // A batch prepared ahead has drawn from the label-pool stream: the checkpoint keeps the stream as it stood
-    // before that batch, which a resumed run prepares again. Every rank drops it, so that all stay alike.
+    // before that batch, which a resumed run prepares again (a rank that drops one prepares it again, the same).
     prefetcher.drop();
     if (!distributed.is_main()) return;  // rank 0 writes the run's checkpoints
     state.sampler_state = batcher->save_state();
@@ -691,16 +691,16 @@ struct Trainer::Impl {
   /// What this process asks of the others at the end of a step: stop, pause (rank 0 only pauses).
   std::pair<bool, bool> control_flags() const { return {stop_requested.load(), distributed.is_main() && paused.load()}; }
 
-  /// The method's forward and backward of `batch`. In data-parallel training, either the method splits the
-  /// whole batch's work over the ranks (and the ranks' gradients add up to the batch's), or each rank trains
-  /// its shard of the batch as a batch of its own (and the gradients and losses are averaged); afterwards
-  /// every rank holds the same gradients, loss and query embeddings.
   /// The rows this process's train_step() (and prepare_step()) gets of `batch`: the whole batch, or its shard.
   std::span<const std::int64_t> step_rows(const StageSpec& stage, std::span<const std::int64_t> batch) const {
     if (!distributed.enabled() || method->splits_batch_across_ranks(stage)) return batch;
     return own_shard(batch, *communicator);
   }
 
+  /// The method's forward and backward of `batch`. In data-parallel training, either the method splits the
+  /// whole batch's work over the ranks (and the ranks' gradients add up to the batch's), or each rank trains
+  /// its shard of the batch as a batch of its own (and the gradients and losses are averaged); afterwards
+  /// every rank holds the same gradients, loss and query embeddings.
   StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared, TrainContext& ctx) {
     if (!distributed.enabled()) return method->train_step(stage, batch, prepared, ctx);
     if (method->splits_batch_across_ranks(stage)) {
