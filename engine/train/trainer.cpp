@@ -304,16 +304,22 @@ struct Trainer::Impl {
     return "cuda:" + std::to_string(setup.distributed.rank % local % gpus);
   }
 
+  /// Sets this rank's device in the config and returns the backend it joins with: `requested` (auto, gloo,
+  /// nccl) checked against that device and this build. Throws ConfigError naming what it cannot use.
+  std::string settle_device_and_backend(const std::string& requested) {
+    bool shares_gpu = false;
+    const std::string own_device = rank_device(config.device, shares_gpu);
+    parse_device(own_device);
+    const std::string backend = choose_collective_backend(requested, own_device, shares_gpu, Communicator::has_gloo(), Communicator::has_nccl());
+    setup.config.device = own_device;
+    return backend;
+  }
+
   /// Why this rank cannot take part in the job rank 0 described ("" when it can): its device, the backend,
   /// the dataset.
   std::string readiness(const nlohmann::json& handshake) {
     try {
-      bool shares_gpu = false;
-      const std::string own_device = rank_device(config.device, shares_gpu);
-      parse_device(own_device);
-      const std::string backend = handshake.at("backend").get<std::string>();
-      choose_collective_backend(backend, own_device, shares_gpu, Communicator::has_gloo(), Communicator::has_nccl());
-      setup.config.device = own_device;
+      settle_device_and_backend(handshake.at("backend").get<std::string>());
       const auto fingerprint = dataset_fingerprint(config.dataset);
       if (fingerprint != handshake.at("fingerprint").get<std::string>())
         return "the dataset at " + config.dataset.string() + " is not rank 0's (fingerprint " + fingerprint + ", rank 0 has " +
@@ -337,17 +343,14 @@ struct Trainer::Impl {
     std::string own_problem;
     if (main) {
       try {
-        bool shares_gpu = false;
-        const std::string own_device = rank_device(config.device, shares_gpu);
-        parse_device(own_device);
-        handshake = {{"config", to_json(config)},
-                     {"backend", choose_collective_backend(config.distributed_backend, own_device, shares_gpu, Communicator::has_gloo(),
-                                                           Communicator::has_nccl())},
+        const std::string shared_config = to_json(config);  // "cuda" as configured: each rank picks its own GPU
+        const std::string backend = settle_device_and_backend(config.distributed_backend);
+        handshake = {{"config", shared_config},
+                     {"backend", backend},
                      {"run_id", setup.run_id},
                      {"store_id", setup.store_id},
                      {"fingerprint", dataset_fingerprint(config.dataset)},
                      {"resume", setup.resume}};
-        setup.config.device = own_device;
       } catch (const std::exception& e) {
         own_problem = e.what();
         handshake = {{"problem", own_problem}};
