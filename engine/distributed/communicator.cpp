@@ -171,6 +171,19 @@ void Communicator::join(torch::Device device, const std::string& backend) {
 
 namespace {
 
+/// A collective's failure, naming the collective and the rank.
+[[noreturn]] void throw_collective_error(const DistributedOptions& options, const char* what, const std::exception& e) {
+  const std::string why = without_backtrace(e);
+  const bool lost = why.find("onnection") != std::string::npos || why.find("closed") != std::string::npos ||
+                    why.find("Timed out") != std::string::npos || why.find("timed out") != std::string::npos ||
+                    why.find("reset") != std::string::npos || why.find("Broken pipe") != std::string::npos;
+  throw Error("distributed training: rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size) +
+              (lost ? " lost the other ranks during " : " failed in ") + what + " (" + why + ")" +
+              (lost ? "; another rank failed, was killed or waited longer than --timeout-minutes (see its message); "
+                      "`xmc train --resume` continues the run from its last checkpoint"
+                    : ""));
+}
+
 /// Runs one collective and waits for it; a failure names the collective and the rank.
 template <typename Launch>
 void run_collective(const DistributedOptions& options, const char* what, Launch&& launch) {
@@ -178,19 +191,68 @@ void run_collective(const DistributedOptions& options, const char* what, Launch&
     auto work = launch();
     work->wait();
   } catch (const std::exception& e) {
-    const std::string why = without_backtrace(e);
-    const bool lost = why.find("onnection") != std::string::npos || why.find("closed") != std::string::npos ||
-                      why.find("Timed out") != std::string::npos || why.find("timed out") != std::string::npos ||
-                      why.find("reset") != std::string::npos || why.find("Broken pipe") != std::string::npos;
-    throw Error("distributed training: rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size) +
-                (lost ? " lost the other ranks during " : " failed in ") + what + " (" + why + ")" +
-                (lost ? "; another rank failed, was killed or waited longer than --timeout-minutes (see its message); "
-                        "`xmc train --resume` continues the run from its last checkpoint"
-                      : ""));
+    throw_collective_error(options, what, e);
   }
 }
 
 }  // namespace
+
+struct PendingAllReduce::Impl {
+  const DistributedOptions* options = nullptr;
+  const char* what = "";
+  c10::intrusive_ptr<c10d::Work> work;  ///< null once waited for
+  std::vector<torch::Tensor> staged;    ///< what travels: the tensor itself, or its copy in the group's memory
+  torch::Tensor target;                 ///< where the sum goes when staged is a copy
+};
+
+PendingAllReduce::PendingAllReduce() = default;
+PendingAllReduce::PendingAllReduce(PendingAllReduce&&) noexcept = default;
+PendingAllReduce& PendingAllReduce::operator=(PendingAllReduce&& other) noexcept {
+  if (this != &other) {
+    try {
+      if (impl_) wait();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): see the destructor
+    }
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+PendingAllReduce::~PendingAllReduce() {
+  try {
+    if (impl_) wait();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the collective's tensors must outlive it; its failure is reported by the rank's next one
+  }
+}
+
+void PendingAllReduce::wait() {
+  if (!impl_ || !impl_->work) return;
+  const c10::intrusive_ptr<c10d::Work> work = std::move(impl_->work);
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    throw_collective_error(*impl_->options, impl_->what, e);
+  }
+  if (impl_->target.defined()) impl_->target.copy_(impl_->staged[0]);
+}
+
+PendingAllReduce Communicator::start_all_reduce_sum(torch::Tensor tensor, const char* what) {
+  PendingAllReduce pending;
+  if (options_.world_size == 1 || tensor.numel() == 0) return pending;
+  pending.impl_ = std::make_unique<PendingAllReduce::Impl>();
+  PendingAllReduce::Impl& p = *pending.impl_;
+  p.options = &options_;
+  p.what = what;
+  torch::Tensor staged = tensor.to(impl_->staging).contiguous();
+  if (!staged.is_same(tensor)) p.target = tensor;
+  p.staged.push_back(std::move(staged));
+  try {
+    p.work = impl_->group->allreduce(p.staged, c10d::AllreduceOptions{});
+  } catch (const std::exception& e) {
+    throw_collective_error(options_, what, e);
+  }
+  return pending;
+}
 
 // Gloo divides by the element count: an empty tensor (the same shape on every rank, so every rank skips it)
 // never reaches it.
@@ -331,6 +393,13 @@ std::vector<std::string> Communicator::gather_at_main(const std::string& bytes, 
 void Communicator::join(torch::Device, const std::string&) {}
 void Communicator::all_reduce_sum(torch::Tensor&, const char*) {}
 void Communicator::all_reduce_max(torch::Tensor&, const char*) {}
+struct PendingAllReduce::Impl {};
+PendingAllReduce::PendingAllReduce() = default;
+PendingAllReduce::PendingAllReduce(PendingAllReduce&&) noexcept = default;
+PendingAllReduce& PendingAllReduce::operator=(PendingAllReduce&&) noexcept = default;
+PendingAllReduce::~PendingAllReduce() = default;
+void PendingAllReduce::wait() {}
+PendingAllReduce Communicator::start_all_reduce_sum(torch::Tensor, const char*) { return {}; }
 void Communicator::broadcast(torch::Tensor&, const char*, int) {}
 torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char*) { return local; }
 torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const char*, std::vector<std::int64_t>& counts) {

@@ -15,6 +15,24 @@
 
 namespace xmc {
 
+/// An all-reduce under way (Communicator::start_all_reduce_sum). wait() ends it: the sum is then in the
+/// tensor it was started on, or it throws like a blocking collective. Destroying one that was not waited for
+/// waits for it, and drops any failure (the rank is failing for another reason already).
+class PendingAllReduce {
+ public:
+  PendingAllReduce();
+  PendingAllReduce(PendingAllReduce&&) noexcept;
+  PendingAllReduce& operator=(PendingAllReduce&&) noexcept;
+  ~PendingAllReduce();
+  void wait();
+  bool started() const { return impl_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class Communicator {
  public:
   /// Opens the rendezvous: rank 0 listens on master_host:master_port (port 0: a free one, see port()), the
@@ -50,6 +68,10 @@ class Communicator {
   /// In place: the element-wise sum (max) over ranks.
   void all_reduce_sum(torch::Tensor& tensor, const char* what);
   void all_reduce_max(torch::Tensor& tensor, const char* what);
+  /// The element-wise sum over ranks of `tensor`, started and not waited for: the caller may compute on while
+  /// it travels, but must not touch `tensor` until wait(). Collectives still start in the same order on every
+  /// rank: a later blocking one runs after it.
+  PendingAllReduce start_all_reduce_sum(torch::Tensor tensor, const char* what);
   /// In place: root's tensor on every rank (same shape and dtype everywhere).
   void broadcast(torch::Tensor& tensor, const char* what, int root = 0);
   /// The ranks' tensors concatenated along dim 0 in rank order; row counts may differ, the other

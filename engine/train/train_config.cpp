@@ -128,7 +128,10 @@ std::vector<KeyGroup> key_groups() {
       {"Distributed", "",
        {string_key("distributed.backend", &TrainConfig::distributed_backend, {"auto", "gloo", "nccl"},
                    "Collectives of a multi-process job (--nproc, --world-size): gloo (host memory), nccl (GPU to GPU) or auto "
-                   "(nccl on GPUs when this build has it, else gloo)")}},
+                   "(nccl on GPUs when this build has it, else gloo)"),
+        string_key("distributed.overlap", &TrainConfig::distributed_overlap, {"on", "off"},
+                   "Multi-process: sum the dense gradients over the processes in buckets while backward still runs (on), or all after "
+                   "it (off); the sums are the same")}},
       {"Loss and negatives", "",
        {string_key("loss", &TrainConfig::loss, {"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"},
                    "Loss over (query, label-pool) scores; decoupled_softmax drops other positives from each denominator"),

@@ -20,6 +20,7 @@ struct TrainConfig {
   std::string prefetch = "auto";    ///< next batch prepared on a second thread: auto (GPU only) | on | off
   std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
   std::string distributed_backend = "auto";  ///< multi-process collectives: auto | gloo | nccl
+  std::string distributed_overlap = "on";   ///< multi-process: dense gradients summed during backward (on | off)
 
   // Loss and negatives
   std::string loss = "decoupled_softmax";  ///< triplet | softmax | decoupled_softmax | softtopk | supcon | bce

@@ -27,6 +27,7 @@
 #include "engine/train/sparse_gradient.h"
 #include "engine/train/step_prefetcher.h"
 #include "engine/train/lr_schedule.h"
+#include "engine/train/overlapped_gradient_reducer.h"
 #include "engine/train/mode_evaluation.h"
 
 namespace xmc {
@@ -76,28 +77,43 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
   }
 }
 
+/// Whether a parameter's gradient may travel row-sparse (an embedding table): reduce_gradients() decides per
+/// step from how many rows were touched; the others are dense, and may be reduced during backward.
+bool may_reduce_row_sparse(const torch::Tensor& parameter) {
+  constexpr std::int64_t kSparseMinRows = 1024;
+  return parameter.dim() == 2 && parameter.size(0) >= kSparseMinRows && parameter.element_size() <= 8;
+}
+
+/// What the ranks agreed on while reducing a step's gradients: each true when any rank raised it.
+struct StepAgreement {
+  bool stop = false;
+  bool pause = false;
+  bool late_gradients = false;  ///< a gradient reached the overlapped reducer after its bucket had started
+};
+
 /// Sums (or averages) the gradients of `parameters` over the ranks, leaving every rank the same bits, and
-/// agrees on the control flags {stop, pause} (each true when any rank raised it; they ride on the first
-/// collective).
+/// agrees on the control flags (they ride on the first collective after backward).
 ///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows; sparse tensors, or dense
 ///    ones whose other rows are zero) travel as their touched rows, all-gathered together with the row numbers
 ///    and added in rank order into a sparse gradient: a fraction of the table. Which tables go this way is
 ///    agreed in that first collective, so every rank runs the same collectives.
-///  - The others are flattened into buckets of up to ~32 MB: one all-reduce per bucket, not per tensor.
+///  - The dense ones were reduced during backward by `overlapped` when it was armed for this step (it finishes
+///    here); otherwise they are flattened into buckets of up to ~32 MB: one all-reduce per bucket, not per tensor.
 /// A parameter without a gradient on this rank takes part with zeros.
-std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average,
-                                       std::pair<bool, bool> flags) {
+StepAgreement reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average,
+                               std::pair<bool, bool> flags, OverlappedGradientReducer* overlapped) {
   constexpr std::int64_t kBucketBytes = 32 << 20;
-  constexpr std::int64_t kSparseMinRows = 1024;
   constexpr double kSparseMaxDensity = 0.25;
   torch::NoGradGuard no_grad;
+  if (overlapped != nullptr) overlapped->finish();
+  const auto by_overlap = [&](const torch::Tensor& p) { return overlapped != nullptr && !may_reduce_row_sparse(p) && p.requires_grad(); };
   for (const auto& p : parameters)
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    if (!p.grad().defined() && !by_overlap(p)) p.mutable_grad() = torch::zeros_like(p);
 
   std::vector<std::size_t> candidates;
   std::vector<torch::Tensor> touched;
   for (std::size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i].dim() == 2 && parameters[i].size(0) >= kSparseMinRows && parameters[i].element_size() <= 8) {
+    if (may_reduce_row_sparse(parameters[i])) {
       candidates.push_back(i);
       torch::Tensor grad = parameters[i].grad();
       if (grad.is_sparse()) {  // a row-sparse gradient names its rows
@@ -107,18 +123,25 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
         touched.push_back(grad.count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
       }
     }
-  // [stop, pause, density of each candidate], max over the ranks.
-  constexpr std::int64_t kFlags = 2;
+  // [stop, pause, late gradients, density of each candidate], max over the ranks.
+  constexpr std::int64_t kFlags = 3;
   torch::Tensor control = torch::empty({kFlags + static_cast<std::int64_t>(candidates.size())}, torch::kDouble);
   control[0] = flags.first ? 1.0 : 0.0;
   control[1] = flags.second ? 1.0 : 0.0;
+  control[2] = overlapped != nullptr && overlapped->has_late_gradients() ? 1.0 : 0.0;
   for (std::size_t c = 0; c < candidates.size(); ++c)
     control[static_cast<std::int64_t>(c) + kFlags] =
         static_cast<double>(touched[c].size(0)) / static_cast<double>(parameters[candidates[c]].size(0));
   communicator.all_reduce_max(control, "agreeing on the step");
+  const auto agreed = control.accessor<double, 1>();
+  const StepAgreement agreement{agreed[0] > 0, agreed[1] > 0, agreed[2] > 0};
   std::vector<bool> sparse(parameters.size(), false);
   for (std::size_t c = 0; c < candidates.size(); ++c)
-    sparse[candidates[c]] = control[static_cast<std::int64_t>(c) + kFlags].item<double>() <= kSparseMaxDensity;
+    sparse[candidates[c]] = agreed[static_cast<std::int64_t>(c) + kFlags] <= kSparseMaxDensity;
+  if (overlapped != nullptr) {
+    if (agreement.late_gradients) overlapped->reduce_late();
+    overlapped->write_gradients(average);
+  }
 
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     if (!sparse[candidates[c]]) continue;
@@ -166,14 +189,14 @@ std::pair<bool, bool> reduce_gradients(Communicator& communicator, const std::ve
     bytes = 0;
   };
   for (std::size_t i = 0; i < parameters.size(); ++i) {
-    if (sparse[i]) continue;
+    if (sparse[i] || by_overlap(parameters[i])) continue;
     const torch::Tensor& p = parameters[i];
     if (!bucket.empty() && (bucket.front().scalar_type() != p.scalar_type() || bytes >= kBucketBytes)) flush();
     bucket.push_back(p);
     bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
   }
   flush();
-  return {control[0].item<double>() > 0, control[1].item<double>() > 0};
+  return agreement;
 }
 
 bool is_out_of_memory(const std::exception& e) {
@@ -224,6 +247,9 @@ struct Trainer::Impl {
   DistributedContext distributed;
   bool stop_agreed = false;   ///< a rank was asked to stop (agreed during the last step's gradient reduction)
   bool pause_agreed = false;  ///< rank 0 was paused (agreed likewise)
+  /// Sums the dense gradients during backward (distributed.overlap); made per stage, armed for each step until
+  /// a step of the stage runs a second backward (then the stage reduces after backward, as without it).
+  std::unique_ptr<OverlappedGradientReducer> overlapped_reducer;
   EvaluationSetup eval_setup;
   EvalResult last_eval;
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
@@ -530,6 +556,15 @@ struct Trainer::Impl {
       base_lrs.push_back(group.lr);
     }
     optimizer = std::make_unique<FusedAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+    overlapped_reducer.reset();
+    if (distributed.enabled() && config.distributed_overlap == "on") {
+      std::vector<torch::Tensor> dense;
+      for (const auto& p : clipped_parameters)
+        if (!may_reduce_row_sparse(p) && p.requires_grad()) dense.push_back(p);
+      // Small buckets: the first starts while most of backward is still to come; each costs one collective's latency.
+      constexpr std::int64_t kOverlapBucketBytes = 4 << 20;
+      if (!dense.empty()) overlapped_reducer = std::make_unique<OverlappedGradientReducer>(*communicator, dense, kOverlapBucketBytes);
+    }
   }
 
   std::int64_t batches_per_epoch() const {
@@ -706,13 +741,16 @@ struct Trainer::Impl {
   /// every rank holds the same gradients, loss and query embeddings.
   StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared, TrainContext& ctx) {
     if (!distributed.enabled()) return method->train_step(stage, batch, prepared, ctx);
-    if (method->splits_batch_across_ranks(stage)) {
-      StepResult result = method->train_step(stage, batch, prepared, ctx);
-      std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/false, control_flags());
-      return result;
-    }
-    StepResult result = method->train_step(stage, step_rows(stage, batch), prepared, ctx);
-    std::tie(stop_agreed, pause_agreed) = reduce_gradients(*communicator, clipped_parameters, /*average=*/true, control_flags());
+    OverlappedGradientReducer* overlapped = overlapped_reducer.get();
+    if (overlapped != nullptr) overlapped->arm();
+    const bool split = method->splits_batch_across_ranks(stage);
+    StepResult result = method->train_step(stage, split ? std::span<const std::int64_t>(batch) : step_rows(stage, batch), prepared, ctx);
+    const StepAgreement agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/!split, control_flags(), overlapped);
+    stop_agreed = agreed.stop;
+    pause_agreed = agreed.pause;
+    // A stage whose steps run several backwards (gradient caching) gains nothing from reducing during the first.
+    if (agreed.late_gradients) overlapped_reducer.reset();
+    if (split) return result;
     torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
     communicator->all_reduce_sum(loss, "averaging the loss");
     result.loss = loss.item<double>() / distributed.world_size;

@@ -83,6 +83,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Equivalence{"hard_softmax_3", "--set negatives=hard --set hard.per_query=2 --set hard.shortlist=6 --set hard.refresh_every=1 --set loss=softmax", 3},
                       // Each process preparing its next batch ahead (hard negatives read the shortlist there) against one that does not.
                       Equivalence{"hard_prefetch_2", "--set negatives=hard --set hard.per_query=2 --set hard.shortlist=6 --set hard.refresh_every=1 --set loss=softmax", 2, 40, "--set prefetch=on"},
+                      // The dense gradients reduced after backward instead of during it (the default reduces them in buckets as
+                      // backward produces them; the all-label cases below run two backwards a step, which that notices and stops).
+                      Equivalence{"inbatch_after_backward_2", "--set negatives=inbatch --set loss=decoupled_softmax", 2, 40, "--set distributed.overlap=off"},
                       Equivalence{"all_decoupled_sharded_3", "--set negatives=all --set loss=decoupled_softmax --set all.label_chunk=5", 3},
                       Equivalence{"all_softtopk_sharded_2", "--set negatives=all --set loss=softtopk", 2},
                       Equivalence{"inbatch_word_rows_3", "--set negatives=inbatch --set loss=decoupled_softmax --set epochs=4 --set lr=0.03", 3, 3000}),
