@@ -5,7 +5,8 @@
 # NCCL=1 compiles the communicator a second time with its NCCL group and without Gloo, as a build against
 # PyTorch's wheels does; CUDA_INCLUDE is the folder with cuda_runtime.h and nccl.h (default
 # /usr/local/cuda/include; without CUDA's headers that variant fails for want of them, not of an API).
-# EXTRA_INCLUDE is put before the LibTorch folders (headers that tree lacks).
+# EXTRA_INCLUDE is put before the LibTorch folders (headers that tree lacks). ONLY, a regular expression,
+# keeps the files whose path it matches (say after changing a few).
 # Prints each file that fails with its first errors; exits non-zero when any does.
 # Usage: packaging/check_torch_api.sh LIBTORCH_INCLUDE_DIR [build_dir]
 set -euo pipefail
@@ -21,15 +22,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # One small shell script per compilation, written by Python from the compile commands.
-python3 - "$build/compile_commands.json" "$include" "$work" "${NCCL:-0}" "${CUDA_INCLUDE:-/usr/local/cuda/include}" "${EXTRA_INCLUDE:-}" <<'PY'
+python3 - "$build/compile_commands.json" "$include" "$work" "${NCCL:-0}" "${CUDA_INCLUDE:-/usr/local/cuda/include}" "${EXTRA_INCLUDE:-}" "${ONLY:-}" <<'PY'
 import json, re, shlex, sys
-commands, include, work, nccl, cuda_include, extra = sys.argv[1:7]
+commands, include, work, nccl, cuda_include, extra, only = sys.argv[1:8]
 torch_flag = re.compile(r'-isystem \S*/torch/csrc/api/include')
 ours = (f'-isystem {extra} ' if extra else '') + f'-isystem {include} -isystem {include}/torch/csrc/api/include'
 jobs = []
 for entry in json.load(open(commands)):
     command = entry['command']
-    if not torch_flag.search(command):
+    if not torch_flag.search(command) or (only and not re.search(only, entry['file'])):
         continue
     # The precompiled header was made from the other LibTorch: each file parses its own includes.
     command = torch_flag.sub(lambda m: ours, command, count=1)
