@@ -2,9 +2,9 @@
 // Engine-internal (includes torch). Builds the next batch's PreparedBatch (method.h) on a worker thread while
 // the current batch trains: on a GPU the host's share of a step (label pool, token ids, pinning them and
 // queueing their copy on the device's stream) then overlaps the device's work. The preparation draws from the
-// label-pool random stream, so the prefetcher remembers where the stream stood before it: a batch prepared but
-// never trained (a checkpoint, a stop or max_steps comes first) is dropped and the stream put back, and
-// training is the same, bit for bit, as without prefetching.
+// label-pool random stream, so the prefetcher remembers where the stream stood before it: a checkpoint keeps
+// that state, and a batch prepared but never trained (a stop or max_steps comes first) is dropped and the
+// stream put back, so training is the same, bit for bit, as without prefetching.
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -36,6 +36,10 @@ class StepPrefetcher {
   /// before it was prepared.
   void drop();
   bool in_flight() const { return future_.valid(); }
+  /// The label-pool stream as it stood before the batch in flight was prepared (the stream itself when none
+  /// is): what a checkpoint written now keeps, since a run resumed from it prepares that batch again while
+  /// this run goes on with the prepared one.
+  std::mt19937_64 stream_before_in_flight() const { return in_flight() ? rng_before_ : rng_; }
 
  private:
   std::mt19937_64& rng_;

@@ -697,13 +697,12 @@ struct Trainer::Impl {
   // ---- checkpoints ----------------------------------------------------------------------------
 
   void checkpoint() {
-    // A batch prepared ahead has drawn from the label-pool stream: the checkpoint keeps the stream as it stood
-    // before that batch, which a resumed run prepares again (a rank that drops one prepares it again, the same).
-    prefetcher.drop();
     if (!distributed.is_main()) return;  // rank 0 writes the run's checkpoints
     state.sampler_state = batcher->save_state();
+    // A batch prepared ahead has drawn from the label-pool stream: the checkpoint keeps the stream as it stood
+    // before that batch, which a resumed run prepares again; this run trains the one prepared.
     std::ostringstream rng_state;
-    rng_state << label_pool_rng;
+    rng_state << prefetcher.stream_before_in_flight();
     state.label_pool_rng = rng_state.str();
     state.store_id = setup.store_id;
     state.run_id = setup.run_id;

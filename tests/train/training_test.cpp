@@ -304,7 +304,8 @@ TEST(Training, ResumeContinuesBitForBit) {
 
 TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
   // With prefetch=on a checkpoint inside an epoch is written while the next batch is being prepared (it has
-  // drawn its positives from the label-pool stream); the checkpoint must keep the stream from before it.
+  // drawn its positives from the label-pool stream); the checkpoint must keep the stream from before it, and
+  // the run goes on with the batch it prepared.
   test::TempDir dir;
   write_synthetic_dataset(dir / "data", 2);
   TrainConfig config = small_config(dir / "data");
@@ -335,6 +336,13 @@ TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
   ASSERT_EQ(pa.size(), pb.size());
   for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+
+  // A run that is not stopped trains the batch it prepared before each checkpoint: the same run again.
+  TrainingRun through(config, dir / "c.sqlite");
+  const TrainResult c = through.run();
+  ASSERT_EQ(c.outcome, RunOutcome::Completed);
+  const auto pc = checkpoint_parameters(TrainingRun::run_directory(dir / "c.sqlite", through.run_id()) / "checkpoint.pt");
+  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " through checkpoints";
 }
 
 TEST(Training, NonFiniteLossFailsTheRunAndLeavesStoredRunsIntact) {
