@@ -298,8 +298,10 @@ torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const ch
   std::vector<std::vector<torch::Tensor>> counts_out(1);
   for (std::size_t r = 0; r < world; ++r) counts_out[0].push_back(torch::empty({1}, count.options()));
   run_collective(options_, what, [&] { return impl_->group->allgather(counts_out, counts_in); });
-  counts.clear();
-  for (const auto& c : counts_out[0]) counts.push_back(c.item<std::int64_t>());
+  // One copy to the host for all of them (on NCCL each .item() would wait for the GPU on its own).
+  const torch::Tensor on_host = torch::cat(counts_out[0]).cpu();
+  const auto* at = on_host.data_ptr<std::int64_t>();
+  counts.assign(at, at + world);
   return gather_padded(local, counts, what);
 }
 
