@@ -25,6 +25,7 @@ OverlappedGradientReducer::OverlappedGradientReducer(Communicator& communicator,
     slot.offset = bytes / static_cast<std::int64_t>(p->element_size());
     buckets_.back().slots.push_back(slots_.size());
     slots_.push_back(slot);
+    covered_.insert(p->unsafeGetTensorImpl());
     bytes += p->numel() * static_cast<std::int64_t>(p->element_size());
   }
   for (Bucket& bucket : buckets_) {

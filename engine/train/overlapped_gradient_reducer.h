@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/distributed/communicator.h"
@@ -20,9 +21,12 @@ namespace xmc {
 /// reach takes part with zeros) and waits for all.
 ///
 /// One backward per step is what it overlaps. A gradient that arrives after its bucket started (a second
-/// backward: gradient caching) is kept aside; the ranks agree whether any rank had one (has_late_gradients(),
-/// carried on the trainer's agreement collective) and then all reduce those too (reduce_late()), so the sums
-/// are right either way, and the trainer stops arming the reducer for such a stage.
+/// backward) is kept aside; the ranks agree whether any rank had one (has_late_gradients(), carried on the
+/// trainer's agreement collective) and then all reduce those too (reduce_late()), so the sums are right
+/// either way.
+///
+/// The backward must run no collectives of its own: their order against the buckets' would depend on each
+/// rank's graph (the trainer arms it only for steps that train a rank's shard as a batch of its own).
 ///
 /// A step: arm(), the method's forward and backward, finish(), [reduce_late()], write_gradients().
 class OverlappedGradientReducer {
@@ -48,6 +52,8 @@ class OverlappedGradientReducer {
   /// `average`); disarms.
   void write_gradients(bool average);
 
+  /// Whether `parameter` is one of the reducer's (its gradient is reduced by it).
+  bool covers(const torch::Tensor& parameter) const { return covered_.count(parameter.unsafeGetTensorImpl()) > 0; }
   std::size_t bucket_count() const { return buckets_.size(); }
   /// Buckets of this step whose all-reduce has started.
   std::size_t buckets_started() const { return next_to_start_.load(); }
@@ -75,6 +81,7 @@ class OverlappedGradientReducer {
 
   Communicator& communicator_;
   std::vector<Slot> slots_;
+  std::unordered_set<const void*> covered_;  ///< the slots' parameters (their TensorImpl)
   std::vector<Bucket> buckets_;
   std::atomic<std::size_t> next_to_start_ = 0;
   std::atomic<bool> armed_ = false;

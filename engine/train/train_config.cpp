@@ -131,7 +131,8 @@ std::vector<KeyGroup> key_groups() {
                    "(nccl on GPUs when this build has it, else gloo)"),
         string_key("distributed.overlap", &TrainConfig::distributed_overlap, {"on", "off"},
                    "Multi-process: sum the dense gradients over the processes in buckets while backward still runs (on), or all after "
-                   "it (off); the sums are the same")}},
+                   "it (off), in stages where each process trains a shard of the batch (UniDEC, DEPSL, NGAME's M4, IRENE; DEXML and "
+                   "NGAME's M1 split one batch's work and sum after backward); the same sums, up to the order of additions")}},
       {"Loss and negatives", "",
        {string_key("loss", &TrainConfig::loss, {"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"},
                    "Loss over (query, label-pool) scores; decoupled_softmax drops other positives from each denominator"),

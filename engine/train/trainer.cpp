@@ -106,7 +106,7 @@ StepAgreement reduce_gradients(Communicator& communicator, const std::vector<tor
   constexpr double kSparseMaxDensity = 0.25;
   torch::NoGradGuard no_grad;
   if (overlapped != nullptr) overlapped->finish();
-  const auto by_overlap = [&](const torch::Tensor& p) { return overlapped != nullptr && !may_reduce_row_sparse(p) && p.requires_grad(); };
+  const auto by_overlap = [&](const torch::Tensor& p) { return overlapped != nullptr && overlapped->covers(p); };
   for (const auto& p : parameters)
     if (!p.grad().defined() && !by_overlap(p)) p.mutable_grad() = torch::zeros_like(p);
 
@@ -247,8 +247,8 @@ struct Trainer::Impl {
   DistributedContext distributed;
   bool stop_agreed = false;   ///< a rank was asked to stop (agreed during the last step's gradient reduction)
   bool pause_agreed = false;  ///< rank 0 was paused (agreed likewise)
-  /// Sums the dense gradients during backward (distributed.overlap); made per stage, armed for each step until
-  /// a step of the stage runs a second backward (then the stage reduces after backward, as without it).
+  /// Sums the dense gradients during backward (distributed.overlap); made per stage, armed for each step of a
+  /// stage whose processes train shards of the batch as batches of their own.
   std::unique_ptr<OverlappedGradientReducer> overlapped_reducer;
   EvaluationSetup eval_setup;
   EvalResult last_eval;
@@ -740,15 +740,16 @@ struct Trainer::Impl {
   /// every rank holds the same gradients, loss and query embeddings.
   StepResult step(const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared, TrainContext& ctx) {
     if (!distributed.enabled()) return method->train_step(stage, batch, prepared, ctx);
-    OverlappedGradientReducer* overlapped = overlapped_reducer.get();
-    if (overlapped != nullptr) overlapped->arm();
     const bool split = method->splits_batch_across_ranks(stage);
+    // A split batch's backward runs collectives of its own (the gathers' gradients): where a rank's share is
+    // empty its graph differs, and buckets started from hooks could interleave with those collectives in
+    // another order than on the other ranks. Its dense gradients are reduced after backward.
+    OverlappedGradientReducer* overlapped = split ? nullptr : overlapped_reducer.get();
+    if (overlapped != nullptr) overlapped->arm();
     StepResult result = method->train_step(stage, split ? std::span<const std::int64_t>(batch) : step_rows(stage, batch), prepared, ctx);
     const StepAgreement agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/!split, control_flags(), overlapped);
     stop_agreed = agreed.stop;
     pause_agreed = agreed.pause;
-    // A stage whose steps run several backwards (gradient caching) gains nothing from reducing during the first.
-    if (agreed.late_gradients) overlapped_reducer.reset();
     if (split) return result;
     torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
     communicator->all_reduce_sum(loss, "averaging the loss");
