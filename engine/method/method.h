@@ -63,6 +63,9 @@ struct ParameterGroup {
   std::vector<torch::Tensor> parameters;
   double lr = 0;
   double weight_decay = 0;
+  /// Rows a step gives no gradient keep their value and moments (FusedAdamW::update_rows_lazily): for tables
+  /// of which a step touches a few rows, such as a classifier per label.
+  bool lazy_rows = false;
 };
 
 /// What a method may use while it trains: data, device, random streams and where to report work.

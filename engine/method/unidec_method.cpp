@@ -83,7 +83,7 @@ class UnidecMethod final : public Method {
     std::vector<ParameterGroup> groups{{std::move(decay), config_.lr, config_.weight_decay},
                                        {std::move(no_decay), config_.lr, 0.0},
                                        {std::move(heads), config_.lr * config_.head_lr_scale, 0.0}};
-    if (!table.empty()) groups.push_back({std::move(table), config_.unidec_classifier_lr, 0.0});
+    if (!table.empty()) groups.push_back({std::move(table), config_.unidec_classifier_lr, 0.0, config_.unidec_classifier_optimizer == "lazy_adamw"});
     return groups;
   }
 

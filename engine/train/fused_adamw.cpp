@@ -108,6 +108,30 @@ void update_row_sparse(float* p, const std::int64_t* touched, const float* value
   });
 }
 
+/// The lazy update: only the `touched` rows (ascending, distinct; `values` their gradients) are updated, each
+/// as update_row_sparse() updates a touched row; the others keep their value and moments.
+void update_touched_rows(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, float* m, float* v,
+                         std::int64_t width, const UpdateConstants& c) {
+  at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t k = begin; k < end; ++k) {
+      const std::int64_t at = touched[k] * width;
+      update_range<true>(p + at, values + k * width, m + at, v + at, 0, width, c);
+    }
+  });
+}
+
+/// A lazily updated parameter's touched rows (ascending) and their gradients ([touched × width]).
+std::pair<torch::Tensor, torch::Tensor> touched_rows(const torch::Tensor& p, const torch::Tensor& grad) {
+  const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
+  if (grad.is_sparse()) {
+    const torch::Tensor coalesced_grad = coalesced(grad);
+    return {coalesced_grad._indices().reshape({-1}).contiguous(), coalesced_grad._values().reshape({coalesced_grad._values().size(0), -1}).contiguous()};
+  }
+  const torch::Tensor by_row = grad.reshape({rows, -1});
+  const torch::Tensor touched = by_row.ne(0).any(1).nonzero().reshape({-1});
+  return {touched, by_row.index_select(0, touched).contiguous()};
+}
+
 bool plain(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse(); }
 
 bool fusable(const torch::Tensor& p, const torch::Tensor& grad, const torch::optim::AdamWParamState& state, bool amsgrad) {
@@ -150,6 +174,37 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(state.step()));
       const double step_size = options.lr() / bias_correction1;
 
+      const bool lazy = lazy_.count(p.unsafeGetTensorImpl()) > 0;
+      if (lazy && !options.amsgrad()) {
+        // Only the touched rows, their moments and their weight decay.
+        const auto [touched, values] = touched_rows(p, grad);
+        if (plain(p) && plain(state.exp_avg()) && plain(state.exp_avg_sq())) {
+          const UpdateConstants c{.decay = static_cast<float>(1 - options.lr() * options.weight_decay()),
+                                  .beta1 = static_cast<float>(beta1),
+                                  .one_minus_beta1 = static_cast<float>(1 - beta1),
+                                  .beta2 = static_cast<float>(beta2),
+                                  .one_minus_beta2 = static_cast<float>(1 - beta2),
+                                  .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
+                                  .eps = static_cast<float>(options.eps()),
+                                  .minus_step = static_cast<float>(-step_size)};
+          const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
+          update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
+                              state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, p.dim() == 0 ? 1 : p.size(0)), c);
+          for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
+        } else {  // on a GPU, other dtypes: the same arithmetic on the gathered rows
+          const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
+          torch::Tensor p_rows = p.reshape({rows, -1}), m_rows = state.exp_avg().reshape({rows, -1}), v_rows = state.exp_avg_sq().reshape({rows, -1});
+          const torch::Tensor g = values.to(p.scalar_type());
+          torch::Tensor m = m_rows.index_select(0, touched).mul_(beta1).add_(g, 1 - beta1);
+          torch::Tensor v = v_rows.index_select(0, touched).mul_(beta2).addcmul_(g, g, 1 - beta2);
+          torch::Tensor q = p_rows.index_select(0, touched).mul_(1 - options.lr() * options.weight_decay());
+          q.addcdiv_(m, (v.sqrt() / std::sqrt(bias_correction2)).add_(options.eps()), -step_size);
+          m_rows.index_copy_(0, touched, m);
+          v_rows.index_copy_(0, touched, v);
+          p_rows.index_copy_(0, touched, q);
+        }
+        continue;
+      }
       if (fusable(p, grad, state, options.amsgrad())) {
         const UpdateConstants c{.decay = static_cast<float>(1 - options.lr() * options.weight_decay()),
                                 .beta1 = static_cast<float>(beta1),
@@ -192,5 +247,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   }
   return loss;
 }
+
+void FusedAdamW::update_rows_lazily(const torch::Tensor& parameter) { lazy_.insert(parameter.unsafeGetTensorImpl()); }
 
 }  // namespace xmc

@@ -10,12 +10,23 @@
 // other dtypes, amsgrad) are updated as LibTorch's AdamW does, a sparse gradient made dense first.
 #include <torch/torch.h>
 
+#include <unordered_set>
+
 namespace xmc {
 
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
+
+  /// From now on the rows (first dimension) of `parameter` that a step gives no gradient keep their value and
+  /// both moments, as torch's SparseAdam leaves them (with AdamW's decoupled weight decay on the rows it
+  /// updates): a step costs the rows it touched, not the table. A row-sparse gradient names its rows; in a
+  /// dense one, rows that are all zero count as untouched.
+  void update_rows_lazily(const torch::Tensor& parameter);
+
+ private:
+  std::unordered_set<const void*> lazy_;  ///< TensorImpls of the parameters updated lazily
 };
 
 }  // namespace xmc

@@ -213,6 +213,9 @@ std::vector<KeyGroup> key_groups() {
       {"UniDEC classifiers", "method=unidec",
        {float_key("unidec.lambda", &TrainConfig::unidec_lambda, 0, 1, "λ: loss = λ·dual-encoder loss + (1-λ)·classifier loss"),
         float_key("unidec.classifier_lr", &TrainConfig::unidec_classifier_lr, 0, 100, "Learning rate of the classifier table Ψ (its own)"),
+        string_key("unidec.classifier_optimizer", &TrainConfig::unidec_classifier_optimizer, {"adamw", "lazy_adamw"},
+                   "Update of Ψ: adamw (every row every step, the moments of rows outside the pool decaying) or lazy_adamw (only the rows "
+                   "of the step's label pool, with their moments, as SparseAdam does: a step's cost no longer grows with the label count)"),
         float_key("unidec.bce_weight", &TrainConfig::unidec_bce_weight, 0, 100, "Weight of an auxiliary BCE on the classifier scores (0 = off)"),
         string_key("unidec.classifier_init", &TrainConfig::unidec_classifier_init, {"label_text", "random"},
                    "Classifiers start as the CLF head's encoding of each label's text, or random"),

@@ -81,6 +81,7 @@ struct TrainConfig {
   // UniDEC's classifiers
   double unidec_lambda = 0.5;              ///< λ: loss = λ·L_DE + (1-λ)·L_CLF
   double unidec_classifier_lr = 0.01;      ///< learning rate of the classifier table Ψ
+  std::string unidec_classifier_optimizer = "adamw";  ///< Ψ's update: adamw (every row, every step) | lazy_adamw (the pooled rows)
   double unidec_bce_weight = 0;            ///< weight of an auxiliary BCE on the classifier scores (0 = off)
   std::string unidec_classifier_init = "label_text";  ///< label_text (Ψ_l = CLF head of the label's text) | random
   double unidec_concat_weight = 0.5;       ///< w: concat inference ranks by (1-w)·de + w·clf (+ label bias)

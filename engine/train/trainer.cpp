@@ -546,16 +546,19 @@ struct Trainer::Impl {
   /// The optimiser of `stage` over the method's parameter groups (AdamW; lr scheduled per group).
   void make_optimizer(const StageSpec& stage) {
     std::vector<torch::optim::OptimizerParamGroup> groups;
+    std::vector<torch::Tensor> lazy;
     base_lrs.clear();
     clipped_parameters.clear();
     for (ParameterGroup& group : method->parameter_groups(stage)) {
       if (group.parameters.empty()) continue;  // e.g. no DE head: no head group
       clipped_parameters.insert(clipped_parameters.end(), group.parameters.begin(), group.parameters.end());
+      if (group.lazy_rows) lazy.insert(lazy.end(), group.parameters.begin(), group.parameters.end());
       groups.emplace_back(std::move(group.parameters),
                           std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(group.lr).weight_decay(group.weight_decay)));
       base_lrs.push_back(group.lr);
     }
     optimizer = std::make_unique<FusedAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
+    for (const auto& p : lazy) optimizer->update_rows_lazily(p);
     overlapped_reducer.reset();
     if (distributed.enabled() && config.distributed_overlap == "on") {
       std::vector<torch::Tensor> dense;

@@ -396,6 +396,36 @@ TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
   EXPECT_GT((table1 - table0).abs().max().item<double>(), 0.5 * 0.05);
 }
 
+TEST(Unidec, LazyClassifierUpdatesLeaveRowsOutsideTheStepsPoolAlone) {
+  // Pools of at most 4 labels out of 12 (batches of 4, one sampled positive, no hard negatives): a row pooled in
+  // step 1 and not in step 2 keeps moving in step 2 on its momentum under AdamW, and stays put under lazy_adamw.
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 200, 40);
+  auto classifiers_after = [&](const std::string& optimizer, std::int64_t steps) {
+    TrainConfig c = small_unidec_config(dir / "data");
+    c.negatives = "inbatch";
+    c.psl_positives = 1;
+    c.batch_size = 4;
+    c.warmup = 0;
+    c.max_steps = steps;
+    c.eval_every = 0;
+    c.tsne_every = 0;
+    c.unidec_classifier_optimizer = optimizer;
+    const auto db = dir / (optimizer + std::to_string(steps) + ".sqlite");
+    TrainingRun run(c, db);
+    run.run();
+    return checkpoint_tensor(db, run.run_id(), "classifiers");
+  };
+  const torch::Tensor dense1 = classifiers_after("adamw", 1), lazy1 = classifiers_after("lazy_adamw", 1);
+  const torch::Tensor dense2 = classifiers_after("adamw", 2), lazy2 = classifiers_after("lazy_adamw", 2);
+  EXPECT_TRUE(torch::equal(dense1, lazy1)) << "a first step moves only rows with a gradient either way";
+  const torch::Tensor differs = (dense2 != lazy2).any(1);
+  ASSERT_GT(differs.sum().item<std::int64_t>(), 0) << "some row was pooled in step 1 and not in step 2";
+  const torch::Tensor rows = differs.nonzero().reshape({-1});
+  EXPECT_TRUE(torch::equal(lazy2.index_select(0, rows), lazy1.index_select(0, rows))) << "lazy_adamw left those rows as step 1 did";
+  EXPECT_FALSE(torch::equal(dense2.index_select(0, rows), dense1.index_select(0, rows))) << "AdamW moved them on their momentum";
+}
+
 // Every variant of the CLF side: with and without a learned label bias (a constant query column against a
 // bias column of the classifiers), with the paper's CLF head or none, and concat weights w = 0.5 and 0.8
 // (concat = 2·[(1-w)·de + w·clf + b]).

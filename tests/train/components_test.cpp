@@ -207,6 +207,48 @@ TEST(FusedAdamW, ARowSparseGradientUpdatesAsItsDenseTensorDoes) {
   at::set_num_threads(threads);
 }
 
+// Lazy rows, worked by hand (lr 0.1, weight decay 0.5, β 0.9 / 0.999, eps 1e-8): step 1 gives rows 0 and 1 the
+// gradient [2, -1], step 2 row 1 only, [1, 1]. Row 0 keeps what step 1 made of it; row 1 takes both steps with
+// the bias corrections of steps 1 and 2; rows 2 and 3 never move (without lazy rows they would decay). The same
+// from a row-sparse gradient and from a dense one whose untouched rows are zero.
+TEST(FusedAdamW, LazyRowsOnlyUpdateTheRowsAStepTouched) {
+  const double lr = 0.1, wd = 0.5, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  // One coordinate through the steps it has gradients in, as AdamW's formulas say.
+  auto by_hand = [&](double p, const std::vector<std::pair<int, double>>& grads) {  // (step, gradient)
+    double m = 0, v = 0;
+    for (const auto& [t, g] : grads) {
+      m = b1 * m + (1 - b1) * g;
+      v = b2 * v + (1 - b2) * g * g;
+      p = p * (1 - lr * wd) - lr / (1 - std::pow(b1, t)) * m / (std::sqrt(v) / std::sqrt(1 - std::pow(b2, t)) + eps);
+    }
+    return p;
+  };
+  // float64 takes the tensor-op path a GPU takes, float32 the fused one.
+  for (const auto dtype : {torch::kFloat32, torch::kFloat64})
+  for (const bool sparse : {true, false}) {
+    SCOPED_TRACE(std::string(sparse ? "row-sparse gradients, " : "dense gradients, ") + (dtype == torch::kFloat32 ? "float32" : "float64"));
+    const torch::Tensor start = torch::tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}, {7.0, 8.0}}, dtype);
+    torch::Tensor table = start.clone().requires_grad_();
+    FusedAdamW optimizer({table}, torch::optim::AdamWOptions(lr).weight_decay(wd));
+    optimizer.update_rows_lazily(table);
+    auto give = [&](std::vector<std::int64_t> rows, std::vector<float> row_gradient) {
+      const torch::Tensor values = torch::tensor(row_gradient).to(dtype).repeat({static_cast<std::int64_t>(rows.size()), 1});
+      const torch::Tensor index = torch::tensor(rows);
+      table.mutable_grad() = sparse ? torch::sparse_coo_tensor(index.unsqueeze(0), values, {4, 2})
+                                    : torch::zeros({4, 2}, dtype).index_copy_(0, index, values);
+      optimizer.step();
+    };
+    give({0, 1}, {2.0F, -1.0F});
+    give({1}, {1.0F, 1.0F});
+    const float expected[4][2] = {{static_cast<float>(by_hand(1, {{1, 2}})), static_cast<float>(by_hand(2, {{1, -1}}))},
+                                  {static_cast<float>(by_hand(3, {{1, 2}, {2, 1}})), static_cast<float>(by_hand(4, {{1, -1}, {2, 1}}))},
+                                  {5, 6},
+                                  {7, 8}};
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 2; ++c) EXPECT_NEAR(table[r][c].item<double>(), expected[r][c], 1e-6) << "row " << r << " column " << c;
+  }
+}
+
 // Worked by hand: a sparse gradient whose row 1 arrives in two entries, [3, 0] and [1, 0] (so [4, 0]), and a
 // dense [0, 3]: together a norm of 5, not √(9 + 1 + 9) as the stored entries would say.
 TEST(GradientClipping, TakesARowSparseGradientAsItsSummedRows) {
