@@ -173,20 +173,20 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(state.step()));
       const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(state.step()));
       const double step_size = options.lr() / bias_correction1;
+      const UpdateConstants c{.decay = static_cast<float>(1 - options.lr() * options.weight_decay()),
+                              .beta1 = static_cast<float>(beta1),
+                              .one_minus_beta1 = static_cast<float>(1 - beta1),
+                              .beta2 = static_cast<float>(beta2),
+                              .one_minus_beta2 = static_cast<float>(1 - beta2),
+                              .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
+                              .eps = static_cast<float>(options.eps()),
+                              .minus_step = static_cast<float>(-step_size)};  // the fused updates' constants
 
       const bool lazy = lazy_.count(p.unsafeGetTensorImpl()) > 0;
       if (lazy && !options.amsgrad()) {
         // Only the touched rows, their moments and their weight decay.
         const auto [touched, values] = touched_rows(p, grad);
         if (plain(p) && plain(state.exp_avg()) && plain(state.exp_avg_sq())) {
-          const UpdateConstants c{.decay = static_cast<float>(1 - options.lr() * options.weight_decay()),
-                                  .beta1 = static_cast<float>(beta1),
-                                  .one_minus_beta1 = static_cast<float>(1 - beta1),
-                                  .beta2 = static_cast<float>(beta2),
-                                  .one_minus_beta2 = static_cast<float>(1 - beta2),
-                                  .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
-                                  .eps = static_cast<float>(options.eps()),
-                                  .minus_step = static_cast<float>(-step_size)};
           const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
           update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
                               state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, p.dim() == 0 ? 1 : p.size(0)), c);
@@ -206,14 +206,6 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         continue;
       }
       if (fusable(p, grad, state, options.amsgrad())) {
-        const UpdateConstants c{.decay = static_cast<float>(1 - options.lr() * options.weight_decay()),
-                                .beta1 = static_cast<float>(beta1),
-                                .one_minus_beta1 = static_cast<float>(1 - beta1),
-                                .beta2 = static_cast<float>(beta2),
-                                .one_minus_beta2 = static_cast<float>(1 - beta2),
-                                .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
-                                .eps = static_cast<float>(options.eps()),
-                                .minus_step = static_cast<float>(-step_size)};
         if (grad.is_sparse()) {
           const torch::Tensor rows = coalesced(grad);
           const torch::Tensor touched = rows._indices().reshape({-1}).contiguous();
