@@ -77,11 +77,14 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
   }
 }
 
-/// Whether a parameter's gradient may travel row-sparse (an embedding table): reduce_gradients() decides per
-/// step from how many rows were touched; the others are dense, and may be reduced during backward.
+/// Whether a parameter's gradient may travel row-sparse (an embedding table: many more rows than columns, of
+/// which a step touches few): reduce_gradients() decides per step from how many rows were touched; the others
+/// are dense, and may be reduced during backward. A transformer's wide layers ([3072 × 768]) are dense.
 bool may_reduce_row_sparse(const torch::Tensor& parameter) {
   constexpr std::int64_t kSparseMinRows = 1024;
-  return parameter.dim() == 2 && parameter.size(0) >= kSparseMinRows && parameter.element_size() <= 8;
+  constexpr std::int64_t kRowsPerColumn = 8;
+  return parameter.dim() == 2 && parameter.size(0) >= kSparseMinRows && parameter.size(0) >= kRowsPerColumn * parameter.size(1) &&
+         parameter.element_size() <= 8;
 }
 
 /// What the ranks agreed on while reducing a step's gradients: each true when any rank raised it.
