@@ -257,12 +257,7 @@ PendingAllReduce Communicator::start_all_reduce_sum(torch::Tensor tensor, const 
 // Gloo divides by the element count: an empty tensor (the same shape on every rank, so every rank skips it)
 // never reaches it.
 
-void Communicator::all_reduce_sum(torch::Tensor& tensor, const char* what) {
-  if (options_.world_size == 1 || tensor.numel() == 0) return;
-  std::vector<torch::Tensor> staged{tensor.to(impl_->staging).contiguous()};
-  run_collective(options_, what, [&] { return impl_->group->allreduce(staged, c10d::AllreduceOptions{}); });
-  tensor.copy_(staged[0]);
-}
+void Communicator::all_reduce_sum(torch::Tensor& tensor, const char* what) { start_all_reduce_sum(tensor, what).wait(); }
 
 void Communicator::all_reduce_max(torch::Tensor& tensor, const char* what) {
   if (options_.world_size == 1 || tensor.numel() == 0) return;

@@ -25,7 +25,6 @@ class PendingAllReduce {
   PendingAllReduce& operator=(PendingAllReduce&&) noexcept;
   ~PendingAllReduce();
   void wait();
-  bool started() const { return impl_ != nullptr; }
 
  private:
   friend class Communicator;

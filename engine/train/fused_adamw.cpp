@@ -120,9 +120,8 @@ void update_touched_rows(float* p, const std::int64_t* touched, const float* val
   });
 }
 
-/// A lazily updated parameter's touched rows (ascending) and their gradients ([touched × width]).
-std::pair<torch::Tensor, torch::Tensor> touched_rows(const torch::Tensor& p, const torch::Tensor& grad) {
-  const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
+/// The touched rows (ascending) of a `rows`-row parameter's gradient and their gradients ([touched × width]).
+std::pair<torch::Tensor, torch::Tensor> touched_rows(const torch::Tensor& grad, std::int64_t rows) {
   if (grad.is_sparse()) {
     const torch::Tensor coalesced_grad = coalesced(grad);
     return {coalesced_grad._indices().reshape({-1}).contiguous(), coalesced_grad._values().reshape({coalesced_grad._values().size(0), -1}).contiguous()};
@@ -185,14 +184,14 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const bool lazy = lazy_.count(p.unsafeGetTensorImpl()) > 0;
       if (lazy && !options.amsgrad()) {
         // Only the touched rows, their moments and their weight decay.
-        const auto [touched, values] = touched_rows(p, grad);
+        const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
+        const auto [touched, values] = touched_rows(grad, rows);
         if (plain(p) && plain(state.exp_avg()) && plain(state.exp_avg_sq())) {
           const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
           update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
-                              state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, p.dim() == 0 ? 1 : p.size(0)), c);
+                              state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, rows), c);
           for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         } else {  // on a GPU, other dtypes: the same arithmetic on the gathered rows
-          const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
           torch::Tensor p_rows = p.reshape({rows, -1}), m_rows = state.exp_avg().reshape({rows, -1}), v_rows = state.exp_avg_sq().reshape({rows, -1});
           const torch::Tensor g = values.to(p.scalar_type());
           torch::Tensor m = m_rows.index_select(0, touched).mul_(beta1).add_(g, 1 - beta1);

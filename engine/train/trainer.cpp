@@ -752,7 +752,7 @@ struct Trainer::Impl {
     // another order than on the other ranks. Its dense gradients are reduced after backward.
     OverlappedGradientReducer* overlapped = split ? nullptr : overlapped_reducer.get();
     if (overlapped != nullptr) overlapped->arm();
-    StepResult result = method->train_step(stage, split ? std::span<const std::int64_t>(batch) : step_rows(stage, batch), prepared, ctx);
+    StepResult result = method->train_step(stage, step_rows(stage, batch), prepared, ctx);
     const StepAgreement agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/!split, control_flags(), overlapped);
     stop_agreed = agreed.stop;
     pause_agreed = agreed.pause;

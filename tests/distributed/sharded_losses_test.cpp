@@ -153,26 +153,25 @@ TEST(Communicator, ChoosesTheBackendForTheDeviceAndRefusesWhatTheBuildLacks) {
   EXPECT_EQ(choose_collective_backend("auto", "cuda:0", false, false, true), "nccl");  // PyTorch's wheels: NCCL, no Gloo headers
   EXPECT_EQ(choose_collective_backend("gloo", "cuda:0", false, true, true), "gloo");
   EXPECT_EQ(choose_collective_backend("nccl", "cuda:2", false, false, true), "nccl");
-  auto refusal = [](const std::string& requested, const std::string& device, bool shared, bool gloo, bool nccl) {
+  // The request refused, with a message containing `expected`.
+  auto expect_refused = [](const std::string& requested, const std::string& device, bool shared, bool gloo, bool nccl,
+                           const std::string& expected) {
+    std::string message = "accepted";
     try {
       choose_collective_backend(requested, device, shared, gloo, nccl);
     } catch (const ConfigError& e) {
-      return std::string(e.what());
+      message = e.what();
     }
-    return std::string("accepted");
+    EXPECT_NE(message.find(expected), std::string::npos) << requested << " on " << device << ": " << message;
   };
-  EXPECT_NE(refusal("nccl", "cpu", false, true, true).find("for device cpu"), std::string::npos) << refusal("nccl", "cpu", false, true, true);
-  EXPECT_NE(refusal("nccl", "cuda:0", true, true, true).find("share device cuda:0"), std::string::npos)
-      << refusal("nccl", "cuda:0", true, true, true);
-  EXPECT_NE(refusal("nccl", "cuda:0", false, true, false).find("built without NCCL"), std::string::npos)
-      << refusal("nccl", "cuda:0", false, true, false);
-  EXPECT_NE(refusal("gloo", "cuda:0", false, false, true).find("without Gloo"), std::string::npos) << refusal("gloo", "cuda:0", false, false, true);
-  EXPECT_NE(refusal("auto", "cpu", false, false, true).find("on device cpu"), std::string::npos) << refusal("auto", "cpu", false, false, true);
-  EXPECT_NE(refusal("auto", "cuda:0", true, false, true).find("a GPU per process"), std::string::npos)
-      << refusal("auto", "cuda:0", true, false, true);
-  EXPECT_NE(refusal("auto", "cuda:0", false, false, false).find("without NCCL"), std::string::npos)
-      << refusal("auto", "cuda:0", false, false, false);
-  EXPECT_NE(refusal("mpi", "cpu", false, true, true).find("\"mpi\""), std::string::npos) << refusal("mpi", "cpu", false, true, true);
+  expect_refused("nccl", "cpu", false, true, true, "for device cpu");
+  expect_refused("nccl", "cuda:0", true, true, true, "share device cuda:0");
+  expect_refused("nccl", "cuda:0", false, true, false, "built without NCCL");
+  expect_refused("gloo", "cuda:0", false, false, true, "without Gloo");
+  expect_refused("auto", "cpu", false, false, true, "on device cpu");
+  expect_refused("auto", "cuda:0", true, false, true, "a GPU per process");
+  expect_refused("auto", "cuda:0", false, false, false, "without NCCL");
+  expect_refused("mpi", "cpu", false, true, true, "\"mpi\"");
 }
 
 TEST(Communicator, EveryRanksReportReachesRankZeroAndItsAnswerEveryRank) {
