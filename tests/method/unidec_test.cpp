@@ -235,6 +235,50 @@ TEST(SymmetricLoss, EqualsBothDirectionsWorkedByHand) {
   EXPECT_GT(s.grad().abs().sum().item<double>(), 0);
 }
 
+// SupCon and the decoupled softmax are computed for both directions at once, with a backward written by hand;
+// they must equal the two one-direction losses (each checked against hand-worked values in losses_test)
+// composed, in value and gradient. The first mask has a row without positives, a row of positives only and a
+// column without positives; the second gives that row a positive, which makes its column all positives.
+TEST(SymmetricLoss, BothDirectionsAtOnceEqualTheOneDirectionLossesComposed) {
+  torch::manual_seed(3);
+  const torch::Tensor scores = torch::randn({5, 6}, torch::kFloat64);
+  const torch::Tensor with_empty_row = torch::tensor({0, 1, 0, 0, 1, 0,   // two positives
+                                                      0, 0, 0, 0, 0, 0,   // none
+                                                      1, 1, 1, 1, 1, 1,   // all
+                                                      0, 1, 0, 1, 0, 0,   //
+                                                      0, 1, 0, 0, 0, 0},  // (column 0, 2, 5: row 2's only)
+                                                     torch::kBool)
+                                         .view({5, 6});
+  torch::Tensor with_full_column = with_empty_row.clone();
+  with_full_column[1][1] = true;
+  ASSERT_EQ(with_full_column.sum(0)[1].item<std::int64_t>(), 5);
+  LossOptions options;
+  options.temperature = 0.3;
+  for (const torch::Tensor& mask : {with_empty_row, with_full_column}) {
+    for (const LossKind kind : {LossKind::SupCon, LossKind::DecoupledSoftmax}) {
+      for (const double w : {0.5, 0.2}) {
+        const torch::Tensor fused_scores = scores.clone().requires_grad_(true);
+        const torch::Tensor composed_scores = scores.clone().requires_grad_(true);
+        const torch::Tensor fused = symmetric_loss(kind, fused_scores, mask, options, w);
+        const torch::Tensor composed = w * compute_loss(kind, composed_scores, mask, options) +
+                                       (1 - w) * compute_loss(kind, composed_scores.t(), mask.t(), options);
+        fused.backward();
+        composed.backward();
+        EXPECT_NEAR(fused.item<double>(), composed.item<double>(), 1e-12) << to_string(kind) << " w " << w;
+        EXPECT_TRUE(torch::allclose(fused_scores.grad(), composed_scores.grad(), 0, 1e-12))
+            << to_string(kind) << " w " << w << "\n" << fused_scores.grad() << "\n" << composed_scores.grad();
+      }
+    }
+  }
+  const torch::Tensor mask = with_empty_row;
+  // No positive at all: zero, and backward still works.
+  const torch::Tensor s = scores.clone().requires_grad_(true);
+  const torch::Tensor none = symmetric_loss(LossKind::DecoupledSoftmax, s, torch::zeros_like(mask), options);
+  none.backward();
+  EXPECT_EQ(none.item<double>(), 0.0);
+  EXPECT_EQ(s.grad().abs().sum().item<double>(), 0.0);
+}
+
 // Three queries, three labels (worked by hand). Query 0 (positive 0): de [0.9 0.5 0], clf [0 0.9 0.5] — label 0
 // leads while 0.9(1-w) > 0.5 + 0.4w, i.e. w < 4/13. Query 1 (positive 2): de [0 0.9 0.5], clf [0.1 0 0.9] — label 2
 // leads once w > 4/13. Query 2 (positive 0): de [0.8 0.3 0], clf [0.6 0.7 0] — label 0 leads while w < 5/6. With
