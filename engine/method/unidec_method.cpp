@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/loss/losses.h"
 #include "engine/method/concat_weight_choice.h"
@@ -22,6 +23,14 @@
 
 namespace xmc {
 namespace {
+
+/// A batch's PSL label pool and the encoder inputs of its queries and pool labels, built ahead of its step.
+struct PreparedPsl final : PreparedBatch {
+  std::vector<std::int64_t> batch;  ///< the rows it was prepared for (a step checks it got its own)
+  PslBatch pool;
+  std::shared_ptr<const EncoderInput> queries;
+  std::shared_ptr<const EncoderInput> labels;
+};
 
 UnidecSpace space_named(const std::string& name) {
   if (name == "clf") return UnidecSpace::Clf;
@@ -127,26 +136,50 @@ class UnidecMethod final : public Method {
     return batches;
   }
 
-  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext& context) override {
+  /// The pool (hard negatives drawn from the window, positives from the label-pool stream) and the encoder
+  /// inputs: reads only the dataset, the corpora and the shortlist window, which changes between epochs.
+  std::shared_ptr<PreparedBatch> prepare_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
+    auto prepared = std::make_shared<PreparedPsl>();
+    prepared->batch.assign(batch.begin(), batch.end());
     const torch::Tensor hard = config_.negatives == "hard" && window_.ready() ? window_.draw(batch, epoch_, config_.psl_hard_negatives) : torch::Tensor();
-    const PslBatch pool = build_psl_batch(context.dataset.train_labels, batch, context.label_pool_rng,
-                                          {.positives_per_query = config_.psl_positives,
-                                           .pool_size = config_.psl_pool_size,
-                                           .all_labels = config_.negatives == "all"},
-                                          hard);
+    prepared->pool = build_psl_batch(context.dataset.train_labels, batch, context.label_pool_rng,
+                                     {.positives_per_query = config_.psl_positives,
+                                      .pool_size = config_.psl_pool_size,
+                                      .all_labels = config_.negatives == "all"},
+                                     hard);
+    const torch::Tensor& labels = prepared->pool.labels;
+    const std::vector<std::int64_t> label_rows(labels.data_ptr<std::int64_t>(), labels.data_ptr<std::int64_t>() + labels.numel());
+    prepared->queries = model_->prepare_input(context.train_corpus, batch);
+    prepared->labels = model_->prepare_input(context.label_corpus, label_rows);
+    return prepared;
+  }
+
+  StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch* prepared_batch, TrainContext& context) override {
+    std::shared_ptr<PreparedBatch> prepared_here;
+    if (prepared_batch == nullptr) {
+      prepared_here = prepare_step(stage, batch, context);
+      prepared_batch = prepared_here.get();
+    }
+    const auto& prepared = dynamic_cast<const PreparedPsl&>(*prepared_batch);
+    if (!std::equal(batch.begin(), batch.end(), prepared.batch.begin(), prepared.batch.end()))
+      throw Error("UniDEC training step: the batch prepared ahead is another batch's (" + std::to_string(prepared.batch.size()) + " rows for " +
+                  std::to_string(batch.size()) + ")");
+    const PslBatch& pool = prepared.pool;
     const torch::Device device = context.device;
     const torch::Tensor kept = pool.kept.to(device);
     const torch::Tensor pool_labels = pool.labels.to(device);
     const torch::Tensor mask = pool.positive_mask.to(device);
     const double q2l = config_.psl_directions == "both" ? 0.5 : 1.0;
 
-    const torch::Tensor queries_encoded = model_->encode(context.train_corpus, batch);
+    const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
     const torch::Tensor queries_de = model_->de(queries_encoded);
-    const std::vector<std::int64_t> label_rows(pool.labels.data_ptr<std::int64_t>(), pool.labels.data_ptr<std::int64_t>() + pool.labels.numel());
-    const torch::Tensor labels_de = model_->de(model_->encode(context.label_corpus, label_rows));
-    torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(queries_de.index_select(0, kept), labels_de.t()), mask, loss_options_, q2l);
+    const torch::Tensor labels_de = model_->de(model_->encode_input(*prepared.labels));
+    // The queries the loss uses: usually all of them (a query is dropped only when none of its positives is pooled).
+    const bool keeps_all = kept.size(0) == static_cast<std::int64_t>(batch.size());
+    auto kept_rows = [&](const torch::Tensor& rows) { return keeps_all ? rows : rows.index_select(0, kept); };
+    torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, loss_options_, q2l);
     if (with_classifiers_) {
-      const torch::Tensor queries_clf = model_->query_vectors(queries_encoded, UnidecSpace::Clf).index_select(0, kept);
+      const torch::Tensor queries_clf = kept_rows(model_->query_vectors(queries_encoded, UnidecSpace::Clf));
       const torch::Tensor clf_scores = torch::matmul(queries_clf, model_->classifiers(pool_labels).t());
       torch::Tensor classifier_loss = symmetric_loss(loss_kind_, clf_scores, mask, loss_options_, q2l);
       if (config_.unidec_bce_weight > 0)

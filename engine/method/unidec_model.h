@@ -42,6 +42,11 @@ class UnidecModelImpl : public torch::nn::Module {
 
   /// Φ of rows of `corpus`, with graph: one encoder pass feeds both heads.
   torch::Tensor encode(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
+  /// encode()'s host-side half for a training step, which may run ahead on another thread, and the rest.
+  std::shared_ptr<const EncoderInput> prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const {
+    return dual_encoder_->prepare_input(corpus, rows);
+  }
+  torch::Tensor encode_input(const EncoderInput& input) { return dual_encoder_->encoder().encode_input(input); }
   /// g1: unit DE embeddings of encoder outputs.
   torch::Tensor de(const torch::Tensor& encoded);
   /// Φ_C = normalize(g2(·)) (normalize(Φ) without a CLF head): unit CLF-side query vectors of encoder outputs.

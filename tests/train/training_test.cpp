@@ -306,43 +306,52 @@ TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
   // With prefetch=on a checkpoint inside an epoch is written while the next batch is being prepared (it has
   // drawn its positives from the label-pool stream); the checkpoint must keep the stream from before it, and
   // the run goes on with the batch it prepared.
-  test::TempDir dir;
-  write_synthetic_dataset(dir / "data", 2);
-  TrainConfig config = small_config(dir / "data");
-  config.epochs = 2;
-  config.eval_every = 0;
-  TrainingRun whole(config, dir / "a.sqlite");
-  const TrainResult a = whole.run();
+  // DEXML prepares its label pool ahead; UniDEC its PSL pool, its hard negatives drawn from the shortlist window.
+  for (const std::string method : {"dexml", "unidec"}) {
+    SCOPED_TRACE(method);
+    test::TempDir dir;
+    write_synthetic_dataset(dir / "data", 2);
+    TrainConfig config = small_config(dir / "data");
+    config.epochs = 2;
+    config.eval_every = 0;
+    config.method = method;
+    if (method == "unidec") {
+      config.negatives = "hard";
+      config.psl_positives = 1;  // one positive of several drawn: the draws show in the run
+    }
+    TrainingRun whole(config, dir / "a.sqlite");
+    const TrainResult a = whole.run();
 
-  config.prefetch = "on";
-  config.checkpoint_every_steps = 5;
-  TrainingRun first(config, dir / "b.sqlite");
-  const auto checkpoint = TrainingRun::run_directory(dir / "b.sqlite", first.run_id()) / "checkpoint.pt";
-  const auto kept = dir / "after_step_5.pt";
-  first.subscribe([&](const TrainEvent& e) {
-    if (e.kind != TrainEvent::Kind::Step) return;
-    if (e.step == 6) std::filesystem::copy_file(checkpoint, kept);  // the checkpoint taken before step 6
-    if (e.step == 8) first.request_stop();
-  });
-  ASSERT_EQ(first.run().outcome, RunOutcome::Stopped);
-  ASSERT_TRUE(std::filesystem::exists(kept));
-  // As if the process had been killed after step 7: only the checkpoint of step 5 is left.
-  std::filesystem::copy_file(kept, checkpoint, std::filesystem::copy_options::overwrite_existing);
-  TrainingRun resumed = TrainingRun::resume(first.run_id(), dir / "b.sqlite");
-  const TrainResult b = resumed.run();
-  ASSERT_EQ(b.outcome, RunOutcome::Completed);
-  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
-  const auto pb = checkpoint_parameters(checkpoint);
-  ASSERT_EQ(pa.size(), pb.size());
-  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
-  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+    config.prefetch = "on";
+    config.checkpoint_every_steps = 5;
+    TrainingRun first(config, dir / "b.sqlite");
+    const auto checkpoint = TrainingRun::run_directory(dir / "b.sqlite", first.run_id()) / "checkpoint.pt";
+    const auto kept = dir / "after_step_5.pt";
+    first.subscribe([&](const TrainEvent& e) {
+      if (e.kind != TrainEvent::Kind::Step) return;
+      if (e.step == 6) std::filesystem::copy_file(checkpoint, kept);  // the checkpoint taken before step 6
+      if (e.step == 8) first.request_stop();
+    });
+    ASSERT_EQ(first.run().outcome, RunOutcome::Stopped);
+    ASSERT_TRUE(std::filesystem::exists(kept));
+    // As if the process had been killed after step 7: only the checkpoint of step 5 is left.
+    std::filesystem::copy_file(kept, checkpoint, std::filesystem::copy_options::overwrite_existing);
+    TrainingRun resumed = TrainingRun::resume(first.run_id(), dir / "b.sqlite");
+    const TrainResult b = resumed.run();
+    ASSERT_EQ(b.outcome, RunOutcome::Completed);
+    const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
+    const auto pb = checkpoint_parameters(checkpoint);
+    ASSERT_EQ(pa.size(), pb.size());
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+    for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
 
-  // A run that is not stopped trains the batch it prepared before each checkpoint: the same run again.
-  TrainingRun through(config, dir / "c.sqlite");
-  const TrainResult c = through.run();
-  ASSERT_EQ(c.outcome, RunOutcome::Completed);
-  const auto pc = checkpoint_parameters(TrainingRun::run_directory(dir / "c.sqlite", through.run_id()) / "checkpoint.pt");
-  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " through checkpoints";
+    // A run that is not stopped trains the batch it prepared before each checkpoint: the same run again.
+    TrainingRun through(config, dir / "c.sqlite");
+    const TrainResult c = through.run();
+    ASSERT_EQ(c.outcome, RunOutcome::Completed);
+    const auto pc = checkpoint_parameters(TrainingRun::run_directory(dir / "c.sqlite", through.run_id()) / "checkpoint.pt");
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " through checkpoints";
+  }
 }
 
 TEST(Training, NonFiniteLossFailsTheRunAndLeavesStoredRunsIntact) {
