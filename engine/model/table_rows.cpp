@@ -18,7 +18,9 @@ struct DistinctRowGather : public torch::autograd::Function<DistinctRowGather> {
     const torch::Tensor distinct = ctx->saved_data["distinct"].toTensor();
     const std::vector<std::int64_t> sizes = ctx->saved_data["sizes"].toIntVector();
     const torch::Tensor& grad = grad_outputs[0];
-    torch::Tensor sparse = torch::sparse_coo_tensor(distinct.unsqueeze(0), grad.contiguous(), sizes);
+    // The rows are valid by construction (the forward's index_select took them), so the checked constructor's
+    // scan of the indices (a max and a min per call) is skipped.
+    torch::Tensor sparse = torch::_sparse_coo_tensor_unsafe(distinct.unsqueeze(0), grad.contiguous(), sizes, grad.options());
     sparse._coalesced_(true);
     return {sparse, torch::Tensor()};
   }
