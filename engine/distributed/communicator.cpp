@@ -300,6 +300,14 @@ torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const ch
   return gather_padded(local, counts, what);
 }
 
+torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const std::vector<std::int64_t>& counts, const char* what) {
+  if (options_.world_size == 1) return local;
+  TORCH_CHECK(counts.size() == static_cast<std::size_t>(options_.world_size) && local.dim() >= 1 &&
+                  counts[static_cast<std::size_t>(options_.rank)] == local.size(0),
+              "all_gather_rows: rank ", options_.rank, " has ", local.size(0), " rows, its count says otherwise");
+  return gather_padded(local, counts, what);
+}
+
 torch::Tensor Communicator::all_gather_shards(const torch::Tensor& local, std::int64_t total_rows, const char* what) {
   if (options_.world_size == 1) return local;
   std::vector<std::int64_t> counts;
@@ -403,6 +411,7 @@ torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const ch
   counts.assign(1, local.size(0));
   return local;
 }
+torch::Tensor Communicator::all_gather_rows(const torch::Tensor& local, const std::vector<std::int64_t>&, const char*) { return local; }
 torch::Tensor Communicator::all_gather_shards(const torch::Tensor& local, std::int64_t, const char*) { return local; }
 torch::Tensor Communicator::gather_padded(const torch::Tensor& local, const std::vector<std::int64_t>&, const char*) { return local; }
 std::string Communicator::broadcast_bytes(const std::string& bytes, const char*, int) { return bytes; }

@@ -78,6 +78,9 @@ class Communicator {
   torch::Tensor all_gather_rows(const torch::Tensor& local, const char* what);
   /// The same, also giving each rank's row count (in rank order).
   torch::Tensor all_gather_rows(const torch::Tensor& local, const char* what, std::vector<std::int64_t>& counts);
+  /// The same when every rank already knows every rank's row count (counts[r], in rank order; counts[rank()]
+  /// must be local's): one collective instead of two.
+  torch::Tensor all_gather_rows(const torch::Tensor& local, const std::vector<std::int64_t>& counts, const char* what);
   /// The ranks' shards of a `total_rows`-row tensor, split as shard_range() splits it, concatenated: one
   /// collective (the row counts are known). On the local tensor's device.
   torch::Tensor all_gather_shards(const torch::Tensor& local, std::int64_t total_rows, const char* what);

@@ -23,6 +23,7 @@
 #include "engine/store/run_files.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/fused_adamw.h"
+#include "engine/train/gradient_exchange.h"
 #include "engine/train/gradient_clipping.h"
 #include "engine/train/sparse_gradient.h"
 #include "engine/train/step_prefetcher.h"
@@ -75,131 +76,6 @@ void share_batches(Communicator& communicator, std::vector<std::vector<std::int6
     batches[b].assign(in, in + size);
     in += size;
   }
-}
-
-/// Whether a parameter's gradient may travel row-sparse (an embedding table: many more rows than columns, of
-/// which a step touches few): reduce_gradients() decides per step from how many rows were touched; the others
-/// are dense, and may be reduced during backward. A transformer's wide layers ([3072 × 768]) are dense.
-bool may_reduce_row_sparse(const torch::Tensor& parameter) {
-  constexpr std::int64_t kSparseMinRows = 1024;
-  constexpr std::int64_t kRowsPerColumn = 8;
-  return parameter.dim() == 2 && parameter.size(0) >= kSparseMinRows && parameter.size(0) >= kRowsPerColumn * parameter.size(1) &&
-         parameter.element_size() <= 8;
-}
-
-/// What the ranks agreed on while reducing a step's gradients: each true when any rank raised it.
-struct StepAgreement {
-  bool stop = false;
-  bool pause = false;
-  bool late_gradients = false;  ///< a gradient reached the overlapped reducer after its bucket had started
-};
-
-/// Sums (or averages) the gradients of `parameters` over the ranks, leaving every rank the same bits, and
-/// agrees on the control flags (they ride on the first collective after backward).
-///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows; sparse tensors, or dense
-///    ones whose other rows are zero) travel as their touched rows, all-gathered together with the row numbers
-///    and added in rank order into a sparse gradient: a fraction of the table. Which tables go this way is
-///    agreed in that first collective, so every rank runs the same collectives.
-///  - The dense ones were reduced during backward by `overlapped` when it was armed for this step (it finishes
-///    here); otherwise they are flattened into buckets of up to ~32 MB: one all-reduce per bucket, not per tensor.
-/// A parameter without a gradient on this rank takes part with zeros.
-StepAgreement reduce_gradients(Communicator& communicator, const std::vector<torch::Tensor>& parameters, bool average,
-                               std::pair<bool, bool> flags, OverlappedGradientReducer* overlapped) {
-  constexpr std::int64_t kBucketBytes = 32 << 20;
-  constexpr double kSparseMaxDensity = 0.25;
-  torch::NoGradGuard no_grad;
-  if (overlapped != nullptr) overlapped->finish();
-  const auto by_overlap = [&](const torch::Tensor& p) { return overlapped != nullptr && overlapped->covers(p); };
-  for (const auto& p : parameters)
-    if (!p.grad().defined() && !by_overlap(p)) p.mutable_grad() = torch::zeros_like(p);
-
-  std::vector<std::size_t> candidates;
-  std::vector<torch::Tensor> touched;
-  for (std::size_t i = 0; i < parameters.size(); ++i)
-    if (may_reduce_row_sparse(parameters[i])) {
-      candidates.push_back(i);
-      torch::Tensor grad = parameters[i].grad();
-      if (grad.is_sparse()) {  // a row-sparse gradient names its rows
-        parameters[i].mutable_grad() = grad = coalesced(grad);  // the same tensor when it already is
-        touched.push_back(grad._indices().reshape({-1}));
-      } else {
-        touched.push_back(grad.count_nonzero(at::IntArrayRef{1}).nonzero().squeeze(1));
-      }
-    }
-  // [stop, pause, late gradients, density of each candidate], max over the ranks.
-  constexpr std::int64_t kFlags = 3;
-  torch::Tensor control = torch::empty({kFlags + static_cast<std::int64_t>(candidates.size())}, torch::kDouble);
-  control[0] = flags.first ? 1.0 : 0.0;
-  control[1] = flags.second ? 1.0 : 0.0;
-  control[2] = overlapped != nullptr && overlapped->has_late_gradients() ? 1.0 : 0.0;
-  for (std::size_t c = 0; c < candidates.size(); ++c)
-    control[static_cast<std::int64_t>(c) + kFlags] =
-        static_cast<double>(touched[c].size(0)) / static_cast<double>(parameters[candidates[c]].size(0));
-  communicator.all_reduce_max(control, "agreeing on the step");
-  const auto agreed = control.accessor<double, 1>();
-  const StepAgreement agreement{agreed[0] > 0, agreed[1] > 0, agreed[2] > 0};
-  std::vector<bool> sparse(parameters.size(), false);
-  for (std::size_t c = 0; c < candidates.size(); ++c)
-    sparse[candidates[c]] = agreed[static_cast<std::int64_t>(c) + kFlags] <= kSparseMaxDensity;
-  if (overlapped != nullptr) {
-    if (agreement.late_gradients) overlapped->reduce_late();
-    overlapped->write_gradients(average);
-  }
-
-  for (std::size_t c = 0; c < candidates.size(); ++c) {
-    if (!sparse[candidates[c]]) continue;
-    const torch::Tensor& parameter = parameters[candidates[c]];
-    torch::Tensor grad = parameter.grad();
-    // Each touched row travels with its row number, whose int64 bits ride in leading columns of the row.
-    const std::int64_t n = touched[c].size(0);
-    const std::int64_t number_columns = 8 / static_cast<std::int64_t>(grad.element_size());  // int64 bits per row
-    const torch::Tensor numbers = touched[c].contiguous().view(grad.scalar_type()).reshape({n, number_columns});
-    const torch::Tensor local_values = grad.is_sparse() ? grad._values() : grad.index_select(0, touched[c]);
-    const torch::Tensor packed = communicator.all_gather_rows(torch::cat({numbers, local_values}, /*dim=*/1), "gathering gradient rows");
-    const torch::Tensor rows = packed.narrow(1, 0, number_columns).contiguous().view(torch::kInt64).reshape({-1});
-    torch::Tensor values = packed.narrow(1, number_columns, grad.size(1));
-    if (average) values = values / communicator.world_size();
-    // Every rank ends with the same row-sparse gradient, whatever its own layout was: the rows any rank
-    // touched, each the sum of the ranks' rows in rank order (a stable sort keeps that order).
-    const auto [sorted_rows, order] = torch::sort(rows, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-    const auto [distinct_rows, slot, unused] = torch::unique_consecutive(sorted_rows, /*return_inverse=*/true);
-    const torch::Tensor sums =
-        torch::zeros({distinct_rows.size(0), grad.size(1)}, values.options()).index_add_(0, slot, values.index_select(0, order));
-    torch::Tensor reduced = torch::sparse_coo_tensor(distinct_rows.unsqueeze(0), sums, grad.sizes());
-    reduced._coalesced_(true);  // ascending, distinct rows
-    parameter.mutable_grad() = reduced;
-  }
-
-  // A sparse gradient the ranks agreed to reduce densely (too many rows touched somewhere) is made dense.
-  for (std::size_t i = 0; i < parameters.size(); ++i)
-    if (!sparse[i] && parameters[i].grad().is_sparse()) parameters[i].mutable_grad() = parameters[i].grad().to_dense();
-
-  std::vector<torch::Tensor> bucket;
-  std::int64_t bytes = 0;
-  auto flush = [&] {
-    if (bucket.empty()) return;
-    std::vector<torch::Tensor> flat;
-    for (const auto& p : bucket) flat.push_back(p.grad().reshape({-1}));
-    torch::Tensor joined = torch::cat(flat);
-    communicator.all_reduce_sum(joined, "reducing gradients");
-    if (average) joined.div_(communicator.world_size());
-    std::int64_t at = 0;
-    for (const auto& p : bucket) {
-      p.mutable_grad().copy_(joined.narrow(0, at, p.numel()).view_as(p));
-      at += p.numel();
-    }
-    bucket.clear();
-    bytes = 0;
-  };
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    if (sparse[i] || by_overlap(parameters[i])) continue;
-    const torch::Tensor& p = parameters[i];
-    if (!bucket.empty() && (bucket.front().scalar_type() != p.scalar_type() || bytes >= kBucketBytes)) flush();
-    bucket.push_back(p);
-    bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
-  }
-  flush();
-  return agreement;
 }
 
 bool is_out_of_memory(const std::exception& e) {
@@ -753,14 +629,15 @@ struct Trainer::Impl {
     OverlappedGradientReducer* overlapped = split ? nullptr : overlapped_reducer.get();
     if (overlapped != nullptr) overlapped->arm();
     StepResult result = method->train_step(stage, step_rows(stage, batch), prepared, ctx);
-    const StepAgreement agreed = reduce_gradients(*communicator, clipped_parameters, /*average=*/!split, control_flags(), overlapped);
+    // A split batch's loss is already the whole batch's on every rank; shards' losses are averaged.
+    const StepAgreement agreed =
+        reduce_gradients(*communicator, clipped_parameters, /*average=*/!split, control_flags(), overlapped, split ? 0.0 : result.loss);
     stop_agreed = agreed.stop;
     pause_agreed = agreed.pause;
     if (split) return result;
-    torch::Tensor loss = torch::tensor({result.loss}, torch::kDouble);
-    communicator->all_reduce_sum(loss, "averaging the loss");
-    result.loss = loss.item<double>() / distributed.world_size;
-    if (result.query_embeddings.defined()) result.query_embeddings = communicator->all_gather_rows(result.query_embeddings, "gathering query embeddings");
+    result.loss = agreed.loss_sum / distributed.world_size;
+    if (result.query_embeddings.defined())
+      result.query_embeddings = communicator->all_gather_shards(result.query_embeddings, static_cast<std::int64_t>(batch.size()), "gathering query embeddings");
     return result;
   }
 
