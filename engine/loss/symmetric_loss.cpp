@@ -22,8 +22,9 @@ torch::Tensor pair_counts(const torch::Tensor& indices, std::int64_t n, const to
   return torch::zeros({n}, options).index_add_(0, indices, torch::ones({indices.size(0)}, options));
 }
 
-/// Saved tensors: logits L = S/τ (positives at -inf for the decoupled softmax), the row and column
-/// log-sum-exps, the pairs' rows and columns and the pairs' own logits.
+/// Each function saves the logits L = S/τ (with the positives at -inf for the decoupled softmax), the row and
+/// column log-sum-exps, the pairs' rows and columns, and the weights its backward applies per pair and per
+/// row and column.
 struct SymmetricSupCon : public torch::autograd::Function<SymmetricSupCon> {
   /// (1/A_r) Σ_{i: n_i>0} (1/n_i) Σ_{p∈P_i} (lse_row_i - L_ip) weighted w, plus the same over columns weighted 1-w.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores, const torch::Tensor& pair_rows,

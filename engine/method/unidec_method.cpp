@@ -150,7 +150,9 @@ class UnidecMethod final : public Method {
     const torch::Tensor& labels = prepared->pool.labels;
     const std::vector<std::int64_t> label_rows(labels.data_ptr<std::int64_t>(), labels.data_ptr<std::int64_t>() + labels.numel());
     prepared->queries = model_->prepare_input(context.train_corpus, batch);
-    prepared->labels = model_->prepare_input(context.label_corpus, label_rows);
+    // With every label in the pool (negatives = all), the labels' inputs are built in the step: two batches'
+    // worth of them would be held at once otherwise.
+    if (config_.negatives != "all") prepared->labels = model_->prepare_input(context.label_corpus, label_rows);
     return prepared;
   }
 
@@ -173,7 +175,12 @@ class UnidecMethod final : public Method {
 
     const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
     const torch::Tensor queries_de = model_->de(queries_encoded);
-    const torch::Tensor labels_de = model_->de(model_->encode_input(*prepared.labels));
+    std::shared_ptr<const EncoderInput> label_input = prepared.labels;
+    if (!label_input) {
+      const std::vector<std::int64_t> label_rows(pool.labels.data_ptr<std::int64_t>(), pool.labels.data_ptr<std::int64_t>() + pool.labels.numel());
+      label_input = model_->prepare_input(context.label_corpus, label_rows);
+    }
+    const torch::Tensor labels_de = model_->de(model_->encode_input(*label_input));
     // The queries the loss uses: usually all of them (a query is dropped only when none of its positives is pooled).
     const bool keeps_all = kept.size(0) == static_cast<std::int64_t>(batch.size());
     auto kept_rows = [&](const torch::Tensor& rows) { return keeps_all ? rows : rows.index_select(0, kept); };

@@ -7,42 +7,44 @@
 namespace xmc {
 namespace {
 
-/// Dense gradients flattened into buckets of up to ~32 MB, each summed over the ranks by an all-reduce started
-/// at once, not per tensor: the caller exchanges other things while they travel, then finish() writes the
-/// sums (or means) back.
+/// Dense gradients flattened into buckets of up to ~32 MB, each summed over the ranks by one all-reduce, not
+/// one per tensor. The first buckets, up to `started_bytes`, start at once, so that they travel while the
+/// caller works on; the rest start one at a time in finish(), which writes the sums (or means) back. Holding
+/// only that much in flight bounds the extra memory (a copy of every dense gradient at once would be ~340 MB
+/// for a BERT-base encoder).
 class DenseGradientBuckets {
  public:
-  DenseGradientBuckets(Communicator& communicator, const std::vector<torch::Tensor>& parameters) : world_(communicator.world_size()) {
+  DenseGradientBuckets(Communicator& communicator, const std::vector<torch::Tensor>& parameters, std::int64_t started_bytes)
+      : communicator_(communicator) {
     constexpr std::int64_t kBucketBytes = 32 << 20;
-    std::vector<torch::Tensor> bucket;
     std::int64_t bytes = 0;
-    auto start = [&] {
-      if (bucket.empty()) return;
-      std::vector<torch::Tensor> flat;
-      for (const auto& p : bucket) flat.push_back(p.grad().reshape({-1}));
-      torch::Tensor joined = torch::cat(flat);
-      PendingAllReduce pending = communicator.start_all_reduce_sum(joined, "reducing gradients");
-      buckets_.push_back({std::move(bucket), std::move(joined), std::move(pending)});
-      bucket.clear();
-      bytes = 0;
-    };
     for (const auto& p : parameters) {
-      if (!bucket.empty() && (bucket.front().scalar_type() != p.scalar_type() || bytes >= kBucketBytes)) start();
-      bucket.push_back(p);
+      if (buckets_.empty() || buckets_.back().parameters.front().scalar_type() != p.scalar_type() || bytes >= kBucketBytes) {
+        buckets_.emplace_back();
+        bytes = 0;
+      }
+      buckets_.back().parameters.push_back(p);
       bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
     }
-    start();
+    std::int64_t started = 0;
+    for (Bucket& b : buckets_) {
+      if (started >= started_bytes) break;
+      start(b);
+      started += b.joined.numel() * static_cast<std::int64_t>(b.joined.element_size());
+    }
   }
 
   void finish(bool average) {
     for (Bucket& b : buckets_) {
+      if (!b.joined.defined()) start(b);
       b.pending.wait();
-      if (average) b.joined.div_(world_);
+      if (average) b.joined.div_(communicator_.world_size());
       std::int64_t at = 0;
       for (const auto& p : b.parameters) {
         p.mutable_grad().copy_(b.joined.narrow(0, at, p.numel()).view_as(p));
         at += p.numel();
       }
+      b.joined = torch::Tensor();  // freed before the next bucket starts
     }
     buckets_.clear();
   }
@@ -53,8 +55,16 @@ class DenseGradientBuckets {
     torch::Tensor joined;
     PendingAllReduce pending;
   };
+
+  void start(Bucket& b) {
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : b.parameters) flat.push_back(p.grad().reshape({-1}));
+    b.joined = torch::cat(flat);
+    b.pending = communicator_.start_all_reduce_sum(b.joined, "reducing gradients");
+  }
+
+  Communicator& communicator_;
   std::vector<Bucket> buckets_;
-  int world_;
 };
 
 }  // namespace
@@ -75,14 +85,17 @@ StepAgreement reduce_gradients(Communicator& communicator, const std::vector<tor
   for (const auto& p : parameters)
     if (!p.grad().defined() && !by_overlap(p)) p.mutable_grad() = torch::zeros_like(p);
 
-  // What the exchange below decides does not concern the dense parameters that are not tables: they start now.
+  // What the exchange below decides does not concern the dense parameters that are not tables: their first
+  // buckets start now, and travel while this rank looks for its tables' touched rows (the backends then run
+  // the collectives in the order they were started).
+  constexpr std::int64_t kStartedEarlyBytes = 64 << 20;
   std::vector<torch::Tensor> dense;
   for (const auto& p : parameters) {
     if (by_overlap(p) || may_reduce_row_sparse(p)) continue;
     if (p.grad().is_sparse()) p.mutable_grad() = p.grad().to_dense();
     dense.push_back(p);
   }
-  DenseGradientBuckets dense_reduction(communicator, dense);
+  DenseGradientBuckets dense_reduction(communicator, dense, kStartedEarlyBytes);
 
   std::vector<std::size_t> candidates;
   std::vector<torch::Tensor> touched;
@@ -150,7 +163,7 @@ StepAgreement reduce_gradients(Communicator& communicator, const std::vector<tor
     parameter.mutable_grad() = reduced;
   }
 
-  // A table the ranks agreed to reduce densely (too many rows touched somewhere) goes last, as a dense one.
+  // A table the ranks agreed to reduce densely (too many rows touched somewhere) goes next, one bucket at a time.
   std::vector<torch::Tensor> dense_tables;
   for (std::int64_t c = 0; c < count; ++c) {
     const torch::Tensor& p = parameters[candidates[static_cast<std::size_t>(c)]];
@@ -158,7 +171,7 @@ StepAgreement reduce_gradients(Communicator& communicator, const std::vector<tor
     if (p.grad().is_sparse()) p.mutable_grad() = p.grad().to_dense();
     dense_tables.push_back(p);
   }
-  DenseGradientBuckets(communicator, dense_tables).finish(average);
+  DenseGradientBuckets(communicator, dense_tables, /*started_bytes=*/0).finish(average);
   dense_reduction.finish(average);
   return agreement;
 }

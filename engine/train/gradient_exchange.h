@@ -28,8 +28,8 @@ struct StepAgreement {
 /// Sums (or averages) the gradients of `parameters` over the ranks, leaving every rank the same bits, and
 /// agrees on the control flags and adds up the ranks' `local_loss` (they ride on one collective after backward).
 ///  - The dense ones were reduced during backward by `overlapped` when it was armed for this step (it finishes
-///    here); otherwise those that are not tables are flattened into buckets whose all-reduces start first and
-///    travel while the ranks agree and exchange table rows.
+///    here); otherwise those that are not tables are flattened into buckets, the first of which start before
+///    the agreement (up to 64 MB in flight).
 ///  - Row-sparse gradients (an embedding table: a step touches only its tokens' rows; sparse tensors, or dense
 ///    ones whose other rows are zero) travel as their touched rows, all-gathered together with the row numbers
 ///    and added in rank order into a sparse gradient: a fraction of the table. Which tables go this way, and how

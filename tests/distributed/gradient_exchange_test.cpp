@@ -31,7 +31,8 @@ struct Parameters {
   torch::Tensor table = torch::zeros({kTableRows, kTableColumns}, torch::kDouble);
   torch::Tensor weight = torch::zeros({3, 4}, torch::kDouble);
   torch::Tensor bias = torch::zeros({3}, torch::kDouble);
-  std::vector<torch::Tensor> all() const { return {table, weight, bias}; }
+  torch::Tensor scale = torch::zeros({2}, torch::kFloat);  // another dtype: a bucket of its own
+  std::vector<torch::Tensor> all() const { return {table, weight, bias, scale}; }
 };
 
 torch::Tensor weight_gradient(int rank) { return torch::arange(12, torch::kDouble).reshape({3, 4}) * (rank + 1); }
@@ -53,6 +54,7 @@ void set_gradients(const Parameters& p, int rank) {
   }
   p.weight.mutable_grad() = weight_gradient(rank);
   if (rank != 1) p.bias.mutable_grad() = bias_gradient(rank);
+  p.scale.mutable_grad() = torch::tensor({1.0f + static_cast<float>(rank), 2.0f * static_cast<float>(rank)});
 }
 
 struct RankResult {
@@ -100,6 +102,8 @@ TEST(GradientExchange, SumsTablesByTheirRowsAndDenseGradientsAndAgreesOnFlagsAnd
       EXPECT_TRUE(torch::allclose(got.gradients[0], table * scale, 0, 1e-12)) << "rank " << r;
       EXPECT_TRUE(torch::allclose(got.gradients[1], weight * scale, 0, 1e-12)) << "rank " << r;
       EXPECT_TRUE(torch::allclose(got.gradients[2], bias * scale, 0, 1e-12)) << "rank " << r;
+      // [1 + r, 2r] summed over ranks 0-2: [6, 6].
+      EXPECT_TRUE(torch::allclose(got.gradients[3], torch::full({2}, 6.0f) * static_cast<float>(scale), 0, 1e-6)) << "rank " << r;
       EXPECT_TRUE(got.agreement.stop) << "rank 1 asked to stop: every rank stops";
       EXPECT_FALSE(got.agreement.pause);
       EXPECT_FALSE(got.agreement.late_gradients);

@@ -306,19 +306,18 @@ TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
   // With prefetch=on a checkpoint inside an epoch is written while the next batch is being prepared (it has
   // drawn its positives from the label-pool stream); the checkpoint must keep the stream from before it, and
   // the run goes on with the batch it prepared.
-  // DEXML prepares its label pool ahead; UniDEC its PSL pool, its hard negatives drawn from the shortlist window.
-  for (const std::string method : {"dexml", "unidec"}) {
-    SCOPED_TRACE(method);
+  // DEXML prepares its label pool ahead; UniDEC its PSL pool, its hard negatives drawn from the shortlist window
+  // (or, with every label as a negative, the pool alone: the labels' inputs are built in the step).
+  for (const auto& [method, negatives] : std::vector<std::pair<std::string, std::string>>{{"dexml", "inbatch"}, {"unidec", "hard"}, {"unidec", "all"}}) {
+    SCOPED_TRACE(method + " " + negatives);
     test::TempDir dir;
     write_synthetic_dataset(dir / "data", 2);
     TrainConfig config = small_config(dir / "data");
     config.epochs = 2;
     config.eval_every = 0;
     config.method = method;
-    if (method == "unidec") {
-      config.negatives = "hard";
-      config.psl_positives = 1;  // one positive of several drawn: the draws show in the run
-    }
+    config.negatives = negatives;
+    if (method == "unidec") config.psl_positives = 1;  // one positive of several drawn: the draws show in the run
     TrainingRun whole(config, dir / "a.sqlite");
     const TrainResult a = whole.run();
 
