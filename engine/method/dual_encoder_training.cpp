@@ -97,8 +97,7 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
 
 /// A batch's label pool and the encoder inputs of the queries and pool labels this process encodes (all of
 /// them in one process, its shares in a data-parallel job; none when every label is scored in chunks).
-struct DualEncoderTraining::Prepared final : PreparedBatch {
-  std::vector<std::int64_t> batch;  ///< the rows it was prepared for (a step checks it got its own)
+struct DualEncoderTraining::Prepared final : PreparedRows {
   LabelPool pool;
   std::shared_ptr<const EncoderInput> queries;
   std::shared_ptr<const EncoderInput> labels;
@@ -126,14 +125,8 @@ std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& mode
 StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64_t> batch, const PreparedBatch* prepared_batch,
                                      TrainContext& context) {
   std::shared_ptr<PreparedBatch> prepared_here;
-  if (prepared_batch == nullptr) {
-    prepared_here = prepare(model, batch, context);
-    prepared_batch = prepared_here.get();
-  }
-  const auto& prepared = dynamic_cast<const Prepared&>(*prepared_batch);
-  if (!std::equal(batch.begin(), batch.end(), prepared.batch.begin(), prepared.batch.end()))
-    throw Error("training step: the batch prepared ahead is another batch's (" + std::to_string(prepared.batch.size()) + " rows for " +
-                std::to_string(batch.size()) + ")");
+  const auto& prepared =
+      prepared_for<Prepared>(batch, prepared_batch, prepared_here, [&] { return prepare(model, batch, context); }, "training step");
   const LabelPool& pool = prepared.pool;
   if (context.distributed.enabled()) return distributed_step(model, batch, prepared, context);
   auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };

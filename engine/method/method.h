@@ -13,6 +13,7 @@
 //   - saves and loads its own state (beyond the parameters) in the checkpoint.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -23,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/core/progress.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/data/filter_pairs.h"
@@ -97,6 +99,28 @@ struct StepResult {
 struct PreparedBatch {
   virtual ~PreparedBatch() = default;
 };
+
+/// A PreparedBatch that keeps the rows it was prepared for, so that a step can check it got its own.
+struct PreparedRows : PreparedBatch {
+  std::vector<std::int64_t> batch;
+};
+
+/// What a step trains on: `prepared` (what prepare_step() built ahead) as the method's kind, or, when nothing
+/// was prepared ahead, what `prepare` builds now, kept alive by `holder`. Throws Error naming `step` when it was
+/// prepared for other rows than `batch`.
+template <class Prepared>
+const Prepared& prepared_for(std::span<const std::int64_t> batch, const PreparedBatch* prepared, std::shared_ptr<PreparedBatch>& holder,
+                             const std::function<std::shared_ptr<PreparedBatch>()>& prepare, std::string_view step) {
+  if (prepared == nullptr) {
+    holder = prepare();
+    prepared = holder.get();
+  }
+  const auto& mine = dynamic_cast<const Prepared&>(*prepared);
+  if (!std::equal(batch.begin(), batch.end(), mine.batch.begin(), mine.batch.end()))
+    throw Error(std::string(step) + ": the batch prepared ahead is another batch's (" + std::to_string(mine.batch.size()) + " rows for " +
+                std::to_string(batch.size()) + ")");
+  return mine;
+}
 
 /// What a mode is scored on when it is not every test row against every label (IRENE's zero-shot setting:
 /// the test rows with a novel positive, against the novel labels only).

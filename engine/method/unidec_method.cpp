@@ -25,8 +25,7 @@ namespace xmc {
 namespace {
 
 /// A batch's PSL label pool and the encoder inputs of its queries and pool labels, built ahead of its step.
-struct PreparedPsl final : PreparedBatch {
-  std::vector<std::int64_t> batch;  ///< the rows it was prepared for (a step checks it got its own)
+struct PreparedPsl final : PreparedRows {
   PslBatch pool;
   std::shared_ptr<const EncoderInput> queries;
   std::shared_ptr<const EncoderInput> labels;
@@ -158,14 +157,8 @@ class UnidecMethod final : public Method {
 
   StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch* prepared_batch, TrainContext& context) override {
     std::shared_ptr<PreparedBatch> prepared_here;
-    if (prepared_batch == nullptr) {
-      prepared_here = prepare_step(stage, batch, context);
-      prepared_batch = prepared_here.get();
-    }
-    const auto& prepared = dynamic_cast<const PreparedPsl&>(*prepared_batch);
-    if (!std::equal(batch.begin(), batch.end(), prepared.batch.begin(), prepared.batch.end()))
-      throw Error("UniDEC training step: the batch prepared ahead is another batch's (" + std::to_string(prepared.batch.size()) + " rows for " +
-                  std::to_string(batch.size()) + ")");
+    const auto& prepared = prepared_for<PreparedPsl>(
+        batch, prepared_batch, prepared_here, [&] { return prepare_step(stage, batch, context); }, "UniDEC training step");
     const PslBatch& pool = prepared.pool;
     const torch::Device device = context.device;
     const torch::Tensor kept = pool.kept.to(device);
