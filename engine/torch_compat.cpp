@@ -1,5 +1,7 @@
 #include "engine/torch_compat.h"
 
+#include "engine/model/dropout.h"
+
 #include <ATen/autocast_mode.h>
 
 #include <cmath>
@@ -12,7 +14,7 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
   return at::scaled_dot_product_attention(q, k, v, additive_mask, dropout_p, /*is_causal=*/false);
 #else
   const torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1))) + additive_mask;
-  return torch::matmul(torch::dropout(torch::softmax(scores, -1), dropout_p, dropout_p > 0), v);
+  return torch::matmul(xmc::dropout(torch::softmax(scores, -1), dropout_p, dropout_p > 0), v);
 #endif
 }
 

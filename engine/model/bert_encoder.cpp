@@ -1,6 +1,7 @@
 #include "engine/model/bert_encoder.h"
 
 #include "engine/model/autocast.h"
+#include "engine/model/dropout.h"
 
 #include <algorithm>
 #include <bit>
@@ -66,7 +67,7 @@ class EmbeddingsImpl : public torch::nn::Module {
     if (config.family == BertFamily::bert && config.type_vocab_size > 0)
       token_type_ = register_module("token_type_embeddings", torch::nn::Embedding(config.type_vocab_size, hidden));
     layer_norm_ = make_layer_norm(*this, hidden, config.layer_norm_eps);
-    dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+    dropout_ = register_module("dropout", Dropout(dropout));
 
     torch::NoGradGuard no_grad;
     for (torch::nn::Embedding* embedding : {&word_, &position_, &token_type_})
@@ -87,7 +88,7 @@ class EmbeddingsImpl : public torch::nn::Module {
  private:
   torch::nn::Embedding word_{nullptr}, position_{nullptr}, token_type_{nullptr};
   torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  Dropout dropout_{nullptr};
 };
 
 /// One post-LayerNorm transformer layer, parameters named as Hugging Face's BertLayer.
@@ -109,7 +110,7 @@ class LayerImpl : public torch::nn::Module {
     auto output = make_container(*this, "output");
     output_dense_ = make_linear(*output, "dense", config.intermediate_size, hidden);
     output_norm_ = make_layer_norm(*output, hidden, config.layer_norm_eps);
-    hidden_dropout_ = register_module("hidden_dropout", torch::nn::Dropout(hidden_dropout));
+    hidden_dropout_ = register_module("hidden_dropout", Dropout(hidden_dropout));
   }
 
   /// x [B, L, H]; additive_mask [B, 1, 1, L] (0 for real keys, very negative for padding).
@@ -143,7 +144,7 @@ class LayerImpl : public torch::nn::Module {
   torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
   torch::nn::Linear intermediate_dense_{nullptr}, output_dense_{nullptr};
   torch::nn::LayerNorm attention_norm_{nullptr}, output_norm_{nullptr};
-  torch::nn::Dropout hidden_dropout_{nullptr};
+  Dropout hidden_dropout_{nullptr};
 };
 
 namespace {

@@ -4,7 +4,7 @@ namespace xmc {
 
 DualEncoderHeadImpl::DualEncoderHeadImpl(const HeadOptions& options)
     : linear_(register_module("linear", torch::nn::Linear(options.in_dim, options.out_dim))),
-      dropout_(register_module("dropout", torch::nn::Dropout(options.dropout))) {}
+      dropout_(register_module("dropout", Dropout(options.dropout))) {}
 
 torch::Tensor DualEncoderHeadImpl::forward(const torch::Tensor& x) {
   return torch::nn::functional::normalize(torch::tanh(dropout_(linear_(x))),
@@ -13,7 +13,7 @@ torch::Tensor DualEncoderHeadImpl::forward(const torch::Tensor& x) {
 
 ClassifierHeadImpl::ClassifierHeadImpl(const HeadOptions& options)
     : linear_(register_module("linear", torch::nn::Linear(options.in_dim, options.out_dim))),
-      dropout_(register_module("dropout", torch::nn::Dropout(options.dropout))) {}
+      dropout_(register_module("dropout", Dropout(options.dropout))) {}
 
 torch::Tensor ClassifierHeadImpl::forward(const torch::Tensor& x) { return dropout_(linear_(x)); }
 

@@ -4,6 +4,8 @@
 //   CLF head g2(x) = Dropout(Linear(x))                  query side of the classifiers
 #include <torch/torch.h>
 
+#include "engine/model/dropout.h"
+
 namespace xmc {
 
 struct HeadOptions {
@@ -21,7 +23,7 @@ class DualEncoderHeadImpl : public torch::nn::Module {
 
  private:
   torch::nn::Linear linear_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  Dropout dropout_{nullptr};
 };
 TORCH_MODULE(DualEncoderHead);
 
@@ -33,7 +35,7 @@ class ClassifierHeadImpl : public torch::nn::Module {
 
  private:
   torch::nn::Linear linear_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  Dropout dropout_{nullptr};
 };
 TORCH_MODULE(ClassifierHead);
 
