@@ -39,6 +39,16 @@ using Clock = std::chrono::steady_clock;
 /// A stop request unwinds the training loop through this (caught in run()).
 struct StopRequested {};
 
+/// The seed a rank other than 0 gives its generator before each step (splitmix64's mix of seed, rank and
+/// step). Only rank 0's generator state is in the checkpoint, so the other ranks' draws (dropout) restart at
+/// every step from what the step is: a resumed run draws what an uninterrupted one does.
+std::uint64_t worker_step_seed(std::uint64_t seed, int rank, std::int64_t step) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<std::uint64_t>(rank) + 1) + 0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(step);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 constexpr const char* kDone = "done";
 
 std::string read_file_bytes(const std::filesystem::path& path) {
@@ -389,9 +399,10 @@ struct Trainer::Impl {
     last_checkpoint_time = Clock::now();
     if (distributed.enabled()) {
       share_parameters();
-      // Dropout differs between ranks (rank 0 keeps the single-process stream). Batches and shortlists are
-      // rank 0's; the label-pool stream starts alike everywhere, so ranks that split a batch draw the same
-      // pools (ranks training batch shards of their own then draw for different queries).
+      // Dropout differs between ranks (rank 0 keeps the single-process stream; the others are seeded again at
+      // every step, worker_step_seed). Batches and shortlists are rank 0's; the label-pool stream starts alike
+      // everywhere, so ranks that split a batch draw the same pools (ranks training batch shards of their own
+      // then draw for different queries).
       if (!distributed.is_main()) torch::manual_seed(config.seed + 1000003ULL * static_cast<std::uint64_t>(distributed.rank));
     }
     if (!setup.resume && setup.restart) {
@@ -716,6 +727,7 @@ struct Trainer::Impl {
           const std::span<const std::int64_t> next = step_rows(stage, state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch + 1)]);
           prefetcher.start(state.batch_in_epoch + 1, [this, &stage, &ctx, next] { return method->prepare_step(stage, next, ctx); });
         }
+        if (distributed.enabled() && !distributed.is_main()) torch::manual_seed(worker_step_seed(config.seed, distributed.rank, state.step));
         StepResult result = step(stage, batch, prepared.get(), ctx);
         if (!std::isfinite(result.loss)) {
           throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
