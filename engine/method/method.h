@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -206,6 +207,14 @@ class Method {
   /// Embeds rows of `corpus` as queries for `query_encoder` (an InferenceMode's), without graph.
   virtual torch::Tensor encode_queries(const std::string& query_encoder, const TokenizedCorpus& corpus, Progress& progress,
                                        std::string_view task) = 0;
+  /// encode_queries() for each of `query_encoders` (distinct names) over one corpus. A method whose query
+  /// encoders share work (one encoder pass under several heads) overrides it to do that work once.
+  virtual std::map<std::string, torch::Tensor> encode_queries_for(const std::vector<std::string>& query_encoders, const TokenizedCorpus& corpus,
+                                                                  Progress& progress, std::string_view task) {
+    std::map<std::string, torch::Tensor> out;
+    for (const std::string& name : query_encoders) out.emplace(name, encode_queries(name, corpus, progress, task));
+    return out;
+  }
   /// The same for a few rows (a t-SNE snapshot's query), without graph, in eval mode.
   virtual torch::Tensor encode_query_rows(const std::string& query_encoder, const TokenizedCorpus& corpus,
                                           std::span<const std::int64_t> rows) = 0;

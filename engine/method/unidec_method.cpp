@@ -194,6 +194,16 @@ class UnidecMethod final : public Method {
   torch::Tensor encode_queries(const std::string& query_encoder, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {
     return model_->embed_all(corpus, space_named(query_encoder), progress, task);
   }
+  // The modes' query encoders share Φ: one encoder pass feeds all of them (evaluation's three modes).
+  std::map<std::string, torch::Tensor> encode_queries_for(const std::vector<std::string>& query_encoders, const TokenizedCorpus& corpus,
+                                                          Progress& progress, std::string_view task) override {
+    std::vector<UnidecSpace> spaces;
+    for (const std::string& name : query_encoders) spaces.push_back(space_named(name));
+    std::vector<torch::Tensor> embedded = model_->embed_all(corpus, spaces, progress, task);
+    std::map<std::string, torch::Tensor> out;
+    for (std::size_t i = 0; i < query_encoders.size(); ++i) out.emplace(query_encoders[i], std::move(embedded[i]));
+    return out;
+  }
   torch::Tensor encode_query_rows(const std::string& query_encoder, const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) override {
     return model_->embed_rows(corpus, rows, space_named(query_encoder));
   }

@@ -61,26 +61,37 @@ torch::Tensor UnidecModelImpl::embed_rows(const TokenizedCorpus& corpus, std::sp
 
 torch::Tensor UnidecModelImpl::embed_all(const TokenizedCorpus& corpus, UnidecSpace space, Progress& progress, std::string_view task,
                                          std::int64_t chunk) {
+  return embed_all(corpus, std::vector<UnidecSpace>{space}, progress, task, chunk).front();
+}
+
+std::vector<torch::Tensor> UnidecModelImpl::embed_all(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces, Progress& progress,
+                                                      std::string_view task, std::int64_t chunk) {
   progress.start(task, corpus.size());
   torch::NoGradGuard no_grad;
   const bool was_training = is_training();
   eval();
-  std::vector<torch::Tensor> parts;
+  std::vector<std::vector<torch::Tensor>> parts(spaces.size());
   std::vector<std::int64_t> rows;
   for (std::int64_t start = 0; start < corpus.size(); start += chunk) {
     rows.clear();
     for (std::int64_t r = start; r < std::min(corpus.size(), start + chunk); ++r) rows.push_back(r);
-    parts.push_back(query_vectors(encode(corpus, rows), space));
+    const torch::Tensor encoded = encode(corpus, rows);  // one encoder pass under every space's heads
+    for (std::size_t s = 0; s < spaces.size(); ++s) parts[s].push_back(query_vectors(encoded, spaces[s]));
     progress.update(start + static_cast<std::int64_t>(rows.size()));
   }
   progress.finish();
   train(was_training);
-  if (parts.empty()) {
+  std::vector<torch::Tensor> out;
+  for (std::size_t s = 0; s < spaces.size(); ++s) {
+    if (!parts[s].empty()) {
+      out.push_back(torch::cat(parts[s]));
+      continue;
+    }
     const std::int64_t clf_cols = clf_dim() + (has_label_bias() ? 1 : 0);
-    const std::int64_t cols = space == UnidecSpace::De ? dim() : space == UnidecSpace::Clf ? clf_cols : dim() + clf_cols;
-    return torch::zeros({0, cols}, torch::TensorOptions().device(device()));
+    const std::int64_t cols = spaces[s] == UnidecSpace::De ? dim() : spaces[s] == UnidecSpace::Clf ? clf_cols : dim() + clf_cols;
+    out.push_back(torch::zeros({0, cols}, torch::TensorOptions().device(device())));
   }
-  return torch::cat(parts);
+  return out;
 }
 
 void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {

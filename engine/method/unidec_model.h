@@ -57,6 +57,9 @@ class UnidecModelImpl : public torch::nn::Module {
   /// Every row of `corpus` in `space` as a query, without graph, in eval mode, in chunks.
   torch::Tensor embed_all(const TokenizedCorpus& corpus, UnidecSpace space, Progress& progress = silent_progress(),
                           std::string_view task = {}, std::int64_t chunk = 1024);
+  /// The same in several spaces from one encoder pass (one matrix per space, in order).
+  std::vector<torch::Tensor> embed_all(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces,
+                                       Progress& progress = silent_progress(), std::string_view task = {}, std::int64_t chunk = 1024);
   /// A few rows, without graph, in eval mode.
   torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows, UnidecSpace space);
 

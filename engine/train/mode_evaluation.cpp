@@ -1,5 +1,6 @@
 #include "engine/train/mode_evaluation.h"
 
+#include <algorithm>
 #include <map>
 
 namespace xmc {
@@ -26,10 +27,13 @@ ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_querie
   ModeEvaluation out;
   auto& queries = out.queries;  // query encoder -> [n x d]
   out.modes = method.inference_modes(labels, reporter);
+  std::vector<std::string> encoders;  // each distinct query encoder once, in the modes' order
+  for (const InferenceMode& mode : out.modes)
+    if (std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
+  queries = method.encode_queries_for(encoders, test_queries, reporter, "encoding test queries");
   for (const InferenceMode& mode : out.modes) {
-    auto it = queries.find(mode.query_encoder);
-    if (it == queries.end())
-      it = queries.emplace(mode.query_encoder, method.encode_queries(mode.query_encoder, test_queries, reporter, "encoding test queries")).first;
+    const auto it = queries.find(mode.query_encoder);
+    if (it == queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + mode.query_encoder + "\"");
     const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
     if (!mode.subset) {
       out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));

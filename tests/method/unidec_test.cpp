@@ -95,6 +95,15 @@ struct LoadedModes {
   std::map<std::string, torch::Tensor> test_scores;  ///< by mode name: [test queries x labels]
 };
 
+/// Counts the tasks a computation reports (each start() is one task on the progress bar).
+class TaskCounter : public Progress {
+ public:
+  void start(std::string_view, std::int64_t) override { ++tasks; }
+  void update(std::int64_t) override {}
+  void finish() override {}
+  int tasks = 0;
+};
+
 LoadedModes load_and_score_test_queries(const std::filesystem::path& db, std::int64_t run, const std::filesystem::path& data) {
   LoadedModes out{load_trained_run(db, run), {}, {}};
   const Dataset dataset = load_dataset(data);
@@ -518,6 +527,15 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
     if (std::string(variant.label_bias) == "none") {
       EXPECT_LE(scores["clf"].abs().max().item<double>(), 1 + 1e-5);
     }
+    // Evaluation encodes the three modes' test queries in one encoder pass (one task on the progress bar),
+    // each the vectors its mode's own encode_queries() gives.
+    const TokenizedCorpus test = trained.method->tokenizer().tokenize(load_dataset(config.dataset).test_text);
+    TaskCounter counter;
+    const auto together = trained.method->encode_queries_for({"concat", "de", "clf"}, test, counter, "test");
+    EXPECT_EQ(counter.tasks, 1);
+    ASSERT_EQ(together.size(), 3u);
+    for (const std::string name : {"concat", "de", "clf"})
+      EXPECT_TRUE(torch::equal(together.at(name), trained.method->encode_queries(name, test, silent_progress(), "test"))) << name;
     // Without a CLF head the classifiers live in the encoder's space (bow: d wide), plus the bias column.
     EXPECT_EQ(inference[2].label_matrix.size(1), config.encoder_dim + (std::string(variant.label_bias) == "learned" ? 1 : 0));
     // A label added at run time has no learned bias: its clf vector is its text's, with a zero bias entry.
