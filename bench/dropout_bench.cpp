@@ -45,7 +45,10 @@ int main(int argc, char** argv) {
     const double libtorch = median_ms(shape, repeats, [&](const torch::Tensor& x) { return torch::dropout(x, p, true); });
     const double engine = median_ms(shape, repeats, [&](const torch::Tensor& x) { return xmc::dropout(x, p, true); });
     std::string dims;
-    for (const auto d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    for (const auto d : shape) {
+      if (!dims.empty()) dims += 'x';
+      dims += std::to_string(d);
+    }
     std::printf("{\"shape\": \"%s\", \"threads\": %d, \"libtorch_ms\": %.4f, \"engine_ms\": %.4f, \"engine_over_libtorch\": %.3f}\n",
                 dims.c_str(), at::get_num_threads(), libtorch, engine, engine / libtorch);
   }

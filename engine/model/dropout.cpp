@@ -7,17 +7,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/core/splitmix64.h"
+
 namespace xmc {
 namespace {
-
-constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-
-/// splitmix64's output function: a bijective mix of 64 bits (Steele, Lea and Flood, 2014).
-inline std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 std::uint64_t draw_seed() {
   at::Generator generator = at::detail::getDefaultCPUGenerator();
@@ -27,14 +20,15 @@ std::uint64_t draw_seed() {
 
 template <typename Scalar>
 void fill_mask(Scalar* out, std::uint64_t seed, std::int64_t count, double p) {
-  // Element i keeps iff the high 32 bits of splitmix64's (i+1)-th output from state mix64(seed) are ≥ p·2^32:
-  // a stream per call (the seed is mixed first, so nearby seeds do not give shifted copies of one stream).
-  const std::uint64_t start = mix64(seed);
+  // Element i keeps iff the high 32 bits of splitmix64's (i+1)-th output from the state splitmix64_mix(seed)
+  // are ≥ p·2^32: a stream per call (the seed is mixed first, so nearby seeds do not give shifted copies of
+  // one stream).
+  const std::uint64_t start = splitmix64_mix(seed);
   const std::uint64_t threshold = static_cast<std::uint64_t>(p * 4294967296.0);  // p·2^32, at most 2^32
   const Scalar scale = static_cast<Scalar>(1.0 / (1.0 - p));
   at::parallel_for(0, count, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const std::uint64_t draw = mix64(start + static_cast<std::uint64_t>(i + 1) * kGolden) >> 32;
+      const std::uint64_t draw = splitmix64_mix(start + static_cast<std::uint64_t>(i + 1) * kSplitmix64Increment) >> 32;
       out[i] = draw >= threshold ? scale : Scalar(0);
     }
   });

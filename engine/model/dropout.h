@@ -27,7 +27,6 @@ class DropoutImpl : public torch::nn::Module {
  public:
   explicit DropoutImpl(double p);
   torch::Tensor forward(const torch::Tensor& x);
-  double p() const { return p_; }
 
  private:
   double p_;

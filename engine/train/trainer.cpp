@@ -15,6 +15,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
+#include "engine/core/splitmix64.h"
 #include "engine/data/dataset.h"
 #include "engine/distributed/communicator.h"
 #include "engine/eval/metric_key.h"
@@ -43,10 +44,8 @@ struct StopRequested {};
 /// step). Only rank 0's generator state is in the checkpoint, so the other ranks' draws (dropout) restart at
 /// every step from what the step is: a resumed run draws what an uninterrupted one does.
 std::uint64_t worker_step_seed(std::uint64_t seed, int rank, std::int64_t step) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<std::uint64_t>(rank) + 1) + 0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(step);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  return splitmix64_mix(seed + kSplitmix64Increment * (static_cast<std::uint64_t>(rank) + 1) +
+                        0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(step));
 }
 
 constexpr const char* kDone = "done";
