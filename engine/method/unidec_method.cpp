@@ -146,12 +146,10 @@ class UnidecMethod final : public Method {
                                       .pool_size = config_.psl_pool_size,
                                       .all_labels = config_.negatives == "all"},
                                      hard);
-    const torch::Tensor& labels = prepared->pool.labels;
-    const std::vector<std::int64_t> label_rows(labels.data_ptr<std::int64_t>(), labels.data_ptr<std::int64_t>() + labels.numel());
     prepared->queries = model_->prepare_input(context.train_corpus, batch);
     // With every label in the pool (negatives = all), the labels' inputs are built in the step: two batches'
     // worth of them would be held at once otherwise.
-    if (config_.negatives != "all") prepared->labels = model_->prepare_input(context.label_corpus, label_rows);
+    if (config_.negatives != "all") prepared->labels = pool_label_input(prepared->pool, context);
     return prepared;
   }
 
@@ -168,11 +166,7 @@ class UnidecMethod final : public Method {
 
     const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
     const torch::Tensor queries_de = model_->de(queries_encoded);
-    std::shared_ptr<const EncoderInput> label_input = prepared.labels;
-    if (!label_input) {
-      const std::vector<std::int64_t> label_rows(pool.labels.data_ptr<std::int64_t>(), pool.labels.data_ptr<std::int64_t>() + pool.labels.numel());
-      label_input = model_->prepare_input(context.label_corpus, label_rows);
-    }
+    const std::shared_ptr<const EncoderInput> label_input = prepared.labels ? prepared.labels : pool_label_input(pool, context);
     const torch::Tensor labels_de = model_->de(model_->encode_input(*label_input));
     // The queries the loss uses: usually all of them (a query is dropped only when none of its positives is pooled).
     const bool keeps_all = kept.size(0) == static_cast<std::int64_t>(batch.size());
@@ -268,6 +262,12 @@ class UnidecMethod final : public Method {
   }
 
  private:
+  /// The encoder inputs of a pool's labels.
+  std::shared_ptr<const EncoderInput> pool_label_input(const PslBatch& pool, const TrainContext& context) const {
+    const std::int64_t* ids = pool.labels.data_ptr<std::int64_t>();
+    return model_->prepare_input(context.label_corpus, std::vector<std::int64_t>(ids, ids + pool.labels.numel()));
+  }
+
   /// Scores w = 0, 0.1, ..., 1 on the held-out queries and keeps the best (of equal ones, the nearest to
   /// unidec.concat_weight).
   void choose_concat_weight(TrainContext& context) {
