@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "tests/support/recording_progress.h"
 
 namespace xmc {
 namespace {
@@ -437,32 +438,7 @@ TEST(WordnetBuilder, BadOptions) {
   EXPECT_THROW(build_wordnet_dataset(o), ConfigError);
 }
 
-class RecordingProgress : public Progress {
- public:
-  void start(std::string_view task, std::int64_t total) override {
-    EXPECT_FALSE(open);
-    open = true;
-    tasks.emplace_back(task);
-    totals.push_back(total);
-  }
-  void update(std::int64_t done) override {
-    EXPECT_TRUE(open);
-    if (totals.back() > 0) {
-      EXPECT_LE(done, totals.back());
-    }
-    ++updates;
-  }
-  void finish() override {
-    EXPECT_TRUE(open);
-    open = false;
-  }
-  bool cancelled() const override { return cancel; }
-  std::vector<std::string> tasks;
-  std::vector<std::int64_t> totals;
-  int updates = 0;
-  bool open = false;
-  bool cancel = false;
-};
+using test::RecordingProgress;
 
 TEST(WordnetBuilder, ReportsProgressAndHonoursCancel) {
   TempDir dir;

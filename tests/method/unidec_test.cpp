@@ -18,6 +18,7 @@
 #include "engine/store/run_store.h"
 #include "engine/text/tokenized_corpus.h"
 #include "engine/train/training_run.h"
+#include "tests/support/recording_progress.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -93,15 +94,6 @@ struct LoadedModes {
   TrainedRun trained;
   std::vector<InferenceMode> modes;
   std::map<std::string, torch::Tensor> test_scores;  ///< by mode name: [test queries x labels]
-};
-
-/// Counts the tasks a computation reports (each start() is one task on the progress bar).
-class TaskCounter : public Progress {
- public:
-  void start(std::string_view, std::int64_t) override { ++tasks; }
-  void update(std::int64_t) override {}
-  void finish() override {}
-  int tasks = 0;
 };
 
 LoadedModes load_and_score_test_queries(const std::filesystem::path& db, std::int64_t run, const std::filesystem::path& data) {
@@ -530,9 +522,9 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
     // Evaluation encodes the three modes' test queries in one encoder pass (one task on the progress bar),
     // each the vectors its mode's own encode_queries() gives.
     const TokenizedCorpus test = trained.method->tokenizer().tokenize(load_dataset(config.dataset).test_text);
-    TaskCounter counter;
-    const auto together = trained.method->encode_queries_for({"concat", "de", "clf"}, test, counter, "test");
-    EXPECT_EQ(counter.tasks, 1);
+    test::RecordingProgress progress;
+    const auto together = trained.method->encode_queries_for({"concat", "de", "clf"}, test, progress, "test");
+    EXPECT_EQ(progress.tasks, std::vector<std::string>{"test"});
     ASSERT_EQ(together.size(), 3u);
     for (const std::string name : {"concat", "de", "clf"})
       EXPECT_TRUE(torch::equal(together.at(name), trained.method->encode_queries(name, test, silent_progress(), "test"))) << name;
