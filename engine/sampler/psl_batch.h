@@ -3,7 +3,8 @@
 // brings at most β of its positives (sampled without replacement) and η hard negatives from its shortlist
 // window; the pool L_B is their union, and every positive of a query that is in the pool counts
 // (P_i^B = P_i ∩ L_B), whichever query brought it. The label→query direction uses the mask's transpose.
-// Built with tensor ops only (sorts, searchsorted, scatter): no per-element loops in the training step.
+// Built on the host by linear passes over the batch's positives (sorts of the pool, binary searches): no
+// per-element tensor ops, whose dispatch would cost more than the work.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -26,6 +27,9 @@ struct PslBatch {
   torch::Tensor kept;
   torch::Tensor labels;         ///< [P] int64 label ids: the sampled positives (ascending), then the negatives
   torch::Tensor positive_mask;  ///< [B' x P] bool: label j is a positive of kept query i
+  /// The mask's true entries, each once, by row (as positive_mask.nonzero() lists them): [N] int64 rows and
+  /// columns. The losses take them from here instead of scanning the mask.
+  torch::Tensor pair_rows, pair_columns;
 };
 
 /// @param labels          train label matrix (rows = queries)

@@ -31,7 +31,7 @@ std::vector<std::int64_t> to_vector(const torch::Tensor& t) {
 }
 
 /// Checks the mask of a pool against the label matrix: entry (i, j) is set iff pool label j is a positive
-/// of kept query i, whoever brought it into the pool.
+/// of kept query i, whoever brought it into the pool; and the pool's pair lists are the mask's entries, by row.
 void expect_mask_is_membership(const PslBatch& pool, const CsrMatrix& labels, const std::vector<std::int64_t>& batch) {
   const auto kept = to_vector(pool.kept);
   const auto ids = to_vector(pool.labels);
@@ -43,6 +43,9 @@ void expect_mask_is_membership(const PslBatch& pool, const CsrMatrix& labels, co
       EXPECT_EQ(pool.positive_mask[static_cast<std::int64_t>(i)][static_cast<std::int64_t>(j)].item<bool>(), positives.count(ids[j]) == 1)
           << "query " << kept[i] << ", label " << ids[j];
   }
+  const torch::Tensor entries = pool.positive_mask.nonzero();
+  EXPECT_EQ(to_vector(pool.pair_rows), to_vector(entries.select(1, 0)));
+  EXPECT_EQ(to_vector(pool.pair_columns), to_vector(entries.select(1, 1)));
 }
 
 TrainConfig small_unidec_config(const std::filesystem::path& data, const std::string& method = "unidec") {
