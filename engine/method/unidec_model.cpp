@@ -1,15 +1,9 @@
 #include "engine/method/unidec_model.h"
 
 #include "engine/model/table_rows.h"
+#include "engine/model/unit_rows.h"
 
 namespace xmc {
-namespace {
-
-torch::Tensor unit_rows(const torch::Tensor& x) {
-  return torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-8));
-}
-
-}  // namespace
 
 UnidecModelImpl::UnidecModelImpl(XmcModel dual_encoder, UnidecModelOptions options)
     : dual_encoder_(register_module("dual_encoder", std::move(dual_encoder))), options_(std::move(options)) {

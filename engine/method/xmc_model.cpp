@@ -7,6 +7,7 @@
 #include "engine/model/bert_encoder.h"
 #include "engine/model/bow_encoder.h"
 #include "engine/model/table_rows.h"
+#include "engine/model/unit_rows.h"
 #include "engine/text/vocabulary.h"
 #include "engine/text/word_vectors.h"
 #include "engine/text/wordpiece_tokenizer.h"
@@ -31,7 +32,7 @@ torch::Tensor XmcModelImpl::embed(const TokenizedCorpus& corpus, std::span<const
 
 torch::Tensor XmcModelImpl::embed_encoded(const torch::Tensor& encoded) {
   if (head_ == EmbeddingHead::Normalize)
-    return torch::nn::functional::normalize(encoded, torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-8));
+    return unit_rows(encoded, 1e-8);
   return de_head_->forward(encoded);
 }
 
@@ -73,7 +74,7 @@ void XmcModelImpl::add_classifiers(std::int64_t num_labels) {
 
 torch::Tensor XmcModelImpl::classifiers(const torch::Tensor& label_embeddings, const torch::Tensor& rows) {
   const torch::Tensor residuals = rows.defined() ? table_rows(residuals_, rows) : residuals_;
-  return torch::nn::functional::normalize(label_embeddings + residuals, torch::nn::functional::NormalizeFuncOptions().dim(1));
+  return unit_rows(label_embeddings + residuals, 1e-12);  // normalize's default eps
 }
 
 torch::Tensor XmcModelImpl::fuse(const torch::Tensor& classifiers, const torch::Tensor& label_embeddings, double weight) {

@@ -1,5 +1,7 @@
 #include "engine/model/heads.h"
 
+#include "engine/model/unit_rows.h"
+
 namespace xmc {
 
 DualEncoderHeadImpl::DualEncoderHeadImpl(const HeadOptions& options)
@@ -7,8 +9,7 @@ DualEncoderHeadImpl::DualEncoderHeadImpl(const HeadOptions& options)
       dropout_(register_module("dropout", Dropout(options.dropout))) {}
 
 torch::Tensor DualEncoderHeadImpl::forward(const torch::Tensor& x) {
-  return torch::nn::functional::normalize(torch::tanh(dropout_(linear_(x))),
-                                          torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-8));
+  return unit_rows(torch::tanh(dropout_(linear_(x))), 1e-8);
 }
 
 ClassifierHeadImpl::ClassifierHeadImpl(const HeadOptions& options)
