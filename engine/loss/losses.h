@@ -81,6 +81,11 @@ torch::Tensor bce_loss(const torch::Tensor& scores, const torch::Tensor& positiv
 torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options,
                              double query_to_label_weight = 0.5);
 
+/// The same, with the mask's true entries given as [N] int64 rows and columns, each entry once (a caller that
+/// built the mask knows them): SupCon and the decoupled softmax then skip the scan of the mask for them.
+torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const torch::Tensor& pair_rows,
+                             const torch::Tensor& pair_columns, const LossOptions& options, double query_to_label_weight = 0.5);
+
 namespace loss_detail {
 
 /// Checks the shared input contract (throws c10::Error on a programming error) and returns the scores to

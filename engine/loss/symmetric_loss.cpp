@@ -1,9 +1,10 @@
 // UniDEC's symmetric loss. SupCon and the decoupled softmax, the two ℓ_MC of UniDEC's recipe, are computed for
-// both directions at once: one logits matrix, one pass for each direction's log-sum-exp (over rows and over
-// columns), the positive pairs found once, and a backward written out by hand that builds the gradient in a
-// few element-wise passes. Composed from the one-direction losses, the same value costs two logits matrices, a
-// transposed (strided) reduction, and an [B x P] zero-filled scatter per direction for the gathered positives'
-// gradient; this form is ~2x faster in a UniDEC step. Other losses go through the composition.
+// both directions at once: one matrix of exponentials e^{L − max L} whose row and column sums give both
+// directions' log-sum-exps (a shift per row and per column only where the logits spread too far for one), the
+// positive pairs found once (or handed in by the caller), and a backward written out by hand that scales that
+// matrix by row and by column. Composed from the one-direction losses, the same value costs two logits
+// matrices, a transposed (strided) reduction, and an [B x P] zero-filled scatter per direction for the
+// gathered positives' gradient. Other losses go through the composition.
 #include <limits>
 
 #include "engine/loss/losses.h"
@@ -22,45 +23,88 @@ torch::Tensor pair_counts(const torch::Tensor& indices, std::int64_t n, const to
   return torch::zeros({n}, options).index_add_(0, indices, torch::ones({indices.size(0)}, options));
 }
 
-/// Each function saves the logits L = S/τ (with the positives at -inf for the decoupled softmax), the row and
-/// column log-sum-exps, the pairs' rows and columns, and the weights its backward applies per pair and per
+/// The largest spread of logits (max − min of S/τ) for which one shift serves every row and column: e^{-60}
+/// (~1e-26) is far above float's smallest normal number, so no row or column sum of e^{L − max L} vanishes.
+/// Cosine scores at τ = 0.05 spread at most 40.
+constexpr double kSharedShiftSpread = 60;
+
+/// e^{L − c} for L = S/τ and c = max L, when the logits' spread allows one shift (kSharedShiftSpread); undefined
+/// otherwise. With it the row and column log-sum-exps are log Σ + c of one matrix's row and column sums, and
+/// the softmaxes of backward are that matrix scaled by row and by column: one exponential for both directions.
+std::pair<torch::Tensor, double> shifted_exponentials(const torch::Tensor& scores, double temperature) {
+  const auto [low, high] = torch::aminmax(scores);
+  const torch::Tensor bounds = torch::stack({low, high}).to(torch::kCPU, torch::kFloat64);  // one device sync
+  const double max_logit = bounds[1].item<double>() / temperature;
+  if (!(max_logit - bounds[0].item<double>() / temperature <= kSharedShiftSpread)) return {torch::Tensor(), 0.0};
+  return {(scores * (1.0 / temperature)).sub_(max_logit).exp_(), max_logit};
+}
+
+/// The entries of `scores` at (rows, columns), through one flat gather.
+torch::Tensor entries_at(const torch::Tensor& scores, const torch::Tensor& rows, const torch::Tensor& columns) {
+  return scores.reshape({-1}).index_select(0, rows * scores.size(1) + columns);
+}
+
+/// Each function saves what its backward needs to build the gradient in a few element-wise passes: the
+/// exponentials or logits, the row and column normalisers, the pairs, and the weights applied per pair and per
 /// row and column.
 struct SymmetricSupCon : public torch::autograd::Function<SymmetricSupCon> {
   /// (1/A_r) Σ_{i: n_i>0} (1/n_i) Σ_{p∈P_i} (lse_row_i - L_ip) weighted w, plus the same over columns weighted 1-w.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores, const torch::Tensor& pair_rows,
                                const torch::Tensor& pair_labels, double temperature, double query_to_label_weight) {
-    const torch::Tensor logits = scores / temperature;
-    const torch::Tensor row_lse = logits.logsumexp(/*dim=*/1);
-    const torch::Tensor column_lse = logits.logsumexp(/*dim=*/0);
-    const loss_detail::PositivePairs pairs{pair_rows, pair_labels, pair_rows.size(0)};
-    const torch::Tensor row_positives = pair_counts(pair_rows, logits.size(0), logits.options());       // n_i
-    const torch::Tensor column_positives = pair_counts(pair_labels, logits.size(1), logits.options());  // m_j
-    const torch::Tensor row_anchors = (row_positives > 0).sum().to(logits.dtype());
-    const torch::Tensor column_anchors = (column_positives > 0).sum().to(logits.dtype());
+    const auto [exponentials, shift] = shifted_exponentials(scores, temperature);
+    torch::Tensor logits, row_lse, column_lse, row_sums, column_sums;
+    if (exponentials.defined()) {
+      row_sums = exponentials.sum(/*dim=*/1);
+      column_sums = exponentials.sum(/*dim=*/0);
+      row_lse = row_sums.log().add_(shift);
+      column_lse = column_sums.log().add_(shift);
+    } else {  // logits too spread for one shift: a shift per row and per column
+      logits = scores / temperature;
+      row_lse = logits.logsumexp(/*dim=*/1);
+      column_lse = logits.logsumexp(/*dim=*/0);
+    }
+    const std::int64_t rows = scores.size(0), columns = scores.size(1);
+    const torch::Tensor row_positives = pair_counts(pair_rows, rows, scores.options());          // n_i
+    const torch::Tensor column_positives = pair_counts(pair_labels, columns, scores.options());  // m_j
+    const torch::Tensor row_anchors = (row_positives > 0).sum().to(scores.dtype());
+    const torch::Tensor column_anchors = (column_positives > 0).sum().to(scores.dtype());
     // Per pair, the weight of its term in each direction: w/(A_r·n_i) and (1-w)/(A_c·m_j).
     const double w = query_to_label_weight;
-    const torch::Tensor row_pair_weight = w / (row_anchors * row_positives.index_select(0, pairs.rows));
-    const torch::Tensor column_pair_weight = (1.0 - w) / (column_anchors * column_positives.index_select(0, pairs.labels));
-    const torch::Tensor positive_logits = logits.index({pairs.rows, pairs.labels});
-    const torch::Tensor loss = ((row_lse.index_select(0, pairs.rows) - positive_logits) * row_pair_weight +
-                                (column_lse.index_select(0, pairs.labels) - positive_logits) * column_pair_weight)
+    const torch::Tensor row_pair_weight = w / (row_anchors * row_positives.index_select(0, pair_rows));
+    const torch::Tensor column_pair_weight = (1.0 - w) / (column_anchors * column_positives.index_select(0, pair_labels));
+    const torch::Tensor positive_logits = entries_at(scores, pair_rows, pair_labels) / temperature;
+    const torch::Tensor loss = ((row_lse.index_select(0, pair_rows) - positive_logits) * row_pair_weight +
+                                (column_lse.index_select(0, pair_labels) - positive_logits) * column_pair_weight)
                                    .sum();
-    ctx->save_for_backward({logits, row_lse, column_lse, pairs.rows, pairs.labels, row_pair_weight, column_pair_weight,
-                            (row_positives > 0).to(logits.dtype()) * (w / row_anchors),
-                            (column_positives > 0).to(logits.dtype()) * ((1.0 - w) / column_anchors)});
+    // c_i = w·[n_i>0]/A_r and c'_j = (1-w)·[m_j>0]/A_c, divided by the row and column sums where those exist.
+    torch::Tensor row_weight = (row_positives > 0).to(scores.dtype()) * (w / row_anchors);
+    torch::Tensor column_weight = (column_positives > 0).to(scores.dtype()) * ((1.0 - w) / column_anchors);
+    if (exponentials.defined()) {
+      row_weight = row_weight / row_sums;
+      column_weight = column_weight / column_sums;
+    }
+    ctx->save_for_backward({exponentials.defined() ? exponentials : logits, row_lse, column_lse, pair_rows, pair_labels, row_pair_weight,
+                            column_pair_weight, row_weight, column_weight});
     ctx->saved_data["temperature"] = temperature;
+    ctx->saved_data["shared_shift"] = exponentials.defined();
     return loss;
   }
 
-  /// ∂/∂L_ij = c_i·softmax_row(L)_ij + c'_j·softmax_column(L)_ij - [M_ij](w/(A_r n_i) + (1-w)/(A_c m_j)), with
-  /// c_i = w·[n_i>0]/A_r and c'_j = (1-w)·[m_j>0]/A_c; then ÷τ.
+  /// ∂/∂L_ij = c_i·softmax_row(L)_ij + c'_j·softmax_column(L)_ij - [M_ij](w/(A_r n_i) + (1-w)/(A_c m_j)); then ÷τ.
+  /// With one shift, softmax_row(L)_ij = e^{L_ij − c}/R_i and softmax_column(L)_ij = e^{L_ij − c}/C_j.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &logits = saved[0], &row_lse = saved[1], &column_lse = saved[2], &rows = saved[3], &labels = saved[4];
+    const torch::Tensor &saved_matrix = saved[0], &row_lse = saved[1], &column_lse = saved[2], &rows = saved[3], &labels = saved[4];
     const torch::Tensor &row_pair_weight = saved[5], &column_pair_weight = saved[6], &row_weight = saved[7], &column_weight = saved[8];
-    torch::Tensor grad = (logits - row_lse.unsqueeze(1)).exp_().mul_(row_weight.unsqueeze(1));
-    grad.addcmul_((logits - column_lse.unsqueeze(0)).exp_(), column_weight.unsqueeze(0));
-    grad.index_put_({rows, labels}, -(row_pair_weight + column_pair_weight), /*accumulate=*/true);
+    torch::Tensor grad;
+    if (ctx->saved_data["shared_shift"].toBool()) {
+      grad = saved_matrix * row_weight.unsqueeze(1);
+      grad.addcmul_(saved_matrix, column_weight.unsqueeze(0));
+    } else {
+      grad = (saved_matrix - row_lse.unsqueeze(1)).exp_().mul_(row_weight.unsqueeze(1));
+      grad.addcmul_((saved_matrix - column_lse.unsqueeze(0)).exp_(), column_weight.unsqueeze(0));
+    }
+    grad.view({-1}).index_add_(0, rows * grad.size(1) + labels, -(row_pair_weight + column_pair_weight));
     grad.mul_(grad_outputs[0] / ctx->saved_data["temperature"].toDouble());
     return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
@@ -72,16 +116,26 @@ struct SymmetricDecoupledSoftmax : public torch::autograd::Function<SymmetricDec
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores, const torch::Tensor& positive_mask,
                                const torch::Tensor& pair_rows, const torch::Tensor& pair_labels, double temperature,
                                double query_to_label_weight) {
-    const torch::Tensor logits = scores / temperature;
-    const torch::Tensor negatives = logits.masked_fill(positive_mask, -kInfinity);
-    const torch::Tensor row_lse = negatives.logsumexp(/*dim=*/1);     // -inf: a row of positives only
-    const torch::Tensor column_lse = negatives.logsumexp(/*dim=*/0);  // -inf: a column of positives only
-    const loss_detail::PositivePairs pairs{pair_rows, pair_labels, pair_rows.size(0)};
-    const torch::Tensor positive_logits = logits.index({pairs.rows, pairs.labels});
-    const torch::Tensor pair_row_lse = row_lse.index_select(0, pairs.rows);
-    const torch::Tensor pair_column_lse = column_lse.index_select(0, pairs.labels);
+    // The negatives' exponentials (0 at the positives) or, too spread for one shift, their logits (-inf there).
+    auto [negatives, shift] = shifted_exponentials(scores, temperature);
+    const bool shared_shift = negatives.defined();
+    torch::Tensor row_lse, column_lse, row_sums, column_sums;  // lse: -inf for a row or column of positives only
+    if (shared_shift) {
+      negatives.masked_fill_(positive_mask, 0.0);
+      row_sums = negatives.sum(/*dim=*/1);
+      column_sums = negatives.sum(/*dim=*/0);
+      row_lse = row_sums.log().add_(shift);
+      column_lse = column_sums.log().add_(shift);
+    } else {
+      negatives = (scores / temperature).masked_fill_(positive_mask, -kInfinity);
+      row_lse = negatives.logsumexp(/*dim=*/1);
+      column_lse = negatives.logsumexp(/*dim=*/0);
+    }
+    const torch::Tensor positive_logits = entries_at(scores, pair_rows, pair_labels) / temperature;
+    const torch::Tensor pair_row_lse = row_lse.index_select(0, pair_rows);
+    const torch::Tensor pair_column_lse = column_lse.index_select(0, pair_labels);
     const double w = query_to_label_weight;
-    const auto count = static_cast<double>(pairs.count);
+    const auto count = static_cast<double>(pair_rows.size(0));
     const torch::Tensor loss = (w * (torch::logaddexp(positive_logits, pair_row_lse) - positive_logits) +
                                 (1.0 - w) * (torch::logaddexp(positive_logits, pair_column_lse) - positive_logits))
                                    .sum() /
@@ -89,42 +143,72 @@ struct SymmetricDecoupledSoftmax : public torch::autograd::Function<SymmetricDec
     // ∂/∂L_ip of a pair's term through its own logit: -σ(G - L_ip) per direction; through G: σ(G - L_ip).
     const torch::Tensor row_sigmoid = w * torch::sigmoid(pair_row_lse - positive_logits);
     const torch::Tensor column_sigmoid = (1.0 - w) * torch::sigmoid(pair_column_lse - positive_logits);
-    ctx->save_for_backward({negatives, row_lse, column_lse, pairs.rows, pairs.labels, row_sigmoid, column_sigmoid});
+    ctx->save_for_backward({negatives, row_lse, column_lse, pair_rows, pair_labels, row_sigmoid, column_sigmoid,
+                            shared_shift ? row_sums : torch::Tensor(), shared_shift ? column_sums : torch::Tensor()});
     ctx->saved_data["scale"] = 1.0 / (count * temperature);
+    ctx->saved_data["shared_shift"] = shared_shift;
     return loss;
   }
 
   /// Negatives: ∂/∂L_ij = g_i·e^{L_ij - G_i} + g'_j·e^{L_ij - G'_j}, g_i = Σ_{p∈P_i} w·σ(G_i - L_ip) and
   /// g'_j = Σ_{i∈P'_j} (1-w)·σ(G'_j - L_ij); positives: -(w·σ(G_i - L_ip) + (1-w)·σ(G'_p - L_ip)); all ÷(N·τ).
+  /// With one shift c, e^{L_ij - G_i} = e^{L_ij - c}/R_i and e^{L_ij - G'_j} = e^{L_ij - c}/C_j.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &negatives = saved[0], &row_lse = saved[1], &column_lse = saved[2], &rows = saved[3], &labels = saved[4];
-    const torch::Tensor &row_sigmoid = saved[5], &column_sigmoid = saved[6];
-    const torch::Tensor row_weight = torch::zeros_like(row_lse).index_add_(0, rows, row_sigmoid);
-    const torch::Tensor column_weight = torch::zeros_like(column_lse).index_add_(0, labels, column_sigmoid);
-    // Positives sit at -inf in `negatives`, so both exponentials are 0 there; a -inf log-sum-exp (no negatives
-    // in that row or column) is taken as 0, its exponentials being 0 anyway.
-    torch::Tensor grad = (negatives - finite_or_zero(row_lse).unsqueeze(1)).exp_().mul_(row_weight.unsqueeze(1));
-    grad.addcmul_((negatives - finite_or_zero(column_lse).unsqueeze(0)).exp_(), column_weight.unsqueeze(0));
-    grad.index_put_({rows, labels}, -(row_sigmoid + column_sigmoid), /*accumulate=*/true);
+    const torch::Tensor &row_sigmoid = saved[5], &column_sigmoid = saved[6], &row_sums = saved[7], &column_sums = saved[8];
+    torch::Tensor row_weight = torch::zeros_like(row_lse).index_add_(0, rows, row_sigmoid);
+    torch::Tensor column_weight = torch::zeros_like(column_lse).index_add_(0, labels, column_sigmoid);
+    torch::Tensor grad;
+    if (ctx->saved_data["shared_shift"].toBool()) {
+      // A row or column without negatives has a zero sum and zero exponentials: its weight is dropped, not 0/0.
+      row_weight = torch::where(row_sums > 0, row_weight / row_sums, torch::zeros_like(row_weight));
+      column_weight = torch::where(column_sums > 0, column_weight / column_sums, torch::zeros_like(column_weight));
+      grad = negatives * row_weight.unsqueeze(1);
+      grad.addcmul_(negatives, column_weight.unsqueeze(0));
+    } else {
+      // Positives sit at -inf in `negatives`, so both exponentials are 0 there; a -inf log-sum-exp (no negatives
+      // in that row or column) is taken as 0, its exponentials being 0 anyway.
+      grad = (negatives - finite_or_zero(row_lse).unsqueeze(1)).exp_().mul_(row_weight.unsqueeze(1));
+      grad.addcmul_((negatives - finite_or_zero(column_lse).unsqueeze(0)).exp_(), column_weight.unsqueeze(0));
+    }
+    grad.view({-1}).index_add_(0, rows * grad.size(1) + labels, -(row_sigmoid + column_sigmoid));
     grad.mul_(grad_outputs[0] * ctx->saved_data["scale"].toDouble());
     return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
+/// Both directions at once for SupCon and the decoupled softmax, given the mask's pairs.
+torch::Tensor symmetric_loss_at_once(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask,
+                                     const loss_detail::PositivePairs& pairs, const LossOptions& options, double query_to_label_weight) {
+  const torch::Tensor s = loss_detail::checked_scores(scores, positive_mask, "symmetric loss");
+  if (pairs.count == 0) return loss_detail::zero_loss(s);
+  return kind == LossKind::SupCon
+             ? SymmetricSupCon::apply(s, pairs.rows, pairs.labels, options.temperature, query_to_label_weight)
+             : SymmetricDecoupledSoftmax::apply(s, positive_mask, pairs.rows, pairs.labels, options.temperature, query_to_label_weight);
+}
+
+bool computed_at_once(LossKind kind, double query_to_label_weight) {
+  return query_to_label_weight < 1.0 && (kind == LossKind::SupCon || kind == LossKind::DecoupledSoftmax);
+}
+
 }  // namespace
+
+torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const torch::Tensor& pair_rows,
+                             const torch::Tensor& pair_columns, const LossOptions& options, double query_to_label_weight) {
+  if (!computed_at_once(kind, query_to_label_weight)) return symmetric_loss(kind, scores, positive_mask, options, query_to_label_weight);
+  TORCH_CHECK(pair_rows.dim() == 1 && pair_rows.sizes() == pair_columns.sizes(), "symmetric loss: pair rows ", pair_rows.sizes(),
+              " and columns ", pair_columns.sizes(), " must be two [N] lists");
+  const torch::Device device = scores.device();
+  const loss_detail::PositivePairs pairs{pair_rows.to(device, torch::kInt64), pair_columns.to(device, torch::kInt64), pair_rows.size(0)};
+  return symmetric_loss_at_once(kind, scores, positive_mask, pairs, options, query_to_label_weight);
+}
 
 torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options,
                              double query_to_label_weight) {
   if (query_to_label_weight >= 1.0) return compute_loss(kind, scores, positive_mask, options);
-  if (kind == LossKind::SupCon || kind == LossKind::DecoupledSoftmax) {
-    const torch::Tensor s = loss_detail::checked_scores(scores, positive_mask, "symmetric loss");
-    const loss_detail::PositivePairs pairs = loss_detail::positive_pairs(positive_mask);
-    if (pairs.count == 0) return loss_detail::zero_loss(s);
-    return kind == LossKind::SupCon
-               ? SymmetricSupCon::apply(s, pairs.rows, pairs.labels, options.temperature, query_to_label_weight)
-               : SymmetricDecoupledSoftmax::apply(s, positive_mask, pairs.rows, pairs.labels, options.temperature, query_to_label_weight);
-  }
+  if (computed_at_once(kind, query_to_label_weight))
+    return symmetric_loss_at_once(kind, scores, positive_mask, loss_detail::positive_pairs(positive_mask), options, query_to_label_weight);
   const torch::Tensor query_to_label = compute_loss(kind, scores, positive_mask, options);
   const torch::Tensor label_to_query = compute_loss(kind, scores.t(), positive_mask.t(), options);
   return query_to_label_weight * query_to_label + (1.0 - query_to_label_weight) * label_to_query;

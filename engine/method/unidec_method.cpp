@@ -162,6 +162,7 @@ class UnidecMethod final : public Method {
     const torch::Tensor kept = pool.kept.to(device);
     const torch::Tensor pool_labels = pool.labels.to(device);
     const torch::Tensor mask = pool.positive_mask.to(device);
+    const torch::Tensor pair_rows = pool.pair_rows.to(device), pair_columns = pool.pair_columns.to(device);
     const double q2l = config_.psl_directions == "both" ? 0.5 : 1.0;
 
     const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
@@ -171,11 +172,11 @@ class UnidecMethod final : public Method {
     // The queries the loss uses: usually all of them (a query is dropped only when none of its positives is pooled).
     const bool keeps_all = kept.size(0) == static_cast<std::int64_t>(batch.size());
     auto kept_rows = [&](const torch::Tensor& rows) { return keeps_all ? rows : rows.index_select(0, kept); };
-    torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, loss_options_, q2l);
+    torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, pair_rows, pair_columns, loss_options_, q2l);
     if (with_classifiers_) {
       const torch::Tensor queries_clf = kept_rows(model_->query_vectors(queries_encoded, UnidecSpace::Clf));
       const torch::Tensor clf_scores = torch::matmul(queries_clf, model_->classifiers(pool_labels).t());
-      torch::Tensor classifier_loss = symmetric_loss(loss_kind_, clf_scores, mask, loss_options_, q2l);
+      torch::Tensor classifier_loss = symmetric_loss(loss_kind_, clf_scores, mask, pair_rows, pair_columns, loss_options_, q2l);
       if (config_.unidec_bce_weight > 0)
         classifier_loss = classifier_loss + config_.unidec_bce_weight * bce_loss(clf_scores / config_.temperature, mask, loss_options_);
       loss = config_.unidec_lambda * loss + (1.0 - config_.unidec_lambda) * classifier_loss;

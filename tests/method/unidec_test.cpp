@@ -274,6 +274,19 @@ TEST(SymmetricLoss, BothDirectionsAtOnceEqualTheOneDirectionLossesComposed) {
       }
     }
   }
+  // Logits spread too far for one shift (S·40/τ spans ~700): each row and column takes its own, same results.
+  const torch::Tensor spread = scores * 40;
+  for (const LossKind kind : {LossKind::SupCon, LossKind::DecoupledSoftmax}) {
+    const torch::Tensor fused_scores = spread.clone().requires_grad_(true);
+    const torch::Tensor composed_scores = spread.clone().requires_grad_(true);
+    const torch::Tensor fused = symmetric_loss(kind, fused_scores, with_full_column, options, 0.5);
+    const torch::Tensor composed =
+        0.5 * compute_loss(kind, composed_scores, with_full_column, options) + 0.5 * compute_loss(kind, composed_scores.t(), with_full_column.t(), options);
+    fused.backward();
+    composed.backward();
+    EXPECT_NEAR(fused.item<double>(), composed.item<double>(), 1e-9 * std::abs(composed.item<double>())) << to_string(kind) << " spread";
+    EXPECT_TRUE(torch::allclose(fused_scores.grad(), composed_scores.grad(), 0, 1e-12)) << to_string(kind) << " spread";
+  }
   const torch::Tensor mask = with_empty_row;
   // No positive at all: zero, and backward still works.
   const torch::Tensor s = scores.clone().requires_grad_(true);
@@ -281,6 +294,30 @@ TEST(SymmetricLoss, BothDirectionsAtOnceEqualTheOneDirectionLossesComposed) {
   none.backward();
   EXPECT_EQ(none.item<double>(), 0.0);
   EXPECT_EQ(s.grad().abs().sum().item<double>(), 0.0);
+}
+
+// A caller that built the mask hands its entries in (UniDEC's pool does): the same loss and gradient as
+// when they are read off the mask, in float as the training step computes it; pair lists that do not pair up
+// are refused.
+TEST(SymmetricLoss, GivenPairsGiveTheSameLossAsTheMasksOwn) {
+  torch::manual_seed(4);
+  const torch::Tensor scores = torch::randn({6, 9});
+  const torch::Tensor mask = torch::rand({6, 9}) < 0.3;
+  const torch::Tensor entries = mask.nonzero();
+  ASSERT_GT(entries.size(0), 3);
+  LossOptions options;
+  options.temperature = 0.05;
+  for (const LossKind kind : {LossKind::SupCon, LossKind::DecoupledSoftmax}) {
+    const torch::Tensor given_scores = scores.clone().requires_grad_(true);
+    const torch::Tensor own_scores = scores.clone().requires_grad_(true);
+    const torch::Tensor given = symmetric_loss(kind, given_scores, mask, entries.select(1, 0), entries.select(1, 1), options);
+    const torch::Tensor own = symmetric_loss(kind, own_scores, mask, options);
+    given.backward();
+    own.backward();
+    EXPECT_EQ(given.item<float>(), own.item<float>()) << to_string(kind);
+    EXPECT_TRUE(torch::equal(given_scores.grad(), own_scores.grad())) << to_string(kind);
+  }
+  EXPECT_THROW(symmetric_loss(LossKind::SupCon, scores, mask, entries.select(1, 0), entries.select(1, 1).narrow(0, 0, 2), options), c10::Error);
 }
 
 // Three queries, three labels (worked by hand). Query 0 (positive 0): de [0.9 0.5 0], clf [0 0.9 0.5] — label 0
