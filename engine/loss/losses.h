@@ -119,6 +119,11 @@ inline PositivePairs positive_pairs(const torch::Tensor& positive_mask) {
   return {pairs.select(/*dim=*/1, 0), pairs.select(/*dim=*/1, 1), pairs.size(0)};
 }
 
+/// The decoupled softmax weighted w per query and 1 − w per label (w = 1: the query→label loss alone), with a
+/// backward written out by hand (symmetric_loss.cpp); `pairs` non-empty, `scores` checked.
+torch::Tensor decoupled_softmax_at_once(const torch::Tensor& scores, const torch::Tensor& positive_mask, const PositivePairs& pairs,
+                                        double temperature, double query_to_label_weight);
+
 }  // namespace loss_detail
 
 }  // namespace xmc

@@ -49,8 +49,9 @@ torch::Tensor entries_at(const torch::Tensor& scores, const torch::Tensor& rows,
 /// row and column.
 struct SymmetricSupCon : public torch::autograd::Function<SymmetricSupCon> {
   /// (1/A_r) Σ_{i: n_i>0} (1/n_i) Σ_{p∈P_i} (lse_row_i - L_ip) weighted w, plus the same over columns weighted 1-w.
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores, const torch::Tensor& pair_rows,
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input, const torch::Tensor& pair_rows,
                                const torch::Tensor& pair_labels, double temperature, double query_to_label_weight) {
+    const torch::Tensor scores = input.contiguous();  // the pairs are flat offsets into it, and so into the gradient
     const auto [exponentials, shift] = shifted_exponentials(scores, temperature);
     torch::Tensor logits, row_lse, column_lse, row_sums, column_sums;
     if (exponentials.defined()) {
@@ -112,10 +113,14 @@ struct SymmetricSupCon : public torch::autograd::Function<SymmetricSupCon> {
 
 struct SymmetricDecoupledSoftmax : public torch::autograd::Function<SymmetricDecoupledSoftmax> {
   /// (1/N) Σ_{(i,p)∈M} [w·(logaddexp(L_ip, G_i) - L_ip) + (1-w)·(logaddexp(L_ip, G'_p) - L_ip)], with G_i the
-  /// log-sum-exp of row i's negatives and G'_p that of column p's.
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores, const torch::Tensor& positive_mask,
+  /// log-sum-exp of row i's negatives and G'_p that of column p's. w = 1 is DEXML's one-direction loss: the
+  /// columns are then not computed at all.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input, const torch::Tensor& positive_mask,
                                const torch::Tensor& pair_rows, const torch::Tensor& pair_labels, double temperature,
                                double query_to_label_weight) {
+    const torch::Tensor scores = input.contiguous();  // the pairs are flat offsets into it, and so into the gradient
+    const double w = query_to_label_weight;
+    const bool with_columns = w < 1.0;
     // The negatives' exponentials (0 at the positives) or, too spread for one shift, their logits (-inf there).
     auto [negatives, shift] = shifted_exponentials(scores, temperature);
     const bool shared_shift = negatives.defined();
@@ -123,28 +128,30 @@ struct SymmetricDecoupledSoftmax : public torch::autograd::Function<SymmetricDec
     if (shared_shift) {
       negatives.masked_fill_(positive_mask, 0.0);
       row_sums = negatives.sum(/*dim=*/1);
-      column_sums = negatives.sum(/*dim=*/0);
       row_lse = row_sums.log().add_(shift);
-      column_lse = column_sums.log().add_(shift);
+      if (with_columns) {
+        column_sums = negatives.sum(/*dim=*/0);
+        column_lse = column_sums.log().add_(shift);
+      }
     } else {
       negatives = (scores / temperature).masked_fill_(positive_mask, -kInfinity);
       row_lse = negatives.logsumexp(/*dim=*/1);
-      column_lse = negatives.logsumexp(/*dim=*/0);
+      if (with_columns) column_lse = negatives.logsumexp(/*dim=*/0);
     }
     const torch::Tensor positive_logits = entries_at(scores, pair_rows, pair_labels) / temperature;
     const torch::Tensor pair_row_lse = row_lse.index_select(0, pair_rows);
-    const torch::Tensor pair_column_lse = column_lse.index_select(0, pair_labels);
-    const double w = query_to_label_weight;
     const auto count = static_cast<double>(pair_rows.size(0));
-    const torch::Tensor loss = (w * (torch::logaddexp(positive_logits, pair_row_lse) - positive_logits) +
-                                (1.0 - w) * (torch::logaddexp(positive_logits, pair_column_lse) - positive_logits))
-                                   .sum() /
-                               count;
+    torch::Tensor terms = w * (torch::logaddexp(positive_logits, pair_row_lse) - positive_logits);
     // ∂/∂L_ip of a pair's term through its own logit: -σ(G - L_ip) per direction; through G: σ(G - L_ip).
     const torch::Tensor row_sigmoid = w * torch::sigmoid(pair_row_lse - positive_logits);
-    const torch::Tensor column_sigmoid = (1.0 - w) * torch::sigmoid(pair_column_lse - positive_logits);
-    ctx->save_for_backward({negatives, row_lse, column_lse, pair_rows, pair_labels, row_sigmoid, column_sigmoid,
-                            shared_shift ? row_sums : torch::Tensor(), shared_shift ? column_sums : torch::Tensor()});
+    torch::Tensor column_sigmoid;
+    if (with_columns) {
+      const torch::Tensor pair_column_lse = column_lse.index_select(0, pair_labels);
+      terms = terms + (1.0 - w) * (torch::logaddexp(positive_logits, pair_column_lse) - positive_logits);
+      column_sigmoid = (1.0 - w) * torch::sigmoid(pair_column_lse - positive_logits);
+    }
+    const torch::Tensor loss = terms.sum() / count;
+    ctx->save_for_backward({negatives, row_lse, column_lse, pair_rows, pair_labels, row_sigmoid, column_sigmoid, row_sums, column_sums});
     ctx->saved_data["scale"] = 1.0 / (count * temperature);
     ctx->saved_data["shared_shift"] = shared_shift;
     return loss;
@@ -157,22 +164,25 @@ struct SymmetricDecoupledSoftmax : public torch::autograd::Function<SymmetricDec
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &negatives = saved[0], &row_lse = saved[1], &column_lse = saved[2], &rows = saved[3], &labels = saved[4];
     const torch::Tensor &row_sigmoid = saved[5], &column_sigmoid = saved[6], &row_sums = saved[7], &column_sums = saved[8];
+    const bool with_columns = column_sigmoid.defined();
     torch::Tensor row_weight = torch::zeros_like(row_lse).index_add_(0, rows, row_sigmoid);
-    torch::Tensor column_weight = torch::zeros_like(column_lse).index_add_(0, labels, column_sigmoid);
+    torch::Tensor column_weight = with_columns ? torch::zeros_like(column_lse).index_add_(0, labels, column_sigmoid) : torch::Tensor();
     torch::Tensor grad;
     if (ctx->saved_data["shared_shift"].toBool()) {
       // A row or column without negatives has a zero sum and zero exponentials: its weight is dropped, not 0/0.
       row_weight = torch::where(row_sums > 0, row_weight / row_sums, torch::zeros_like(row_weight));
-      column_weight = torch::where(column_sums > 0, column_weight / column_sums, torch::zeros_like(column_weight));
       grad = negatives * row_weight.unsqueeze(1);
-      grad.addcmul_(negatives, column_weight.unsqueeze(0));
+      if (with_columns) {
+        column_weight = torch::where(column_sums > 0, column_weight / column_sums, torch::zeros_like(column_weight));
+        grad.addcmul_(negatives, column_weight.unsqueeze(0));
+      }
     } else {
       // Positives sit at -inf in `negatives`, so both exponentials are 0 there; a -inf log-sum-exp (no negatives
       // in that row or column) is taken as 0, its exponentials being 0 anyway.
       grad = (negatives - finite_or_zero(row_lse).unsqueeze(1)).exp_().mul_(row_weight.unsqueeze(1));
-      grad.addcmul_((negatives - finite_or_zero(column_lse).unsqueeze(0)).exp_(), column_weight.unsqueeze(0));
+      if (with_columns) grad.addcmul_((negatives - finite_or_zero(column_lse).unsqueeze(0)).exp_(), column_weight.unsqueeze(0));
     }
-    grad.view({-1}).index_add_(0, rows * grad.size(1) + labels, -(row_sigmoid + column_sigmoid));
+    grad.view({-1}).index_add_(0, rows * grad.size(1) + labels, with_columns ? -(row_sigmoid + column_sigmoid) : -row_sigmoid);
     grad.mul_(grad_outputs[0] * ctx->saved_data["scale"].toDouble());
     return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
@@ -187,6 +197,15 @@ torch::Tensor symmetric_loss_at_once(LossKind kind, const torch::Tensor& scores,
              ? SymmetricSupCon::apply(s, pairs.rows, pairs.labels, options.temperature, query_to_label_weight)
              : SymmetricDecoupledSoftmax::apply(s, positive_mask, pairs.rows, pairs.labels, options.temperature, query_to_label_weight);
 }
+
+}  // namespace
+
+torch::Tensor loss_detail::decoupled_softmax_at_once(const torch::Tensor& scores, const torch::Tensor& positive_mask, const PositivePairs& pairs,
+                                                     double temperature, double query_to_label_weight) {
+  return SymmetricDecoupledSoftmax::apply(scores, positive_mask, pairs.rows, pairs.labels, temperature, query_to_label_weight);
+}
+
+namespace {
 
 bool computed_at_once(LossKind kind, double query_to_label_weight) {
   return query_to_label_weight < 1.0 && (kind == LossKind::SupCon || kind == LossKind::DecoupledSoftmax);
