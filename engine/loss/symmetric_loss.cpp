@@ -198,20 +198,16 @@ torch::Tensor symmetric_loss_at_once(LossKind kind, const torch::Tensor& scores,
              : SymmetricDecoupledSoftmax::apply(s, positive_mask, pairs.rows, pairs.labels, options.temperature, query_to_label_weight);
 }
 
+bool computed_at_once(LossKind kind, double query_to_label_weight) {
+  return query_to_label_weight < 1.0 && (kind == LossKind::SupCon || kind == LossKind::DecoupledSoftmax);
+}
+
 }  // namespace
 
 torch::Tensor loss_detail::decoupled_softmax_at_once(const torch::Tensor& scores, const torch::Tensor& positive_mask, const PositivePairs& pairs,
                                                      double temperature, double query_to_label_weight) {
   return SymmetricDecoupledSoftmax::apply(scores, positive_mask, pairs.rows, pairs.labels, temperature, query_to_label_weight);
 }
-
-namespace {
-
-bool computed_at_once(LossKind kind, double query_to_label_weight) {
-  return query_to_label_weight < 1.0 && (kind == LossKind::SupCon || kind == LossKind::DecoupledSoftmax);
-}
-
-}  // namespace
 
 torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const torch::Tensor& pair_rows,
                              const torch::Tensor& pair_columns, const LossOptions& options, double query_to_label_weight) {

@@ -3,8 +3,8 @@
 // brings at most β of its positives (sampled without replacement) and η hard negatives from its shortlist
 // window; the pool L_B is their union, and every positive of a query that is in the pool counts
 // (P_i^B = P_i ∩ L_B), whichever query brought it. The label→query direction uses the mask's transpose.
-// Built on the host by linear passes over the batch's positives (sorts of the pool, binary searches): no
-// per-element tensor ops, whose dispatch would cost more than the work.
+// Built on the host by linear passes over the batch's positives (sorts of the pool, a label → column table):
+// no per-element tensor ops, whose dispatch would cost more than the work.
 #include <torch/torch.h>
 
 #include <cstdint>
