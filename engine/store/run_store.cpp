@@ -4,6 +4,7 @@
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <ctime>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -240,6 +242,9 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
   // Identify the file before writing anything to it.
   int application_id = 0, version = 0, tables = 0;
   try {
+    // One read snapshot for the three: a store another process is creating this moment is seen before or
+    // after its first migration, never with its tables but not yet its version (another program's file).
+    SQLite::Transaction snapshot(db);  // deferred, rolled back: nothing is written
     application_id = db.execAndGet("PRAGMA application_id").getInt();
     version = store::schema_version(db);
     tables = db.execAndGet("SELECT count(*) FROM sqlite_master").getInt();
@@ -259,7 +264,18 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
 
   try {
     if (db.execAndGet("PRAGMA journal_mode").getString() != "wal") {
-      const std::string mode = db.execAndGet("PRAGMA journal_mode = WAL").getString();
+      // The switch needs the file to itself; another process opening the new store at the same moment holds it
+      // briefly, and this statement does not wait for it as others do: retry within the busy timeout.
+      std::string mode;
+      for (int waited_ms = 0;; waited_ms += 10) {
+        try {
+          mode = db.execAndGet("PRAGMA journal_mode = WAL").getString();
+          break;
+        } catch (const SQLite::Exception& e) {
+          if (e.getErrorCode() != SQLITE_BUSY || waited_ms >= kBusyTimeoutMs) throw;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
       if (mode != "wal")
         throw InputError(m.path_text, "cannot switch the run store to WAL journal mode (it stays in '" + mode +
                                           "' mode); keep the run store on a local disk");

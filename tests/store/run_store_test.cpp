@@ -852,3 +852,37 @@ TEST_F(RunStoreTest, EveryStoreHasItsOwnIdentityAndOlderStoresGetOneOnUpgrade) {
   ASSERT_EQ(upgraded.list_runs().size(), 1u);
   EXPECT_EQ(upgraded.list_runs()[0].name, "old");
 }
+
+namespace xmc {
+namespace {
+
+// Several processes may open one new store at once (a trainer creating it while the workbench or a test polls
+// it, the ranks of a job). Each must see it before or after another's first migration, never half-way: with its
+// tables but not yet its schema version it looked like another program's database and was refused.
+TEST(RunStoreConcurrency, OpenersOfANewStoreAllSucceed) {
+  TempDir tmp;
+  for (int round = 0; round < 40; ++round) {
+    const fs::path db = tmp.path() / ("new" + std::to_string(round) + ".db");
+    std::atomic<int> ready{0};
+    std::atomic<int> failures{0};
+    std::string failure;
+    std::vector<std::thread> openers;
+    for (int t = 0; t < 4; ++t) {
+      openers.emplace_back([&, t] {
+        ++ready;
+        while (ready.load() < 4) std::this_thread::yield();
+        if (t > 0) std::this_thread::sleep_for(std::chrono::microseconds(200 * t));  // land inside another's open
+        try {
+          RunStore store(db);
+        } catch (const std::exception& e) {
+          if (failures++ == 0) failure = e.what();
+        }
+      });
+    }
+    for (auto& opener : openers) opener.join();
+    ASSERT_EQ(failures.load(), 0) << "round " << round << ": " << failure;
+  }
+}
+
+}  // namespace
+}  // namespace xmc
