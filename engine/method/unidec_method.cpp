@@ -20,6 +20,7 @@
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
 #include "engine/sampler/query_batcher.h"
+#include "engine/train/side_by_side.h"
 
 namespace xmc {
 namespace {
@@ -30,6 +31,9 @@ struct PreparedPsl final : PreparedRows {
   std::shared_ptr<const EncoderInput> queries;
   std::shared_ptr<const EncoderInput> labels;
 };
+
+/// The gradient a backward pass left in a leaf, or zeros where none reached it.
+torch::Tensor gradient_or_zeros(const torch::Tensor& leaf) { return leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf); }
 
 UnidecSpace space_named(const std::string& name) {
   if (name == "clf") return UnidecSpace::Clf;
@@ -165,24 +169,58 @@ class UnidecMethod final : public Method {
     const torch::Tensor pair_rows = pool.pair_rows.to(device), pair_columns = pool.pair_columns.to(device);
     const double q2l = config_.psl_directions == "both" ? 0.5 : 1.0;
 
-    const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
-    const torch::Tensor queries_de = model_->de(queries_encoded);
     const std::shared_ptr<const EncoderInput> label_input = prepared.labels ? prepared.labels : pool_label_input(pool, context);
-    const torch::Tensor labels_de = model_->de(model_->encode_input(*label_input));
     // The queries the loss uses: usually all of them (a query is dropped only when none of its positives is pooled).
     const bool keeps_all = kept.size(0) == static_cast<std::int64_t>(batch.size());
     auto kept_rows = [&](const torch::Tensor& rows) { return keeps_all ? rows : rows.index_select(0, kept); };
-    torch::Tensor loss = symmetric_loss(loss_kind_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, pair_rows, pair_columns, loss_options_, q2l);
-    if (with_classifiers_) {
-      const torch::Tensor queries_clf = kept_rows(model_->query_vectors(queries_encoded, UnidecSpace::Clf));
-      const torch::Tensor clf_scores = torch::matmul(queries_clf, model_->classifiers(pool_labels).t());
-      torch::Tensor classifier_loss = symmetric_loss(loss_kind_, clf_scores, mask, pair_rows, pair_columns, loss_options_, q2l);
-      if (config_.unidec_bce_weight > 0)
-        classifier_loss = classifier_loss + config_.unidec_bce_weight * bce_loss(clf_scores / config_.temperature, mask, loss_options_);
-      loss = config_.unidec_lambda * loss + (1.0 - config_.unidec_lambda) * classifier_loss;
+    auto de_loss = [&](const torch::Tensor& queries_de, const torch::Tensor& labels_de) {
+      return symmetric_loss(loss_kind_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, pair_rows, pair_columns, loss_options_, q2l);
+    };
+    auto classifier_loss = [&](const torch::Tensor& queries_clf) {
+      const torch::Tensor clf_scores = torch::matmul(kept_rows(queries_clf), model_->classifiers(pool_labels).t());
+      torch::Tensor loss = symmetric_loss(loss_kind_, clf_scores, mask, pair_rows, pair_columns, loss_options_, q2l);
+      if (config_.unidec_bce_weight > 0) loss = loss + config_.unidec_bce_weight * bce_loss(clf_scores / config_.temperature, mask, loss_options_);
+      return loss;
+    };
+    const double lambda = config_.unidec_lambda;
+
+    // Encoders and heads run in this order (each may draw dropout masks from the generator).
+    const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
+    if (!with_classifiers_ || !device.is_cpu() || !side_by_side_available()) {
+      const torch::Tensor queries_de = model_->de(queries_encoded);
+      torch::Tensor loss = de_loss(queries_de, model_->de(model_->encode_input(*label_input)));
+      if (with_classifiers_) loss = lambda * loss + (1.0 - lambda) * classifier_loss(model_->query_vectors(queries_encoded, UnidecSpace::Clf));
+      const double value = loss.item<double>();
+      if (std::isfinite(value)) loss.backward();
+      return {value, queries_de.detach()};
     }
-    const double value = loss.item<double>();
-    if (std::isfinite(value)) loss.backward();
+
+    // On the CPU the two heads' parts of the step run side by side (train/side_by_side.h): the graph is cut at
+    // the encoder's outputs, each head's scores, loss and backward run on a thread of their own, and the
+    // encoder's backward takes the sum of the heads' gradients. The forward passes of encoder and heads stay on
+    // this thread, in the order above.
+    const torch::Tensor de_queries_in = queries_encoded.detach().requires_grad_();
+    const torch::Tensor clf_queries_in = queries_encoded.detach().requires_grad_();
+    const torch::Tensor queries_de = model_->de(de_queries_in);
+    const torch::Tensor labels_encoded = model_->encode_input(*label_input);
+    const torch::Tensor de_labels_in = labels_encoded.detach().requires_grad_();
+    const torch::Tensor labels_de = model_->de(de_labels_in);
+    const torch::Tensor queries_clf = model_->query_vectors(clf_queries_in, UnidecSpace::Clf);
+    torch::Tensor de_part, clf_part;
+    run_side_by_side([&] { de_part = lambda * de_loss(queries_de, labels_de); }, [&] { clf_part = (1.0 - lambda) * classifier_loss(queries_clf); });
+    const double value = (de_part + clf_part).item<double>();
+    if (!std::isfinite(value)) return {value, queries_de.detach()};
+    run_side_by_side([&] { de_part.backward(); }, [&] { clf_part.backward(); });
+    std::vector<torch::Tensor> roots, gradients;  // an encoder with nothing to train has no graph to go back through
+    if (queries_encoded.requires_grad()) {
+      roots.push_back(queries_encoded);
+      gradients.push_back(gradient_or_zeros(de_queries_in).add_(gradient_or_zeros(clf_queries_in)));
+    }
+    if (labels_encoded.requires_grad()) {
+      roots.push_back(labels_encoded);
+      gradients.push_back(gradient_or_zeros(de_labels_in));
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, gradients);
     return {value, queries_de.detach()};
   }
 

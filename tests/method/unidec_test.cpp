@@ -580,6 +580,36 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
   }
 }
 
+// With two threads a CPU step runs the DE and CLF heads' parts side by side, the graph cut at the encoder's
+// outputs (train/side_by_side.h); with one it runs them in turn through one graph. Both must train the same
+// model: every parameter, the encoder's included (it gets the sum of both heads' gradients), within float
+// rounding after a few steps.
+TEST(Unidec, HeadsTrainedSideBySideTrainTheSameModelAsHeadsInTurn) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 200, 40);
+  auto train_with_threads = [&](std::int64_t threads) {
+    TrainConfig c = small_unidec_config(dir / "data");
+    c.negatives = "inbatch";  // no shortlist: its top-k could break a near tie differently with other threads
+    c.sampler_type = "random";
+    c.threads = threads;
+    c.warmup = 0;
+    c.max_steps = 6;
+    c.eval_every = 0;
+    c.tsne_every = 0;
+    const auto db = dir / ("threads" + std::to_string(threads) + ".sqlite");
+    TrainingRun run(c, db);
+    run.run();
+    at::set_num_threads(1);
+    return std::make_pair(db, run.run_id());
+  };
+  const auto [in_turn_db, in_turn_run] = train_with_threads(1);
+  const auto [side_db, side_run] = train_with_threads(2);
+  for (const char* name : {"dual_encoder.encoder.embeddings.weight", "dual_encoder.de_head.linear.weight", "clf_head.linear.weight", "classifiers"}) {
+    const torch::Tensor in_turn = checkpoint_tensor(in_turn_db, in_turn_run, name), side = checkpoint_tensor(side_db, side_run, name);
+    EXPECT_TRUE(torch::allclose(side, in_turn, 1e-4, 1e-5)) << name << ": largest difference " << (side - in_turn).abs().max().item<double>();
+  }
+}
+
 TEST(Unidec, DepslTrainsTheDualEncoderAlone) {
   test::TempDir dir;
   test::write_keyword_dataset(dir / "data", 6, 400, 120);
