@@ -27,7 +27,7 @@
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
 #include "engine/store/evaluation_modes.h"
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 #include "engine/train/training_milestones.h"
 #include "widgets/file_dialogs.h"
 #include "widgets/compare_view.h"

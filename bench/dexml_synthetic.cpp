@@ -14,6 +14,9 @@
 
 #include "engine/data/dataset.h"
 #include "engine/train/training_run.h"
+#include "engine/model/bert/bert_options.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
 
 namespace {
 
@@ -85,20 +88,20 @@ int main(int argc, char** argv) {
     for (const std::string loss : {"decoupled_softmax", "softmax"}) {
       xmc::TrainConfig c;
       c.dataset = work / "data";
-      c.encoder_type = encoder;
-      c.encoder_dim = 64;
+      c.edit<xmc::EncoderOptions>().type = encoder;
+      c.edit<xmc::EncoderOptions>().dim = 64;
       if (encoder == "bert") {
-        c.encoder_path = work / "bert";
-        c.max_len = 16;
+        c.edit<xmc::EncoderOptions>().path = work / "bert";
+        c.edit<xmc::BertOptions>().max_len = 16;
         c.lr = 5e-4;
         c.epochs = 8;
       } else {
         c.lr = 5e-3;
         c.epochs = 8;
       }
-      c.loss = loss;
+      c.edit<xmc::LossOptions>().kind = loss;
       c.batch_size = 64;
-      c.temperature = 0.05;
+      c.edit<xmc::LossOptions>().temperature = 0.05;
       c.eval_every = 0;
       c.eval_k = {1, 5};
       c.eval_top = 10;

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "engine/data/dataset.h"
-#include "engine/model/bert_encoder.h"
+#include "engine/model/bert/bert_encoder.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Write a random-init BERT-style encoder folder (config.json, model.safetensors, vocab.txt)"};

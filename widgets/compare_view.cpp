@@ -33,6 +33,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "engine/config/component_info.h"
 #include "engine/store/evaluation_modes.h"
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
@@ -778,7 +779,7 @@ void CompareView::show_loss(const Session& session) {
       const auto config = nlohmann::json::parse(session.get_run(runs_[i]).config_json);
       const std::string method = config.value("method", std::string());
       if (config.contains("loss") && config["loss"].is_string()) kind = config["loss"].get<std::string>();
-      if (method == "unidec" || method == "depsl") kind = method + " " + kind;  // a sum of DE and CLF terms
+      if (method_info(method).loss_sums_terms) kind = method + " " + kind;  // e.g. a sum of DE and CLF terms
     } catch (const std::exception&) {
     }
     auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });

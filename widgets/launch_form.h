@@ -6,7 +6,7 @@
 #include <QWidget>
 #include <map>
 
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 
 class QComboBox;
 class QLabel;

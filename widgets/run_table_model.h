@@ -128,7 +128,7 @@ class RunTableModel : public QAbstractTableModel {
 
   std::filesystem::path db_;
   std::unique_ptr<Session> store_;
-  QString method_of(const RunInfo& info) const;                    ///< "dexml", "ngame", ... from the config
+  QString method_of(const RunInfo& info) const;                    ///< the method's name, from the config
   mutable std::unordered_map<std::int64_t, QString> method_cache_;  ///< by run id
   QString group_key_;
   std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 #include "engine/train/train_events.h"
 #include "widgets/qt_progress.h"
 

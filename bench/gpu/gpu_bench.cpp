@@ -15,7 +15,7 @@
 
 #include "engine/index/exact_search.h"
 #include "engine/loss/losses.h"
-#include "engine/model/bert_encoder.h"
+#include "engine/model/bert/bert_encoder.h"
 #include "engine/sampler/balanced_clustering.h"
 #include "engine/session/devices.h"
 

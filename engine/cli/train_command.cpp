@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "engine/cli/command_context.h"
+#include "engine/config/component_info.h"
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
 #include "engine/store/default_store_path.h"
@@ -199,7 +200,8 @@ void add_train_command(CLI::App& app, CommandContext& context) {
     }
     g_running.store(nullptr);
     std::signal(SIGINT, SIG_DFL);
-    const bool settings = run.config().method == "irene";  // IRENE: every evaluation setting under its name
+    // A method built on another run (IRENE) evaluates settings rather than modes: every one under its name.
+    const bool settings = static_cast<bool>(method_info(run.config().method).base_run);
     if (args->json && settings) {
       nlohmann::json j = nlohmann::json::object();
       j["run_id"] = run.run_id();

@@ -1,11 +1,20 @@
 #pragma once
-// Engine-internal (includes torch). Options shared by the losses in engine/loss: every loss is a pure
-// function of (scores [B x P], positive_mask [B x P] bool) -> scalar, so every method can use every loss.
+// The losses' options (plain data, no torch): every loss in engine/loss is a pure function of
+// (scores [B x P], positive_mask [B x P] bool) -> scalar, so every method can use every loss. The config keys
+// of the "Loss" group (loss_options.cpp) are bound to these fields.
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace xmc {
 
+struct OptionGroup;
+
+enum class LossKind { TripletOhnm, Softmax, DecoupledSoftmax, SoftTopK, SupCon, Bce };
+
 struct LossOptions {
+  std::string kind = "decoupled_softmax";  ///< the config's `loss`: a name of loss_names()
   double temperature = 0.05;  ///< τ: scores are divided by it (softmax family, SupCon, SoftTop-k)
   double margin = 0.3;        ///< γ of the triplet loss
   std::int64_t hardest_k = 10;  ///< triplet-OHNM: the k hardest negatives per query
@@ -14,5 +23,15 @@ struct LossOptions {
   double topk_alpha = 1.0;    ///< SoftTop-k: sharpness α (applied after dividing by τ)
   double bce_positive_weight = 1.0;  ///< BCE: weight C on positive entries
 };
+
+/// The names the config's `loss` takes, in the order help texts list them.
+std::vector<std::string> loss_names();
+/// Throws ConfigError listing the valid names for an unknown one.
+LossKind parse_loss_kind(std::string_view name);
+/// The name parse_loss_kind() accepts.
+std::string to_string(LossKind kind);
+
+/// loss, temperature, margin, hardest_k, topk_k.
+OptionGroup loss_option_group();
 
 }  // namespace xmc

@@ -21,13 +21,7 @@
 
 namespace xmc {
 
-enum class LossKind { TripletOhnm, Softmax, DecoupledSoftmax, SoftTopK, SupCon, Bce };
-
-/// "triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"; anything else throws
-/// ConfigError naming the value and listing the valid names.
-LossKind parse_loss_kind(std::string_view name);
-/// The name parse_loss_kind() accepts.
-std::string to_string(LossKind kind);
+// LossKind, parse_loss_kind() and to_string(LossKind) are in loss_options.h.
 
 /// Dispatches to the loss below that `kind` names.
 torch::Tensor compute_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask,

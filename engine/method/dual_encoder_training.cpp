@@ -8,15 +8,17 @@
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
-#include "engine/train/grad_cache.h"
+#include "engine/method/grad_cache.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_options.h"
 
 namespace xmc {
 
-DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_kind_(parse_loss_kind(config.loss)) {
-  loss_options_.temperature = config.temperature;
-  loss_options_.margin = config.margin;
-  loss_options_.hardest_k = config.hardest_k;
-  loss_options_.topk_k = config.topk_k;
+DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)) {
+  loss_options_.temperature = config.get<LossOptions>().temperature;
+  loss_options_.margin = config.get<LossOptions>().margin;
+  loss_options_.hardest_k = config.get<LossOptions>().hardest_k;
+  loss_options_.topk_k = config.get<LossOptions>().topk_k;
 }
 
 torch::Tensor DualEncoderTraining::loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const {
@@ -61,7 +63,7 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
   const torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
   if (!context.distributed.enabled())
     return hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),
-                                   labels, context.dataset.train_labels, config_.shortlist_size, context.progress);
+                                   labels, context.dataset.train_labels, config_.get<NegativesOptions>().shortlist, context.progress);
   // Split over the ranks: each one searches for its slice of the training queries, then the slices are gathered.
   Communicator& communicator = *context.distributed.communicator;
   const std::int64_t rows = context.dataset.num_train();
@@ -69,7 +71,7 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
   const torch::Tensor queries =
       model->embed_all(corpus_rows(context.train_corpus, begin, end), context.progress, "hard-negative index: encoding training queries");
   const torch::Tensor slice =
-      hard_negative_shortlist(queries, labels, matrix_rows(context.dataset.train_labels, begin, end), config_.shortlist_size, context.progress);
+      hard_negative_shortlist(queries, labels, matrix_rows(context.dataset.train_labels, begin, end), config_.get<NegativesOptions>().shortlist, context.progress);
   return communicator.all_gather_shards(slice, rows, "gathering hard-negative shortlists");
 }
 
@@ -87,7 +89,7 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
   }
   auto batches = draws_batches ? batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress)
                                : std::vector<std::vector<std::int64_t>>{};
-  if (config_.negatives == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= config_.shortlist_refresh_every)) {
+  if (config_.get<NegativesOptions>().kind == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= config_.get<NegativesOptions>().refresh_every)) {
     context.phase("refreshing hard-negative shortlists");
     shortlist_ = refreshed_shortlist(model, context);
     shortlist_epoch_ = epoch;
@@ -105,12 +107,12 @@ struct DualEncoderTraining::Prepared final : PreparedRows {
 
 std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& model, std::span<const std::int64_t> batch,
                                                             TrainContext& context) const {
-  const LabelPoolOptions pool_options{.hard_per_query = config_.negatives == "hard" ? config_.hard_per_query : 0,
-                                      .all_labels = config_.negatives == "all"};
+  const LabelPoolOptions pool_options{.hard_per_query = config_.get<NegativesOptions>().kind == "hard" ? config_.get<NegativesOptions>().hard_per_query : 0,
+                                      .all_labels = config_.get<NegativesOptions>().kind == "all"};
   auto prepared = std::make_shared<Prepared>();
   prepared->batch.assign(batch.begin(), batch.end());
   prepared->pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
-  if (config_.negatives == "all") return prepared;
+  if (config_.get<NegativesOptions>().kind == "all") return prepared;
   if (context.distributed.enabled()) {
     const Communicator& communicator = *context.distributed.communicator;
     prepared->queries = model->prepare_input(context.train_corpus, own_shard(batch, communicator));
@@ -130,10 +132,10 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   const LabelPool& pool = prepared.pool;
   if (context.distributed.enabled()) return distributed_step(model, batch, prepared, context);
   auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };
-  if (config_.negatives == "all") {
+  if (config_.get<NegativesOptions>().kind == "all") {
     // Every label: gradient caching keeps memory constant in the number of labels.
     auto [value, queries] = grad_cached_backward(model, context.train_corpus, batch, context.label_corpus, pool.positive_mask, loss_of,
-                                                 config_.label_chunk);
+                                                 config_.get<NegativesOptions>().label_chunk);
     return {value, queries};
   }
   const torch::Tensor queries = model->embed_input(*prepared.queries);
@@ -160,12 +162,12 @@ StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<cons
   Communicator& communicator = *context.distributed.communicator;
   const LabelPool& pool = prepared.pool;
   const torch::Tensor mask = pool.positive_mask.to(context.device);
-  if (config_.negatives == "all") {
+  if (config_.get<NegativesOptions>().kind == "all") {
     auto loss_of = [&](const torch::Tensor& scores, std::int64_t begin, std::int64_t /*end*/) {
       return sharded_loss(communicator, scores, mask, begin);
     };
     auto [value, queries] = sharded_grad_cached_backward(model, context.train_corpus, batch, context.label_corpus, loss_of,
-                                                         config_.label_chunk, communicator);
+                                                         config_.get<NegativesOptions>().label_chunk, communicator);
     return {value, queries};
   }
   // Each rank encodes a contiguous share of the queries and of the pool's labels; the gathers put the

@@ -31,7 +31,7 @@
 #include "engine/data/filter_pairs.h"
 #include "engine/method/xmc_model.h"
 #include "engine/text/tokenized_corpus.h"
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 
 namespace xmc {
 

@@ -1,19 +1,28 @@
 #include "engine/method/method_registry.h"
 
+#include "engine/config/component_info.h"
 #include "engine/core/error.h"
+#include "engine/registry/component_list.h"
 
 namespace xmc {
 
+#define XMC_DECLARE_METHOD_FACTORY(name) std::unique_ptr<Method> make_##name##_method(const TrainConfig& config);
+XMC_FOR_EACH_METHOD(XMC_DECLARE_METHOD_FACTORY)
+
 const std::vector<MethodRegistration>& registered_methods() {
-  static const std::vector<MethodRegistration> methods{
-      {"dexml", "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives", make_dexml_method},
-      {"ngame", "NGAME: M1 encoder on clustered batches, then M4 classifiers on the frozen encoder", make_ngame_method},
-      {"unidec", "UniDEC: dual encoder and classifiers together on pick-some-labels batches; concat, de and clf inference",
-       make_unidec_method},
-      {"depsl", "DEPSL: UniDEC's dual encoder alone on pick-some-labels batches", make_depsl_method},
-      {"irene", "IRENE: classifiers of novel labels synthesized from their text and their neighbours' classifiers, on a base run",
-       make_irene_method},
-  };
+  static const std::vector<MethodRegistration> methods = [] {
+    const std::vector<MethodFactory> factories{
+#define XMC_METHOD_FACTORY(name) make_##name##_method,
+        XMC_FOR_EACH_METHOD(XMC_METHOD_FACTORY)
+#undef XMC_METHOD_FACTORY
+    };
+    std::vector<MethodRegistration> out;
+    for (std::size_t i = 0; i < factories.size(); ++i) {
+      const MethodInfo& info = registered_method_infos()[i];  // the same list, in the same order
+      out.push_back({info.name, info.description, factories[i]});
+    }
+    return out;
+  }();
   return methods;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Engine-internal (includes torch). Methods by name, as FAISS's index_factory makes indexes from strings:
-// make_method(config) builds the method `config.method` names. Adding a method is one file defining its
-// factory plus one line in method_registry.cpp.
+// make_method(config) builds the method `config.method` names. The methods are listed once, in
+// engine/registry/component_list.h; each defines `make_NAME_method` in its own folder.
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,12 +25,5 @@ const std::vector<MethodRegistration>& registered_methods();
 /// The method `config.method` names, built for `config`. Throws ConfigError naming the known methods
 /// for an unknown name.
 std::unique_ptr<Method> make_method(const TrainConfig& config);
-
-// The factories, each defined in its method's file.
-std::unique_ptr<Method> make_dexml_method(const TrainConfig& config);
-std::unique_ptr<Method> make_ngame_method(const TrainConfig& config);
-std::unique_ptr<Method> make_unidec_method(const TrainConfig& config);  // and DEPSL: unidec_method.cpp
-std::unique_ptr<Method> make_depsl_method(const TrainConfig& config);
-std::unique_ptr<Method> make_irene_method(const TrainConfig& config);
 
 }  // namespace xmc

@@ -6,7 +6,8 @@
 #include "engine/method/method_registry.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
-#include "engine/train/checkpoint.h"
+#include "engine/method/checkpoint.h"
+#include "engine/model/encoder_options.h"
 
 namespace xmc {
 
@@ -22,7 +23,7 @@ TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t r
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
   run.label_texts = read_text_lines(run.config.dataset / dataset_files::kLabelText);
   run.method = make_method(run.config);
-  if (run.config.encoder_type == "bow" && !run.method->builds_on_another_run() && !std::filesystem::exists(run_dir / "vocab.txt"))
+  if (run.config.get<EncoderOptions>().type == "bow" && !run.method->builds_on_another_run() && !std::filesystem::exists(run_dir / "vocab.txt"))
     throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
   run.method->use_store(db_path);
   run.method->build({}, run_dir);  // the vocabulary comes from the run's folder

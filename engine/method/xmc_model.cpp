@@ -3,14 +3,9 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
-#include "engine/model/autocast.h"
-#include "engine/model/bert_encoder.h"
-#include "engine/model/bow_encoder.h"
+#include "engine/model/encoder_options.h"
 #include "engine/model/table_rows.h"
 #include "engine/model/unit_rows.h"
-#include "engine/text/vocabulary.h"
-#include "engine/text/word_vectors.h"
-#include "engine/text/wordpiece_tokenizer.h"
 
 namespace xmc {
 
@@ -81,124 +76,15 @@ torch::Tensor XmcModelImpl::fuse(const torch::Tensor& classifiers, const torch::
   return weight * classifiers + (1.0 - weight) * label_embeddings;
 }
 
-torch::Device parse_device(const std::string& device) {
-  try {
-    torch::Device d(device);
-    if (d.is_cuda() && !torch::cuda::is_available())
-      throw ConfigError("device: \"" + device + "\" was asked for but this LibTorch has no usable CUDA device; use device=cpu");
-    return d;
-  } catch (const c10::Error&) {
-    throw ConfigError("device: \"" + device + "\" is not a torch device (cpu, cuda, cuda:N)");
-  }
-}
-
-namespace {
-
-class WordTokenizerAdapter final : public TextTokenizer {
- public:
-  explicit WordTokenizerAdapter(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary)) {}
-  TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return vocabulary_.tokenize_corpus(texts); }
-  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
-    return std::count_if(tokens.begin(), tokens.end(), [](std::int32_t id) { return id != Vocabulary::kPadId && id != Vocabulary::kUnkId; });
-  }
-  const Vocabulary& vocabulary() const { return vocabulary_; }
-
- private:
-  Vocabulary vocabulary_;
-};
-
-class WordPieceAdapter final : public TextTokenizer {
- public:
-  explicit WordPieceAdapter(WordPieceTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
-  TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return tokenizer_.encode_corpus(texts); }
-  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
-    return std::count_if(tokens.begin(), tokens.end(), [this](std::int32_t id) {
-      return id != tokenizer_.pad_id() && id != tokenizer_.unk_id() && id != tokenizer_.cls_id() && id != tokenizer_.sep_id();
-    });
-  }
-
- private:
-  WordPieceTokenizer tokenizer_;
-};
-
-BuiltModel build_bow(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
-                     EmbeddingHead head) {
-  const auto vocab_path = run_dir / "vocab.txt";
-  Vocabulary vocabulary = std::filesystem::exists(vocab_path)
-                              ? Vocabulary::load(vocab_path)
-                              : Vocabulary::build(train_texts, {.min_count = config.min_word_count});
-  if (!std::filesystem::exists(vocab_path)) {
-    std::filesystem::create_directories(run_dir);
-    vocabulary.save(vocab_path);
-  }
-  BowEncoderOptions options;
-  options.vocab_size = vocabulary.size();
-  options.word_dim = config.encoder_dim;
-  options.dim = config.encoder_dim;
-  options.idf = vocabulary.idf_table();
-  options.l2_bag = config.bow_bag == "l2";
-  options.residual_block = config.bow_block == "residual";
-  options.init_std = config.bow_init_std;
-  options.device = parse_device(config.device);
-  std::string description = "bow encoder: " + std::to_string(vocabulary.size()) + " words";
-  WordVectorTable vectors;
-  if (!config.encoder_path.empty()) {
-    std::vector<std::string> words;
-    for (std::int32_t id = 0; id < static_cast<std::int32_t>(vocabulary.size()); ++id) words.push_back(vocabulary.word(id));
-    vectors = load_glove_vectors(config.encoder_path, words);
-    options.word_dim = vectors.dim;
-    description += ", " + std::to_string(vectors.num_found) + " initialised from " + config.encoder_path.filename().string();
-  }
-  auto encoder = std::make_shared<BowEncoderImpl>(options);
-  if (vectors.num_found > 0) {
-    std::vector<std::int64_t> rows;
-    std::vector<float> values;
-    for (std::size_t w = 0; w < vectors.found.size(); ++w)
-      if (vectors.found[w]) {
-        rows.push_back(static_cast<std::int64_t>(w));
-        values.insert(values.end(), vectors.vectors.begin() + static_cast<std::ptrdiff_t>(w * static_cast<std::size_t>(vectors.dim)),
-                      vectors.vectors.begin() + static_cast<std::ptrdiff_t>((w + 1) * static_cast<std::size_t>(vectors.dim)));
-      }
-    encoder->set_word_vectors(rows, values);
-  }
-  BuiltModel built;
-  built.model = XmcModel(encoder, config.encoder_dim, config.dropout, head);
-  built.tokenizer = std::make_unique<WordTokenizerAdapter>(std::move(vocabulary));
-  built.description = description + ", d=" + std::to_string(built.model->dim());
-  return built;
-}
-
-BuiltModel build_bert(const TrainConfig& config, EmbeddingHead head) {
-  const auto& folder = config.encoder_path;
-  BertEncoderOptions options;
-  options.pooling = config.pooling == "cls" ? BertPooling::cls : BertPooling::mean;
-  options.max_len = config.max_len;
-  options.device = parse_device(config.device);
-  options.dropout = config.dropout;
-  options.autocast = parse_precision(config.precision, "encoder.precision");
-  std::shared_ptr<BertEncoderImpl> encoder;
-  std::string description;
-  if (std::filesystem::exists(folder / "model.safetensors")) {
-    encoder = load_bert_encoder(folder, options).ptr();
-    description = "bert encoder from " + folder.string();
-  } else {
-    const BertConfig bert_config = read_bert_config(folder / "config.json");
-    encoder = std::make_shared<BertEncoderImpl>(bert_config, options);
-    description = "bert encoder, randomly initialised from " + (folder / "config.json").string();
-  }
-  BuiltModel built;
-  built.model = XmcModel(encoder, config.encoder_dim, config.dropout, head);
-  built.tokenizer = std::make_unique<WordPieceAdapter>(WordPieceTokenizer::from_folder(folder, {.max_len = config.max_len}));
-  built.description = description + ", d=" + std::to_string(built.model->dim());
-  return built;
-}
-
-}  // namespace
-
 BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
                        EmbeddingHead head) {
-  if (config.encoder_type == "bert") return build_bert(config, head);
-  return build_bow(config, train_texts, run_dir, head);
+  BuiltEncoder encoder = make_encoder(config, train_texts, run_dir);
+  const EncoderOptions& options = config.get<EncoderOptions>();
+  BuiltModel built;
+  built.model = XmcModel(std::move(encoder.encoder), options.dim, options.dropout, head);
+  built.tokenizer = std::move(encoder.tokenizer);
+  built.description = encoder.description + ", d=" + std::to_string(built.model->dim());
+  return built;
 }
 
 }  // namespace xmc

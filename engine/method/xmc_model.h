@@ -13,21 +13,13 @@
 
 #include "engine/core/progress.h"
 #include "engine/model/encoder.h"
+#include "engine/model/encoder_factory.h"
 #include "engine/model/heads.h"
+#include "engine/config/train_config.h"
+#include "engine/text/text_tokenizer.h"
 #include "engine/text/tokenized_corpus.h"
-#include "engine/train/train_config.h"
 
 namespace xmc {
-
-/// Texts -> token ids for the model's encoder (word vocabulary for bow, WordPiece for bert).
-class TextTokenizer {
- public:
-  virtual ~TextTokenizer() = default;
-  virtual TokenizedCorpus tokenize(const std::vector<std::string>& texts) const = 0;
-  /// How many of `tokens` (one text's) are vocabulary entries: not padding, unknown or a marker token.
-  /// A query with none is ranked from nothing its encoder learned.
-  virtual std::int64_t known_tokens(std::span<const std::int32_t> tokens) const = 0;
-};
 
 /// How embeddings are made from the encoder's output: the DE head g1 = L2norm(Tanh(Linear)) (DEXML,
 /// UniDEC), or the encoder's output L2-normalised as it is (NGAME's Siamese encoder).
@@ -85,13 +77,10 @@ struct BuiltModel {
   std::string description;  ///< e.g. "bow: 21,304 words, d=256" for logs
 };
 
-/// Builds the model a config describes. bow: the word vocabulary is built from `train_texts` (train
-/// queries and label texts) and saved to `run_dir`/vocab.txt, or loaded from there when it exists
-/// (resume, predict) so token ids never change. bert: reads encoder.path (a folder with config.json and
-/// model.safetensors; a folder with config.json only gives a randomly initialised model).
+/// Builds the model a config describes: the encoder `encoder.type` names (make_encoder(): `train_texts` and
+/// `run_dir` are its to build or keep a vocabulary) under the embedding head `head`.
 BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
                        EmbeddingHead head = EmbeddingHead::TanhLinear);
 
-torch::Device parse_device(const std::string& device);
 
 }  // namespace xmc

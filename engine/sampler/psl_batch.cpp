@@ -116,7 +116,7 @@ torch::Tensor int64_tensor(const std::vector<std::int64_t>& values) {
 // Linear passes over the batch's positives on the host, where the pool is built whatever the device: a
 // handful of small tensor ops per step costs more in dispatch than these loops do in work (0.94 ms against
 // 0.33 ms for 512 WordNet queries).
-PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> batch, std::mt19937_64& rng, const PslOptions& options,
+PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> batch, std::mt19937_64& rng, const PslPoolOptions& options,
                          const torch::Tensor& hard_negatives) {
   at::Generator generator = generator_from(rng);
   const BatchPositives positives = batch_positives(labels, batch);

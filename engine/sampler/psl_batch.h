@@ -15,7 +15,7 @@
 
 namespace xmc {
 
-struct PslOptions {
+struct PslPoolOptions {
   std::int64_t positives_per_query = 3;  ///< β: positives sampled per query (fewer when it has fewer)
   std::int64_t pool_size = 0;            ///< cap on |L_B| (0 = none); sampled positives are never dropped by it
   bool all_labels = false;               ///< the pool is every label (negatives = all; small label sets)
@@ -36,7 +36,7 @@ struct PslBatch {
 /// @param batch           query rows of the batch
 /// @param rng             the label-pool random stream (positives and the cap's choice of negatives)
 /// @param hard_negatives  [batch.size() x η] int64 label ids (-1 = none), or undefined for no hard negatives
-PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> batch, std::mt19937_64& rng, const PslOptions& options,
+PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> batch, std::mt19937_64& rng, const PslPoolOptions& options,
                          const torch::Tensor& hard_negatives = {});
 
 /// Each training query's hard-negative shortlist, shuffled at every refresh so that the η negatives of the

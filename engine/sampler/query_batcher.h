@@ -12,17 +12,10 @@
 #include <vector>
 
 #include "engine/core/progress.h"
+#include "engine/sampler/query_batcher_options.h"
 
 namespace xmc {
 
-struct QueryBatcherOptions {
-  std::string type = "random";            ///< random | cluster
-  std::int64_t batch_size = 256;
-  std::int64_t cluster_size = 16;         ///< C at start_epoch
-  std::int64_t start_epoch = 1;
-  std::int64_t refresh_every = 1;
-  std::vector<std::int64_t> grow_at;      ///< epochs at which C doubles
-};
 
 class QueryBatcher {
  public:

@@ -14,7 +14,8 @@
 #include "engine/method/trained_run.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
-#include "engine/train/train_config.h"
+#include "engine/config/component_info.h"
+#include "engine/config/train_config.h"
 
 namespace xmc {
 namespace {
@@ -175,10 +176,10 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   impl->db_path = db_path;
   impl->store = std::make_unique<RunStore>(db_path);
   impl->dataset_labels = static_cast<std::int64_t>(impl->run.label_texts.size());
-  if (impl->run.config.method == "irene") {
-    impl->synthesized_by = "irene";
+  if (method_info(impl->run.config.method).base_run) {
+    impl->synthesized_by = impl->run.config.method;  // the run synthesizes its added labels' classifiers itself
   } else {
-    // The newest completed IRENE run built on this one synthesizes classifiers of added labels.
+    // The newest completed run built on this one by a method that does (IRENE) synthesizes classifiers of added labels.
     for (const RunInfo& info : impl->store->list_runs()) {  // newest first
       if (info.status != RunStatus::Completed) continue;
       TrainConfig config;
@@ -187,9 +188,10 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
       } catch (const Error&) {
         continue;
       }
-      if (config.method != "irene" || config.irene_base_run != run_id) continue;
+      const MethodInfo& method = method_info(config.method);
+      if (!method.base_run || method.base_run(config) != run_id) continue;
       impl->synthesizer = load_trained_run(db_path, info.id, device);
-      impl->synthesized_by = "irene run " + std::to_string(info.id);
+      impl->synthesized_by = config.method + " run " + std::to_string(info.id);
       break;
     }
   }

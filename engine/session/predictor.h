@@ -67,7 +67,7 @@ class Predictor {
   std::int64_t add_label(const std::string& text);
   /// Adds several labels at once (one encoding and synthesis pass): the first one's id.
   std::int64_t add_labels(const std::vector<std::string>& texts);
-  /// "embedding", "irene" (an IRENE run) or "irene run N" (the IRENE run built on this one).
+  /// "embedding", the method of a run that synthesizes its added labels' classifiers itself (IRENE), or "<method> run N" (the run of such a method built on this one).
   const std::string& synthesized_by() const;
   /// The labels added to this run (its store rows), oldest first; their ids follow the dataset's labels.
   std::vector<AddedLabel> added_labels() const;

@@ -8,7 +8,7 @@
 
 #include "engine/core/progress.h"
 #include "engine/distributed/distributed_options.h"
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 #include "engine/train/train_events.h"
 
 namespace xmc {

@@ -21,7 +21,7 @@
 #include "engine/session/label_quality.h"
 #include "engine/session/projection.h"
 #include "engine/train/sweep_grid.h"
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 
 namespace xmc {
 

@@ -22,7 +22,7 @@
 #include "engine/method/method_registry.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/store/run_files.h"
-#include "engine/train/checkpoint.h"
+#include "engine/method/checkpoint.h"
 #include "engine/train/fused_adamw.h"
 #include "engine/train/gradient_exchange.h"
 #include "engine/train/gradient_clipping.h"
@@ -31,6 +31,8 @@
 #include "engine/train/lr_schedule.h"
 #include "engine/train/overlapped_gradient_reducer.h"
 #include "engine/train/mode_evaluation.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/query_batcher_options.h"
 
 namespace xmc {
 namespace {
@@ -354,13 +356,9 @@ struct Trainer::Impl {
     held_out = method->held_out_queries(labelled);
     training_queries.clear();
     std::set_difference(labelled.begin(), labelled.end(), held_out.begin(), held_out.end(), std::back_inserter(training_queries));
-    batcher = std::make_unique<QueryBatcher>(QueryBatcherOptions{.type = config.sampler_type,
-                                                                 .batch_size = config.batch_size,
-                                                                 .cluster_size = config.cluster_size,
-                                                                 .start_epoch = config.sampler_start_epoch,
-                                                                 .refresh_every = config.sampler_refresh_every,
-                                                                 .grow_at = config.sampler_grow_at},
-                                             training_queries, config.seed);
+    QueryBatcherOptions batching = config.get<QueryBatcherOptions>();
+    batching.batch_size = config.batch_size;
+    batcher = std::make_unique<QueryBatcher>(std::move(batching), training_queries, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
 
     eval_setup.truth = &dataset.test_labels;
@@ -730,7 +728,7 @@ struct Trainer::Impl {
         StepResult result = step(stage, batch, prepared.get(), ctx);
         if (!std::isfinite(result.loss)) {
           throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
-                      "; lower lr (" + std::to_string(config.lr) + ") or raise temperature (" + std::to_string(config.temperature) + ")");
+                      "; lower lr (" + std::to_string(config.lr) + ") or raise temperature (" + std::to_string(config.get<LossOptions>().temperature) + ")");
         }
         if (stage.clip_gradients && config.grad_clip > 0) clip_gradient_norm(clipped_parameters, config.grad_clip);
         const double factor = schedule.factor(state.step - state.stage_start_step);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 
 namespace xmc {
 

@@ -7,12 +7,14 @@
 #include "engine/train/evaluation_pass.h"
 #include "engine/train/run_recorder.h"
 #include "engine/train/trainer.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
 
 namespace xmc {
 namespace {
 
 std::string default_run_name(const TrainConfig& c) {
-  return c.method + " " + c.encoder_type + " " + c.loss + " on " + std::filesystem::path(c.dataset).filename().string();
+  return c.method + " " + c.get<EncoderOptions>().type + " " + c.get<LossOptions>().kind + " on " + std::filesystem::path(c.dataset).filename().string();
 }
 
 }  // namespace
@@ -71,13 +73,8 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   TrainConfig config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
   const TrainConfig before = config;
   apply_config_overrides(config, overrides);
-  // Keys that shape the model or the data cannot change under a checkpoint.
-  if (config.dataset != before.dataset || config.encoder_type != before.encoder_type || config.encoder_dim != before.encoder_dim ||
-      config.encoder_path != before.encoder_path || config.method != before.method || config.batch_size != before.batch_size)
-    throw ConfigError("resume: dataset, method, encoder.* and batch_size cannot change when resuming a run");
-  // The held-out queries are drawn from the seed: changing either would train on queries held out so far.
-  if (config.unidec_concat_holdout != before.unidec_concat_holdout || (before.unidec_concat_holdout > 0 && config.seed != before.seed))
-    throw ConfigError("resume: unidec.concat_holdout (and, with it, seed, which draws the held-out queries) cannot change when resuming a run");
+  // Keys that shape the model or the data cannot change under a checkpoint (each component says which).
+  check_resume_config(before, config);
   check_batch_fits(config.batch_size, distributed);  // before the run is claimed
   // A run killed before its first checkpoint trains again from the start (what it recorded is discarded),
   // in a fresh folder; a checkpoint is used only from the run's own folder.

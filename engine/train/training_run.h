@@ -12,7 +12,7 @@
 #include "engine/core/progress.h"
 #include "engine/distributed/distributed_options.h"
 #include "engine/eval/metrics.h"
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 #include "engine/train/train_events.h"
 
 namespace xmc {

@@ -15,6 +15,8 @@
 #include "engine/data/dataset.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
+#include "engine/model/encoder_options.h"
+#include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -231,12 +233,12 @@ TEST(NegativesSnapshot, TrainingRunRecordsAndPublishesSnapshots) {
   write_synthetic_dataset(dir / "data");
   TrainConfig config;
   config.dataset = dir / "data";
-  config.encoder_dim = 16;
+  config.edit<EncoderOptions>().dim = 16;
   config.batch_size = 32;
   config.epochs = 2;
   config.threads = 1;
-  config.sampler_type = "cluster";
-  config.cluster_size = 4;
+  config.edit<QueryBatcherOptions>().type = "cluster";
+  config.edit<QueryBatcherOptions>().cluster_size = 4;
   config.eval_k = {1, 3};
   config.eval_top = 5;
   const auto db = dir / "runs.sqlite";

@@ -8,6 +8,8 @@
 
 #include "engine/core/error.h"
 #include "engine/session/session.h"
+#include "engine/model/encoder_options.h"
+#include "engine/method/unidec/unidec_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -18,8 +20,8 @@ TrainConfig small_job(const std::filesystem::path& data) {
   TrainConfig config;
   config.dataset = data;
   config.method = "dexml";
-  config.encoder_dim = 16;
-  config.dropout = 0;
+  config.edit<EncoderOptions>().dim = 16;
+  config.edit<EncoderOptions>().dropout = 0;
   config.batch_size = 32;
   config.epochs = 2;
   config.lr = 0.01;
@@ -89,7 +91,7 @@ TEST(DistributedHold, UnidecWithARandomClassifierTableTrainsInTwoProcessesAsInOn
   test::write_keyword_dataset(dir / "data", 10, 1200, 200);
   TrainConfig config = small_job(dir / "data");
   config.method = "unidec";
-  config.unidec_classifier_init = "random";
+  config.edit<UnidecOptions>().classifier_init = "random";
   config.epochs = 3;
   Session session(dir / "runs.sqlite");
   RunHandle one = session.start_run(config);

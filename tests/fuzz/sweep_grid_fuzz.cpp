@@ -1,7 +1,7 @@
 // Sweep grids: each input line is one --grid axis ("lr=0.001,0.003"); the axes' points are then built and
 // each point applied to a config, as xmc sweep and the workbench's sweep dialog do.
 #include "engine/train/sweep_grid.h"
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

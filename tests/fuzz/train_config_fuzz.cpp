@@ -1,5 +1,5 @@
 // Training configs: a config file's JSON, and the same bytes as one --set override.
-#include "engine/train/train_config.h"
+#include "engine/config/train_config.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "engine/index/exact_search.h"
-#include "engine/model/bert_encoder.h"
+#include "engine/model/bert/bert_encoder.h"
 #include "engine/sampler/balanced_clustering.h"
 
 namespace xmc {

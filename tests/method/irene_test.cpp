@@ -11,11 +11,17 @@
 #include "engine/data/dataset.h"
 #include "engine/data/zero_shot_split.h"
 #include "engine/eval/paired_gain.h"
-#include "engine/method/irene_generator.h"
+#include "engine/method/irene/irene_generator.h"
 #include "engine/method/trained_run.h"
 #include "engine/session/predictor.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
+#include "engine/model/encoder_options.h"
+#include "engine/method/irene/irene_options.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_options.h"
+#include "engine/sampler/psl_options.h"
+#include "engine/method/unidec/unidec_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -37,9 +43,9 @@ struct ZeroShotFixture {
     TrainConfig c;
     c.dataset = data;
     c.method = "unidec";
-    c.loss = "decoupled_softmax";
-    c.negatives = "inbatch";
-    c.encoder_dim = 32;
+    c.edit<LossOptions>().kind = "decoupled_softmax";
+    c.edit<NegativesOptions>().kind = "inbatch";
+    c.edit<EncoderOptions>().dim = 32;
     c.batch_size = 32;
     c.epochs = 4;
     c.lr = 0.01;
@@ -47,8 +53,8 @@ struct ZeroShotFixture {
     c.eval_every = 0;
     c.eval_k = {1, 3};
     c.eval_top = 10;
-    c.psl_de_head = "normalize";
-    c.unidec_clf_head = "none";
+    c.edit<PslOptions>().de_head = "normalize";
+    c.edit<UnidecOptions>().clf_head = "none";
     TrainingRun run(c, db);
     run.run();
     base_run = run.run_id();
@@ -57,8 +63,8 @@ struct ZeroShotFixture {
     TrainConfig c;
     c.dataset = data;
     c.method = "irene";
-    c.irene_base_run = base_run;
-    c.irene_generator = generator;
+    c.edit<IreneOptions>().base_run = base_run;
+    c.edit<IreneOptions>().generator = generator;
     c.epochs = 3;
     c.batch_size = 16;
     c.lr = 0.001;
@@ -206,9 +212,9 @@ TEST(Irene, AddedLabelsAreSynthesizedRetrievableAndSurviveARestart) {
 TEST(Irene, RefusesWhatItCannotBuildOn) {
   ZeroShotFixture f;
   TrainConfig c = f.irene("transformer");
-  c.irene_base_run = 0;
+  c.edit<IreneOptions>().base_run = 0;
   EXPECT_THROW(validate(c), ConfigError);
-  c.irene_base_run = 99;
+  c.edit<IreneOptions>().base_run = 99;
   EXPECT_THROW(TrainingRun(c, f.db).run(), Error);
   // A base run of another dataset is refused by name.
   test::write_keyword_dataset(f.dir / "other", 2, 100, 20);

@@ -12,6 +12,10 @@
 #include "engine/train/mode_evaluation.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
+#include "engine/method/ngame/ngame_options.h"
+#include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -54,13 +58,13 @@ TEST(MethodRegistry, NgameStagesFollowTheConfig) {
   TrainConfig config;
   config.method = "ngame";
   config.epochs = 4;
-  config.ngame_m4_epochs = 2;
+  config.edit<NgameOptions>().m4_epochs = 2;
   auto stages = make_method(config)->stages();
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].epochs, 4);
   EXPECT_EQ(stages[1].epochs, 2);
   EXPECT_EQ(stages[1].loss_series, "m4_loss");
-  config.ngame_m4_epochs = 0;  // encoder only
+  config.edit<NgameOptions>().m4_epochs = 0;  // encoder only
   EXPECT_EQ(make_method(config)->stages().size(), 1u);
 }
 
@@ -68,13 +72,13 @@ TrainConfig ngame_config(const std::filesystem::path& data) {
   TrainConfig c;
   c.dataset = data;
   c.method = "ngame";
-  c.loss = "triplet";
-  c.sampler_type = "cluster";
-  c.cluster_size = 4;
-  c.encoder_dim = 16;
+  c.edit<LossOptions>().kind = "triplet";
+  c.edit<QueryBatcherOptions>().type = "cluster";
+  c.edit<QueryBatcherOptions>().cluster_size = 4;
+  c.edit<EncoderOptions>().dim = 16;
   c.batch_size = 32;
   c.epochs = 2;
-  c.ngame_m4_epochs = 2;
+  c.edit<NgameOptions>().m4_epochs = 2;
   c.lr = 0.01;
   c.threads = 1;
   c.seed = 3;
@@ -161,13 +165,13 @@ TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {
   import.labels_xml = mulan / "bibtex.xml";
   save_dataset(import_mulan(import), dir / "bibtex");
   TrainConfig config = ngame_config(dir / "bibtex");  // the Bibtex preset's recipe, two M1 epochs
-  config.encoder_dim = 256;
+  config.edit<EncoderOptions>().dim = 256;
   config.batch_size = 128;
-  config.cluster_size = 8;
+  config.edit<QueryBatcherOptions>().cluster_size = 8;
   config.lr = 0.005;
   config.seed = 1;
   config.epochs = 2;
-  config.ngame_m4_epochs = 1;
+  config.edit<NgameOptions>().m4_epochs = 1;
   TrainingRun run(config, dir / "runs.sqlite");
   run.run();
   RunStore store(dir / "runs.sqlite");

@@ -11,13 +11,19 @@
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/loss/losses.h"
-#include "engine/method/concat_weight_choice.h"
+#include "engine/method/unidec/concat_weight_choice.h"
 #include "engine/method/trained_run.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
 #include "engine/store/run_store.h"
 #include "engine/text/tokenized_corpus.h"
 #include "engine/train/training_run.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_options.h"
+#include "engine/sampler/psl_options.h"
+#include "engine/sampler/query_batcher_options.h"
+#include "engine/method/unidec/unidec_options.h"
 #include "tests/support/recording_progress.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -52,19 +58,19 @@ TrainConfig small_unidec_config(const std::filesystem::path& data, const std::st
   TrainConfig c;
   c.dataset = data;
   c.method = method;
-  c.loss = "supcon";
-  c.negatives = "hard";
-  c.encoder_dim = 32;
+  c.edit<LossOptions>().kind = "supcon";
+  c.edit<NegativesOptions>().kind = "hard";
+  c.edit<EncoderOptions>().dim = 32;
   c.batch_size = 32;
   c.epochs = 4;
   c.lr = 0.01;
-  c.unidec_classifier_lr = 0.05;
-  c.psl_positives = 2;
-  c.psl_hard_negatives = 2;
-  c.psl_shortlist = 6;
-  c.psl_refresh_every = 2;
-  c.sampler_type = "cluster";
-  c.cluster_size = 4;
+  c.edit<UnidecOptions>().classifier_lr = 0.05;
+  c.edit<PslOptions>().positives = 2;
+  c.edit<PslOptions>().hard_negatives = 2;
+  c.edit<PslOptions>().shortlist = 6;
+  c.edit<PslOptions>().refresh_every = 2;
+  c.edit<QueryBatcherOptions>().type = "cluster";
+  c.edit<QueryBatcherOptions>().cluster_size = 4;
   c.threads = 1;
   c.eval_k = {1, 3, 5};
   c.eval_top = 10;
@@ -367,8 +373,8 @@ TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
   test::TempDir dir;
   test::write_keyword_dataset(dir / "data", 8, 400, 120);
   TrainConfig config = small_unidec_config(dir / "data");
-  config.unidec_concat_holdout = 0.25;
-  config.unidec_concat_weight = 0.55;  // off the grid: the loaded run ranks with the chosen w only if it kept it
+  config.edit<UnidecOptions>().concat_holdout = 0.25;
+  config.edit<UnidecOptions>().concat_weight = 0.55;  // off the grid: the loaded run ranks with the chosen w only if it kept it
   config.eval_every = 0;
   config.tsne_every = 0;
   TrainingRun run(config, dir / "runs.sqlite");
@@ -417,7 +423,7 @@ TEST(Unidec, AResumedRunHoldsOutTheSameQueriesAndChoosesTheSameWeight) {
   test::TempDir dir;
   test::write_keyword_dataset(dir / "data", 9, 300, 60);
   TrainConfig config = small_unidec_config(dir / "data");
-  config.unidec_concat_holdout = 0.2;
+  config.edit<UnidecOptions>().concat_holdout = 0.2;
   config.epochs = 3;
   config.eval_every = 0;
   config.tsne_every = 1;  // the automatic t-SNE query is one that trains
@@ -459,7 +465,7 @@ TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
   auto run_two_steps = [&](const std::string& db, double lr, double classifier_lr) {
     TrainConfig c = small_unidec_config(dir / "data");
     c.lr = lr;
-    c.unidec_classifier_lr = classifier_lr;
+    c.edit<UnidecOptions>().classifier_lr = classifier_lr;
     c.warmup = 0;
     c.max_steps = 2;
     c.eval_every = 0;
@@ -488,14 +494,14 @@ TEST(Unidec, LazyClassifierUpdatesLeaveRowsOutsideTheStepsPoolAlone) {
   test::write_keyword_dataset(dir / "data", 3, 200, 40);
   auto classifiers_after = [&](const std::string& optimizer, std::int64_t steps) {
     TrainConfig c = small_unidec_config(dir / "data");
-    c.negatives = "inbatch";
-    c.psl_positives = 1;
+    c.edit<NegativesOptions>().kind = "inbatch";
+    c.edit<PslOptions>().positives = 1;
     c.batch_size = 4;
     c.warmup = 0;
     c.max_steps = steps;
     c.eval_every = 0;
     c.tsne_every = 0;
-    c.unidec_classifier_optimizer = optimizer;
+    c.edit<UnidecOptions>().classifier_optimizer = optimizer;
     const auto db = dir / (optimizer + std::to_string(steps) + ".sqlite");
     TrainingRun run(c, db);
     run.run();
@@ -525,9 +531,9 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
     test::TempDir dir;
     test::write_keyword_dataset(dir / "data", 5, 400, 120);
     TrainConfig config = small_unidec_config(dir / "data");
-    config.unidec_label_bias = variant.label_bias;
-    config.unidec_clf_head = variant.clf_head;
-    config.unidec_concat_weight = variant.concat_weight;
+    config.edit<UnidecOptions>().label_bias = variant.label_bias;
+    config.edit<UnidecOptions>().clf_head = variant.clf_head;
+    config.edit<UnidecOptions>().concat_weight = variant.concat_weight;
     config.eval_every = 0;
     TrainingRun run(config, dir / "runs.sqlite");
     const TrainResult result = run.run();
@@ -569,7 +575,7 @@ TEST(Unidec, EveryModeRanksFarAboveChanceAndConcatIsTheWeightedSumOfTheTwoScores
     for (const std::string name : {"concat", "de", "clf"})
       EXPECT_TRUE(torch::equal(together.at(name), trained.method->encode_queries(name, test, silent_progress(), "test"))) << name;
     // Without a CLF head the classifiers live in the encoder's space (bow: d wide), plus the bias column.
-    EXPECT_EQ(inference[2].label_matrix.size(1), config.encoder_dim + (std::string(variant.label_bias) == "learned" ? 1 : 0));
+    EXPECT_EQ(inference[2].label_matrix.size(1), config.get<EncoderOptions>().dim + (std::string(variant.label_bias) == "learned" ? 1 : 0));
     // A label added at run time has no learned bias: its clf vector is its text's, with a zero bias entry.
     const auto added = trained.method->new_label_vectors(trained.method->tokenizer().tokenize({"kw3 topic"}));
     ASSERT_EQ(added.size(), 3u);
@@ -589,8 +595,8 @@ TEST(Unidec, HeadsTrainedSideBySideTrainTheSameModelAsHeadsInTurn) {
   test::write_keyword_dataset(dir / "data", 3, 200, 40);
   auto train_with_threads = [&](std::int64_t threads) {
     TrainConfig c = small_unidec_config(dir / "data");
-    c.negatives = "inbatch";  // no shortlist: its top-k could break a near tie differently with other threads
-    c.sampler_type = "random";
+    c.edit<NegativesOptions>().kind = "inbatch";  // no shortlist: its top-k could break a near tie differently with other threads
+    c.edit<QueryBatcherOptions>().type = "random";
     c.threads = threads;
     c.warmup = 0;
     c.max_steps = 6;

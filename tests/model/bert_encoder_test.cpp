@@ -1,4 +1,4 @@
-#include "engine/model/bert_encoder.h"
+#include "engine/model/bert/bert_encoder.h"
 
 #include <gtest/gtest.h>
 

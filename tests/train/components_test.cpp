@@ -8,7 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/loss/losses.h"
 #include "engine/method/xmc_model.h"
-#include "engine/model/bow_encoder.h"
+#include "engine/model/bow/bow_encoder.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/train/fused_adamw.h"
@@ -16,7 +16,7 @@
 #include "engine/train/sparse_gradient.h"
 #include "engine/train/step_prefetcher.h"
 #include "engine/model/table_rows.h"
-#include "engine/train/grad_cache.h"
+#include "engine/method/grad_cache.h"
 #include "engine/train/lr_schedule.h"
 
 namespace xmc {

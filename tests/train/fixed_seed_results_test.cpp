@@ -25,6 +25,11 @@
 #include "engine/store/evaluation_modes.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_options.h"
+#include "engine/method/ngame/ngame_options.h"
+#include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -34,7 +39,7 @@ namespace {
 TrainConfig base_config(const std::filesystem::path& data) {
   TrainConfig c;
   c.dataset = data;
-  c.encoder_dim = 32;
+  c.edit<EncoderOptions>().dim = 32;
   c.batch_size = 32;
   c.epochs = 3;
   c.lr = 0.01;
@@ -108,13 +113,13 @@ TEST_F(FixedSeedResults, DexmlInBatchDecoupledSoftmax) {
 
 TEST_F(FixedSeedResults, DexmlHardNegativesOnClusteredBatches) {
   TrainConfig c = base_config(dir / "data");
-  c.negatives = "hard";
-  c.hard_per_query = 2;
-  c.shortlist_size = 5;
-  c.shortlist_refresh_every = 1;
-  c.sampler_type = "cluster";
-  c.cluster_size = 4;
-  c.sampler_start_epoch = 1;
+  c.edit<NegativesOptions>().kind = "hard";
+  c.edit<NegativesOptions>().hard_per_query = 2;
+  c.edit<NegativesOptions>().shortlist = 5;
+  c.edit<NegativesOptions>().refresh_every = 1;
+  c.edit<QueryBatcherOptions>().type = "cluster";
+  c.edit<QueryBatcherOptions>().cluster_size = 4;
+  c.edit<QueryBatcherOptions>().start_epoch = 1;
   expect_recorded(train_and_collect(c, dir / "runs.sqlite"), {
       {"1.00/P@1", 0.8666666666666667},
       {"1.00/P@5", 0.34666666666666629},
@@ -134,10 +139,10 @@ TEST_F(FixedSeedResults, DexmlHardNegativesOnClusteredBatches) {
 
 TEST_F(FixedSeedResults, DexmlAllLabelsSoftTopK) {
   TrainConfig c = base_config(dir / "data");
-  c.negatives = "all";
-  c.loss = "softtopk";
-  c.topk_k = 2;
-  c.label_chunk = 5;
+  c.edit<NegativesOptions>().kind = "all";
+  c.edit<LossOptions>().kind = "softtopk";
+  c.edit<LossOptions>().topk_k = 2;
+  c.edit<NegativesOptions>().label_chunk = 5;
   expect_recorded(train_and_collect(c, dir / "runs.sqlite"), {
       {"1.00/P@1", 0.84444444444444444},
       {"1.00/P@5", 0.34444444444444422},
@@ -158,11 +163,11 @@ TEST_F(FixedSeedResults, DexmlAllLabelsSoftTopK) {
 TEST_F(FixedSeedResults, NgameTripletThenClassifiers) {
   TrainConfig c = base_config(dir / "data");
   c.method = "ngame";
-  c.loss = "triplet";
-  c.sampler_type = "cluster";
-  c.cluster_size = 4;
-  c.sampler_grow_at = {2};
-  c.ngame_m4_epochs = 2;
+  c.edit<LossOptions>().kind = "triplet";
+  c.edit<QueryBatcherOptions>().type = "cluster";
+  c.edit<QueryBatcherOptions>().cluster_size = 4;
+  c.edit<QueryBatcherOptions>().grow_at = {2};
+  c.edit<NgameOptions>().m4_epochs = 2;
   expect_recorded(train_and_collect(c, dir / "runs.sqlite"), {
       {"1.00/P@1", 0.93333333333333335},
       {"1.00/P@5", 0.362222222222222},

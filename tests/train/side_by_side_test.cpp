@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "engine/train/side_by_side.h"
+#include "engine/method/side_by_side.h"
 
 namespace xmc {
 namespace {

@@ -12,13 +12,20 @@
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
-#include "engine/model/bert_encoder.h"
+#include "engine/model/bert/bert_encoder.h"
 #include "engine/store/run_store.h"
 #include "engine/method/method.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/trained_run.h"
-#include "engine/train/checkpoint.h"
+#include "engine/method/checkpoint.h"
 #include "engine/train/training_run.h"
+#include "engine/model/bert/bert_options.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_options.h"
+#include "engine/method/ngame/ngame_options.h"
+#include "engine/sampler/psl_options.h"
+#include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -32,7 +39,7 @@ void write_synthetic_dataset(const std::filesystem::path& dir, std::uint64_t see
 TrainConfig small_config(const std::filesystem::path& data) {
   TrainConfig c;
   c.dataset = data;
-  c.encoder_dim = 32;
+  c.edit<EncoderOptions>().dim = 32;
   c.batch_size = 32;
   c.epochs = 4;
   c.lr = 0.01;
@@ -169,7 +176,7 @@ TEST(Training, CheckpointsOfAnotherShapeOrWithDamagedTensorsAreRefused) {
   const Dataset data = load_dataset(dir / "data");
 
   TrainConfig wider = config;
-  wider.encoder_dim = 48;
+  wider.edit<EncoderOptions>().dim = 48;
   std::unique_ptr<Method> other = make_method(wider);
   other->build({}, run_dir);
   try {
@@ -262,9 +269,9 @@ TEST(Training, ResumeContinuesBitForBit) {
   write_synthetic_dataset(dir / "data", 2);
   TrainConfig config = small_config(dir / "data");
   config.epochs = 3;
-  config.sampler_type = "cluster";
-  config.cluster_size = 4;
-  config.sampler_start_epoch = 1;
+  config.edit<QueryBatcherOptions>().type = "cluster";
+  config.edit<QueryBatcherOptions>().cluster_size = 4;
+  config.edit<QueryBatcherOptions>().start_epoch = 1;
   config.eval_every = 0;
 
   TrainingRun whole(config, dir / "a.sqlite");
@@ -316,8 +323,8 @@ TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
     config.epochs = 2;
     config.eval_every = 0;
     config.method = method;
-    config.negatives = negatives;
-    if (method == "unidec") config.psl_positives = 1;  // one positive of several drawn: the draws show in the run
+    config.edit<NegativesOptions>().kind = negatives;
+    if (method == "unidec") config.edit<PslOptions>().positives = 1;  // one positive of several drawn: the draws show in the run
     TrainingRun whole(config, dir / "a.sqlite");
     const TrainResult a = whole.run();
 
@@ -385,9 +392,9 @@ TEST(Training, NonFiniteLossFailsTheRunAndLeavesStoredRunsIntact) {
     encoder->named_parameters()["encoder.layer.0.intermediate.dense.weight"][0][0] = std::nanf("");
   }
   save_bert_encoder(encoder, bert, model_dir);
-  config.encoder_type = "bert";
-  config.encoder_path = model_dir;
-  config.max_len = 16;
+  config.edit<EncoderOptions>().type = "bert";
+  config.edit<EncoderOptions>().path = model_dir;
+  config.edit<BertOptions>().max_len = 16;
   TrainingRun broken(config, db);
   std::string failure;
   broken.subscribe([&](const TrainEvent& e) {
@@ -411,11 +418,11 @@ TEST(Training, NgameTrainsClassifiersAndReportsEveryInferenceMode) {
   write_synthetic_dataset(dir / "data", 4);
   TrainConfig config = small_config(dir / "data");
   config.method = "ngame";
-  config.loss = "triplet";
-  config.sampler_type = "cluster";
-  config.cluster_size = 4;
+  config.edit<LossOptions>().kind = "triplet";
+  config.edit<QueryBatcherOptions>().type = "cluster";
+  config.edit<QueryBatcherOptions>().cluster_size = 4;
   config.epochs = 3;
-  config.ngame_m4_epochs = 2;
+  config.edit<NgameOptions>().m4_epochs = 2;
   config.eval_every = 0;
   TrainingRun run(config, dir / "runs.sqlite");
   const TrainResult result = run.run();
@@ -495,7 +502,7 @@ TEST(Training, BadConfigNamesTheKey) {
   EXPECT_THROW(apply_config_overrides(c, {seventy_zeros + "]"}), ConfigError);
   apply_config_overrides(c, {"method=ngame", "sampler.grow_at=[2,4]", "lr=0.5"});
   EXPECT_EQ(c.method, "ngame");
-  EXPECT_EQ(c.sampler_grow_at, (std::vector<std::int64_t>{2, 4}));
+  EXPECT_EQ(c.get<QueryBatcherOptions>().grow_at, (std::vector<std::int64_t>{2, 4}));
   EXPECT_DOUBLE_EQ(c.lr, 0.5);
 }
 

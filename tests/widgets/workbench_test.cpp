@@ -28,6 +28,7 @@
 #include "engine/core/error.h"
 #include "engine/session/session.h"
 #include "engine/store/run_store.h"
+#include "engine/model/bow/bow_options.h"
 #include "widgets/decile_plot.h"
 #include "widgets/file_dialogs.h"
 #include "widgets/run_table_model.h"
@@ -416,7 +417,7 @@ class WorkbenchTest : public QObject {
     for (const char* key : {"temperature", "encoder.min_count", "hard.per_query"}) QVERIFY2(!form.field_shown(key), key);
     // A hidden key keeps its value and still reaches the config.
     form.set_field_text("encoder.min_count", "3");
-    QCOMPARE(form.config().min_word_count, std::int64_t{3});
+    QCOMPARE(form.config().get<xmc::BowOptions>().min_count, std::int64_t{3});
   }
 
   void theDeviceListSaysWhatEachDeviceIsWhileTheConfigTakesItsId() {

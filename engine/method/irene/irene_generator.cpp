@@ -1,4 +1,4 @@
-#include "engine/method/irene_generator.h"
+#include "engine/method/irene/irene_generator.h"
 
 #include "engine/core/error.h"
 

@@ -1,4 +1,4 @@
-#include "engine/train/grad_cache.h"
+#include "engine/method/grad_cache.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

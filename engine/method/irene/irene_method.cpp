@@ -16,9 +16,10 @@
 #include "engine/data/dataset.h"
 #include "engine/data/zero_shot_split.h"
 #include "engine/eval/paired_gain.h"
-#include "engine/method/irene_generator.h"
+#include "engine/method/irene/irene_generator.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/trained_run.h"
+#include "engine/method/irene/irene_options.h"
 
 namespace xmc {
 namespace {
@@ -44,7 +45,7 @@ class IreneMethod final : public Method {
 
   std::string name() const override { return "irene"; }
   std::vector<StageSpec> stages() const override {
-    if (config_.irene_generator == "weighted_sum") return {};  // training-free
+    if (config_.get<IreneOptions>().generator == "weighted_sum") return {};  // training-free
     return {{.name = "generator", .epoch_label = "generator epoch", .epochs = config_.epochs, .clip_gradients = true,
              .evaluate_between_epochs = true}};
   }
@@ -54,20 +55,20 @@ class IreneMethod final : public Method {
 
   void build(const std::vector<std::string>&, const std::filesystem::path&) override {
     if (db_path_.empty()) throw Error("irene needs the run store of its base run");
-    base_ = load_trained_run(db_path_, config_.irene_base_run, config_.device);
+    base_ = load_trained_run(db_path_, config_.get<IreneOptions>().base_run, config_.device);
     const std::string base_method = base_.method->name();
     if (base_method != "ngame" && base_method != "unidec")
-      throw ConfigError("irene.base_run: run " + std::to_string(config_.irene_base_run) + " is a " + base_method +
+      throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " is a " + base_method +
                         " run; irene builds on the classifiers of an ngame or unidec run");
     std::error_code ec;
     if (!std::filesystem::equivalent(base_.config.dataset, config_.dataset, ec))
-      throw ConfigError("irene.base_run: run " + std::to_string(config_.irene_base_run) + " trained on " + base_.config.dataset.string() +
+      throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " trained on " + base_.config.dataset.string() +
                         ", not on " + config_.dataset.string() + " (the same zero-shot split is needed)");
     if (!is_zero_shot_split(config_.dataset))
       throw ConfigError("dataset: " + config_.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
     const Dataset sizes = load_dataset(config_.dataset, {.load_features = false});
     split_ = read_zero_shot_split(config_.dataset, sizes.num_train(), sizes.num_test(), sizes.num_labels());
-    if (config_.irene_generator == "transformer" && split_.pseudo_novel.size() < 4)
+    if (config_.get<IreneOptions>().generator == "transformer" && split_.pseudo_novel.size() < 4)
       throw ConfigError("irene.generator: the transformer trains and is selected on pseudo-novel labels, and " + config_.dataset.string() +
                         " has " + std::to_string(split_.pseudo_novel.size()) +
                         "; split with --val-frac (e.g. 0.02), or use irene.generator=weighted_sum");
@@ -78,7 +79,7 @@ class IreneMethod final : public Method {
     const auto modes = base_.method->inference_modes(labels, silent_progress());
     const auto clf = std::find_if(modes.begin(), modes.end(), [](const InferenceMode& m) { return m.metric_prefix == "clf"; });
     if (clf == modes.end())
-      throw ConfigError("irene.base_run: run " + std::to_string(config_.irene_base_run) + " has no classifiers yet (did it finish?)");
+      throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " has no classifiers yet (did it finish?)");
     base_mode_ = static_cast<std::size_t>(clf - modes.begin());
     query_encoder_ = clf->query_encoder;
     classifiers_ = clf->label_matrix.to(torch::kFloat32);
@@ -88,8 +89,8 @@ class IreneMethod final : public Method {
     if (!split_.pseudo_novel.empty()) trained_.index_fill_(0, torch::tensor(to_int64(split_.pseudo_novel), torch::kInt64), false);
     trained_ids_ = trained_.nonzero().reshape({-1});
     untrained_ids_ = trained_.logical_not().nonzero().reshape({-1});
-    if (trained_ids_.size(0) <= config_.irene_neighbours)
-      throw ConfigError("irene.neighbours: " + std::to_string(config_.irene_neighbours) + " neighbours among " +
+    if (trained_ids_.size(0) <= config_.get<IreneOptions>().neighbours)
+      throw ConfigError("irene.neighbours: " + std::to_string(config_.get<IreneOptions>().neighbours) + " neighbours among " +
                         std::to_string(trained_ids_.size(0)) + " observed labels");
     std::tie(neighbours_, similarities_) = nearest_observed(embeddings_, torch::arange(embeddings_.size(0), torch::kInt64));
     // Calibration: the mean training query (over an even sample of up to 4096 rows) and the mean observed
@@ -105,14 +106,14 @@ class IreneMethod final : public Method {
     mean_classifier_ = classifiers_.index_select(0, trained_ids_).mean(0);
 
     model_ = IreneModel(IreneGeneratorOptions{.dim = classifiers_.size(1),
-                                              .transformer = config_.irene_generator == "transformer",
-                                              .heads = config_.irene_heads,
-                                              .temperature = config_.irene_temperature});
+                                              .transformer = config_.get<IreneOptions>().generator == "transformer",
+                                              .heads = config_.get<IreneOptions>().heads,
+                                              .temperature = config_.get<IreneOptions>().temperature});
   }
 
   std::string description() const override {
-    return "irene (" + config_.irene_generator + ", K=" + std::to_string(config_.irene_neighbours) + ") on run " +
-           std::to_string(config_.irene_base_run) + " (" + base_.method->name() + "): " + std::to_string(split_.novel.size()) + " novel, " +
+    return "irene (" + config_.get<IreneOptions>().generator + ", K=" + std::to_string(config_.get<IreneOptions>().neighbours) + ") on run " +
+           std::to_string(config_.get<IreneOptions>().base_run) + " (" + base_.method->name() + "): " + std::to_string(split_.novel.size()) + " novel, " +
            std::to_string(split_.pseudo_novel.size()) + " pseudo-novel labels";
   }
   const TextTokenizer& tokenizer() const override { return base_.method->tokenizer(); }
@@ -171,7 +172,7 @@ class IreneMethod final : public Method {
     const torch::Tensor u = synthesize(train_labels_);
     const torch::Tensor logits = model_->logit_scale * torch::matmul(q, u.t()) + model_->logit_bias;
     const torch::Tensor targets = positives(batch, train_labels_);
-    const torch::Tensor weight = 1 + (config_.irene_positive_weight - 1) * targets;
+    const torch::Tensor weight = 1 + (config_.get<IreneOptions>().positive_weight - 1) * targets;
     const torch::Tensor loss = torch::binary_cross_entropy_with_logits(logits, targets, weight);
     const double value = loss.item<double>();
     if (std::isfinite(value)) loss.backward();
@@ -260,7 +261,7 @@ class IreneMethod final : public Method {
         const torch::Tensor self = (trained_ids_.unsqueeze(0) == own.narrow(0, start, n).unsqueeze(1));
         scores.masked_fill_(self, -std::numeric_limits<float>::infinity());
       }
-      const auto [top, at] = scores.topk(config_.irene_neighbours, /*dim=*/1);
+      const auto [top, at] = scores.topk(config_.get<IreneOptions>().neighbours, /*dim=*/1);
       sims.push_back(top);
       ids.push_back(trained_ids_.index_select(0, at.reshape({-1})).view(at.sizes()));
     }
@@ -275,12 +276,12 @@ class IreneMethod final : public Method {
   }
   /// Queries as synthesized classifiers score them: q·u + q̄·(w̄ − u) ranks like (q − q̄)·u, so with calibration
   /// the generator trains and is selected on centred queries, as it is used.
-  torch::Tensor scoring_queries(const torch::Tensor& q) const { return config_.irene_calibration == "mean_query" ? q - mean_query_ : q; }
+  torch::Tensor scoring_queries(const torch::Tensor& q) const { return config_.get<IreneOptions>().calibration == "mean_query" ? q - mean_query_ : q; }
   /// Rows `v` with their score offset as a last column: q̄·(w̄ − v) for synthesized rows (calibration on),
   /// 0 for observed classifiers.
   torch::Tensor with_offsets(const torch::Tensor& v, bool synthesized) const {
     torch::Tensor offset = torch::zeros({v.size(0), 1}, v.options());
-    if (synthesized && config_.irene_calibration == "mean_query")
+    if (synthesized && config_.get<IreneOptions>().calibration == "mean_query")
       offset = torch::matmul(mean_classifier_.unsqueeze(0) - v, mean_query_.unsqueeze(1));
     return torch::cat({v, offset}, /*dim=*/1);
   }
@@ -359,7 +360,7 @@ class IreneMethod final : public Method {
     const torch::Tensor kept = best_label_scores_.contiguous();
     const PairedGain gain = paired_gain({now.data_ptr<double>(), static_cast<std::size_t>(now.numel())},
                                         {kept.data_ptr<double>(), static_cast<std::size_t>(kept.numel())});
-    const bool better = clearly_better(gain, config_.irene_selection_margin);
+    const bool better = clearly_better(gain, config_.get<IreneOptions>().selection_margin);
     context.phase("IRENE: pseudo-novel hit@10 + hit@1 per label after generator epoch " + std::to_string(epoch) + ": " +
                   std::to_string(now.mean().item<double>()) + " (kept " + std::to_string(best_label_scores_.mean().item<double>()) + "; gain " +
                   std::to_string(gain.mean) + " ± " + std::to_string(gain.standard_error) + (better ? ": keeping this one)" : ")"));

@@ -1,4 +1,4 @@
-#include "engine/method/concat_weight_choice.h"
+#include "engine/method/unidec/concat_weight_choice.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "engine/train/side_by_side.h"
+#include "engine/method/side_by_side.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>

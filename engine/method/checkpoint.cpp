@@ -1,4 +1,4 @@
-#include "engine/train/checkpoint.h"
+#include "engine/method/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <unistd.h>

@@ -14,13 +14,18 @@
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/loss/losses.h"
-#include "engine/method/concat_weight_choice.h"
+#include "engine/method/unidec/concat_weight_choice.h"
 #include "engine/method/method_registry.h"
-#include "engine/method/unidec_model.h"
+#include "engine/method/unidec/unidec_model.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
 #include "engine/sampler/query_batcher.h"
-#include "engine/train/side_by_side.h"
+#include "engine/method/side_by_side.h"
+#include "engine/model/encoder_options.h"
+#include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_options.h"
+#include "engine/sampler/psl_options.h"
+#include "engine/method/unidec/unidec_options.h"
 
 namespace xmc {
 namespace {
@@ -44,11 +49,11 @@ UnidecSpace space_named(const std::string& name) {
 class UnidecMethod final : public Method {
  public:
   UnidecMethod(const TrainConfig& config, bool with_classifiers)
-      : config_(config), with_classifiers_(with_classifiers), loss_kind_(parse_loss_kind(config.loss)) {
-    loss_options_.temperature = config.temperature;
-    loss_options_.margin = config.margin;
-    loss_options_.hardest_k = config.hardest_k;
-    loss_options_.topk_k = config.topk_k;
+      : config_(config), with_classifiers_(with_classifiers), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)) {
+    loss_options_.temperature = config.get<LossOptions>().temperature;
+    loss_options_.margin = config.get<LossOptions>().margin;
+    loss_options_.hardest_k = config.get<LossOptions>().hardest_k;
+    loss_options_.topk_k = config.get<LossOptions>().topk_k;
   }
 
   std::string name() const override { return with_classifiers_ ? "unidec" : "depsl"; }
@@ -56,12 +61,12 @@ class UnidecMethod final : public Method {
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
     built_ = build_model(config_, vocabulary_texts, run_dir,
-                         config_.psl_de_head == "normalize" ? EmbeddingHead::Normalize : EmbeddingHead::TanhLinear);
+                         config_.get<PslOptions>().de_head == "normalize" ? EmbeddingHead::Normalize : EmbeddingHead::TanhLinear);
     model_ = UnidecModel(built_.model, UnidecModelOptions{.with_classifiers = with_classifiers_,
-                                                          .clf_head = config_.unidec_clf_head,
-                                                          .dropout = config_.dropout,
-                                                          .label_bias = config_.unidec_label_bias == "learned",
-                                                          .concat_weight = config_.unidec_concat_weight});
+                                                          .clf_head = config_.get<UnidecOptions>().clf_head,
+                                                          .dropout = config_.get<EncoderOptions>().dropout,
+                                                          .label_bias = config_.get<UnidecOptions>().label_bias == "learned",
+                                                          .concat_weight = config_.get<UnidecOptions>().concat_weight});
   }
   std::string description() const override {
     return built_.description + (with_classifiers_ ? ", DE and CLF heads + classifier table" : ", DE head");
@@ -73,7 +78,7 @@ class UnidecMethod final : public Method {
     if (!with_classifiers_ || model_->has_classifier_table()) return;  // resumed: the checkpoint filled Ψ
     model_->add_classifier_table(context.dataset.num_labels());
     torch::NoGradGuard no_grad;
-    if (config_.unidec_classifier_init == "label_text") {
+    if (config_.get<UnidecOptions>().classifier_init == "label_text") {
       context.phase("UniDEC: classifiers from the labels' texts");
       const torch::Tensor texts = model_->embed_all(context.label_corpus, UnidecSpace::Clf, context.progress, "encoding labels for the classifiers");
       model_->classifier_table().copy_(texts.narrow(1, 0, model_->clf_dim()));  // without the bias column
@@ -95,7 +100,7 @@ class UnidecMethod final : public Method {
     std::vector<ParameterGroup> groups{{std::move(decay), config_.lr, config_.weight_decay},
                                        {std::move(no_decay), config_.lr, 0.0},
                                        {std::move(heads), config_.lr * config_.head_lr_scale, 0.0}};
-    if (!table.empty()) groups.push_back({std::move(table), config_.unidec_classifier_lr, 0.0, config_.unidec_classifier_optimizer == "lazy_adamw"});
+    if (!table.empty()) groups.push_back({std::move(table), config_.get<UnidecOptions>().classifier_lr, 0.0, config_.get<UnidecOptions>().classifier_optimizer == "lazy_adamw"});
     return groups;
   }
 
@@ -104,11 +109,11 @@ class UnidecMethod final : public Method {
   /// libraries): the same rows on every rank, platform and resume.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
-    if (!with_classifiers_ || config_.unidec_concat_holdout <= 0) return {};
+    if (!with_classifiers_ || config_.get<UnidecOptions>().concat_holdout <= 0) return {};
     std::vector<std::int64_t> candidates(labelled_rows.begin(), labelled_rows.end());
     const auto n = static_cast<std::int64_t>(candidates.size());
     if (n < 2) return {};
-    const auto count = std::clamp<std::int64_t>(std::llround(config_.unidec_concat_holdout * static_cast<double>(n)), 1, n - 1);
+    const auto count = std::clamp<std::int64_t>(std::llround(config_.get<UnidecOptions>().concat_holdout * static_cast<double>(n)), 1, n - 1);
     std::mt19937_64 rng(config_.seed ^ 0x636f6e636174ULL);  // "concat"
     for (std::int64_t i = 0; i < count; ++i) std::swap(candidates[static_cast<std::size_t>(i)], candidates[static_cast<std::size_t>(i + uniform_index(rng, n - i))]);
     held_out_rows_.assign(candidates.begin(), candidates.begin() + count);
@@ -128,12 +133,12 @@ class UnidecMethod final : public Method {
       context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
     }
     auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
-    if (config_.negatives == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.psl_refresh_every)) {
+    if (config_.get<NegativesOptions>().kind == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every)) {
       context.phase("refreshing hard-negative shortlists");
       const torch::Tensor shortlist = hard_negative_shortlist(
           model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding training queries"),
           model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels"),
-          context.dataset.train_labels, config_.psl_shortlist, context.progress);
+          context.dataset.train_labels, config_.get<PslOptions>().shortlist, context.progress);
       window_.refresh(shortlist, epoch, context.label_pool_rng);
     }
     return batches;
@@ -144,16 +149,16 @@ class UnidecMethod final : public Method {
   std::shared_ptr<PreparedBatch> prepare_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
     auto prepared = std::make_shared<PreparedPsl>();
     prepared->batch.assign(batch.begin(), batch.end());
-    const torch::Tensor hard = config_.negatives == "hard" && window_.ready() ? window_.draw(batch, epoch_, config_.psl_hard_negatives) : torch::Tensor();
+    const torch::Tensor hard = config_.get<NegativesOptions>().kind == "hard" && window_.ready() ? window_.draw(batch, epoch_, config_.get<PslOptions>().hard_negatives) : torch::Tensor();
     prepared->pool = build_psl_batch(context.dataset.train_labels, batch, context.label_pool_rng,
-                                     {.positives_per_query = config_.psl_positives,
-                                      .pool_size = config_.psl_pool_size,
-                                      .all_labels = config_.negatives == "all"},
+                                     {.positives_per_query = config_.get<PslOptions>().positives,
+                                      .pool_size = config_.get<PslOptions>().pool_size,
+                                      .all_labels = config_.get<NegativesOptions>().kind == "all"},
                                      hard);
     prepared->queries = model_->prepare_input(context.train_corpus, batch);
     // With every label in the pool (negatives = all), the labels' inputs are built in the step: two batches'
     // worth of them would be held at once otherwise.
-    if (config_.negatives != "all") prepared->labels = pool_label_input(prepared->pool, context);
+    if (config_.get<NegativesOptions>().kind != "all") prepared->labels = pool_label_input(prepared->pool, context);
     return prepared;
   }
 
@@ -167,7 +172,7 @@ class UnidecMethod final : public Method {
     const torch::Tensor pool_labels = pool.labels.to(device);
     const torch::Tensor mask = pool.positive_mask.to(device);
     const torch::Tensor pair_rows = pool.pair_rows.to(device), pair_columns = pool.pair_columns.to(device);
-    const double q2l = config_.psl_directions == "both" ? 0.5 : 1.0;
+    const double q2l = config_.get<PslOptions>().directions == "both" ? 0.5 : 1.0;
 
     const std::shared_ptr<const EncoderInput> label_input = prepared.labels ? prepared.labels : pool_label_input(pool, context);
     // The queries the loss uses: usually all of them (a query is dropped only when none of its positives is pooled).
@@ -179,10 +184,10 @@ class UnidecMethod final : public Method {
     auto classifier_loss = [&](const torch::Tensor& queries_clf) {
       const torch::Tensor clf_scores = torch::matmul(kept_rows(queries_clf), model_->classifiers(pool_labels).t());
       torch::Tensor loss = symmetric_loss(loss_kind_, clf_scores, mask, pair_rows, pair_columns, loss_options_, q2l);
-      if (config_.unidec_bce_weight > 0) loss = loss + config_.unidec_bce_weight * bce_loss(clf_scores / config_.temperature, mask, loss_options_);
+      if (config_.get<UnidecOptions>().bce_weight > 0) loss = loss + config_.get<UnidecOptions>().bce_weight * bce_loss(clf_scores / config_.get<LossOptions>().temperature, mask, loss_options_);
       return loss;
     };
-    const double lambda = config_.unidec_lambda;
+    const double lambda = config_.get<UnidecOptions>().lambda;
 
     // Encoders and heads run in this order (each may draw dropout masks from the generator).
     const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
@@ -336,7 +341,7 @@ class UnidecMethod final : public Method {
       context.progress.update(static_cast<std::int64_t>(start + rows.size()));
     }
     context.progress.finish();
-    chosen_concat_weight_ = tally.best(config_.unidec_concat_weight);
+    chosen_concat_weight_ = tally.best(config_.get<UnidecOptions>().concat_weight);
     model_->set_concat_weight(chosen_concat_weight_);
     // The whole curve, so that a reader sees how flat it is: "w 0: 1.412, 0.1: 1.425, ...".
     std::string curve;

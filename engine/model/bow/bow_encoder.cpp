@@ -1,4 +1,4 @@
-#include "engine/model/bow_encoder.h"
+#include "engine/model/bow/bow_encoder.h"
 
 #include <algorithm>
 #include <tuple>

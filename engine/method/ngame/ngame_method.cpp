@@ -13,6 +13,7 @@
 #include "engine/method/method_registry.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
+#include "engine/method/ngame/ngame_options.h"
 
 namespace xmc {
 namespace {
@@ -25,8 +26,8 @@ class NgameMethod final : public Method {
   std::vector<StageSpec> stages() const override {
     std::vector<StageSpec> stages{{.name = "m1", .epoch_label = "M1 epoch", .epochs = config_.epochs}};
     // M4 epochs are cheap next to an evaluation, and NGAME's recipe trains the classifiers unclipped.
-    if (config_.ngame_m4_epochs > 0)
-      stages.push_back({.name = "m4", .epoch_label = "M4 epoch", .epochs = config_.ngame_m4_epochs, .loss_series = "m4_loss",
+    if (config_.get<NgameOptions>().m4_epochs > 0)
+      stages.push_back({.name = "m4", .epoch_label = "M4 epoch", .epochs = config_.get<NgameOptions>().m4_epochs, .loss_series = "m4_loss",
                         .clip_gradients = false, .evaluate_between_epochs = false});
     return stages;
   }
@@ -100,7 +101,7 @@ class NgameMethod final : public Method {
     InferenceMode fused{.name = "fused",
                         .metric_prefix = "fused",
                         .query_encoder = "embedding",
-                        .label_matrix = XmcModelImpl::fuse(classifiers, embedding.label_matrix, config_.ngame_fusion)};
+                        .label_matrix = XmcModelImpl::fuse(classifiers, embedding.label_matrix, config_.get<NgameOptions>().fusion)};
     InferenceMode classifier{.name = "classifier", .metric_prefix = "clf", .query_encoder = "embedding", .label_matrix = classifiers};
     return {fused, embedding, classifier};
   }
@@ -116,7 +117,7 @@ class NgameMethod final : public Method {
     const torch::Tensor embedding = built_.model->embed_all(texts);
     if (!built_.model->has_classifiers()) return {embedding};
     const torch::Tensor w = classifiers.to(embedding.device(), embedding.scalar_type());
-    return {XmcModelImpl::fuse(w, embedding, config_.ngame_fusion), embedding, w};
+    return {XmcModelImpl::fuse(w, embedding, config_.get<NgameOptions>().fusion), embedding, w};
   }
 
   void save_state(torch::serialize::OutputArchive& archive) const override {

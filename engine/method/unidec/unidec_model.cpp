@@ -1,4 +1,4 @@
-#include "engine/method/unidec_model.h"
+#include "engine/method/unidec/unidec_model.h"
 
 #include "engine/model/table_rows.h"
 #include "engine/model/unit_rows.h"

@@ -1,0 +1,56 @@
+#pragma once
+// What the run config knows of a registered component without building it (no torch): its name, one line of
+// help and its option groups. engine/registry/component_list.h registers each method and encoder once; the
+// torch side finds the same names' factories there (method_factories.cpp, encoder_factories.cpp).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/config/option_group.h"
+
+namespace xmc {
+
+struct TrainConfig;
+
+/// A mark on the training plots at the start of an epoch (shortlists refreshed, a stage begins).
+struct EpochMark {
+  std::int64_t epoch = 0;
+  std::string label;
+};
+
+/// Marks at epochs first, first + step, ... below `end` (none at 0, where the axis begins; none at all when
+/// step <= 1 or there would be more than 20: then the lines hide the curves).
+std::vector<EpochMark> periodic_marks(std::int64_t first, std::int64_t step, std::int64_t end, const std::string& label);
+
+struct MethodInfo {
+  std::string name;         ///< the config's `method` value
+  std::string description;  ///< one line for help texts
+  /// The method's own option groups: they matter only when this method (or another that lists the same
+  /// group) is chosen.
+  std::vector<OptionGroup> option_groups;
+  /// Epochs trained after the `epochs` of the first stage (NGAME: its M4 epochs); null = none.
+  std::function<std::int64_t(const TrainConfig&)> later_stage_epochs;
+  /// The marks the method adds to the training plots (its shortlist refreshes, its later stages); null = none.
+  std::function<std::vector<EpochMark>(const TrainConfig&)> milestones;
+  /// For a method that builds on another run (IRENE on a finished run with classifiers): that run's id in
+  /// `config`. Null for a method that trains its own encoder.
+  std::function<std::int64_t(const TrainConfig&)> base_run;
+  /// The step loss is a sum of several heads' and directions' terms (UniDEC's DE and CLF): the plots label it with
+  /// the method's name beside the loss's, and compare it only with the same method's.
+  bool loss_sums_terms = false;
+};
+
+struct EncoderInfo {
+  std::string name;         ///< the config's `encoder.type` value
+  std::string description;  ///< one line for help texts
+  std::vector<OptionGroup> option_groups;  ///< they matter only when this encoder is chosen
+};
+
+/// Every registered method and encoder, in the order help texts list them (engine/registry).
+const std::vector<MethodInfo>& registered_method_infos();
+const std::vector<EncoderInfo>& registered_encoder_infos();
+/// The registered method named `name`; throws ConfigError naming the known methods.
+const MethodInfo& method_info(const std::string& name);
+
+}  // namespace xmc

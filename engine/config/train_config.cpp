@@ -1,0 +1,261 @@
+#include "engine/config/train_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/config/component_info.h"
+#include "engine/config/option_group_builder.h"
+#include "engine/config/run_option_groups.h"
+#include "engine/core/bounded_json.h"
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+using json = nlohmann::json;
+using Run = OptionGroupBuilder<TrainConfig>;
+constexpr std::int64_t kNoMax = std::numeric_limits<std::int64_t>::max();
+
+/// Every key of every group, by key, in registration order.
+const std::vector<const OptionKey*>& all_keys() {
+  static const std::vector<const OptionKey*> keys = [] {
+    std::vector<const OptionKey*> out;
+    for (const OptionGroup& group : registered_option_groups())
+      for (const OptionKey& key : group.keys) out.push_back(&key);
+    return out;
+  }();
+  return keys;
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+const OptionKey& option_key(const std::string& key) {
+  const OptionKey* closest = nullptr;
+  std::size_t best = 4;  // suggest only keys within 3 edits
+  for (const OptionKey* k : all_keys()) {
+    if (k->info.key == key) return *k;
+    const std::size_t d = edit_distance(key, k->info.key);
+    if (d < best) {
+      best = d;
+      closest = k;
+    }
+  }
+  throw ConfigError("unknown config key '" + key + "'" + (closest ? "; did you mean '" + closest->info.key + "'?" : std::string()) +
+                    " (`xmc train --list-keys` lists them all)");
+}
+
+void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) flatten(*it, key, out);
+    else out.emplace_back(key, *it);
+  }
+}
+
+bool group_applies(const OptionGroup& group, const TrainConfig& config) {
+  ConfigKeyInfo condition;
+  condition.applies_when = group.applies_when;
+  return key_applies(condition, config);
+}
+
+}  // namespace
+
+OptionGroup run_option_group(const std::vector<std::string>& methods) {
+  std::string method_help = "Training recipe:";
+  for (const MethodInfo& m : registered_method_infos()) method_help += " " + m.name + " (" + m.description + ");";
+  method_help.pop_back();
+  return Run("Run")
+      .text("name", &TrainConfig::name, {}, "Run name shown in the run store")
+      .path("dataset", &TrainConfig::dataset, "Dataset folder (trn/tst/lbl .raw.txt, trn/tst_X_Y.txt)")
+      .fixed_on_resume()
+      .text("method", &TrainConfig::method, methods, method_help)
+      .fixed_on_resume()
+      .text("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N")
+      .integer("threads", &TrainConfig::threads, 0, 1024, "CPU threads for torch (0 = all cores)")
+      .text("prefetch", &TrainConfig::prefetch, {"auto", "on", "off"},
+            "Prepare the next batch (label pool, token ids, pinned and queued for the device) on a second thread while the current "
+            "one trains; auto = on a GPU only (on a CPU the training threads already use every core); training is the same either way")
+      .custom(ConfigKeyInfo{"seed", "uint", "", {}, "Seed of sampling, initialisation and dropout (same seed = same run on CPU)"},
+              [](TrainConfig& c, const json& v) { c.seed = static_cast<std::uint64_t>(config_int("seed", v, 0)); },
+              [](const TrainConfig& c) { return json(c.seed); })
+      .validate([](const TrainConfig& config) {
+        if (config.dataset.empty()) throw ConfigError("dataset: no dataset folder given (e.g. --set dataset=datasets/demo/wordnet-20k)");
+        if (!std::filesystem::is_directory(config.dataset)) throw ConfigError("dataset: '" + config.dataset.string() + "' is not a folder");
+        if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
+          throw ConfigError("device: got \"" + config.device + "\", expected cpu, cuda or cuda:N");
+      })
+      .build();
+}
+
+OptionGroup distributed_option_group() {
+  return Run("Distributed")
+      .text("distributed.backend", &TrainConfig::distributed_backend, {"auto", "gloo", "nccl"},
+            "Collectives of a multi-process job (--nproc, --world-size): gloo (host memory), nccl (GPU to GPU) or auto "
+            "(nccl on GPUs when this build has it, else gloo)")
+      .text("distributed.overlap", &TrainConfig::distributed_overlap, {"on", "off"},
+            "Multi-process: sum the dense gradients over the processes in buckets while backward still runs (on), or all after "
+            "it (off), in stages where each process trains a shard of the batch (UniDEC, DEPSL, NGAME's M4, IRENE; DEXML and "
+            "NGAME's M1 split one batch's work and sum after backward); the same sums, up to the order of additions")
+      .build();
+}
+
+OptionGroup optimisation_option_group() {
+  const double inf = std::numeric_limits<double>::infinity();
+  return Run("Optimisation")
+      .integer("epochs", &TrainConfig::epochs, 1, 1000000, "Training epochs (NGAME: of stage M1)")
+      .integer("batch_size", &TrainConfig::batch_size, 2, 1 << 24, "Queries per batch")
+      .fixed_on_resume()
+      .number("lr", &TrainConfig::lr, 0, 10, "Peak learning rate (AdamW)")
+      .number("head_lr_scale", &TrainConfig::head_lr_scale, 0, 1e4, "Heads and classifiers learn at lr × this")
+      .number("weight_decay", &TrainConfig::weight_decay, 0, 10, "AdamW weight decay (never on biases or norms)")
+      .number("warmup", &TrainConfig::warmup, 0, 1, "Fraction of all steps spent warming the learning rate up")
+      .text("schedule", &TrainConfig::schedule, {"linear", "cosine", "constant"}, "Learning-rate decay after warm-up")
+      .number("grad_clip", &TrainConfig::grad_clip, 0, inf, "Clip the global gradient norm to this (0 = off)")
+      .integer("max_steps", &TrainConfig::max_steps, 0, kNoMax, "Stop after this many steps (0 = train all epochs)")
+      .build();
+}
+
+OptionGroup evaluation_option_group() {
+  return Run("Evaluation")
+      .custom(ConfigKeyInfo{"eval.k", "int_list", "", {}, "Cut-offs k reported for P@k, nDCG@k, PSP@k, R@k"},
+              [](TrainConfig& c, const json& v) {
+                if (!v.is_array() || v.empty()) bad_config_value("eval.k", v, "a non-empty list of positive integers, e.g. [1, 3, 5]");
+                c.eval_k.clear();
+                for (const auto& e : v) c.eval_k.push_back(static_cast<int>(config_int("eval.k", e, 1, 100000)));
+              },
+              [](const TrainConfig& c) { return json(c.eval_k); })
+      .integer("eval.every", &TrainConfig::eval_every, 0, kNoMax, "Epochs between evaluations (0 = only at the end)")
+      .integer("eval.top", &TrainConfig::eval_top, 1, 100000, "Predictions kept per test query")
+      .text("eval.index", &TrainConfig::eval_index, {},
+            "How test queries search the labels: exact, hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on many labels, some recall lost)")
+      .integer("checkpoint.every", &TrainConfig::checkpoint_every, 0, kNoMax, "Epochs between checkpoints (0 = only at the end)")
+      .integer("checkpoint.every_steps", &TrainConfig::checkpoint_every_steps, 0, kNoMax,
+               "Also a checkpoint every this many steps, inside epochs too (0 = off): what a crash or kill -9 can lose")
+      .number("checkpoint.every_minutes", &TrainConfig::checkpoint_every_minutes, 0, 1e6,
+              "Also a checkpoint once this many minutes of training passed since the last one (0 = off)")
+      .integer("tsne.query", &TrainConfig::tsne_query, -1, kNoMax,
+               "Training row whose negatives are shown in the t-SNE snapshots (-1 = the first row with >= 3 labels)")
+      .integer("tsne.every", &TrainConfig::tsne_every, 0, kNoMax,
+               "Evaluations between t-SNE snapshots of that query's negatives (0 = off; the final evaluation always gets one)")
+      .validate([](const TrainConfig& config) {
+        for (int k : config.eval_k)
+          if (k > config.eval_top)
+            throw ConfigError("eval.k: k = " + std::to_string(k) + " is larger than eval.top = " + std::to_string(config.eval_top));
+      })
+      .build();
+}
+
+bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
+  for (const KeyCondition& condition : key_conditions(info)) {
+    const json value = option_key(condition.key).get(config);
+    if (!value.is_string()) continue;
+    if (std::find(condition.values.begin(), condition.values.end(), value.get<std::string>()) == condition.values.end()) return false;
+  }
+  return true;
+}
+
+const std::vector<ConfigKeyInfo>& train_config_keys() {
+  static const std::vector<ConfigKeyInfo> keys = [] {
+    const TrainConfig defaults;
+    std::vector<ConfigKeyInfo> k;
+    for (const OptionKey* key : all_keys()) {
+      k.push_back(key->info);
+      k.back().default_value = key->get(defaults).dump();
+    }
+    return k;
+  }();
+  return keys;
+}
+
+TrainConfig parse_train_config(const std::string& json_text, const std::string& source) {
+  json j;
+  try {
+    j = parse_bounded_json(json_text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(source + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw ConfigError(source + ": expected a JSON object of config keys");
+  std::vector<std::pair<std::string, json>> entries;
+  flatten(j, "", entries);
+  TrainConfig config;
+  for (const auto& [key, value] : entries) {
+    try {
+      option_key(key).set(config, value);
+    } catch (const ConfigError& e) {
+      throw ConfigError(source + ": " + e.what());
+    }
+  }
+  return config;
+}
+
+TrainConfig load_train_config(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string(), std::filesystem::exists(path) ? "cannot open file for reading" : "no such file");
+  std::stringstream text;
+  text << in.rdbuf();
+  // A relative dataset path in a config file is relative to the working directory, as on the command line.
+  return parse_train_config(text.str(), path.string());
+}
+
+void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments) {
+  for (const auto& a : assignments) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + a + ": expected KEY=VALUE, e.g. --set lr=0.001");
+    const std::string key = a.substr(0, eq);
+    const std::string text = a.substr(eq + 1);
+    json value;
+    try {
+      value = parse_bounded_json(text);
+    } catch (const json::parse_error&) {
+      value = text;  // bare strings: --set method=ngame
+    }
+    option_key(key).set(config, value);
+  }
+}
+
+std::string to_json(const TrainConfig& config) {
+  json j = json::object();
+  for (const OptionKey* key : all_keys()) j[key->info.key] = key->get(config);
+  return j.dump();
+}
+
+std::int64_t total_epochs(const TrainConfig& config) {
+  const MethodInfo& method = method_info(config.method);
+  return config.epochs + (method.later_stage_epochs ? method.later_stage_epochs(config) : 0);
+}
+
+void validate(const TrainConfig& config) {
+  for (const OptionGroup& group : registered_option_groups())
+    if (group.validate && group_applies(group, config)) group.validate(config);
+}
+
+void check_resume_config(const TrainConfig& before, const TrainConfig& after) {
+  std::string changed;
+  for (const OptionKey* key : all_keys())
+    if (key->info.fixed_on_resume && key->get(before) != key->get(after)) changed += (changed.empty() ? "" : ", ") + key->info.key;
+  if (!changed.empty())
+    throw ConfigError("resume: " + changed + " cannot change when resuming a run (they shape the model or the data it trains on)");
+  for (const OptionGroup& group : registered_option_groups())
+    if (group.check_resume) group.check_resume(before, after);
+}
+
+}  // namespace xmc

@@ -1,0 +1,21 @@
+#include "engine/method/dexml/dexml_info.h"
+
+#include "engine/config/component_info.h"
+#include "engine/config/train_config.h"
+#include "engine/sampler/negatives_options.h"
+
+namespace xmc {
+
+std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) {
+  const NegativesOptions& negatives = config.get<NegativesOptions>();
+  if (negatives.kind != "hard") return {};
+  return periodic_marks(negatives.refresh_every, negatives.refresh_every, config.epochs, "shortlists");
+}
+
+MethodInfo dexml_method_info() {
+  // DEXML's knobs are the shared ones: encoder, loss, negatives and batching.
+  return {"dexml", "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives", {}, nullptr,
+          hard_negative_shortlist_marks, nullptr};
+}
+
+}  // namespace xmc

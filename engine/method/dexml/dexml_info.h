@@ -1,0 +1,18 @@
+#pragma once
+// DEXML's registration (plain data, no torch).
+#include <vector>
+
+namespace xmc {
+
+struct MethodInfo;
+struct EpochMark;
+struct TrainConfig;
+
+/// DEXML's name and help: it has no option group of its own.
+MethodInfo dexml_method_info();
+
+/// The refreshes of the hard-negative shortlists (negatives = hard) of the dual-encoder training that DEXML and
+/// NGAME's M1 share, within the first `epochs`.
+std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config);
+
+}  // namespace xmc

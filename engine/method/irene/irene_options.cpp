@@ -1,0 +1,38 @@
+#include "engine/method/irene/irene_options.h"
+
+#include "engine/config/component_info.h"
+#include "engine/config/option_group_builder.h"
+#include "engine/core/error.h"
+
+namespace xmc {
+
+MethodInfo irene_method_info() {
+  return {"irene",
+          "IRENE: classifiers of novel labels synthesized from their text and their neighbours' classifiers, on a base run",
+          {OptionGroupBuilder<IreneOptions>("IRENE")
+               .integer("irene.base_run", &IreneOptions::base_run, 0, std::numeric_limits<std::int64_t>::max(),
+                        "Finished ngame or unidec run (same store, same zero-shot split) whose encoder and classifiers IRENE builds on")
+               .text("irene.generator", &IreneOptions::generator, {"transformer", "weighted_sum"},
+                     "Classifier generator: one transformer layer trained on pseudo-novel labels, or the training-free weighted sum")
+               .integer("irene.neighbours", &IreneOptions::neighbours, 1, 64, "K: nearest observed labels whose classifiers a new one is made from")
+               .number("irene.temperature", &IreneOptions::temperature, 1e-4, 100, "T: neighbours are weighted by softmax(similarity / T)")
+               .number("irene.positive_weight", &IreneOptions::positive_weight, 1e-3, 1e6, "C: weight of the positives in the generator's BCE")
+               .integer("irene.heads", &IreneOptions::heads, 1, 64, "Attention heads of the generator's transformer layer (divide the classifiers' size)")
+               .number("irene.selection_margin", &IreneOptions::selection_margin, 0, 10,
+                       "A trained generator replaces the kept one (first the weighted sum) only when its mean hit@10 + hit@1 over the "
+                       "selection labels is ahead by this many standard errors of the paired per-label differences (0 = any gain)")
+               .text("irene.calibration", &IreneOptions::calibration, {"mean_query", "none"},
+                     "Scores of a synthesized classifier u get q̄·(w̄ − u) added (q̄ the mean training query, w̄ the mean observed "
+                     "classifier): it scores an average query as an average observed classifier does")
+               .validate([](const TrainConfig& config) {
+                 if (config.get<IreneOptions>().base_run <= 0)
+                   throw ConfigError(
+                       "irene.base_run: irene builds on a finished ngame or unidec run of the same store: give its id (--set irene.base_run=3)");
+               })
+               .build()},
+          nullptr,
+          nullptr,
+          [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; }};
+}
+
+}  // namespace xmc

@@ -1,0 +1,56 @@
+// A BERT-family encoder from a run's config: a local Hugging Face folder (config.json, model.safetensors,
+// vocab.txt; config.json alone gives a randomly initialised model) and its WordPiece tokenizer.
+#include <algorithm>
+
+#include "engine/model/autocast.h"
+#include "engine/model/bert/bert_encoder.h"
+#include "engine/model/bert/bert_options.h"
+#include "engine/model/encoder_factory.h"
+#include "engine/model/encoder_options.h"
+#include "engine/text/wordpiece_tokenizer.h"
+
+namespace xmc {
+namespace {
+
+class WordPieceAdapter final : public TextTokenizer {
+ public:
+  explicit WordPieceAdapter(WordPieceTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return tokenizer_.encode_corpus(texts); }
+  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
+    return std::count_if(tokens.begin(), tokens.end(), [this](std::int32_t id) {
+      return id != tokenizer_.pad_id() && id != tokenizer_.unk_id() && id != tokenizer_.cls_id() && id != tokenizer_.sep_id();
+    });
+  }
+
+ private:
+  WordPieceTokenizer tokenizer_;
+};
+
+}  // namespace
+
+BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
+                               const std::filesystem::path& /*run_dir*/) {
+  const EncoderOptions& common = config.get<EncoderOptions>();
+  const BertOptions& bert = config.get<BertOptions>();
+  const auto& folder = common.path;
+  BertEncoderOptions options;
+  options.pooling = bert.pooling == "cls" ? BertPooling::cls : BertPooling::mean;
+  options.max_len = bert.max_len;
+  options.device = parse_device(config.device);
+  options.dropout = common.dropout;
+  options.autocast = parse_precision(bert.precision, "encoder.precision");
+  std::shared_ptr<BertEncoderImpl> encoder;
+  std::string description;
+  if (std::filesystem::exists(folder / "model.safetensors")) {
+    encoder = load_bert_encoder(folder, options).ptr();
+    description = "bert encoder from " + folder.string();
+  } else {
+    const BertConfig bert_config = read_bert_config(folder / "config.json");
+    encoder = std::make_shared<BertEncoderImpl>(bert_config, options);
+    description = "bert encoder, randomly initialised from " + (folder / "config.json").string();
+  }
+  return {std::move(encoder), std::make_unique<WordPieceAdapter>(WordPieceTokenizer::from_folder(folder, {.max_len = bert.max_len})), description};
+}
+
+
+}  // namespace xmc

@@ -1,0 +1,19 @@
+#include "engine/model/encoder_options.h"
+
+#include "engine/config/option_group_builder.h"
+
+namespace xmc {
+
+OptionGroup encoder_option_group(const std::vector<std::string>& encoders) {
+  return OptionGroupBuilder<EncoderOptions>("Encoder")
+      .text("encoder.type", &EncoderOptions::type, encoders, "Encoder: bag of words (fast on CPU) or a BERT-family transformer")
+      .fixed_on_resume()
+      .integer("encoder.dim", &EncoderOptions::dim, 2, 65536, "Embedding size d of the DE head (bow: also its word vectors)")
+      .fixed_on_resume()
+      .path("encoder.path", &EncoderOptions::path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file")
+      .fixed_on_resume()
+      .number("encoder.dropout", &EncoderOptions::dropout, 0, 0.9, "Dropout in the heads (and inside bert)")
+      .build();
+}
+
+}  // namespace xmc

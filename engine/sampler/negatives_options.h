@@ -1,0 +1,21 @@
+#pragma once
+// Which labels a training step scores besides each query's positives (plain data, no torch): the config keys
+// `negatives`, `hard.*` and `all.*` (negatives_options.cpp) are bound to these fields.
+#include <cstdint>
+#include <string>
+
+namespace xmc {
+
+struct OptionGroup;
+
+struct NegativesOptions {
+  std::string kind = "inbatch";            ///< the config's `negatives`: inbatch | hard | all
+  std::int64_t hard_per_query = 2;         ///< hard negatives sampled per query from its shortlist
+  std::int64_t shortlist = 100;            ///< size of each query's hard-negative shortlist
+  std::int64_t refresh_every = 2;          ///< epochs between shortlist refreshes
+  std::int64_t label_chunk = 4096;         ///< labels encoded per chunk with negatives = all (gradient caching)
+};
+
+OptionGroup negatives_option_group();
+
+}  // namespace xmc

@@ -1,0 +1,159 @@
+// The run config and its components' option groups, seen as a user's stored runs and overrides see them:
+// configs stored before the options moved beside their components load to the same values, a component's
+// options are its own (copies do not share edits), and a resumed run may change only what does not shape
+// the model or its data.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/config/component_info.h"
+#include "engine/config/train_config.h"
+#include "engine/core/error.h"
+#include "engine/method/irene/irene_options.h"
+#include "engine/method/ngame/ngame_options.h"
+#include "engine/method/unidec/unidec_options.h"
+#include "engine/model/bert/bert_options.h"
+#include "engine/model/bow/bow_options.h"
+#include "engine/model/encoder_options.h"
+#include "engine/sampler/negatives_options.h"
+#include "engine/sampler/psl_options.h"
+#include "engine/sampler/query_batcher_options.h"
+#include "engine/loss/loss_options.h"
+
+namespace xmc {
+namespace {
+
+// A UniDEC run's config as the store kept it before this layout (every key, flat, as the one-struct
+// TrainConfig wrote it), with values other than the defaults in each component.
+const char* kStoredUnidecConfig = R"({
+  "all.label_chunk": 2048, "batch_size": 512, "checkpoint.every": 1, "checkpoint.every_minutes": 5.0,
+  "checkpoint.every_steps": 0, "dataset": "data/bibtex", "device": "cpu", "distributed.backend": "auto",
+  "distributed.overlap": "on", "encoder.bag": "l2", "encoder.block": "none", "encoder.dim": 128,
+  "encoder.dropout": 0.2, "encoder.init_std": 0.1, "encoder.max_len": 48, "encoder.min_count": 2,
+  "encoder.path": "", "encoder.pooling": "cls", "encoder.precision": "bf16", "encoder.type": "bow", "epochs": 12,
+  "eval.every": 2, "eval.index": "exact", "eval.k": [1, 3, 5], "eval.top": 50, "grad_clip": 1.0, "hard.per_query": 4,
+  "hard.refresh_every": 3, "hard.shortlist": 64, "hardest_k": 7, "head_lr_scale": 1.0, "irene.base_run": 0,
+  "irene.calibration": "mean_query", "irene.generator": "transformer", "irene.heads": 4, "irene.neighbours": 3,
+  "irene.positive_weight": 10.0, "irene.selection_margin": 2.0, "irene.temperature": 0.1, "loss": "decoupled_softmax",
+  "lr": 0.003, "margin": 0.25, "max_steps": 0, "method": "unidec", "name": "bibtex unidec", "negatives": "hard",
+  "ngame.fusion": 0.4, "ngame.m4_epochs": 2, "prefetch": "auto", "psl.de_head": "normalize", "psl.directions": "both",
+  "psl.hard_negatives": 5, "psl.pool_size": 0, "psl.positives": 2, "psl.refresh_every": 4, "psl.shortlist": 90,
+  "sampler.cluster_size": 32, "sampler.grow_at": [3, 6], "sampler.refresh_every": 2, "sampler.start_epoch": 1,
+  "sampler.type": "cluster", "schedule": "cosine", "seed": 7, "temperature": 0.07, "threads": 2, "topk_k": 5.0,
+  "tsne.every": 1, "tsne.query": -1, "unidec.bce_weight": 0.0, "unidec.classifier_init": "label_text",
+  "unidec.classifier_lr": 0.02, "unidec.classifier_optimizer": "lazy_adamw", "unidec.clf_head": "linear",
+  "unidec.concat_holdout": 0.1, "unidec.concat_weight": 0.97, "unidec.label_bias": "learned", "unidec.lambda": 0.3,
+  "warmup": 0.1, "weight_decay": 0.01})";
+
+TEST(OptionGroups, AConfigStoredBeforeTheSplitLoadsToTheSameValues) {
+  const TrainConfig c = parse_train_config(kStoredUnidecConfig, "stored run");
+  // Each component reads what the stored run had.
+  EXPECT_EQ(c.method, "unidec");
+  EXPECT_EQ(c.batch_size, 512);
+  EXPECT_EQ(c.get<EncoderOptions>().dim, 128);
+  EXPECT_DOUBLE_EQ(c.get<EncoderOptions>().dropout, 0.2);
+  EXPECT_EQ(c.get<BowOptions>().min_count, 2);
+  EXPECT_EQ(c.get<BowOptions>().bag, "l2");
+  EXPECT_EQ(c.get<BertOptions>().max_len, 48);
+  EXPECT_EQ(c.get<BertOptions>().precision, "bf16");
+  EXPECT_DOUBLE_EQ(c.get<LossOptions>().temperature, 0.07);
+  EXPECT_EQ(c.get<LossOptions>().hardest_k, 7);
+  EXPECT_EQ(c.get<NegativesOptions>().kind, "hard");
+  EXPECT_EQ(c.get<NegativesOptions>().shortlist, 64);
+  EXPECT_EQ(c.get<QueryBatcherOptions>().grow_at, (std::vector<std::int64_t>{3, 6}));
+  EXPECT_EQ(c.get<PslOptions>().positives, 2);
+  EXPECT_EQ(c.get<PslOptions>().de_head, "normalize");
+  EXPECT_DOUBLE_EQ(c.get<UnidecOptions>().lambda, 0.3);
+  EXPECT_EQ(c.get<UnidecOptions>().classifier_optimizer, "lazy_adamw");
+  EXPECT_DOUBLE_EQ(c.get<NgameOptions>().fusion, 0.4);
+  EXPECT_EQ(c.get<IreneOptions>().neighbours, 3);
+  // Written back, it is the stored object key for key: runs stored before and after compare.
+  EXPECT_EQ(nlohmann::json::parse(to_json(c)), nlohmann::json::parse(kStoredUnidecConfig));
+}
+
+TEST(OptionGroups, DefaultsAreTheStructsOwnAndListedOnce) {
+  // Independent of the parser: the documented defaults (README, the structs' comments).
+  const TrainConfig c;
+  EXPECT_EQ(c.get<EncoderOptions>().type, "bow");
+  EXPECT_EQ(c.get<EncoderOptions>().dim, 256);
+  EXPECT_EQ(c.get<LossOptions>().kind, "decoupled_softmax");
+  EXPECT_DOUBLE_EQ(c.get<LossOptions>().temperature, 0.05);
+  EXPECT_EQ(c.get<PslOptions>().positives, 3);
+  std::map<std::string, int> seen;
+  for (const ConfigKeyInfo& info : train_config_keys()) ++seen[info.key];
+  for (const auto& [key, count] : seen) EXPECT_EQ(count, 1) << key;
+  const auto find = [](const std::string& key) {
+    for (const ConfigKeyInfo& info : train_config_keys())
+      if (info.key == key) return info;
+    ADD_FAILURE() << key;
+    return ConfigKeyInfo{};
+  };
+  EXPECT_EQ(find("temperature").default_value, "0.05");
+  EXPECT_EQ(find("psl.positives").default_value, "3");
+  EXPECT_EQ(find("encoder.type").default_value, "\"bow\"");
+  // A group two methods register (pick-some-labels: UniDEC and DEPSL) is one group that applies to both.
+  EXPECT_EQ(find("psl.positives").applies_when, "method=unidec|depsl");
+  EXPECT_EQ(find("psl.hard_negatives").applies_when, "method=unidec|depsl;negatives=hard");
+  EXPECT_EQ(find("encoder.max_len").applies_when, "encoder.type=bert");
+  // The choices of `method` and `encoder.type` are the registered components.
+  std::vector<std::string> methods;
+  for (const MethodInfo& m : registered_method_infos()) methods.push_back(m.name);
+  EXPECT_EQ(find("method").choices, methods);
+  EXPECT_EQ(methods, (std::vector<std::string>{"dexml", "ngame", "unidec", "depsl", "irene"}));
+  EXPECT_EQ(find("encoder.type").choices, (std::vector<std::string>{"bow", "bert"}));
+}
+
+TEST(OptionGroups, ACopyOfAConfigKeepsItsOwnComponentOptions) {
+  TrainConfig a;
+  apply_config_overrides(a, {"unidec.lambda=0.25", "encoder.dim=64"});
+  TrainConfig b = a;
+  b.edit<UnidecOptions>().lambda = 0.75;
+  apply_config_overrides(b, {"encoder.dim=32"});
+  EXPECT_DOUBLE_EQ(a.get<UnidecOptions>().lambda, 0.25);
+  EXPECT_EQ(a.get<EncoderOptions>().dim, 64);
+  EXPECT_DOUBLE_EQ(b.get<UnidecOptions>().lambda, 0.75);
+  EXPECT_EQ(b.get<EncoderOptions>().dim, 32);
+  // A component the copy never touched still reads the original's values.
+  EXPECT_EQ(nlohmann::json::parse(to_json(b))["unidec.lambda"], 0.75);
+  EXPECT_EQ(nlohmann::json::parse(to_json(a))["unidec.lambda"], 0.25);
+}
+
+TEST(OptionGroups, AResumedRunMayChangeOnlyWhatDoesNotShapeTheModel) {
+  const TrainConfig before = parse_train_config(kStoredUnidecConfig);
+  const auto resumed = [&](const std::string& assignment) {
+    TrainConfig after = before;
+    apply_config_overrides(after, {assignment});
+    check_resume_config(before, after);
+  };
+  EXPECT_NO_THROW(resumed("lr=0.001"));
+  EXPECT_NO_THROW(resumed("epochs=20"));
+  EXPECT_NO_THROW(resumed("encoder.dropout=0.1"));
+  for (const std::string assignment : {"encoder.dim=64", "encoder.type=bert", "method=depsl", "batch_size=256", "dataset=data/other"}) {
+    try {
+      resumed(assignment);
+      ADD_FAILURE() << assignment << " was accepted";
+    } catch (const ConfigError& e) {
+      const std::string key = assignment.substr(0, assignment.find('='));
+      EXPECT_EQ(std::string(e.what()), "resume: " + key + " cannot change when resuming a run (they shape the model or the data it trains on)");
+    }
+  }
+  // UniDEC's own rule: the held-out queries are drawn from the seed.
+  EXPECT_THROW(resumed("unidec.concat_holdout=0.2"), ConfigError);
+  EXPECT_THROW(resumed("seed=8"), ConfigError);
+}
+
+TEST(OptionGroups, EachMethodSaysItsStagesAndMarks) {
+  TrainConfig c;
+  apply_config_overrides(c, {"method=ngame", "epochs=6", "ngame.m4_epochs=3"});
+  EXPECT_EQ(total_epochs(c), 9);
+  apply_config_overrides(c, {"method=unidec"});
+  EXPECT_EQ(total_epochs(c), 6);  // no later stage
+  EXPECT_FALSE(static_cast<bool>(method_info("unidec").base_run));
+  apply_config_overrides(c, {"method=irene", "irene.base_run=4"});
+  ASSERT_TRUE(static_cast<bool>(method_info("irene").base_run));
+  EXPECT_EQ(method_info("irene").base_run(c), 4);
+  EXPECT_THROW(method_info("svm"), ConfigError);
+}
+
+}  // namespace
+}  // namespace xmc
