@@ -14,12 +14,8 @@
 
 namespace xmc {
 
-DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)) {
-  loss_options_.temperature = config.get<LossOptions>().temperature;
-  loss_options_.margin = config.get<LossOptions>().margin;
-  loss_options_.hardest_k = config.get<LossOptions>().hardest_k;
-  loss_options_.topk_k = config.get<LossOptions>().topk_k;
-}
+DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)),
+      loss_options_(config.get<LossOptions>()) {}
 
 torch::Tensor DualEncoderTraining::loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const {
   return compute_loss(loss_kind_, scores, positive_mask, loss_options_);

@@ -49,12 +49,8 @@ UnidecSpace space_named(const std::string& name) {
 class UnidecMethod final : public Method {
  public:
   UnidecMethod(const TrainConfig& config, bool with_classifiers)
-      : config_(config), with_classifiers_(with_classifiers), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)) {
-    loss_options_.temperature = config.get<LossOptions>().temperature;
-    loss_options_.margin = config.get<LossOptions>().margin;
-    loss_options_.hardest_k = config.get<LossOptions>().hardest_k;
-    loss_options_.topk_k = config.get<LossOptions>().topk_k;
-  }
+      : config_(config), with_classifiers_(with_classifiers), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)),
+        loss_options_(config.get<LossOptions>()) {}
 
   std::string name() const override { return with_classifiers_ ? "unidec" : "depsl"; }
   std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.epochs}}; }
