@@ -9,9 +9,9 @@
 
 #include "engine/core/progress.h"
 
-#include "engine/store/run_records.h"
-#include "engine/train/sweep_grid.h"
-#include "engine/train/train_events.h"
+#include "engine/records/run_records.h"
+#include "engine/config/sweep_grid.h"
+#include "engine/records/train_events.h"
 #include "widgets/launch_form.h"
 
 class QAction;

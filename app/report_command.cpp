@@ -12,7 +12,7 @@
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
 #include "engine/session/session.h"
-#include "engine/store/default_store_path.h"
+#include "engine/session/default_store_path.h"
 #include "widgets/report_export.h"
 
 namespace xmc::app {

@@ -9,7 +9,7 @@
 
 #include "app/main_window.h"
 #include "engine/core/version.h"
-#include "engine/store/default_store_path.h"
+#include "engine/session/default_store_path.h"
 
 namespace {
 

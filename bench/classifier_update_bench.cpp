@@ -13,7 +13,7 @@
 #include <torch/torch.h>
 
 #include "engine/core/blas_threads.h"
-#include "engine/train/fused_adamw.h"
+#include "engine/optim/fused_adamw.h"
 
 namespace {
 

@@ -34,7 +34,7 @@
 #include <unordered_set>
 
 #include "engine/config/component_info.h"
-#include "engine/store/evaluation_modes.h"
+#include "engine/records/evaluation_modes.h"
 #include "engine/eval/metric_key.h"
 #include "engine/session/session.h"
 #include "widgets/decile_plot.h"

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/store/run_records.h"
+#include "engine/records/run_records.h"
 #include "widgets/plot_export.h"
 
 class QSlider;

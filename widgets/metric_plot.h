@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/store/run_records.h"
+#include "engine/records/run_records.h"
 #include "widgets/plot_export.h"
 
 namespace xmc::gui {

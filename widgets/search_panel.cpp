@@ -11,7 +11,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QTableWidget>
+#include <QTableView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "engine/session/session.h"
 #include "widgets/background_job.h"
 #include "widgets/qt_progress.h"
+#include "widgets/search_results_model.h"
 #include "widgets/training_progress.h"
 
 namespace xmc::gui {
@@ -29,6 +30,25 @@ struct SearchPanel::LoadedRun {
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_by_text;
   QString error;
 };
+
+namespace {
+
+/// A read-only view of one mode's results: rank and score sized to their contents, the label stretched.
+QTableView* make_results_view(SearchResultsModel* model) {
+  auto* view = new QTableView;
+  view->setModel(model);
+  view->horizontalHeader()->setSectionResizeMode(SearchResultsModel::kRank, QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setSectionResizeMode(SearchResultsModel::kScore, QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setSectionResizeMode(SearchResultsModel::kLabel, QHeaderView::Stretch);
+  view->verticalHeader()->setVisible(false);
+  view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);  // compact rows: more results in view
+  view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view->setWordWrap(false);
+  return view;
+}
+
+}  // namespace
 
 SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -70,11 +90,8 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* other_column = new QVBoxLayout(other_box_);
   other_column->setContentsMargins(0, 0, 0, 0);
   other_title_ = new QLabel;
-  other_table_ = new QTableWidget(0, 3);
-  other_table_->setHorizontalHeaderLabels({"#", "score", "label"});
-  other_table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
-  other_table_->verticalHeader()->setVisible(false);
-  other_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  other_results_ = new SearchResultsModel(this);
+  other_table_ = make_results_view(other_results_);
   other_column->addWidget(other_title_);
   other_column->addWidget(other_table_, 1);
   other_box_->setVisible(false);
@@ -132,7 +149,7 @@ void SearchPanel::compare_with(std::int64_t run) {
   ++search_number_;  // a search in flight would fill the old comparison
   other_predictor_.reset();
   other_run_ = 0;
-  other_table_->setRowCount(0);
+  other_results_->clear();
   other_box_->setVisible(false);
   if (compare_->value() != run) compare_->setValue(static_cast<int>(run));
   if (run <= 0 || db_.isEmpty()) return;
@@ -155,10 +172,8 @@ void SearchPanel::compare_with(std::int64_t run) {
 }
 
 QStringList SearchPanel::compared_results() const {
-  QStringList out;
-  if (other_box_->isHidden() || !other_predictor_) return out;
-  for (int r = 0; r < other_table_->rowCount(); ++r) out << other_table_->item(r, 2)->text();
-  return out;
+  if (other_box_->isHidden() || !other_predictor_) return {};
+  return other_results_->top_texts();
 }
 
 void SearchPanel::open_run(const QString& db, std::int64_t run) {
@@ -228,24 +243,25 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   connect(completer, qOverload<const QString&>(&QCompleter::activated), this, [this](const QString& text) { search(text); });
   if (query_->completer()) query_->completer()->deleteLater();
   query_->setCompleter(completer);
-  for (auto& [mode, table] : tables_) table->deleteLater();
+  for (auto& [mode, table] : tables_) {
+    table->model()->deleteLater();
+    table->deleteLater();
+  }
   for (auto* label : latency_labels_) label->deleteLater();
   tables_.clear();
+  results_.clear();
   latency_labels_.clear();
   while (auto* item = tables_layout_->takeAt(0)) delete item;
   for (const auto& mode : predictor_->modes()) {
     auto* column = new QVBoxLayout;
     auto* title = new QLabel(QString("<b>%1</b>").arg(QString::fromStdString(mode)));
-    auto* table = new QTableWidget(0, 3);
-    table->setHorizontalHeaderLabels({"#", "score", "label"});
-    table->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
-    table->verticalHeader()->setVisible(false);
-    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    table->setWordWrap(false);
+    auto* results = new SearchResultsModel(this);
+    auto* table = make_results_view(results);
     column->addWidget(title);
     column->addWidget(table, 1);
     tables_layout_->addLayout(column, 1);
     tables_.emplace_back(QString::fromStdString(mode), table);
+    results_.push_back(results);
     latency_labels_.push_back(title);
   }
   status_->setText(QString("Run %1: %2 labels; modes: %3. Ground-truth labels of dataset queries are green, labels you add blue.")
@@ -263,13 +279,9 @@ QStringList SearchPanel::modes() const {
 }
 
 QStringList SearchPanel::result_texts(const QString& mode) const {
-  QStringList out;
   for (std::size_t m = 0; m < tables_.size(); ++m)
-    if (tables_[m].first == mode) {
-      const int rows = m < top_rows_.size() ? top_rows_[m] : tables_[m].second->rowCount();
-      for (int r = 0; r < rows; ++r) out << tables_[m].second->item(r, 2)->text();
-    }
-  return out;
+    if (tables_[m].first == mode) return results_[m]->top_texts();
+  return {};
 }
 
 std::map<std::int64_t, std::int64_t> SearchPanel::true_label_ranks(const QString& mode) const {
@@ -288,13 +300,11 @@ void SearchPanel::search(const QString& text) {
 }
 
 void SearchPanel::start_search(const QString& text) {
-  std::vector<std::string> modes;
-  for (const auto& [mode, table] : tables_) modes.push_back(mode.toStdString());
   const std::int64_t added = added_labels_.empty() ? -1 : added_labels_.back();
   const std::int64_t top = top_->value();
   const Predictor* predictor = predictor_.get();
   const Predictor* other = other_predictor_.get();
-  // A dataset query's true labels: those below the top-k are ranked one by one (at most kMaxTruthRanks).
+  // A dataset query's true labels, ranked with the search (at most kMaxTruthRanks of them).
   constexpr std::size_t kMaxTruthRanks = 50;
   std::vector<std::int64_t> truth;
   if (const auto it = truth_by_text_.find(text.trimmed().toStdString()); it != truth_by_text_.end())
@@ -312,23 +322,22 @@ void SearchPanel::start_search(const QString& text) {
     }
     show_results(text, watcher->result());
   });
-  search_ = QtConcurrent::run([predictor, other, query = text.toStdString(), modes, added, top, truth] {
+  search_ = QtConcurrent::run([predictor, other, query = text.toStdString(), added, top, truth] {
     SearchResult result;
     try {
-      for (const std::string& mode : modes) {
-        ModeResult found;
-        QElapsedTimer timer;
-        timer.start();
-        found.ranked = predictor->predict({query}, top, mode).front();
-        found.milliseconds = static_cast<double>(timer.nsecsElapsed()) / 1e6;
-        if (added >= 0) found.added_rank = predictor->rank_of(query, added, mode);
-        for (const std::int64_t label : truth) {
-          const bool shown = std::any_of(found.ranked.begin(), found.ranked.end(), [&](const LabelScore& hit) { return hit.label == label; });
-          if (!shown) found.missed_truth.emplace_back(label, predictor->rank_of(query, label, mode));
+      // One encoding of the query answers every mode: the top-k, the true labels' and the added label's ranks.
+      std::vector<std::int64_t> asked = truth;
+      if (added >= 0) asked.push_back(added);
+      result.answer = predictor->search(query, top, asked);
+      for (ModeAnswer& found : result.answer.modes) {
+        ModeResult mode;
+        if (added >= 0 && found.ranks.back().rank > 0) mode.added_rank = found.ranks.back();
+        for (std::size_t i = 0; i < truth.size(); ++i) {
+          const bool shown = std::any_of(found.top.begin(), found.top.end(), [&](const LabelScore& hit) { return hit.label == truth[i]; });
+          if (!shown && found.ranks[i].rank > 0) mode.missed_truth.emplace_back(truth[i], found.ranks[i]);
         }
-        std::sort(found.missed_truth.begin(), found.missed_truth.end(),
-                  [](const auto& a, const auto& b) { return a.second.rank < b.second.rank; });
-        result.modes.push_back(std::move(found));
+        std::sort(mode.missed_truth.begin(), mode.missed_truth.end(), [](const auto& a, const auto& b) { return a.second.rank < b.second.rank; });
+        result.modes.push_back(std::move(mode));
       }
       if (other) {
         QElapsedTimer timer;
@@ -357,10 +366,20 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
   added_ranks_.assign(tables_.size(), 0);
   truth_ranks_.assign(tables_.size(), {});
   top_rows_.assign(tables_.size(), 0);
+  std::set<std::int64_t> truth_labels;
+  if (truth != truth_by_text_.end()) truth_labels.insert(truth->second.begin(), truth->second.end());
+  const std::set<std::int64_t> added(added_labels_.begin(), added_labels_.end());
+  if (!result.answer.modes.empty())
+    status_->setText(QString("Run %1: %2 labels. Query encoded once for all modes in %3 ms; each mode's time is its search%4")
+                         .arg(predictor_->run_id())
+                         .arg(result.num_labels)
+                         .arg(result.answer.encode_ms, 0, 'f', 1)
+                         .arg(truth_labels.empty() ? QString(".") : QString(" and the ranks of the query's true labels (%1).").arg(truth_labels.size())));
   for (std::size_t m = 0; m < tables_.size() && m < result.modes.size(); ++m) {
-    auto& [mode, table] = tables_[m];
+    const QString& mode = tables_[m].first;
+    const ModeAnswer& answer = result.answer.modes[m];
     const ModeResult& found = result.modes[m];
-    QString title = QString("<b>%1</b> — %2 ms").arg(mode).arg(found.milliseconds, 0, 'f', 1);
+    QString title = QString("<b>%1</b> — %2 ms").arg(mode).arg(answer.search_ms, 0, 'f', 1);
     if (found.added_rank) {
       added_ranks_[m] = found.added_rank->rank;
       title += QString("<br><span style='color:#1f5fbf'>new label “%1” ranks %2 of %3 (score %4)</span>")
@@ -370,84 +389,24 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
                    .arg(static_cast<double>(found.added_rank->score), 0, 'f', 4);
     }
     latency_labels_[m]->setText(title);
-    table->setRowCount(static_cast<int>(found.ranked.size()));
-    for (int r = 0; r < static_cast<int>(found.ranked.size()); ++r) {
-      const auto& hit = found.ranked[static_cast<std::size_t>(r)];
-      auto* rank = new QTableWidgetItem(QString::number(r + 1));
-      auto* score = new QTableWidgetItem(QString::number(static_cast<double>(hit.score), 'f', 4));
-      auto* label = new QTableWidgetItem(QString::fromStdString(hit.text));
-      label->setToolTip(QString::fromStdString(hit.text));
-      const bool is_true = truth != truth_by_text_.end() &&
-                           std::binary_search(truth->second.begin(), truth->second.end(), static_cast<std::int32_t>(hit.label));
-      if (std::find(added_labels_.begin(), added_labels_.end(), hit.label) != added_labels_.end()) {
-        for (auto* item : {rank, score, label}) item->setBackground(QColor(205, 222, 250));
-        label->setToolTip("added label: " + label->toolTip());
-      }
-      if (is_true) {
-        for (auto* item : {rank, score, label}) item->setBackground(QColor(200, 240, 200));
-        label->setToolTip("ground truth: " + label->toolTip());
+    results_[m]->set_results(answer.top, found.missed_truth, predictor_->label_texts(), truth_labels, added);
+    top_rows_[m] = results_[m]->top_rows();
+    for (int r = 0; r < results_[m]->top_rows(); ++r)
+      if (results_[m]->row(r).truth) {
         ++highlighted_;
-        truth_ranks_[m][hit.label] = r + 1;
+        truth_ranks_[m][results_[m]->row(r).label] = r + 1;
       }
-      table->setItem(r, 0, rank);
-      table->setItem(r, 1, score);
-      table->setItem(r, 2, label);
-    }
-    top_rows_[m] = table->rowCount();
-    // True labels that missed the top-k, under a separator, at their ranks: how far off the model is.
-    if (!found.missed_truth.empty()) {
-      int r = table->rowCount();
-      table->setRowCount(r + 1 + static_cast<int>(found.missed_truth.size()));
-      auto* gap = new QTableWidgetItem(QString("ground truth below the top %1:").arg(found.ranked.size()));
-      gap->setForeground(QColor(0x55, 0x55, 0x55));
-      table->setItem(r, 0, new QTableWidgetItem(QStringLiteral("…")));
-      table->setItem(r, 1, new QTableWidgetItem);
-      table->setItem(r++, 2, gap);
-      for (const auto& [id, where] : found.missed_truth) {
-        const QString text_of = QString::fromStdString(predictor_->label_texts()[static_cast<std::size_t>(id)]);
-        auto* rank = new QTableWidgetItem(QString::number(where.rank));
-        auto* score = new QTableWidgetItem(QString::number(static_cast<double>(where.score), 'f', 4));
-        auto* label = new QTableWidgetItem(text_of);
-        label->setToolTip(QString("ground truth, rank %1 of %2: %3").arg(where.rank).arg(result.num_labels).arg(text_of));
-        for (auto* item : {rank, score, label}) {
-          item->setBackground(QColor(228, 245, 228));
-          QFont f = item->font();
-          f.setItalic(true);
-          item->setFont(f);
-        }
-        table->setItem(r, 0, rank);
-        table->setItem(r, 1, score);
-        table->setItem(r++, 2, label);
-        truth_ranks_[m][id] = where.rank;
-      }
-    }
-    table->resizeColumnToContents(0);
-    table->resizeColumnToContents(1);
+    for (const auto& [id, where] : found.missed_truth) truth_ranks_[m][id] = where.rank;
   }
   // The compared run: true labels recognised by their text (its label ids may be another dataset's).
   if (other_predictor_) {
     std::set<std::string> truth_texts;
-    if (truth != truth_by_text_.end())
-      for (const auto label : truth->second) truth_texts.insert(predictor_->label_texts()[static_cast<std::size_t>(label)]);
+    for (const auto label : truth_labels) truth_texts.insert(predictor_->label_texts()[static_cast<std::size_t>(label)]);
     other_title_->setText(QString("<b>run %1</b> (%2) — %3 ms")
                               .arg(other_run_)
                               .arg(QString::fromStdString(other_predictor_->default_mode()))
                               .arg(result.other_milliseconds, 0, 'f', 1));
-    other_table_->setRowCount(static_cast<int>(result.other_ranked.size()));
-    for (int r = 0; r < static_cast<int>(result.other_ranked.size()); ++r) {
-      const auto& hit = result.other_ranked[static_cast<std::size_t>(r)];
-      auto* rank = new QTableWidgetItem(QString::number(r + 1));
-      auto* score = new QTableWidgetItem(QString::number(static_cast<double>(hit.score), 'f', 4));
-      auto* label = new QTableWidgetItem(QString::fromStdString(hit.text));
-      label->setToolTip(QString::fromStdString(hit.text));
-      if (truth_texts.count(hit.text))
-        for (auto* item : {rank, score, label}) item->setBackground(QColor(200, 240, 200));
-      other_table_->setItem(r, 0, rank);
-      other_table_->setItem(r, 1, score);
-      other_table_->setItem(r, 2, label);
-    }
-    other_table_->resizeColumnToContents(0);
-    other_table_->resizeColumnToContents(1);
+    other_results_->set_results_by_text(result.other_ranked, truth_texts);
   }
   Q_EMIT search_finished(text);
 }

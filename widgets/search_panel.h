@@ -25,12 +25,13 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
-class QTableWidget;
+class QTableView;
 class QHBoxLayout;
 
 namespace xmc::gui {
 
 class QtProgress;
+class SearchResultsModel;
 
 class SearchPanel : public QWidget {
   Q_OBJECT
@@ -78,12 +79,11 @@ class SearchPanel : public QWidget {
   struct LoadedRun;
   /// What one search found in each inference mode, computed off the UI thread.
   struct ModeResult {
-    std::vector<LabelScore> ranked;
-    double milliseconds = 0;  ///< latency of the top-k search alone
     std::optional<LabelRank> added_rank;  ///< where the newest added label ranks
     std::vector<std::pair<std::int64_t, LabelRank>> missed_truth;  ///< true labels below the top-k, by rank
   };
   struct SearchResult {
+    SearchAnswer answer;            ///< the predictor's answer, every mode from one encoding of the query
     std::vector<ModeResult> modes;  ///< in the order of tables_
     std::string added_text;        ///< the newest added label's text ("" = none added)
     std::int64_t num_labels = 0;
@@ -110,7 +110,8 @@ class SearchPanel : public QWidget {
   QLineEdit* new_label_ = nullptr;
   QPushButton* add_label_ = nullptr;
   QHBoxLayout* tables_layout_ = nullptr;
-  std::vector<std::pair<QString, QTableWidget*>> tables_;
+  std::vector<std::pair<QString, QTableView*>> tables_;
+  std::vector<SearchResultsModel*> results_;  ///< per mode, the model of tables_[m]
   std::vector<QLabel*> latency_labels_;
   std::vector<std::int64_t> added_ranks_;  ///< per mode: the newest added label's rank in the last search
   std::vector<std::map<std::int64_t, std::int64_t>> truth_ranks_;  ///< per mode: true label → rank, last search
@@ -123,7 +124,8 @@ class SearchPanel : public QWidget {
   QSpinBox* compare_ = nullptr;
   QWidget* other_box_ = nullptr;
   QLabel* other_title_ = nullptr;
-  QTableWidget* other_table_ = nullptr;
+  QTableView* other_table_ = nullptr;
+  SearchResultsModel* other_results_ = nullptr;
   QtProgress* load_progress_ = nullptr;
   int highlighted_ = 0;
 };

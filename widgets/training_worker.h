@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/config/train_config.h"
-#include "engine/train/train_events.h"
+#include "engine/records/train_events.h"
 #include "widgets/qt_progress.h"
 
 Q_DECLARE_METATYPE(xmc::TrainEvent)

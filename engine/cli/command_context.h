@@ -21,5 +21,6 @@ void add_train_command(CLI::App& app, CommandContext& context);
 void add_predict_command(CLI::App& app, CommandContext& context);
 void add_labels_commands(CLI::App& app, CommandContext& context);
 void add_sweep_command(CLI::App& app, CommandContext& context);
+void add_tokenize_command(CLI::App& app, CommandContext& context);
 
 }  // namespace xmc::cli

@@ -8,7 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/data/text_lines.h"
 #include "engine/session/session.h"
-#include "engine/store/default_store_path.h"
+#include "engine/session/default_store_path.h"
 
 namespace xmc::cli {
 namespace {

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <string>
 
-#include "engine/store/evaluation_modes.h"
+#include "engine/records/evaluation_modes.h"
 #include "engine/cli/command_context.h"
 #include "engine/core/error.h"
-#include "engine/store/default_store_path.h"
+#include "engine/session/default_store_path.h"
 #include "engine/session/session.h"
 
 namespace xmc::cli {

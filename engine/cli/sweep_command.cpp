@@ -8,8 +8,8 @@
 #include "engine/core/error.h"
 #include "engine/session/session.h"
 #include "engine/session/sweep_runner.h"
-#include "engine/store/default_store_path.h"
-#include "engine/store/evaluation_modes.h"
+#include "engine/session/default_store_path.h"
+#include "engine/records/evaluation_modes.h"
 
 namespace xmc::cli {
 namespace {

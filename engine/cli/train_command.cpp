@@ -8,7 +8,7 @@
 #include "engine/config/component_info.h"
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
-#include "engine/store/default_store_path.h"
+#include "engine/session/default_store_path.h"
 #include "engine/session/session.h"
 #include "engine/train/rank_worker.h"
 

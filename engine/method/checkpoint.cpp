@@ -8,7 +8,7 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
-#include "engine/method/method.h"
+#include "engine/method/method_state.h"
 
 namespace xmc {
 namespace {
@@ -139,7 +139,7 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
 
 }  // namespace
 
-void save_checkpoint(const std::filesystem::path& path, Method& method, torch::optim::Optimizer* optimizer, const TrainingState& state) {
+void save_checkpoint(const std::filesystem::path& path, MethodState& method, torch::optim::Optimizer* optimizer, const TrainingState& state) {
   torch::serialize::OutputArchive archive;
   write_state(archive, state);
   torch::serialize::OutputArchive method_archive;
@@ -178,7 +178,7 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path) {
   }
 }
 
-TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels, const std::string& store_id,
+TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& method, std::int64_t num_labels, const std::string& store_id,
                               std::int64_t run_id) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
   try {

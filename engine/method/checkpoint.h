@@ -12,7 +12,7 @@
 
 namespace xmc {
 
-class Method;
+class MethodState;
 
 struct TrainingState {
   std::string stage;               ///< the method's current stage ("" = its first); "done" after the last
@@ -29,7 +29,7 @@ struct TrainingState {
 };
 
 /// `optimizer` may be null (no stage in progress).
-void save_checkpoint(const std::filesystem::path& path, Method& method, torch::optim::Optimizer* optimizer, const TrainingState& state);
+void save_checkpoint(const std::filesystem::path& path, MethodState& method, torch::optim::Optimizer* optimizer, const TrainingState& state);
 
 /// Reads only the training state.
 TrainingState read_checkpoint_state(const std::filesystem::path& path);
@@ -39,7 +39,7 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path);
 /// an error naming the file, never loaded in part: a checkpoint of another store or run (when `store_id`
 /// is given and the checkpoint records its owner), a parameter whose saved shape differs from the model's
 /// (another configuration), and model tensors that do not match the checksum saved with them (damage).
-TrainingState load_checkpoint(const std::filesystem::path& path, Method& method, std::int64_t num_labels, const std::string& store_id = {},
+TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& method, std::int64_t num_labels, const std::string& store_id = {},
                               std::int64_t run_id = 0);
 
 /// Loads the optimiser state saved with the checkpoint into `optimizer`, when there is one; returns

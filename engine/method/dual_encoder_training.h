@@ -12,6 +12,7 @@
 #include "engine/loss/losses.h"
 #include "engine/loss/sharded_losses.h"
 #include "engine/method/method.h"
+#include "engine/method/xmc_model.h"
 #include "engine/sampler/label_pool.h"
 
 namespace xmc {

@@ -1,243 +1,51 @@
 #pragma once
-// Engine-internal (includes torch). A training method — DEXML, NGAME, and later UniDEC, IRENE — behind
-// one small interface, so that the generic trainer (engine/train/trainer.h) runs every method's loop and
-// a new method is one file plus a registration (method_registry.h), never a branch in the trainer.
+// Engine-internal (includes torch). A training method — DEXML, NGAME, UniDEC, IRENE — behind one small
+// interface made of capabilities, so that the generic trainer runs every method's loop and a new method is
+// one folder plus a registration (engine/registry/component_list.h), never a branch elsewhere.
 //
-// A method
-//   - declares its stages (DEXML: one encoder stage; NGAME: M1 encoder, then M4 classifiers),
-//   - builds its model parts and names the parameter groups each stage optimises,
-//   - orders an epoch's training queries into batches and does one training step on a batch (forward and
-//     backward; the trainer clips, schedules and steps the optimiser),
-//   - names its inference modes (a label matrix and the query encoder to search it with), which the
-//     evaluator and the predictor both use,
-//   - saves and loads its own state (beyond the parameters) in the checkpoint.
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <cstdint>
+//   - TrainingStages (training_stages.h): its stages, what each optimises, an epoch's batches, one step;
+//     the trainer clips, schedules and steps the optimiser.
+//   - LabelRanking (label_ranking.h): its inference modes (a label matrix and the query encoder that
+//     searches it) and new labels' vectors; the evaluator and the Predictor use only this.
+//   - MethodState (method_state.h): its parameters and own state in checkpoints.
+//   - LabelSynthesis (label_synthesis.h), optional: classifiers for labels its base run never saw.
+// What a method declares without being built (its options, extra stages' epochs, plot marks, loss series,
+// resume checks) is its registration, MethodInfo (engine/config/component_info.h).
 #include <filesystem>
-#include <functional>
-#include <map>
-#include <memory>
-#include <random>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "engine/core/error.h"
-#include "engine/core/progress.h"
-#include "engine/data/csr_matrix.h"
-#include "engine/data/filter_pairs.h"
-#include "engine/method/xmc_model.h"
-#include "engine/text/tokenized_corpus.h"
-#include "engine/config/train_config.h"
+#include "engine/method/label_ranking.h"
+#include "engine/method/label_synthesis.h"
+#include "engine/method/method_state.h"
+#include "engine/method/training_stages.h"
+#include "engine/text/text_tokenizer.h"
 
 namespace xmc {
 
-struct Dataset;
-class QueryBatcher;
+class RunStore;
 
-/// One stage of a method's training; the trainer runs the stages in order.
-struct StageSpec {
-  std::string name;                     ///< stored in checkpoints: "encoder", "m1", "m4"
-  std::string epoch_label = "epoch";    ///< shown with the epoch counter: "epoch 2/5", "M4 epoch 1/3"
-  std::int64_t epochs = 0;
-  std::string loss_series = "loss";     ///< scalar key the step losses are stored under
-  bool clip_gradients = true;           ///< clip to grad_clip before each optimiser step
-  bool evaluate_between_epochs = true;  ///< evaluations every eval.every epochs (else only at the stage's end)
-};
-
-class Communicator;
-
-/// Where a process stands in data-parallel training (rank 0 of 1 without it). The trainer shards batches and
-/// reduces gradients; a method that splits a batch's work itself (splits_batch_across_ranks) gathers through
-/// `communicator`.
-struct DistributedContext {
-  int rank = 0;
-  int world_size = 1;
-  Communicator* communicator = nullptr;  ///< null in a single process
-  bool is_main() const { return rank == 0; }
-  bool enabled() const { return communicator != nullptr && world_size > 1; }
-};
-
-/// Parameters optimised together at one learning rate and weight decay.
-struct ParameterGroup {
-  std::vector<torch::Tensor> parameters;
-  double lr = 0;
-  double weight_decay = 0;
-  /// Rows a step gives no gradient keep their value and moments (FusedAdamW::update_rows_lazily): for tables
-  /// of which a step touches a few rows, such as a classifier per label.
-  bool lazy_rows = false;
-};
-
-/// What a method may use while it trains: data, device, random streams and where to report work.
-struct TrainContext {
-  const TrainConfig& config;
-  const Dataset& dataset;
-  const TokenizedCorpus& train_corpus;
-  const TokenizedCorpus& label_corpus;
-  torch::Device device;
-  DistributedContext distributed;
-  QueryBatcher& batcher;                        ///< the epoch's query order (its own random stream)
-  std::mt19937_64& label_pool_rng;              ///< sampled positives and hard negatives of label pools
-  torch::Tensor& stale_query_embeddings;        ///< [num_train x d] embeddings of the last pass, for clustering
-  Progress& progress;                           ///< reports work between steps (encoding, clustering)
-  std::function<void(const std::string&)> phase;  ///< announces a phase ("refreshing hard-negative shortlists")
-};
-
-/// The outcome of one training step on one batch.
-struct StepResult {
-  double loss = 0;
-  /// The batch's query embeddings (detached), which refresh the stale copy used for clustering; undefined
-  /// when the step does not encode queries (e.g. classifiers on a frozen encoder).
-  torch::Tensor query_embeddings;
-};
-
-/// What a training step needs of its batch that does not depend on the parameters' values (a label pool, the
-/// encoder's inputs already on the device), built ahead so that a prefetching trainer prepares batch i + 1
-/// while batch i trains. Each method has its own kind.
-struct PreparedBatch {
-  virtual ~PreparedBatch() = default;
-};
-
-/// A PreparedBatch that keeps the rows it was prepared for, so that a step can check it got its own.
-struct PreparedRows : PreparedBatch {
-  std::vector<std::int64_t> batch;
-};
-
-/// What a step trains on: `prepared` (what prepare_step() built ahead) as the method's kind, or, when nothing
-/// was prepared ahead, what `prepare` builds now, kept alive by `holder`. Throws Error naming `step` when it was
-/// prepared for other rows than `batch`.
-template <class Prepared>
-const Prepared& prepared_for(std::span<const std::int64_t> batch, const PreparedBatch* prepared, std::shared_ptr<PreparedBatch>& holder,
-                             const std::function<std::shared_ptr<PreparedBatch>()>& prepare, std::string_view step) {
-  if (prepared == nullptr) {
-    holder = prepare();
-    prepared = holder.get();
-  }
-  const auto& mine = dynamic_cast<const Prepared&>(*prepared);
-  if (!std::equal(batch.begin(), batch.end(), mine.batch.begin(), mine.batch.end()))
-    throw Error(std::string(step) + ": the batch prepared ahead is another batch's (" + std::to_string(mine.batch.size()) + " rows for " +
-                std::to_string(batch.size()) + ")");
-  return mine;
-}
-
-/// What a mode is scored on when it is not every test row against every label (IRENE's zero-shot setting:
-/// the test rows with a novel positive, against the novel labels only).
-struct EvaluationSubset {
-  std::vector<std::int64_t> query_rows;  ///< test rows scored, in order
-  CsrMatrix truth;                       ///< [query_rows x label_matrix rows]
-  FilterPairs filter;                    ///< pairs never to predict, in these coordinates
-  std::vector<std::int64_t> label_ids;   ///< the dataset label of each label_matrix row
-};
-
-/// One way of ranking labels for a query: a label matrix searched with a query encoder.
-struct InferenceMode {
-  std::string name;           ///< "embedding", "classifier", "fused"
-  std::string metric_prefix;  ///< stored metrics of a non-primary mode are "<prefix>/P@5" ("emb/P@5")
-  std::string query_encoder;  ///< which encode_queries() output searches it (modes may share one)
-  torch::Tensor label_matrix; ///< [L x d]
-  /// The space training steps score in (the t-SNE of a query's negatives is drawn in it).
-  bool training_space = false;
-  /// Set when the mode ranks a subset of the labels for a subset of the test rows; null = all of both.
-  std::shared_ptr<const EvaluationSubset> subset;
-};
-
-class Method {
+class Method : public TrainingStages, public LabelRanking, public MethodState {
  public:
-  virtual ~Method() = default;
+  ~Method() override = default;
 
   virtual std::string name() const = 0;
-  /// The stages of the run, in order.
-  virtual std::vector<StageSpec> stages() const = 0;
 
   /// True for a method that takes its encoder and tokenizer from another run (IRENE): its own folder has
   /// no vocabulary.
   virtual bool builds_on_another_run() const { return false; }
-  /// The run store the run lives in, given before build(): a method built on another run (IRENE on its
-  /// base run) finds that run there.
-  virtual void use_store(const std::filesystem::path& /*db_path*/) {}
+  /// The run store the run lives in, given before build() and open while it runs: a method built on another
+  /// run (IRENE on its base run) loads that run from it.
+  virtual void use_store(const RunStore& /*store*/) {}
   /// Builds the model: tokenizer, encoder and heads (run_dir keeps files such as the vocabulary).
   /// `vocabulary_texts` are the training queries and label texts (empty when the vocabulary is loaded).
   virtual void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) = 0;
   /// "bow encoder: 21,304 words, d=256" for logs.
   virtual std::string description() const = 0;
   virtual const TextTokenizer& tokenizer() const = 0;
-  /// Every parameter and buffer, as saved in checkpoints.
-  virtual torch::nn::Module& module() = 0;
 
-  /// Called before the first epoch of `stage` (also when a run resumes inside it).
-  virtual void begin_stage(const StageSpec& stage, TrainContext& context) = 0;
-  /// Called once `stage` has trained its last epoch, before the evaluation and checkpoint that follow (IRENE
-  /// keeps the generator that selected best here).
-  virtual void end_stage(const StageSpec& /*stage*/, TrainContext& /*context*/) {}
-  /// What `stage` optimises; the trainer makes one optimiser over these groups.
-  virtual std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) = 0;
-  /// Which of `labelled_rows` (the training queries with labels, ascending) must never train, ascending
-  /// (UniDEC's held-out queries, on which it chooses its concat weight): the trainer leaves them out of every
-  /// batch, the step count and the t-SNE query. Asked once after build(); it must give the same rows on every
-  /// rank and after a resume.
-  virtual std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> /*labelled_rows*/) { return {}; }
-  /// How many batches an epoch of `stage` has, when the method draws its batches from other rows than the
-  /// dataset's training queries with labels (-1: those rows, in batches of batch_size). Asked after begin_stage.
-  virtual std::int64_t batches_per_epoch(const StageSpec& /*stage*/) const { return -1; }
-  /// Data-parallel training: true when train_step() takes the whole batch on every rank and splits the work
-  /// itself (each rank encodes its share and gathers the rest, so the loss sees the whole batch's pool, as in
-  /// one process): the trainer then sums the ranks' gradients. False: the trainer gives each rank a contiguous
-  /// shard of the batch as a batch of its own and averages the gradients.
-  virtual bool splits_batch_across_ranks(const StageSpec& /*stage*/) const { return false; }
-  /// The batches (training query rows) of epoch `epoch` of `stage`.
-  virtual std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) = 0;
-  /// Builds ahead what train_step() needs of `batch`, or null when the method prepares nothing ahead. May run
-  /// on another thread while the previous step trains: it may read the dataset, the corpora and state that
-  /// only changes between epochs, draw from context.label_pool_rng (the trainer puts the stream back when it
-  /// drops a prepared batch), and change nothing else. A method whose prepare_step() builds something must
-  /// leave label_pool_rng to it: its train_step() runs beside the next batch's preparation.
-  virtual std::shared_ptr<PreparedBatch> prepare_step(const StageSpec& /*stage*/, std::span<const std::int64_t> /*batch*/,
-                                                      TrainContext& /*context*/) {
-    return nullptr;
-  }
-  /// Forward and backward of one batch: gradients accumulate in the parameters; the loss may be
-  /// non-finite (the trainer reports it). `prepared` is what prepare_step() built for this batch (null when it
-  /// built nothing).
-  virtual StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch* prepared,
-                                TrainContext& context) = 0;
-
-  /// Embeds rows of `corpus` as queries for `query_encoder` (an InferenceMode's), without graph.
-  virtual torch::Tensor encode_queries(const std::string& query_encoder, const TokenizedCorpus& corpus, Progress& progress,
-                                       std::string_view task) = 0;
-  /// encode_queries() for each of `query_encoders` (distinct names) over one corpus. A method whose query
-  /// encoders share work (one encoder pass under several heads) overrides it to do that work once.
-  virtual std::map<std::string, torch::Tensor> encode_queries_for(const std::vector<std::string>& query_encoders, const TokenizedCorpus& corpus,
-                                                                  Progress& progress, std::string_view task) {
-    std::map<std::string, torch::Tensor> out;
-    for (const std::string& name : query_encoders) out.emplace(name, encode_queries(name, corpus, progress, task));
-    return out;
-  }
-  /// The same for a few rows (a t-SNE snapshot's query), without graph, in eval mode.
-  virtual torch::Tensor encode_query_rows(const std::string& query_encoder, const TokenizedCorpus& corpus,
-                                          std::span<const std::int64_t> rows) = 0;
-  /// The inference modes available now (they may change as stages finish); the first is the primary
-  /// mode, whose metrics are stored unprefixed and shown by default.
-  virtual std::vector<InferenceMode> inference_modes(const TokenizedCorpus& labels, Progress& progress) = 0;
-  /// Label vectors for labels the run never saw (zero-shot, from their texts), one [n x d] matrix per
-  /// mode of inference_modes(), in the same order.
-  virtual std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus& texts) = 0;
-  /// The same with the classifiers of the new labels given ([n x d] in the method's classifier mode, e.g.
-  /// synthesized by IRENE): modes that rank by classifiers use them. Methods without classifiers ignore them.
-  virtual std::vector<torch::Tensor> new_label_vectors_with_classifiers(const TokenizedCorpus& texts, const torch::Tensor& /*classifiers*/) {
-    return new_label_vectors(texts);
-  }
-
-  /// For a method built on another run (IRENE): classifiers it synthesizes for new labels, in its base run's
-  /// classifier space (what the base run's new_label_vectors_with_classifiers takes). Undefined otherwise.
-  virtual torch::Tensor synthesized_classifiers(const TokenizedCorpus& /*texts*/) { return {}; }
-
-  /// The method's own state beyond the module's parameters (shortlists, classifier shapes). load_state()
-  /// is called before the parameters are loaded, so it can shape the model first.
-  virtual void save_state(torch::serialize::OutputArchive& archive) const = 0;
-  virtual void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) = 0;
+  /// The method's label synthesis, or null when it has none.
+  virtual LabelSynthesis* label_synthesis() { return nullptr; }
 };
 
 }  // namespace xmc

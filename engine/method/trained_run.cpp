@@ -11,8 +11,9 @@
 
 namespace xmc {
 
-TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device) {
-  const RunInfo info = RunStore(db_path).get_run(run_id);
+TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const std::string& device) {
+  const std::filesystem::path& db_path = store.path();
+  const RunInfo info = store.get_run(run_id);
   TrainedRun run;
   run.run_id = run_id;
   run.config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
@@ -25,11 +26,16 @@ TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t r
   run.method = make_method(run.config);
   if (run.config.get<EncoderOptions>().type == "bow" && !run.method->builds_on_another_run() && !std::filesystem::exists(run_dir / "vocab.txt"))
     throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
-  run.method->use_store(db_path);
+  run.method->use_store(store);
   run.method->build({}, run_dir);  // the vocabulary comes from the run's folder
-  load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), RunStore(db_path).store_id(), run_id);
+  load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), store.store_id(), run_id);
   run.method->module().eval();
   return run;
+}
+
+TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device) {
+  const RunStore store(db_path);
+  return load_trained_run(store, run_id, device);
 }
 
 }  // namespace xmc

@@ -19,8 +19,13 @@ struct TrainedRun {
   std::vector<std::string> label_texts;  ///< the dataset's labels, in id order
 };
 
-/// Loads run `run_id` of the store at `db_path`. `device` "" = the run's own. Errors (no such run, no
-/// checkpoint yet, missing vocabulary, a checkpoint that does not fit) name the run and the file.
+class RunStore;
+
+/// Loads run `run_id` of `store` (its run, and any run it builds on, read through that one handle).
+/// `device` "" = the run's own. Errors (no such run, no checkpoint yet, missing vocabulary, a checkpoint
+/// that does not fit) name the run and the file.
+TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const std::string& device = "");
+/// The same from the store at `db_path`, opened for the call.
 TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device = "");
 
 }  // namespace xmc

@@ -5,7 +5,7 @@ namespace {
 
 /// index_select whose backward hands the table a sparse gradient over the (ascending, distinct) rows it
 /// picked, marked coalesced: gradients of several picks then add up by merging sorted rows, not by piling up
-/// entries. (LibTorch 1.13 drops the mark when it stores a gradient; train/sparse_gradient.h puts it back after
+/// entries. (LibTorch 1.13 drops the mark when it stores a gradient; optim/sparse_gradient.h puts it back after
 /// one look at the row numbers.)
 struct DistinctRowGather : public torch::autograd::Function<DistinctRowGather> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& table, const torch::Tensor& distinct) {

@@ -3,6 +3,8 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -60,7 +62,11 @@ struct Predictor::Impl {
     torch::NoGradGuard no_grad;
     const TokenizedCorpus corpus = run.method->tokenizer().tokenize(texts);
     if (!synthesizer) return run.method->new_label_vectors(corpus);
-    const torch::Tensor classifiers = synthesizer->method->synthesized_classifiers(synthesizer->method->tokenizer().tokenize(texts));
+    LabelSynthesis* synthesis = synthesizer->method->label_synthesis();
+    if (synthesis == nullptr)
+      throw Error("run " + std::to_string(synthesizer->run_id) + " (" + synthesizer->method->name() + ") builds on run " +
+                  std::to_string(run.run_id) + " but synthesizes no classifiers");
+    const torch::Tensor classifiers = synthesis->synthesized_classifiers(synthesizer->method->tokenizer().tokenize(texts));
     return run.method->new_label_vectors_with_classifiers(corpus, classifiers);
   }
 
@@ -96,6 +102,62 @@ struct Predictor::Impl {
   torch::Tensor encode(const InferenceMode& mode, const std::vector<std::string>& texts) const {
     const TokenizedCorpus corpus = run.method->tokenizer().tokenize(texts);
     return run.method->encode_queries(mode.query_encoder, corpus, silent_progress(), "encoding queries");
+  }
+
+  /// The row of `label` in mode `m`'s label matrix, or -1 when the mode does not rank it.
+  std::int64_t row_of(std::size_t m, std::int64_t label) const {
+    const auto& rows = row_labels[m];
+    if (rows.empty()) return label;
+    const auto at = std::find(rows.begin(), rows.end(), label);
+    return at == rows.end() ? -1 : at - rows.begin();
+  }
+
+  void check_label(std::int64_t label) const {
+    if (label < 0 || label >= static_cast<std::int64_t>(run.label_texts.size()))
+      throw ConfigError("label " + std::to_string(label) + " is out of range: run " + std::to_string(run.run_id) + " has " +
+                        std::to_string(run.label_texts.size()) + " labels");
+  }
+
+  /// The exact score of every label-matrix row of mode `m` for one query `q` [1 x d], on the CPU: the
+  /// products key chunk by key chunk as exact search computes them, so that ranks agree with the exact
+  /// index's order (an approximate index may order its results differently).
+  torch::Tensor exact_scores(std::size_t m, const torch::Tensor& q) {
+    const torch::Tensor& labels = matrix(m);
+    const torch::Tensor query = q.to(labels.device(), labels.scalar_type());
+    const std::int64_t key_chunk = ExactSearchOptions{}.key_chunk;
+    std::vector<torch::Tensor> parts;
+    for (std::int64_t k0 = 0; k0 < labels.size(0); k0 += key_chunk)
+      parts.push_back(chunk_inner_products(query, labels.narrow(0, k0, std::min(key_chunk, labels.size(0) - k0))).reshape({-1}));
+    return torch::cat(parts).to(torch::kCPU, torch::kFloat32).contiguous();
+  }
+
+  /// Rank 1 = best; equal scores are ordered by lower row first, as search orders them.
+  static LabelRank rank_in(const torch::Tensor& scores, std::int64_t row) {
+    const float* s = scores.data_ptr<float>();
+    const float own = s[row];
+    std::int64_t better = 0;
+    for (std::int64_t r = 0; r < scores.size(0); ++r) better += s[r] > own || (r < row && s[r] == own);
+    return {better + 1, own};
+  }
+
+  /// The index's top `top` of query rows `queries` [n x d] in mode `m`, as labels.
+  std::vector<std::vector<LabelScore>> top_labels(std::size_t m, const torch::Tensor& queries, std::int64_t top) const {
+    const torch::Tensor q = queries.to(torch::kCPU, torch::kFloat32).contiguous();
+    const std::int64_t n = q.size(0);
+    const std::int64_t k = std::min<std::int64_t>(top, indexes[m]->ntotal());
+    std::vector<std::vector<LabelScore>> out(static_cast<std::size_t>(n));
+    if (k <= 0) return out;
+    std::vector<float> scores(static_cast<std::size_t>(n * k));
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(n * k));
+    indexes[m]->search(n, q.data_ptr<float>(), k, scores.data(), ids.data());
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < k; ++j) {
+        const auto row = ids[static_cast<std::size_t>(i * k + j)];
+        if (row < 0) break;
+        const auto label = label_of(m, row);
+        out[static_cast<std::size_t>(i)].push_back({label, scores[static_cast<std::size_t>(i * k + j)], run.label_texts[static_cast<std::size_t>(label)]});
+      }
+    return out;
   }
 };
 
@@ -133,7 +195,9 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   auto impl = std::make_unique<Impl>();
   impl->index_spec = index_spec.empty() ? "exact" : index_spec;
   check_index_spec(impl->index_spec);  // a typo fails before minutes of encoding
-  impl->run = load_trained_run(db_path, run_id, device);
+  // One store handle serves the run, the run an IRENE run is built on, and the labels added later.
+  impl->store = std::make_unique<RunStore>(db_path);
+  impl->run = load_trained_run(*impl->store, run_id, device);
   const TokenizedCorpus labels = impl->run.method->tokenizer().tokenize(impl->run.label_texts);
   {
     torch::NoGradGuard no_grad;
@@ -174,7 +238,6 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
     impl->indexes.push_back(std::move(index));
   }
   impl->db_path = db_path;
-  impl->store = std::make_unique<RunStore>(db_path);
   impl->dataset_labels = static_cast<std::int64_t>(impl->run.label_texts.size());
   if (method_info(impl->run.config.method).base_run) {
     impl->synthesized_by = impl->run.config.method;  // the run synthesizes its added labels' classifiers itself
@@ -190,7 +253,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
       }
       const MethodInfo& method = method_info(config.method);
       if (!method.base_run || method.base_run(config) != run_id) continue;
-      impl->synthesizer = load_trained_run(db_path, info.id, device);
+      impl->synthesizer = load_trained_run(*impl->store, info.id, device);
       impl->synthesized_by = config.method + " run " + std::to_string(info.id);
       break;
     }
@@ -240,52 +303,54 @@ std::vector<AddedLabel> Predictor::added_labels() const { return impl_->store->a
 LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const std::string& mode) const {
   const std::size_t mode_at = impl_->mode_index(mode);
   const InferenceMode& m = impl_->modes[mode_at];
-  if (label < 0 || label >= num_labels())
-    throw ConfigError("label " + std::to_string(label) + " is out of range: run " + std::to_string(run_id()) + " has " +
-                      std::to_string(num_labels()) + " labels");
-  const auto& rows = impl_->row_labels[mode_at];
-  if (!rows.empty()) {
-    const auto at = std::find(rows.begin(), rows.end(), label);
-    if (at == rows.end())
-      throw ConfigError("label " + std::to_string(label) + " is not ranked in mode " + m.name + " of run " + std::to_string(run_id()) +
-                        " (it ranks " + std::to_string(rows.size()) + " of the labels)");
-    label = at - rows.begin();
-  }
+  impl_->check_label(label);
+  const std::int64_t row = impl_->row_of(mode_at, label);
+  if (row < 0)
+    throw ConfigError("label " + std::to_string(label) + " is not ranked in mode " + m.name + " of run " + std::to_string(run_id()) +
+                      " (it ranks " + std::to_string(impl_->row_labels[mode_at].size()) + " of the labels)");
   torch::NoGradGuard no_grad;
-  const torch::Tensor& matrix = impl_->matrix(mode_at);
-  const torch::Tensor q = impl_->encode(m, {text}).to(matrix.device(), matrix.scalar_type());
-  // The exact products, key chunk by key chunk as exact search computes them, so ranks agree with the
-  // exact index's order (an approximate index may order its results differently).
-  const std::int64_t key_chunk = ExactSearchOptions{}.key_chunk;
-  std::vector<torch::Tensor> parts;
-  for (std::int64_t k0 = 0; k0 < matrix.size(0); k0 += key_chunk)
-    parts.push_back(chunk_inner_products(q, matrix.narrow(0, k0, std::min(key_chunk, matrix.size(0) - k0))).reshape({-1}));
-  const torch::Tensor scores = torch::cat(parts).to(torch::kCPU, torch::kFloat32);
-  const float own = scores[label].item<float>();
-  const std::int64_t better = (scores > own).sum().item<std::int64_t>() + (scores.narrow(0, 0, label) == own).sum().item<std::int64_t>();
-  return {better + 1, own};
+  return Impl::rank_in(impl_->exact_scores(mode_at, impl_->encode(m, {text})), row);
+}
+
+SearchAnswer Predictor::search(const std::string& text, std::int64_t top, const std::vector<std::int64_t>& labels) const {
+  for (const std::int64_t label : labels) impl_->check_label(label);
+  torch::NoGradGuard no_grad;
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); };
+  SearchAnswer answer;
+  // Every query encoder the modes use, in one call: a method whose encoders share a pass does it once.
+  std::vector<std::string> encoders;
+  for (const InferenceMode& mode : impl_->modes)
+    if (std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
+  const auto encode_start = Clock::now();
+  const TokenizedCorpus corpus = impl_->run.method->tokenizer().tokenize({text});
+  const std::map<std::string, torch::Tensor> queries =
+      impl_->run.method->encode_queries_for(encoders, corpus, silent_progress(), "encoding the query");
+  answer.encode_ms = ms_since(encode_start);
+  for (std::size_t m = 0; m < impl_->modes.size(); ++m) {
+    const auto search_start = Clock::now();
+    const torch::Tensor& q = queries.at(impl_->modes[m].query_encoder);
+    ModeAnswer found;
+    found.mode = impl_->modes[m].name;
+    found.top = std::move(impl_->top_labels(m, q, top).front());
+    if (!labels.empty()) {
+      const torch::Tensor scores = impl_->exact_scores(m, q);
+      for (const std::int64_t label : labels) {
+        const std::int64_t row = impl_->row_of(m, label);
+        found.ranks.push_back(row < 0 ? LabelRank{} : Impl::rank_in(scores, row));
+      }
+    }
+    found.search_ms = ms_since(search_start);
+    answer.modes.push_back(std::move(found));
+  }
+  return answer;
 }
 
 std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::string>& texts, std::int64_t top, const std::string& mode) const {
   const std::size_t m = impl_->mode_index(mode);
-  std::vector<std::vector<LabelScore>> out(texts.size());
-  if (texts.empty()) return out;
+  if (texts.empty()) return {};
   torch::NoGradGuard no_grad;
-  const torch::Tensor queries = impl_->encode(impl_->modes[m], texts).to(torch::kCPU, torch::kFloat32).contiguous();
-  const std::int64_t k = std::min<std::int64_t>(top, impl_->indexes[m]->ntotal());
-  const auto n = static_cast<std::int64_t>(texts.size());
-  std::vector<float> scores(static_cast<std::size_t>(n * k));
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(n * k));
-  impl_->indexes[m]->search(n, queries.data_ptr<float>(), k, scores.data(), ids.data());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < k; ++j) {
-      const auto row = ids[static_cast<std::size_t>(i * k + j)];
-      if (row < 0) break;
-      const auto label = impl_->label_of(m, row);
-      out[static_cast<std::size_t>(i)].push_back(
-          {label, scores[static_cast<std::size_t>(i * k + j)], impl_->run.label_texts[static_cast<std::size_t>(label)]});
-    }
-  return out;
+  return impl_->top_labels(m, impl_->encode(impl_->modes[m], texts), top);
 }
 
 }  // namespace xmc

@@ -9,7 +9,7 @@
 
 #include "engine/core/progress.h"
 
-#include "engine/store/run_records.h"
+#include "engine/records/run_records.h"
 
 namespace xmc {
 
@@ -22,6 +22,22 @@ struct LabelScore {
 struct LabelRank {
   std::int64_t rank = 0;  ///< 1-based
   float score = 0;
+};
+
+/// One inference mode's part of a search.
+struct ModeAnswer {
+  std::string mode;
+  std::vector<LabelScore> top;  ///< the top labels, best first (from the mode's index)
+  /// The rank of each label asked about, in the order asked (from the exact scores); rank 0 = the mode does
+  /// not rank that label (a mode of a label subset, such as IRENE's zero-shot one).
+  std::vector<LabelRank> ranks;
+  double search_ms = 0;  ///< searching the mode's index and ranking the labels asked about
+};
+
+/// A search of one text in every mode of a run.
+struct SearchAnswer {
+  std::vector<ModeAnswer> modes;  ///< in the order of Predictor::modes()
+  double encode_ms = 0;           ///< encoding the text, once for all modes (modes share query encoders)
 };
 
 class Predictor {
@@ -53,6 +69,11 @@ class Predictor {
   /// For each text, how many of its tokens the run's vocabulary knows: a text with none is ranked from
   /// nothing the encoder learned (every such text gets the same ranking), worth a warning.
   std::vector<std::int64_t> known_token_counts(const std::vector<std::string>& texts) const;
+
+  /// Searches `text` in every mode from one encoding of it: each mode's top `top` labels, the ranks of
+  /// `labels` (e.g. a dataset query's true labels, a label just added) and the time each part took.
+  /// Throws ConfigError for a label out of range.
+  SearchAnswer search(const std::string& text, std::int64_t top, const std::vector<std::int64_t>& labels = {}) const;
 
   /// Where `label` ranks for `text` in `mode` among all labels: rank 1 = best; equal scores are ordered
   /// by lower label id first, as predict() orders them. Throws ConfigError for an unknown mode or label.

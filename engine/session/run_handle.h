@@ -9,7 +9,7 @@
 #include "engine/core/progress.h"
 #include "engine/distributed/distributed_options.h"
 #include "engine/config/train_config.h"
-#include "engine/train/train_events.h"
+#include "engine/records/train_events.h"
 
 namespace xmc {
 

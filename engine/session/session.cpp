@@ -10,10 +10,10 @@
 #include "engine/analysis/projection_2d.h"
 #include "engine/eval/decile_bins.h"
 #include "engine/session/local_workers.h"
-#include "engine/store/evaluation_modes.h"
+#include "engine/records/evaluation_modes.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
-#include "engine/train/sweep_grid.h"
+#include "engine/config/sweep_grid.h"
 #include "engine/train/training_run.h"
 
 namespace xmc {

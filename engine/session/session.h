@@ -17,10 +17,10 @@
 #include "engine/data/wordnet_builder.h"
 #include "engine/session/predictor.h"
 #include "engine/session/run_handle.h"
-#include "engine/store/run_records.h"
+#include "engine/records/run_records.h"
 #include "engine/session/label_quality.h"
 #include "engine/session/projection.h"
-#include "engine/train/sweep_grid.h"
+#include "engine/config/sweep_grid.h"
 #include "engine/config/train_config.h"
 
 namespace xmc {

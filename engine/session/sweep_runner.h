@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/core/progress.h"
-#include "engine/train/train_events.h"
+#include "engine/records/train_events.h"
 
 namespace xmc {
 

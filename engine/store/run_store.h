@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/store/run_records.h"
+#include "engine/records/run_records.h"
 #include "engine/store/store_schema.h"
 
 namespace xmc {

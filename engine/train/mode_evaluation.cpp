@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/core/error.h"
+
 namespace xmc {
 namespace {
 
@@ -21,16 +23,16 @@ class EvaluationProgress final : public Progress {
 
 }  // namespace
 
-ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
+ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
                               Progress& progress) {
   EvaluationProgress reporter(progress);
   ModeEvaluation out;
   auto& queries = out.queries;  // query encoder -> [n x d]
-  out.modes = method.inference_modes(labels, reporter);
+  out.modes = ranking.inference_modes(labels, reporter);
   std::vector<std::string> encoders;  // each distinct query encoder once, in the modes' order
   for (const InferenceMode& mode : out.modes)
     if (std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
-  queries = method.encode_queries_for(encoders, test_queries, reporter, "encoding test queries");
+  queries = ranking.encode_queries_for(encoders, test_queries, reporter, "encoding test queries");
   for (const InferenceMode& mode : out.modes) {
     const auto it = queries.find(mode.query_encoder);
     if (it == queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + mode.query_encoder + "\"");

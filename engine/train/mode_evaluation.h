@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/method/method.h"
+#include "engine/method/label_ranking.h"
 #include "engine/train/evaluation_pass.h"
 
 namespace xmc {
@@ -26,7 +26,7 @@ struct ScoreSpread {
 };
 ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix);
 
-ModeEvaluation evaluate_modes(Method& method, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
+ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
                               Progress& progress = silent_progress());
 
 }  // namespace xmc

@@ -2,7 +2,7 @@
 
 namespace xmc {
 
-RunRecorder::RunRecorder(const std::filesystem::path& db_path, std::int64_t run_id) : store_(db_path), run_id_(run_id) {}
+RunRecorder::RunRecorder(RunStore& store, std::int64_t run_id) : store_(store), run_id_(run_id) {}
 
 void RunRecorder::flush() {
   if (pending_.empty()) return;

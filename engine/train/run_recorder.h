@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "engine/store/run_store.h"
-#include "engine/train/train_events.h"
+#include "engine/records/train_events.h"
 
 namespace xmc {
 
 class RunRecorder {
  public:
-  RunRecorder(const std::filesystem::path& db_path, std::int64_t run_id);
+  /// Records into `store` (the run's one store handle, which outlives the recorder).
+  RunRecorder(RunStore& store, std::int64_t run_id);
 
   /// Subscribe this to the trainer: records `event` (throws what the store throws).
   void record(const TrainEvent& event);
@@ -25,7 +26,7 @@ class RunRecorder {
  private:
   void flush_if_due();
 
-  RunStore store_;
+  RunStore& store_;
   std::int64_t run_id_;
   std::vector<ScalarPoint> pending_;
   std::chrono::steady_clock::time_point last_flush_ = std::chrono::steady_clock::now();

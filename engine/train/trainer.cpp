@@ -20,16 +20,17 @@
 #include "engine/distributed/communicator.h"
 #include "engine/eval/metric_key.h"
 #include "engine/method/method_registry.h"
+#include "engine/model/encoder_factory.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/store/run_files.h"
 #include "engine/method/checkpoint.h"
-#include "engine/train/fused_adamw.h"
-#include "engine/train/gradient_exchange.h"
-#include "engine/train/gradient_clipping.h"
-#include "engine/train/sparse_gradient.h"
+#include "engine/optim/fused_adamw.h"
+#include "engine/distributed/gradient_exchange.h"
+#include "engine/optim/gradient_clipping.h"
+#include "engine/optim/sparse_gradient.h"
 #include "engine/train/step_prefetcher.h"
-#include "engine/train/lr_schedule.h"
-#include "engine/train/overlapped_gradient_reducer.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/distributed/overlapped_gradient_reducer.h"
 #include "engine/train/mode_evaluation.h"
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/query_batcher_options.h"
@@ -343,7 +344,7 @@ struct Trainer::Impl {
     stages = method->stages();
     std::vector<std::string> vocabulary_texts = dataset.train_text;
     vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
-    if (!setup.db_path.empty()) method->use_store(setup.db_path);
+    if (setup.store != nullptr) method->use_store(*setup.store);
     method->build(vocabulary_texts, setup.run_dir);
     train_corpus = method->tokenizer().tokenize(dataset.train_text);
     test_corpus = method->tokenizer().tokenize(dataset.test_text);

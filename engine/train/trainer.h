@@ -16,15 +16,17 @@
 #include "engine/distributed/distributed_options.h"
 #include "engine/method/method.h"
 #include "engine/config/train_config.h"
-#include "engine/train/train_events.h"
+#include "engine/records/train_events.h"
 #include "engine/train/training_run.h"
 
 namespace xmc {
 
+class RunStore;
+
 struct TrainerSetup {
   TrainConfig config;
   std::filesystem::path run_dir;        ///< the run's files: checkpoint.pt, vocab.txt
-  std::filesystem::path db_path;        ///< the run store (methods built on another run look it up there; "" = none)
+  const RunStore* store = nullptr;      ///< the run's store, open while it trains (a method built on another run loads it from there; null = none)
   std::int64_t run_id = 0;              ///< stamped on every event (and on checkpoints)
   std::string store_id;                 ///< the run store's identity, stamped on checkpoints ("" = none)
   bool resume = false;                  ///< continue from run_dir/checkpoint.pt

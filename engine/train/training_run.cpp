@@ -20,19 +20,22 @@ std::string default_run_name(const TrainConfig& c) {
 }  // namespace
 
 /// A run in the store: the trainer does the work, the recorder writes what it publishes.
+/// The run's store is opened once: the recorder writes through it and a method built on another run
+/// reads that run through it.
 struct TrainingRun::Impl {
   TrainConfig config;
   std::int64_t run_id = 0;
+  std::unique_ptr<RunStore> store;
   RunRecorder recorder;
   Trainer trainer;
 
-  Impl(TrainConfig c, const std::filesystem::path& db, std::int64_t id, std::filesystem::path run_dir, bool resume, std::string fingerprint,
+  Impl(TrainConfig c, std::unique_ptr<RunStore> opened, std::int64_t id, std::filesystem::path run_dir, bool resume, std::string fingerprint,
        bool restart, const DistributedOptions& distributed)
-      : config(c), run_id(id), recorder(db, id), trainer(TrainerSetup{.config = std::move(c),
+      : config(c), run_id(id), store(std::move(opened)), recorder(*store, id), trainer(TrainerSetup{.config = std::move(c),
                                                                         .run_dir = std::move(run_dir),
-                                                                        .db_path = db,
+                                                                        .store = store.get(),
                                                                         .run_id = id,
-                                                                        .store_id = RunStore(db).store_id(),
+                                                                        .store_id = store->store_id(),
                                                                         .resume = resume,
                                                                         .restart = restart,
                                                                         .expected_fingerprint = std::move(fingerprint),
@@ -55,21 +58,21 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
   run.dataset_path = std::filesystem::absolute(config.dataset).string();
   run.dataset_fingerprint = dataset_fingerprint(config.dataset);
   run.device = config.device;
-  RunStore store(db_path);
-  const std::int64_t id = store.create_run(run);
+  auto store = std::make_unique<RunStore>(db_path);
+  const std::int64_t id = store->create_run(run);
   auto run_dir = fresh_run_directory(db_path, id);
-  store.claim_run(id);
-  impl_ = std::make_unique<Impl>(std::move(config), db_path, id, std::move(run_dir), /*resume=*/false, std::string{}, /*restart=*/false,
+  store->claim_run(id);
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(store), id, std::move(run_dir), /*resume=*/false, std::string{}, /*restart=*/false,
                                  distributed);
 }
 
 TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides,
                                 const DistributedOptions& distributed) {
   validate(distributed);
-  RunStore store(db_path);
-  const RunInfo info = store.get_run(run_id);
+  auto store = std::make_unique<RunStore>(db_path);
+  const RunInfo info = store->get_run(run_id);
   if (info.status == RunStatus::Completed) throw ConfigError("run " + std::to_string(run_id) + " is already completed");
-  if (info.status == RunStatus::Running || info.status == RunStatus::Paused) store.reap_orphaned_runs();
+  if (info.status == RunStatus::Running || info.status == RunStatus::Paused) store->reap_orphaned_runs();
   TrainConfig config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
   const TrainConfig before = config;
   apply_config_overrides(config, overrides);
@@ -81,8 +84,8 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   const bool has_checkpoint = std::filesystem::exists(checkpoint_file(run_directory(db_path, run_id)));
   auto run_dir = has_checkpoint ? verified_run_directory(db_path, run_id) : fresh_run_directory(db_path, run_id);
   // One atomic claim: of two processes resuming the run, one trains it and the other is told who does.
-  store.claim_run(run_id);
-  return TrainingRun(std::make_unique<Impl>(std::move(config), db_path, run_id, std::move(run_dir), /*resume=*/has_checkpoint,
+  store->claim_run(run_id);
+  return TrainingRun(std::make_unique<Impl>(std::move(config), std::move(store), run_id, std::move(run_dir), /*resume=*/has_checkpoint,
                                             info.dataset_fingerprint, /*restart=*/!has_checkpoint, distributed));
 }
 

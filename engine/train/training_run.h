@@ -13,7 +13,7 @@
 #include "engine/distributed/distributed_options.h"
 #include "engine/eval/metrics.h"
 #include "engine/config/train_config.h"
-#include "engine/train/train_events.h"
+#include "engine/records/train_events.h"
 
 namespace xmc {
 

@@ -18,7 +18,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict", "tokenize"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -34,6 +34,26 @@ TEST(Cli, ErrorsAreOneLineAndExitNonZero) {
   EXPECT_EQ(r.output, "xmc: error: /nonexistent/t.txt: no such file\n");
   r = xmc("no-such-command");
   EXPECT_NE(r.exit_code, 0);
+}
+
+// `xmc tokenize` prints one JSON array of ids per text: for a BERT vocab.txt, line numbers - 1, worked by hand.
+TEST(Cli, TokenizePrintsEachTextsIdsAndNamesWhatIsWrong) {
+  test::TempDir dir;
+  const auto vocab = test::write_file(dir / "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\ngraph\nneural\n##s\n");
+  const auto input = test::write_file(dir / "texts.txt", "graphs\nneural graph\n");
+  auto r = xmc("tokenize --tokenizer " + vocab.string() + " --input " + input.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "[2,4,6,3]\n[2,5,4,3]\n");
+  r = xmc("tokenize --tokenizer " + vocab.string() + " --type wordpiece --text \"unknown\" --max-len 2");
+  EXPECT_EQ(r.output, "[2,3]\n");
+  r = xmc("tokenize --tokenizer " + vocab.string() + " --type sentencepiece --text x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("\"sentencepiece\" is not a known tokenizer (words, wordpiece)"), std::string::npos) << r.output;
+  r = xmc("tokenize --tokenizer " + (dir / "missing.txt").string() + " --text x");
+  EXPECT_EQ(r.output, "xmc: error: " + (dir / "missing.txt").string() + ": no such file or folder\n");
+  r = xmc("tokenize --tokenizer " + vocab.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("give --text"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MultiProcessOptionsAFewWaysWrongAreRefusedByName) {

@@ -6,7 +6,7 @@
 
 #include <mutex>
 
-#include "engine/train/gradient_exchange.h"
+#include "engine/distributed/gradient_exchange.h"
 #include "tests/distributed/rank_threads.h"
 
 namespace xmc {

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "engine/train/overlapped_gradient_reducer.h"
+#include "engine/distributed/overlapped_gradient_reducer.h"
 #include "tests/distributed/rank_threads.h"
 
 namespace xmc {

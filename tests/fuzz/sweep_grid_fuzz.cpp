@@ -1,6 +1,6 @@
 // Sweep grids: each input line is one --grid axis ("lr=0.001,0.003"); the axes' points are then built and
 // each point applied to a config, as xmc sweep and the workbench's sweep dialog do.
-#include "engine/train/sweep_grid.h"
+#include "engine/config/sweep_grid.h"
 #include "engine/config/train_config.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include "engine/core/error.h"
@@ -193,6 +194,30 @@ TEST(Irene, AddedLabelsAreSynthesizedRetrievableAndSurviveARestart) {
     ASSERT_EQ(top.size(), 1u);
     EXPECT_EQ(top[0].label, id) << "a label is found by its own text";
     EXPECT_EQ(irene.predict({text}, 1, "zero_shot").front()[0].label, id) << "the zero-shot setting ranks added labels too";
+    // One search answers every mode: per mode the top labels predict() gives and each label's rank, which is
+    // its place in the mode's whole exact ranking; a mode of a label subset (zero_shot, zero_shot_base: the
+    // novel labels and the added one) gives rank 0 to the labels it does not rank.
+    std::vector<std::int64_t> every_label(static_cast<std::size_t>(irene.num_labels()));
+    std::iota(every_label.begin(), every_label.end(), 0);
+    const SearchAnswer answer = irene.search(text, 3, every_label);
+    ASSERT_EQ(answer.modes.size(), irene.modes().size());
+    EXPECT_GT(answer.encode_ms, 0.0);
+    for (std::size_t m = 0; m < answer.modes.size(); ++m) {
+      const ModeAnswer& found = answer.modes[m];
+      EXPECT_EQ(found.mode, irene.modes()[m]);
+      const auto top3 = irene.predict({text}, 3, found.mode).front();
+      ASSERT_EQ(found.top.size(), top3.size()) << found.mode;
+      for (std::size_t r = 0; r < top3.size(); ++r) EXPECT_EQ(found.top[r].label, top3[r].label) << found.mode;
+      const auto whole = irene.predict({text}, irene.num_labels(), found.mode).front();
+      std::vector<std::int64_t> expected(every_label.size(), 0);
+      for (std::size_t r = 0; r < whole.size(); ++r) expected[static_cast<std::size_t>(whole[r].label)] = static_cast<std::int64_t>(r + 1);
+      ASSERT_EQ(found.ranks.size(), every_label.size());
+      for (std::size_t l = 0; l < every_label.size(); ++l) EXPECT_EQ(found.ranks[l].rank, expected[l]) << found.mode << " label " << l;
+      const auto unranked = std::count(expected.begin(), expected.end(), 0);
+      if (found.mode.starts_with("zero_shot")) EXPECT_GT(unranked, 0) << found.mode << " ranks the novel labels only";
+      else EXPECT_EQ(unranked, 0) << found.mode;
+    }
+    EXPECT_THROW(irene.search(text, 3, {irene.num_labels()}), ConfigError) << "a label out of range is named";
     EXPECT_THROW(irene.add_label("  " + text + " "), ConfigError) << "a repeated text is refused";
     EXPECT_THROW(irene.add_label(" \t "), ConfigError);
     EXPECT_THROW(irene.add_label("kw0 topic"), ConfigError) << "a dataset label's own text is refused";

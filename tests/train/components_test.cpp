@@ -11,13 +11,13 @@
 #include "engine/model/bow/bow_encoder.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
-#include "engine/train/fused_adamw.h"
-#include "engine/train/gradient_clipping.h"
-#include "engine/train/sparse_gradient.h"
+#include "engine/optim/fused_adamw.h"
+#include "engine/optim/gradient_clipping.h"
+#include "engine/optim/sparse_gradient.h"
 #include "engine/train/step_prefetcher.h"
 #include "engine/model/table_rows.h"
 #include "engine/method/grad_cache.h"
-#include "engine/train/lr_schedule.h"
+#include "engine/optim/lr_schedule.h"
 
 namespace xmc {
 

@@ -5,7 +5,7 @@
 // once more when the bow encoder's word vectors started at unit variance (bow_encoder.cpp), and when label pools got
 // a random stream of their own (trainer.cpp); NGAME's loss sum moved by 7e-9 when the BLAS stopped running its own
 // threads (summation order), and every loss sum by 1e-8 to 1e-7 (relative; no metric moved) when AdamW's update
-// became one pass (train/fused_adamw.h: the same formula, rounded per operation where LibTorch's kernels fuse
+// became one pass (optim/fused_adamw.h: the same formula, rounded per operation where LibTorch's kernels fuse
 // some); all were re-recorded when dropout's masks started coming from a hash of a seed the generator draws
 // (model/dropout.h) instead of one bernoulli draw per element (the same distribution, other masks); every loss
 // sum moved by 7e-9 to 5e-8 (relative; no metric moved) when the heads' normalisation became one pass
@@ -25,7 +25,7 @@
 #include <map>
 #include <string>
 
-#include "engine/store/evaluation_modes.h"
+#include "engine/records/evaluation_modes.h"
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
 #include "engine/model/encoder_options.h"

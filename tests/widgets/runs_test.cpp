@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <QAbstractItemModel>
+#include <QAbstractItemModelTester>
+#include <QColor>
 #include <QApplication>
 #include <QDir>
 #include <QFile>
@@ -37,6 +39,7 @@
 #include "widgets/table_page_breaks.h"
 #include "widgets/run_table_model.h"
 #include "widgets/runs_browser.h"
+#include "widgets/search_results_model.h"
 
 using xmc::gui::CompareView;
 using xmc::gui::RunsBrowser;
@@ -207,6 +210,44 @@ class RunsTest : public QObject {
     model.set_metric_value(RunTableModel::MetricValue::Best);
     QCOMPARE(text(alpha_, RunTableModel::kP1), QStringLiteral("55.00"));
     QVERIFY(model.index_of_run(alpha_, RunTableModel::kP1).data(Qt::ToolTipRole).toString().contains(QStringLiteral("epoch 2")));
+  }
+
+  // One mode's search results as a table: the top-k best first, then the true labels that missed it under a
+  // separator at their ranks (italic); true labels green, added labels blue, whole texts in the tooltips.
+  void search_results_model_shows_top_k_then_missed_true_labels() {
+    xmc::gui::SearchResultsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const std::vector<std::string> texts = {"alpha", "beta", "gamma", "delta", "epsilon"};
+    const std::vector<xmc::LabelScore> top = {{2, 0.9f, "gamma"}, {4, 0.5f, "epsilon"}, {0, 0.25f, "alpha"}};
+    const std::vector<std::pair<std::int64_t, xmc::LabelRank>> missed = {{3, {4, 0.125f}}};
+    model.set_results(top, missed, texts, /*truth=*/{0, 3}, /*added=*/{4});
+    QCOMPARE(model.rowCount(), 3 + 1 + 1);
+    QCOMPARE(model.columnCount(), 3);
+    QCOMPARE(model.top_rows(), 3);
+    QCOMPARE(model.top_texts(), (QStringList{"gamma", "epsilon", "alpha"}));
+    const auto cell = [&](int row, int column, int role = Qt::DisplayRole) { return model.data(model.index(row, column), role); };
+    QCOMPARE(cell(0, 0).toString(), QString("1"));
+    QCOMPARE(cell(0, 1).toString(), QString("0.9000"));
+    QCOMPARE(cell(1, 2, xmc::gui::SearchResultsModel::kLabelIdRole).toLongLong(), 4);
+    QVERIFY(!cell(0, 2, Qt::BackgroundRole).isValid());                            // neither true nor added
+    QCOMPARE(cell(1, 2, Qt::BackgroundRole).value<QColor>(), QColor(205, 222, 250));  // added: blue
+    QCOMPARE(cell(2, 2, Qt::BackgroundRole).value<QColor>(), QColor(200, 240, 200));  // true: green
+    QVERIFY(cell(2, 2, Qt::ToolTipRole).toString().startsWith("ground truth: alpha"));
+    QVERIFY(cell(3, 2).toString().contains("below the top 3"));
+    QVERIFY(!cell(3, 2, xmc::gui::SearchResultsModel::kLabelIdRole).isValid());
+    QCOMPARE(cell(4, 0).toString(), QString("4"));  // its rank, not its row
+    QCOMPARE(cell(4, 2).toString(), QString("delta"));
+    QVERIFY(cell(4, 2, Qt::FontRole).value<QFont>().italic());
+    QCOMPARE(cell(4, 2, Qt::ToolTipRole).toString(), QString("ground truth, rank 4 of 5: delta"));
+    QCOMPARE(model.headerData(2, Qt::Horizontal, Qt::DisplayRole).toString(), QString("label"));
+    // Another run's results: its true labels are matched by text; nothing below the top-k.
+    model.set_results_by_text({{7, 0.5f, "delta"}, {1, 0.25f, "beta"}}, {"delta"});
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(cell(0, 2, Qt::BackgroundRole).value<QColor>(), QColor(200, 240, 200));
+    QVERIFY(!cell(1, 2, Qt::BackgroundRole).isValid());
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+    QVERIFY(model.top_texts().isEmpty());
   }
 
   void tags_and_notes_are_edited_in_the_table_kept_and_filtered_on() {

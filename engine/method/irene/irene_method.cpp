@@ -39,7 +39,7 @@ TORCH_MODULE(IreneModel);
 
 std::vector<std::int64_t> to_int64(const std::vector<std::int32_t>& v) { return {v.begin(), v.end()}; }
 
-class IreneMethod final : public Method {
+class IreneMethod final : public Method, public LabelSynthesis {
  public:
   explicit IreneMethod(const TrainConfig& config) : config_(config) {}
 
@@ -51,11 +51,11 @@ class IreneMethod final : public Method {
   }
 
   bool builds_on_another_run() const override { return true; }
-  void use_store(const std::filesystem::path& db_path) override { db_path_ = db_path; }
+  void use_store(const RunStore& store) override { store_ = &store; }
 
   void build(const std::vector<std::string>&, const std::filesystem::path&) override {
-    if (db_path_.empty()) throw Error("irene needs the run store of its base run");
-    base_ = load_trained_run(db_path_, config_.get<IreneOptions>().base_run, config_.device);
+    if (store_ == nullptr) throw Error("irene needs the run store of its base run");
+    base_ = load_trained_run(*store_, config_.get<IreneOptions>().base_run, config_.device);
     const std::string base_method = base_.method->name();
     if (base_method != "ngame" && base_method != "unidec")
       throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " is a " + base_method +
@@ -222,6 +222,7 @@ class IreneMethod final : public Method {
     const torch::Tensor calibrated = with_offsets(synthesize_new(e), true);
     return {calibrated, e, calibrated, e};
   }
+  LabelSynthesis* label_synthesis() override { return this; }
   torch::Tensor synthesized_classifiers(const TokenizedCorpus& texts) override {
     torch::NoGradGuard no_grad;
     return synthesize_new(base_.method->new_label_vectors(texts)[base_mode_].to(torch::kFloat32));
@@ -415,7 +416,7 @@ class IreneMethod final : public Method {
   }
 
   TrainConfig config_;
-  std::filesystem::path db_path_;
+  const RunStore* store_ = nullptr;  ///< the store of the run and its base run (use_store)
   TrainedRun base_;
   ZeroShotSplit split_;
   std::size_t base_mode_ = 0;   ///< the base run's classifier mode

@@ -1,32 +1,13 @@
 // A BERT-family encoder from a run's config: a local Hugging Face folder (config.json, model.safetensors,
 // vocab.txt; config.json alone gives a randomly initialised model) and its WordPiece tokenizer.
-#include <algorithm>
-
 #include "engine/model/autocast.h"
 #include "engine/model/bert/bert_encoder.h"
 #include "engine/model/bert/bert_options.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/encoder_options.h"
-#include "engine/text/wordpiece_tokenizer.h"
+#include "engine/text/wordpiece_text_tokenizer.h"
 
 namespace xmc {
-namespace {
-
-class WordPieceAdapter final : public TextTokenizer {
- public:
-  explicit WordPieceAdapter(WordPieceTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
-  TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return tokenizer_.encode_corpus(texts); }
-  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
-    return std::count_if(tokens.begin(), tokens.end(), [this](std::int32_t id) {
-      return id != tokenizer_.pad_id() && id != tokenizer_.unk_id() && id != tokenizer_.cls_id() && id != tokenizer_.sep_id();
-    });
-  }
-
- private:
-  WordPieceTokenizer tokenizer_;
-};
-
-}  // namespace
 
 BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
                                const std::filesystem::path& /*run_dir*/) {
@@ -49,7 +30,7 @@ BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std:
     encoder = std::make_shared<BertEncoderImpl>(bert_config, options);
     description = "bert encoder, randomly initialised from " + (folder / "config.json").string();
   }
-  return {std::move(encoder), std::make_unique<WordPieceAdapter>(WordPieceTokenizer::from_folder(folder, {.max_len = bert.max_len})), description};
+  return {std::move(encoder), std::make_unique<WordPieceTextTokenizer>(WordPieceTokenizer::from_folder(folder, {.max_len = bert.max_len})), description};
 }
 
 

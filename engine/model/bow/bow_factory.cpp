@@ -1,31 +1,14 @@
 // The bag-of-words encoder from a run's config: its word vocabulary (built from the training texts once, then
 // kept in the run's folder so token ids never change), TF-IDF weights and optional GloVe word vectors.
-#include <algorithm>
-
 #include "engine/model/bow/bow_encoder.h"
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/encoder_options.h"
 #include "engine/text/vocabulary.h"
+#include "engine/text/vocabulary_tokenizer.h"
 #include "engine/text/word_vectors.h"
 
 namespace xmc {
-namespace {
-
-class WordTokenizerAdapter final : public TextTokenizer {
- public:
-  explicit WordTokenizerAdapter(Vocabulary vocabulary) : vocabulary_(std::move(vocabulary)) {}
-  TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override { return vocabulary_.tokenize_corpus(texts); }
-  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
-    return std::count_if(tokens.begin(), tokens.end(), [](std::int32_t id) { return id != Vocabulary::kPadId && id != Vocabulary::kUnkId; });
-  }
-  const Vocabulary& vocabulary() const { return vocabulary_; }
-
- private:
-  Vocabulary vocabulary_;
-};
-
-}  // namespace
 
 BuiltEncoder make_bow_encoder(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
   const EncoderOptions& common = config.get<EncoderOptions>();
@@ -68,7 +51,7 @@ BuiltEncoder make_bow_encoder(const TrainConfig& config, const std::vector<std::
       }
     encoder->set_word_vectors(rows, values);
   }
-  return {std::move(encoder), std::make_unique<WordTokenizerAdapter>(std::move(vocabulary)), description};
+  return {std::move(encoder), std::make_unique<VocabularyTokenizer>(std::move(vocabulary)), description};
 }
 
 

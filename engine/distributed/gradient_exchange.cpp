@@ -1,8 +1,8 @@
-#include "engine/train/gradient_exchange.h"
+#include "engine/distributed/gradient_exchange.h"
 
 #include "engine/distributed/communicator.h"
-#include "engine/train/overlapped_gradient_reducer.h"
-#include "engine/train/sparse_gradient.h"
+#include "engine/distributed/overlapped_gradient_reducer.h"
+#include "engine/optim/sparse_gradient.h"
 
 namespace xmc {
 namespace {

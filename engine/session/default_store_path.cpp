@@ -1,4 +1,4 @@
-#include "engine/store/default_store_path.h"
+#include "engine/session/default_store_path.h"
 
 #include <cstdlib>
 

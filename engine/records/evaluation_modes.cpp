@@ -1,4 +1,4 @@
-#include "engine/store/evaluation_modes.h"
+#include "engine/records/evaluation_modes.h"
 
 #include <algorithm>
 #include <limits>

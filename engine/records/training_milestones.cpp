@@ -1,4 +1,4 @@
-#include "engine/train/training_milestones.h"
+#include "engine/records/training_milestones.h"
 
 #include <algorithm>
 #include <map>

@@ -1,6 +1,6 @@
-#include "engine/train/gradient_clipping.h"
+#include "engine/optim/gradient_clipping.h"
 
-#include "engine/train/sparse_gradient.h"
+#include "engine/optim/sparse_gradient.h"
 
 namespace xmc {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/store/run_records.h"
+#include "engine/records/run_records.h"
 
 namespace xmc {
 

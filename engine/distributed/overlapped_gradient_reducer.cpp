@@ -1,4 +1,4 @@
-#include "engine/train/overlapped_gradient_reducer.h"
+#include "engine/distributed/overlapped_gradient_reducer.h"
 
 #include <algorithm>
 

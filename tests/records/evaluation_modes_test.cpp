@@ -1,6 +1,6 @@
 // Splitting stored evaluations by inference mode: NGAME's primary mode is the embedding in M1 and the
 // fused ranking from M4, so the plain "P@1" points belong to two different curves.
-#include "engine/store/evaluation_modes.h"
+#include "engine/records/evaluation_modes.h"
 
 #include <gtest/gtest.h>
 

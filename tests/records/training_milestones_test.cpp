@@ -1,5 +1,5 @@
 // The schedule changes the Live view marks: read from the config alone.
-#include "engine/train/training_milestones.h"
+#include "engine/records/training_milestones.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/method/ngame/ngame_options.h"
 #include "engine/sampler/psl_options.h"

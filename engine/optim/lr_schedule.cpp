@@ -1,4 +1,4 @@
-#include "engine/train/lr_schedule.h"
+#include "engine/optim/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/train/sparse_gradient.h"
+#include "engine/optim/sparse_gradient.h"
 
 namespace xmc {
 

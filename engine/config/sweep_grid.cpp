@@ -1,4 +1,4 @@
-#include "engine/train/sweep_grid.h"
+#include "engine/config/sweep_grid.h"
 
 #include <nlohmann/json.hpp>
 #include <set>

@@ -1,5 +1,5 @@
 // Sweep grids as a user types them: values split at commas outside lists and quotes, every combination.
-#include "engine/train/sweep_grid.h"
+#include "engine/config/sweep_grid.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/train/fused_adamw.h"
+#include "engine/optim/fused_adamw.h"
 
 #include <ATen/Parallel.h>
 
@@ -11,7 +11,7 @@
 #include <immintrin.h>
 #endif
 
-#include "engine/train/sparse_gradient.h"
+#include "engine/optim/sparse_gradient.h"
 
 namespace xmc {
 namespace {
