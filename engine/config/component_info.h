@@ -50,6 +50,8 @@ struct EncoderInfo {
 /// Every registered method and encoder, in the order help texts list them (engine/registry).
 const std::vector<MethodInfo>& registered_method_infos();
 const std::vector<EncoderInfo>& registered_encoder_infos();
+/// The config's `loss` values: the registered losses (engine/loss/loss_entry.h has their functions).
+const std::vector<std::string>& registered_loss_names();
 /// The registered method named `name`; throws ConfigError naming the known methods.
 const MethodInfo& method_info(const std::string& name);
 

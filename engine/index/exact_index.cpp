@@ -1,3 +1,4 @@
+#include "engine/index/index_kind.h"
 #include "engine/index/exact_index.h"
 
 #include <algorithm>
@@ -91,6 +92,20 @@ std::unique_ptr<ExactIndex> ExactIndex::read(std::istream& in, std::uint64_t byt
   if (!in.read(reinterpret_cast<char*>(index->impl_->data.data()), static_cast<std::streamsize>(bytes))) throw Error("the stored vectors end early");
   index->ntotal_ = ntotal;
   return index;
+}
+
+IndexKind exact_index_kind() {
+  return {.name = "exact",
+          .syntax = "exact",
+          .help = "brute-force inner products over every label",
+          .parse = [](const std::string& spec, std::optional<std::string_view> parameters) -> IndexRecipe {
+            if (parameters) refuse_index_spec(spec, "gives parameters; exact takes none");
+            return {.make = [](std::int64_t dim) -> std::unique_ptr<Index> { return std::make_unique<ExactIndex>(dim); },
+                    .made_by = [](const Index& index) { return dynamic_cast<const ExactIndex*>(&index) != nullptr; },
+                    .read = [](std::istream& payload, const IndexFileHeader& header) -> std::unique_ptr<Index> {
+                      return ExactIndex::read(payload, header.payload_bytes, header.dim, header.ntotal);
+                    }};
+          }};
 }
 
 }  // namespace xmc

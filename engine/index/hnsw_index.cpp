@@ -1,3 +1,4 @@
+#include "engine/index/index_kind.h"
 #include "engine/index/hnsw_index.h"
 
 #include <hnswlib/hnswlib.h>
@@ -199,6 +200,34 @@ std::unique_ptr<HnswIndex> HnswIndex::read(std::istream& in, std::uint64_t bytes
   graph->setEf(static_cast<std::size_t>(options.ef_search));
   index->ntotal_ = ntotal;
   return index;
+}
+
+IndexKind hnsw_index_kind() {
+  return {.name = "hnsw",
+          .syntax = "hnsw[:M=16,ef=128,efc=200]",
+          .help = "HNSW graph (hnswlib), approximate; M links per node, ef/efc search/build list sizes",
+          .parse = [](const std::string& spec, std::optional<std::string_view> parameters) -> IndexRecipe {
+            HnswIndexOptions options;
+            if (parameters) {
+              parse_index_keys(spec, *parameters, [&](const std::string& key, std::int64_t value) {
+                if (key == "M") {
+                  if (value < 2) refuse_index_spec(spec, "has M=" + std::to_string(value) + "; an HNSW graph needs M >= 2");
+                  options.M = value;
+                } else if (key == "ef") {
+                  options.ef_search = value;
+                } else if (key == "efc") {
+                  options.ef_construction = value;
+                } else {
+                  refuse_index_spec(spec, "has the unknown HNSW key \"" + key + "\" (M, ef, efc)");
+                }
+              });
+            }
+            return {.make = [options](std::int64_t dim) -> std::unique_ptr<Index> { return std::make_unique<HnswIndex>(dim, options); },
+                    .made_by = [](const Index& index) { return dynamic_cast<const HnswIndex*>(&index) != nullptr; },
+                    .read = [options](std::istream& payload, const IndexFileHeader& header) -> std::unique_ptr<Index> {
+                      return HnswIndex::read(payload, header.payload_bytes, header.dim, header.ntotal, options);
+                    }};
+          }};
 }
 
 }  // namespace xmc

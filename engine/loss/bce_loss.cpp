@@ -1,4 +1,4 @@
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 
 namespace xmc {
 
@@ -10,5 +10,7 @@ torch::Tensor bce_loss(const torch::Tensor& scores, const torch::Tensor& positiv
   return torch::binary_cross_entropy_with_logits(s, targets, /*weight=*/{}, positive_weight,
                                                  at::Reduction::Mean);
 }
+
+LossEntry bce_loss_entry() { return {.name = "bce", .compute = bce_loss}; }
 
 }  // namespace xmc

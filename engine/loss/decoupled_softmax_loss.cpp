@@ -1,7 +1,7 @@
 #include <limits>
 
 #include "engine/distributed/communicator.h"
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/loss/sharded_losses.h"
 
 namespace xmc {
@@ -71,6 +71,16 @@ ShardedLoss sharded_decoupled_softmax_loss(Communicator& communicator, const tor
   torch::Tensor value = part.detach().to(torch::kDouble).reshape({1}).cpu().clone();
   communicator.all_reduce_sum(value, "summing the loss");
   return {part, value.item<double>()};
+}
+
+LossEntry decoupled_softmax_loss_entry() {
+  return {.name = "decoupled_softmax",
+          .compute = decoupled_softmax_loss,
+          .sharded = sharded_decoupled_softmax_loss,
+          .both_directions = [](const torch::Tensor& scores, const torch::Tensor& positive_mask, const loss_detail::PositivePairs& pairs,
+                                const LossOptions& options, double query_to_label_weight) {
+            return loss_detail::decoupled_softmax_at_once(scores, positive_mask, pairs, options.temperature, query_to_label_weight);
+          }};
 }
 
 }  // namespace xmc

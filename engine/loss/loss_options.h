@@ -4,17 +4,14 @@
 // of the "Loss" group (loss_options.cpp) are bound to these fields.
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace xmc {
 
 struct OptionGroup;
 
-enum class LossKind { TripletOhnm, Softmax, DecoupledSoftmax, SoftTopK, SupCon, Bce };
-
 struct LossOptions {
-  std::string kind = "decoupled_softmax";  ///< the config's `loss`: a name of loss_names()
+  std::string kind = "decoupled_softmax";  ///< the config's `loss`: a registered loss (loss_entry.h)
   double temperature = 0.05;  ///< τ: scores are divided by it (softmax family, SupCon, SoftTop-k)
   double margin = 0.3;        ///< γ of the triplet loss
   std::int64_t hardest_k = 10;  ///< triplet-OHNM: the k hardest negatives per query
@@ -24,14 +21,7 @@ struct LossOptions {
   double bce_positive_weight = 1.0;  ///< BCE: weight C on positive entries
 };
 
-/// The names the config's `loss` takes, in the order help texts list them.
-std::vector<std::string> loss_names();
-/// Throws ConfigError listing the valid names for an unknown one.
-LossKind parse_loss_kind(std::string_view name);
-/// The name parse_loss_kind() accepts.
-std::string to_string(LossKind kind);
-
-/// loss, temperature, margin, hardest_k, topk_k.
-OptionGroup loss_option_group();
+/// loss (one of `names`: the registered losses), temperature, margin, hardest_k, topk_k.
+OptionGroup loss_option_group(const std::vector<std::string>& names);
 
 }  // namespace xmc

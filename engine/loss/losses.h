@@ -21,11 +21,7 @@
 
 namespace xmc {
 
-// LossKind, parse_loss_kind() and to_string(LossKind) are in loss_options.h.
-
-/// Dispatches to the loss below that `kind` names.
-torch::Tensor compute_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask,
-                           const LossOptions& options);
+// loss_entry.h registers these by name (LossEntry) and defines UniDEC's symmetric loss over any of them.
 
 /// Triplet loss with online hard-negative mining (NGAME), on raw scores. For each positive pair (i,p), with
 /// N_i = the hardest_k highest-scoring negatives of row i (fewer if the row has fewer negatives; positives are
@@ -69,17 +65,6 @@ torch::Tensor supcon_loss(const torch::Tensor& scores, const torch::Tensor& posi
 /// alone carry signal here, so a batch without positives still gives the (non-zero) negatives' loss.
 torch::Tensor bce_loss(const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options);
 
-/// UniDEC's symmetric loss: w·ℓ(S, M) + (1 − w)·ℓ(Sᵀ, Mᵀ) with ℓ = `kind` and w = query_to_label_weight —
-/// queries ranking the pool's labels, and labels ranking the batch's queries (a label without a positive
-/// query in the batch contributes nothing in that direction). w = 1 is the query→label direction alone.
-torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options,
-                             double query_to_label_weight = 0.5);
-
-/// The same, with the mask's true entries given as [N] int64 rows and columns, each entry once (a caller that
-/// built the mask knows them): SupCon and the decoupled softmax then skip the scan of the mask for them.
-torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const torch::Tensor& pair_rows,
-                             const torch::Tensor& pair_columns, const LossOptions& options, double query_to_label_weight = 0.5);
-
 namespace loss_detail {
 
 /// Checks the shared input contract (throws c10::Error on a programming error) and returns the scores to
@@ -117,6 +102,8 @@ inline PositivePairs positive_pairs(const torch::Tensor& positive_mask) {
 /// backward written out by hand (symmetric_loss.cpp); `pairs` non-empty, `scores` checked.
 torch::Tensor decoupled_softmax_at_once(const torch::Tensor& scores, const torch::Tensor& positive_mask, const PositivePairs& pairs,
                                         double temperature, double query_to_label_weight);
+/// SupCon weighted w per query (anchor) and 1 − w per label, the same way.
+torch::Tensor supcon_at_once(const torch::Tensor& scores, const PositivePairs& pairs, double temperature, double query_to_label_weight);
 
 }  // namespace loss_detail
 

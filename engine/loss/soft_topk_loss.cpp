@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "engine/distributed/communicator.h"
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/loss/sharded_losses.h"
 
 namespace xmc {
@@ -167,5 +167,7 @@ ShardedLoss sharded_soft_topk_loss(Communicator& communicator, const torch::Tens
   communicator.all_reduce_sum(value, "summing the loss");
   return {part, value.item<double>()};
 }
+
+LossEntry softtopk_loss_entry() { return {.name = "softtopk", .compute = soft_topk_loss, .sharded = sharded_soft_topk_loss}; }
 
 }  // namespace xmc

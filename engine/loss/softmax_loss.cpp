@@ -1,4 +1,4 @@
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 
 namespace xmc {
 
@@ -13,5 +13,7 @@ torch::Tensor softmax_loss(const torch::Tensor& scores, const torch::Tensor& pos
   const torch::Tensor nll = row_lse.index_select(/*dim=*/0, pairs.rows) - logits.index({pairs.rows, pairs.labels});
   return nll.sum() / static_cast<double>(pairs.count);
 }
+
+LossEntry softmax_loss_entry() { return {.name = "softmax", .compute = softmax_loss}; }
 
 }  // namespace xmc

@@ -1,4 +1,4 @@
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 
 namespace xmc {
 
@@ -15,6 +15,15 @@ torch::Tensor supcon_loss(const torch::Tensor& scores, const torch::Tensor& posi
   // Mean over each anchor's positives, then over the anchors that have positives.
   const torch::Tensor pair_weights = 1.0 / row_positives.index_select(/*dim=*/0, pairs.rows).to(s.dtype());
   return (nll * pair_weights).sum() / num_anchors;
+}
+
+LossEntry supcon_loss_entry() {
+  return {.name = "supcon",
+          .compute = supcon_loss,
+          .both_directions = [](const torch::Tensor& scores, const torch::Tensor& /*positive_mask*/, const loss_detail::PositivePairs& pairs,
+                                const LossOptions& options, double query_to_label_weight) {
+            return loss_detail::supcon_at_once(scores, pairs, options.temperature, query_to_label_weight);
+          }};
 }
 
 }  // namespace xmc

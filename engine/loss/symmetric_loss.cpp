@@ -7,7 +7,7 @@
 // gathered positives' gradient. Other losses go through the composition.
 #include <limits>
 
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 
 namespace xmc {
 namespace {
@@ -188,44 +188,47 @@ struct SymmetricDecoupledSoftmax : public torch::autograd::Function<SymmetricDec
   }
 };
 
-/// Both directions at once for SupCon and the decoupled softmax, given the mask's pairs.
-torch::Tensor symmetric_loss_at_once(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask,
+/// Both directions at once, by the loss's own pass over the positive pairs.
+torch::Tensor symmetric_loss_at_once(const LossEntry& loss, const torch::Tensor& scores, const torch::Tensor& positive_mask,
                                      const loss_detail::PositivePairs& pairs, const LossOptions& options, double query_to_label_weight) {
   const torch::Tensor s = loss_detail::checked_scores(scores, positive_mask, "symmetric loss");
   if (pairs.count == 0) return loss_detail::zero_loss(s);
-  return kind == LossKind::SupCon
-             ? SymmetricSupCon::apply(s, pairs.rows, pairs.labels, options.temperature, query_to_label_weight)
-             : SymmetricDecoupledSoftmax::apply(s, positive_mask, pairs.rows, pairs.labels, options.temperature, query_to_label_weight);
+  return loss.both_directions(s, positive_mask, pairs, options, query_to_label_weight);
 }
 
-bool computed_at_once(LossKind kind, double query_to_label_weight) {
-  return query_to_label_weight < 1.0 && (kind == LossKind::SupCon || kind == LossKind::DecoupledSoftmax);
+bool computed_at_once(const LossEntry& loss, double query_to_label_weight) {
+  return query_to_label_weight < 1.0 && loss.both_directions != nullptr;
 }
 
 }  // namespace
+
+torch::Tensor loss_detail::supcon_at_once(const torch::Tensor& scores, const PositivePairs& pairs, double temperature,
+                                          double query_to_label_weight) {
+  return SymmetricSupCon::apply(scores, pairs.rows, pairs.labels, temperature, query_to_label_weight);
+}
 
 torch::Tensor loss_detail::decoupled_softmax_at_once(const torch::Tensor& scores, const torch::Tensor& positive_mask, const PositivePairs& pairs,
                                                      double temperature, double query_to_label_weight) {
   return SymmetricDecoupledSoftmax::apply(scores, positive_mask, pairs.rows, pairs.labels, temperature, query_to_label_weight);
 }
 
-torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const torch::Tensor& pair_rows,
+torch::Tensor symmetric_loss(const LossEntry& loss, const torch::Tensor& scores, const torch::Tensor& positive_mask, const torch::Tensor& pair_rows,
                              const torch::Tensor& pair_columns, const LossOptions& options, double query_to_label_weight) {
-  if (!computed_at_once(kind, query_to_label_weight)) return symmetric_loss(kind, scores, positive_mask, options, query_to_label_weight);
+  if (!computed_at_once(loss, query_to_label_weight)) return symmetric_loss(loss, scores, positive_mask, options, query_to_label_weight);
   TORCH_CHECK(pair_rows.dim() == 1 && pair_rows.sizes() == pair_columns.sizes(), "symmetric loss: pair rows ", pair_rows.sizes(),
               " and columns ", pair_columns.sizes(), " must be two [N] lists");
   const torch::Device device = scores.device();
   const loss_detail::PositivePairs pairs{pair_rows.to(device, torch::kInt64), pair_columns.to(device, torch::kInt64), pair_rows.size(0)};
-  return symmetric_loss_at_once(kind, scores, positive_mask, pairs, options, query_to_label_weight);
+  return symmetric_loss_at_once(loss, scores, positive_mask, pairs, options, query_to_label_weight);
 }
 
-torch::Tensor symmetric_loss(LossKind kind, const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options,
+torch::Tensor symmetric_loss(const LossEntry& loss, const torch::Tensor& scores, const torch::Tensor& positive_mask, const LossOptions& options,
                              double query_to_label_weight) {
-  if (query_to_label_weight >= 1.0) return compute_loss(kind, scores, positive_mask, options);
-  if (computed_at_once(kind, query_to_label_weight))
-    return symmetric_loss_at_once(kind, scores, positive_mask, loss_detail::positive_pairs(positive_mask), options, query_to_label_weight);
-  const torch::Tensor query_to_label = compute_loss(kind, scores, positive_mask, options);
-  const torch::Tensor label_to_query = compute_loss(kind, scores.t(), positive_mask.t(), options);
+  if (query_to_label_weight >= 1.0) return loss.compute(scores, positive_mask, options);
+  if (computed_at_once(loss, query_to_label_weight))
+    return symmetric_loss_at_once(loss, scores, positive_mask, loss_detail::positive_pairs(positive_mask), options, query_to_label_weight);
+  const torch::Tensor query_to_label = loss.compute(scores, positive_mask, options);
+  const torch::Tensor label_to_query = loss.compute(scores.t(), positive_mask.t(), options);
   return query_to_label_weight * query_to_label + (1.0 - query_to_label_weight) * label_to_query;
 }
 

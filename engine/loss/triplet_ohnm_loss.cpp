@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 
 namespace xmc {
 
@@ -45,5 +45,7 @@ torch::Tensor triplet_ohnm_loss(const torch::Tensor& scores, const torch::Tensor
   }
   return pair_losses.sum() / static_cast<double>(pairs.count);
 }
+
+LossEntry triplet_loss_entry() { return {.name = "triplet", .compute = triplet_ohnm_loss}; }
 
 }  // namespace xmc

@@ -14,11 +14,11 @@
 
 namespace xmc {
 
-DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)),
+DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_(&loss_entry(config.get<LossOptions>().kind)),
       loss_options_(config.get<LossOptions>()) {}
 
 torch::Tensor DualEncoderTraining::loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const {
-  return compute_loss(loss_kind_, scores, positive_mask, loss_options_);
+  return loss_->compute(scores, positive_mask, loss_options_);
 }
 
 std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& model) const {
@@ -145,8 +145,7 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
 ShardedLoss DualEncoderTraining::sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& whole_mask,
                                               std::int64_t label_begin) const {
   const torch::Tensor positive_mask = whole_mask.narrow(1, label_begin, scores.size(1));
-  if (loss_kind_ == LossKind::DecoupledSoftmax) return sharded_decoupled_softmax_loss(communicator, scores, positive_mask, loss_options_);
-  if (loss_kind_ == LossKind::SoftTopK) return sharded_soft_topk_loss(communicator, scores, positive_mask, loss_options_);
+  if (loss_->sharded) return loss_->sharded(communicator, scores, positive_mask, loss_options_);
   // Other losses need whole rows: gather the columns (with gradient); every rank computes the whole loss.
   const torch::Tensor whole = all_gather_rows_with_grad(communicator, scores.t().contiguous(), whole_mask.size(1)).t();
   const torch::Tensor value = loss(whole, whole_mask);

@@ -9,8 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/loss/losses.h"
-#include "engine/loss/sharded_losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/method/method.h"
 #include "engine/method/xmc_model.h"
 #include "engine/sampler/label_pool.h"
@@ -52,7 +51,7 @@ class DualEncoderTraining {
                            std::int64_t label_begin) const;
 
   const TrainConfig& config_;
-  LossKind loss_kind_;
+  const LossEntry* loss_;  ///< the config's loss (registered: lives as long as the program)
   LossOptions loss_options_;
   torch::Tensor shortlist_;  ///< [num_train x S] hard-negative candidates (undefined until the first refresh)
   std::int64_t shortlist_epoch_ = -1;

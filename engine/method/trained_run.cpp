@@ -7,7 +7,6 @@
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
 #include "engine/method/checkpoint.h"
-#include "engine/model/encoder_options.h"
 
 namespace xmc {
 
@@ -24,10 +23,8 @@ TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const st
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
   run.label_texts = read_text_lines(run.config.dataset / dataset_files::kLabelText);
   run.method = make_method(run.config);
-  if (run.config.get<EncoderOptions>().type == "bow" && !run.method->builds_on_another_run() && !std::filesystem::exists(run_dir / "vocab.txt"))
-    throw InputError((run_dir / "vocab.txt").string(), "no such file: the run's vocabulary is missing");
   run.method->use_store(store);
-  run.method->build({}, run_dir);  // the vocabulary comes from the run's folder
+  run.method->build({}, run_dir);  // no texts: an encoder with a vocabulary of its own reads it from the run's folder
   load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), store.store_id(), run_id);
   run.method->module().eval();
   return run;

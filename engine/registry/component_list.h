@@ -1,9 +1,14 @@
 #pragma once
-// Every method, encoder and tokenizer of the product, one entry each. An entry NAME needs, in the component's
-// folder, its registration `NAME_method_info()` / `NAME_encoder_info()` / `NAME_tokenizer_info()` (torch-free:
-// name, help, option groups; a tokenizer's carries its factory, being plain C++) and, for methods and encoders,
-// its factory `make_NAME_method` / `make_NAME_encoder` (the torch side). Adding one is its folder or file and one
-// entry here; nothing else names it.
+// Every method, encoder, tokenizer, loss and index kind of the product, one entry each. An entry NAME needs, in the
+// component's folder:
+//   method, encoder: its registration `NAME_method_info()` / `NAME_encoder_info()` (torch-free: name, help,
+//     option groups) and its factory `make_NAME_method` / `make_NAME_encoder` (the torch side);
+//   tokenizer: `NAME_tokenizer_info()` (plain C++: name, help, the files it reads, its factory);
+//   loss: `NAME_loss_entry()` (its functions; the config's `loss` takes NAME, listed from here);
+//   index: `NAME_index_kind()` (how its descriptions read, what it makes of them: engine/index/index_kind.h).
+// Adding one is its folder or file and one entry here; nothing else names it.
 #define XMC_FOR_EACH_METHOD(X) X(dexml) X(ngame) X(unidec) X(depsl) X(irene)
 #define XMC_FOR_EACH_ENCODER(X) X(bow) X(bert)
 #define XMC_FOR_EACH_TOKENIZER(X) X(words) X(wordpiece)
+#define XMC_FOR_EACH_LOSS(X) X(triplet) X(softmax) X(decoupled_softmax) X(softtopk) X(supcon) X(bce)
+#define XMC_FOR_EACH_INDEX(X) X(exact) X(hnsw) X(faiss)

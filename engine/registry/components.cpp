@@ -39,6 +39,13 @@ void add_component_groups(std::vector<OptionGroup>& out, const std::string& sele
 
 }  // namespace
 
+const std::vector<std::string>& registered_loss_names() {
+#define XMC_LOSS_NAME(name) #name,
+  static const std::vector<std::string> names{XMC_FOR_EACH_LOSS(XMC_LOSS_NAME)};
+#undef XMC_LOSS_NAME
+  return names;
+}
+
 const std::vector<MethodInfo>& registered_method_infos() {
 #define XMC_METHOD_INFO(name) name##_method_info(),
   static const std::vector<MethodInfo> methods{XMC_FOR_EACH_METHOD(XMC_METHOD_INFO)};
@@ -68,7 +75,7 @@ const std::vector<OptionGroup>& registered_option_groups() {
     for (const MethodInfo& m : registered_method_infos()) methods.push_back(m.name);
     for (const EncoderInfo& e : registered_encoder_infos()) encoders.push_back(e.name);
 
-    std::vector<OptionGroup> out{run_option_group(methods), distributed_option_group(), loss_option_group(), negatives_option_group(),
+    std::vector<OptionGroup> out{run_option_group(methods), distributed_option_group(), loss_option_group(registered_loss_names()), negatives_option_group(),
                                  encoder_option_group(encoders)};
     for (const EncoderInfo& e : registered_encoder_infos()) add_component_groups(out, "encoder.type", e.name, e.option_groups);
     out.push_back(query_batcher_option_group());

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "engine/core/error.h"
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/loss/sharded_losses.h"
 #include "tests/distributed/rank_threads.h"
 
@@ -35,7 +35,7 @@ struct Reference {
   torch::Tensor grad;
 };
 
-Reference single_process(const Problem& p, LossKind kind, const LossOptions& options) {
+Reference single_process(const Problem& p, const LossEntry& kind, const LossOptions& options) {
   torch::Tensor s = p.scores.clone().requires_grad_(true);
   torch::Tensor loss = compute_loss(kind, s, p.mask, options);
   loss.backward();
@@ -228,7 +228,7 @@ TEST_P(ShardedLosses, DecoupledSoftmaxEqualsTheSingleProcessLoss) {
   const Problem p = make_problem(6, 23, 11);
   LossOptions options;
   options.temperature = 0.1;
-  const Reference reference = single_process(p, LossKind::DecoupledSoftmax, options);
+  const Reference reference = single_process(p, loss_entry("decoupled_softmax"), options);
   const ShardedRun run = sharded(p, world, /*soft_topk=*/false, options);
   for (const double v : run.values) EXPECT_NEAR(v, reference.value, 1e-12);
   EXPECT_TRUE(torch::allclose(run.grad, reference.grad, 1e-10, 1e-12)) << (run.grad - reference.grad).abs().max().item<double>();
@@ -240,7 +240,7 @@ TEST_P(ShardedLosses, SoftTopKEqualsTheSingleProcessLoss) {
   LossOptions options;
   options.temperature = 0.2;
   options.topk_k = 4;
-  const Reference reference = single_process(p, LossKind::SoftTopK, options);
+  const Reference reference = single_process(p, loss_entry("softtopk"), options);
   const ShardedRun run = sharded(p, world, /*soft_topk=*/true, options);
   for (const double v : run.values) EXPECT_NEAR(v, reference.value, 1e-10);
   EXPECT_TRUE(torch::allclose(run.grad, reference.grad, 1e-8, 1e-10)) << (run.grad - reference.grad).abs().max().item<double>();
@@ -273,7 +273,7 @@ TEST(ShardedLossesEdge, AShardWithoutPositivesOrLabelsStillTakesPart) {
   p.scores = torch::tensor({{0.3, -0.2}, {0.1, 0.5}}, torch::kDouble);
   p.mask = torch::tensor({{true, false}, {true, false}});
   LossOptions options;
-  const Reference reference = single_process(p, LossKind::DecoupledSoftmax, options);
+  const Reference reference = single_process(p, loss_entry("decoupled_softmax"), options);
   const ShardedRun run = sharded(p, 3, /*soft_topk=*/false, options);
   EXPECT_NEAR(run.values[2], reference.value, 1e-12);
   EXPECT_TRUE(torch::allclose(run.grad, reference.grad, 1e-10, 1e-12));

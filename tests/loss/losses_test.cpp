@@ -1,6 +1,7 @@
 // Losses against cases worked out by hand, gradients against central finite differences (float64), and the
 // properties that tell the losses apart (DESIGN.md sections 2-3).
-#include "engine/loss/losses.h"
+#include "engine/config/component_info.h"
+#include "engine/loss/loss_entry.h"
 
 #include <gtest/gtest.h>
 
@@ -213,11 +214,11 @@ TEST(LossGradients, EveryLossMatchesFiniteDifferences) {
 TEST(LossGradients, GradientsAreFiniteForRowsWithoutNegativesOrPositives) {
   const RandomBatch batch(7);
   const LossOptions options = with_temperature(0.05);
-  for (const auto kind : {LossKind::TripletOhnm, LossKind::Softmax, LossKind::DecoupledSoftmax, LossKind::SoftTopK,
-                          LossKind::SupCon, LossKind::Bce}) {
+  for (const auto kind : {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"),
+                          loss_entry("supcon"), loss_entry("bce")}) {
     const torch::Tensor s = batch.scores.clone().requires_grad_(true);
     compute_loss(kind, s, batch.mask, options).backward();
-    EXPECT_TRUE(torch::isfinite(s.grad()).all().item<bool>()) << to_string(kind);
+    EXPECT_TRUE(torch::isfinite(s.grad()).all().item<bool>()) << kind.name;
   }
 }
 
@@ -365,14 +366,14 @@ TEST(Losses, ZeroPositiveBatchGivesZeroAndBackwardWorks) {
   const torch::Tensor none = torch::zeros({3, 4}, torch::kBool);
   const LossOptions options;
   for (const auto kind :
-       {LossKind::TripletOhnm, LossKind::Softmax, LossKind::DecoupledSoftmax, LossKind::SoftTopK, LossKind::SupCon}) {
+       {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"), loss_entry("supcon")}) {
     const torch::Tensor s = torch::randn({3, 4}, torch::kDouble).requires_grad_(true);
     const torch::Tensor loss = compute_loss(kind, s, none, options);
-    EXPECT_EQ(loss.dim(), 0) << to_string(kind);
-    EXPECT_EQ(value(loss), 0.0) << to_string(kind);
+    EXPECT_EQ(loss.dim(), 0) << kind.name;
+    EXPECT_EQ(value(loss), 0.0) << kind.name;
     loss.backward();
-    ASSERT_TRUE(s.grad().defined()) << to_string(kind);
-    EXPECT_EQ(s.grad().abs().sum().item<double>(), 0.0) << to_string(kind);
+    ASSERT_TRUE(s.grad().defined()) << kind.name;
+    EXPECT_EQ(s.grad().abs().sum().item<double>(), 0.0) << kind.name;
   }
   // BCE: the negatives alone still carry a loss: mean of -log(1 - σ(s)) = mean of softplus(s).
   const torch::Tensor s = doubles({{0.0, 1.0}}).requires_grad_(true);
@@ -387,33 +388,33 @@ TEST(Losses, ComputeLossDispatchesAndKeepsFloat) {
   const torch::Tensor scores = batch.scores.to(torch::kFloat);
   LossOptions options;
   options.temperature = 0.5;
-  EXPECT_EQ(value(compute_loss(LossKind::Softmax, scores, batch.mask, options)),
+  EXPECT_EQ(value(compute_loss(loss_entry("softmax"), scores, batch.mask, options)),
             value(softmax_loss(scores, batch.mask, options)));
-  EXPECT_EQ(value(compute_loss(LossKind::DecoupledSoftmax, scores, batch.mask, options)),
+  EXPECT_EQ(value(compute_loss(loss_entry("decoupled_softmax"), scores, batch.mask, options)),
             value(decoupled_softmax_loss(scores, batch.mask, options)));
-  EXPECT_EQ(value(compute_loss(LossKind::SupCon, scores, batch.mask, options)),
+  EXPECT_EQ(value(compute_loss(loss_entry("supcon"), scores, batch.mask, options)),
             value(supcon_loss(scores, batch.mask, options)));
-  EXPECT_EQ(value(compute_loss(LossKind::SoftTopK, scores, batch.mask, options)),
+  EXPECT_EQ(value(compute_loss(loss_entry("softtopk"), scores, batch.mask, options)),
             value(soft_topk_loss(scores, batch.mask, options)));
-  EXPECT_EQ(value(compute_loss(LossKind::TripletOhnm, scores, batch.mask, options)),
+  EXPECT_EQ(value(compute_loss(loss_entry("triplet"), scores, batch.mask, options)),
             value(triplet_ohnm_loss(scores, batch.mask, options)));
-  EXPECT_EQ(value(compute_loss(LossKind::Bce, scores, batch.mask, options)),
+  EXPECT_EQ(value(compute_loss(loss_entry("bce"), scores, batch.mask, options)),
             value(bce_loss(scores, batch.mask, options)));
   // float32 in, float32 loss and gradient out, close to the float64 value.
-  for (const auto kind : {LossKind::TripletOhnm, LossKind::Softmax, LossKind::DecoupledSoftmax, LossKind::SoftTopK,
-                          LossKind::SupCon, LossKind::Bce}) {
+  for (const auto kind : {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"),
+                          loss_entry("supcon"), loss_entry("bce")}) {
     const torch::Tensor s = scores.clone().requires_grad_(true);
     const torch::Tensor loss = compute_loss(kind, s, batch.mask, options);
-    EXPECT_EQ(loss.scalar_type(), torch::kFloat) << to_string(kind);
+    EXPECT_EQ(loss.scalar_type(), torch::kFloat) << kind.name;
     loss.backward();
-    EXPECT_EQ(s.grad().scalar_type(), torch::kFloat) << to_string(kind);
-    EXPECT_NEAR(value(loss), value(compute_loss(kind, batch.scores, batch.mask, options)), 1e-4) << to_string(kind);
+    EXPECT_EQ(s.grad().scalar_type(), torch::kFloat) << kind.name;
+    EXPECT_NEAR(value(loss), value(compute_loss(kind, batch.scores, batch.mask, options)), 1e-4) << kind.name;
     // bf16 (autocast) scores are computed in float32; the gradient comes back as bf16.
     const torch::Tensor half = scores.to(torch::kBFloat16).requires_grad_(true);
     const torch::Tensor half_loss = compute_loss(kind, half, batch.mask, options);
-    EXPECT_EQ(half_loss.scalar_type(), torch::kFloat) << to_string(kind);
+    EXPECT_EQ(half_loss.scalar_type(), torch::kFloat) << kind.name;
     half_loss.backward();
-    EXPECT_EQ(half.grad().scalar_type(), torch::kBFloat16) << to_string(kind);
+    EXPECT_EQ(half.grad().scalar_type(), torch::kBFloat16) << kind.name;
   }
 }
 
@@ -424,22 +425,28 @@ TEST(Losses, RejectsMismatchedInputs) {
   EXPECT_THROW(softmax_loss(torch::zeros({6}), torch::zeros({6}, torch::kBool), options), c10::Error);
 }
 
-TEST(LossKind, ParsesEveryNameAndRoundTrips) {
-  EXPECT_EQ(parse_loss_kind("triplet"), LossKind::TripletOhnm);
-  EXPECT_EQ(parse_loss_kind("softmax"), LossKind::Softmax);
-  EXPECT_EQ(parse_loss_kind("decoupled_softmax"), LossKind::DecoupledSoftmax);
-  EXPECT_EQ(parse_loss_kind("softtopk"), LossKind::SoftTopK);
-  EXPECT_EQ(parse_loss_kind("supcon"), LossKind::SupCon);
-  EXPECT_EQ(parse_loss_kind("bce"), LossKind::Bce);
-  for (const auto kind : {LossKind::TripletOhnm, LossKind::Softmax, LossKind::DecoupledSoftmax, LossKind::SoftTopK,
-                          LossKind::SupCon, LossKind::Bce}) {
-    EXPECT_EQ(parse_loss_kind(to_string(kind)), kind);
+// The registry: every loss once, by the name the config takes, the config's choices the same list; the
+// losses with a sharded or a two-way form say so (DEXML's all-label losses; UniDEC's SupCon and decoupled softmax).
+TEST(LossRegistry, ListsEveryLossOnceWithItsForms) {
+  std::vector<std::string> names;
+  for (const LossEntry& loss : registered_losses()) {
+    names.push_back(loss.name);
+    EXPECT_NE(loss.compute, nullptr) << loss.name;
+    EXPECT_EQ(&loss_entry(loss.name), &loss) << loss.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"triplet", "softmax", "decoupled_softmax", "softtopk", "supcon", "bce"}));
+  EXPECT_EQ(names, registered_loss_names()) << "the config's choices are the registered losses";
+  for (const LossEntry& loss : registered_losses()) {
+    const bool sharded = loss.name == "decoupled_softmax" || loss.name == "softtopk";
+    const bool two_way = loss.name == "decoupled_softmax" || loss.name == "supcon";
+    EXPECT_EQ(loss.sharded != nullptr, sharded) << loss.name;
+    EXPECT_EQ(loss.both_directions != nullptr, two_way) << loss.name;
   }
 }
 
-TEST(LossKind, UnknownNameNamesTheValueAndTheValidOnes) {
+TEST(LossRegistry, UnknownNameNamesTheValueAndTheValidOnes) {
   try {
-    parse_loss_kind("focal");
+    loss_entry("focal");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     const std::string message = e.what();
@@ -448,8 +455,8 @@ TEST(LossKind, UnknownNameNamesTheValueAndTheValidOnes) {
       EXPECT_NE(message.find(name), std::string::npos) << message;
     }
   }
-  EXPECT_THROW(parse_loss_kind(""), ConfigError);
-  EXPECT_THROW(parse_loss_kind("Softmax"), ConfigError);
+  EXPECT_THROW(loss_entry(""), ConfigError);
+  EXPECT_THROW(loss_entry("Softmax"), ConfigError);
 }
 
 }  // namespace

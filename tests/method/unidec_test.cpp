@@ -10,7 +10,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
 #include "engine/method/trained_run.h"
 #include "engine/sampler/hard_negative_shortlist.h"
@@ -237,11 +237,11 @@ TEST(SymmetricLoss, EqualsBothDirectionsWorkedByHand) {
   const double q2l = ((lse(1, 3) - 1) + ((lse(0, 2) - 0) + (lse(0, 2) - 2)) / 2) / 2;
   // Labels ranking queries: label 0 has both queries {1, 0} positive; label 1 has query 1 (score 2) among {3, 2}.
   const double l2q = (((lse(1, 0) - 1) + (lse(1, 0) - 0)) / 2 + (lse(3, 2) - 2)) / 2;
-  EXPECT_NEAR(symmetric_loss(LossKind::SupCon, scores, mask, options).item<double>(), 0.5 * q2l + 0.5 * l2q, 1e-12);
-  EXPECT_NEAR(symmetric_loss(LossKind::SupCon, scores, mask, options, 1.0).item<double>(), q2l, 1e-12);
+  EXPECT_NEAR(symmetric_loss(loss_entry("supcon"), scores, mask, options).item<double>(), 0.5 * q2l + 0.5 * l2q, 1e-12);
+  EXPECT_NEAR(symmetric_loss(loss_entry("supcon"), scores, mask, options, 1.0).item<double>(), q2l, 1e-12);
   // The gradient flows through both directions.
   const torch::Tensor s = scores.clone().requires_grad_(true);
-  symmetric_loss(LossKind::DecoupledSoftmax, s, mask, options).backward();
+  symmetric_loss(loss_entry("decoupled_softmax"), s, mask, options).backward();
   EXPECT_GT(s.grad().abs().sum().item<double>(), 0);
 }
 
@@ -265,7 +265,7 @@ TEST(SymmetricLoss, BothDirectionsAtOnceEqualTheOneDirectionLossesComposed) {
   LossOptions options;
   options.temperature = 0.3;
   for (const torch::Tensor& mask : {with_empty_row, with_full_column}) {
-    for (const LossKind kind : {LossKind::SupCon, LossKind::DecoupledSoftmax}) {
+    for (const LossEntry& kind : {loss_entry("supcon"), loss_entry("decoupled_softmax")}) {
       for (const double w : {0.5, 0.2}) {
         const torch::Tensor fused_scores = scores.clone().requires_grad_(true);
         const torch::Tensor composed_scores = scores.clone().requires_grad_(true);
@@ -274,15 +274,15 @@ TEST(SymmetricLoss, BothDirectionsAtOnceEqualTheOneDirectionLossesComposed) {
                                        (1 - w) * compute_loss(kind, composed_scores.t(), mask.t(), options);
         fused.backward();
         composed.backward();
-        EXPECT_NEAR(fused.item<double>(), composed.item<double>(), 1e-12) << to_string(kind) << " w " << w;
+        EXPECT_NEAR(fused.item<double>(), composed.item<double>(), 1e-12) << kind.name << " w " << w;
         EXPECT_TRUE(torch::allclose(fused_scores.grad(), composed_scores.grad(), 0, 1e-12))
-            << to_string(kind) << " w " << w << "\n" << fused_scores.grad() << "\n" << composed_scores.grad();
+            << kind.name << " w " << w << "\n" << fused_scores.grad() << "\n" << composed_scores.grad();
       }
     }
   }
   // Logits spread too far for one shift (S·40/τ spans ~700): each row and column takes its own, same results.
   const torch::Tensor spread = scores * 40;
-  for (const LossKind kind : {LossKind::SupCon, LossKind::DecoupledSoftmax}) {
+  for (const LossEntry& kind : {loss_entry("supcon"), loss_entry("decoupled_softmax")}) {
     const torch::Tensor fused_scores = spread.clone().requires_grad_(true);
     const torch::Tensor composed_scores = spread.clone().requires_grad_(true);
     const torch::Tensor fused = symmetric_loss(kind, fused_scores, with_full_column, options, 0.5);
@@ -290,13 +290,13 @@ TEST(SymmetricLoss, BothDirectionsAtOnceEqualTheOneDirectionLossesComposed) {
         0.5 * compute_loss(kind, composed_scores, with_full_column, options) + 0.5 * compute_loss(kind, composed_scores.t(), with_full_column.t(), options);
     fused.backward();
     composed.backward();
-    EXPECT_NEAR(fused.item<double>(), composed.item<double>(), 1e-9 * std::abs(composed.item<double>())) << to_string(kind) << " spread";
-    EXPECT_TRUE(torch::allclose(fused_scores.grad(), composed_scores.grad(), 0, 1e-12)) << to_string(kind) << " spread";
+    EXPECT_NEAR(fused.item<double>(), composed.item<double>(), 1e-9 * std::abs(composed.item<double>())) << kind.name << " spread";
+    EXPECT_TRUE(torch::allclose(fused_scores.grad(), composed_scores.grad(), 0, 1e-12)) << kind.name << " spread";
   }
   const torch::Tensor mask = with_empty_row;
   // No positive at all: zero, and backward still works.
   const torch::Tensor s = scores.clone().requires_grad_(true);
-  const torch::Tensor none = symmetric_loss(LossKind::DecoupledSoftmax, s, torch::zeros_like(mask), options);
+  const torch::Tensor none = symmetric_loss(loss_entry("decoupled_softmax"), s, torch::zeros_like(mask), options);
   none.backward();
   EXPECT_EQ(none.item<double>(), 0.0);
   EXPECT_EQ(s.grad().abs().sum().item<double>(), 0.0);
@@ -313,17 +313,17 @@ TEST(SymmetricLoss, GivenPairsGiveTheSameLossAsTheMasksOwn) {
   ASSERT_GT(entries.size(0), 3);
   LossOptions options;
   options.temperature = 0.05;
-  for (const LossKind kind : {LossKind::SupCon, LossKind::DecoupledSoftmax}) {
+  for (const LossEntry& kind : {loss_entry("supcon"), loss_entry("decoupled_softmax")}) {
     const torch::Tensor given_scores = scores.clone().requires_grad_(true);
     const torch::Tensor own_scores = scores.clone().requires_grad_(true);
     const torch::Tensor given = symmetric_loss(kind, given_scores, mask, entries.select(1, 0), entries.select(1, 1), options);
     const torch::Tensor own = symmetric_loss(kind, own_scores, mask, options);
     given.backward();
     own.backward();
-    EXPECT_EQ(given.item<float>(), own.item<float>()) << to_string(kind);
-    EXPECT_TRUE(torch::equal(given_scores.grad(), own_scores.grad())) << to_string(kind);
+    EXPECT_EQ(given.item<float>(), own.item<float>()) << kind.name;
+    EXPECT_TRUE(torch::equal(given_scores.grad(), own_scores.grad())) << kind.name;
   }
-  EXPECT_THROW(symmetric_loss(LossKind::SupCon, scores, mask, entries.select(1, 0), entries.select(1, 1).narrow(0, 0, 2), options), c10::Error);
+  EXPECT_THROW(symmetric_loss(loss_entry("supcon"), scores, mask, entries.select(1, 0), entries.select(1, 1).narrow(0, 0, 2), options), c10::Error);
 }
 
 // Three queries, three labels (worked by hand). Query 0 (positive 0): de [0.9 0.5 0], clf [0 0.9 0.5] — label 0

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/method/xmc_model.h"
 #include "engine/model/bow/bow_encoder.h"
 #include "engine/sampler/label_pool.h"
@@ -457,7 +457,7 @@ TEST(GradCache, GradientsEqualPlainBackpropagation) {
   torch::Tensor mask = torch::zeros({6, labels}, torch::kBool);
   for (int i = 0; i < 6; ++i) mask[i][(i * 5) % labels] = true;
   LossOptions loss_options;
-  auto loss = [&](const torch::Tensor& s, const torch::Tensor& m) { return compute_loss(LossKind::DecoupledSoftmax, s, m, loss_options); };
+  auto loss = [&](const torch::Tensor& s, const torch::Tensor& m) { return compute_loss(loss_entry("decoupled_softmax"), s, m, loss_options); };
   constexpr std::int64_t kChunk = 5;
 
   // Plain: labels chunk by chunk (same dropout draws as the cache), then queries, one backward.

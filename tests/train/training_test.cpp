@@ -247,6 +247,18 @@ TEST(Training, ARecreatedStoreNeverUsesTheOldStoresRunFolders) {
       EXPECT_TRUE(std::filesystem::exists(entry.path() / "checkpoint.pt")) << "the old run's files are kept aside";
     }
   EXPECT_EQ(stale, 1);
+  // A trained bow run whose vocabulary went missing is refused, naming the file (its token ids would be lost).
+  {
+    const auto vocabulary = TrainingRun::run_directory(db, again.run_id()) / "vocab.txt";
+    std::filesystem::rename(vocabulary, dir / "vocab.kept");
+    try {
+      load_trained_run(db, again.run_id());
+      FAIL() << "loaded a bow run without its vocabulary";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(vocabulary.string() + ": no such file: the run's vocabulary is missing"), std::string::npos) << e.what();
+    }
+    std::filesystem::rename(dir / "vocab.kept", vocabulary);
+  }
   // A folder marked for another store is refused by name when a run's files are used.
   { std::ofstream(folder / "run-identity.json", std::ios::trunc) << R"({"store": "0123", "run": 1})"; }
   try {

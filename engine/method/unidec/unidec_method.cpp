@@ -13,7 +13,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
-#include "engine/loss/losses.h"
+#include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/unidec/unidec_model.h"
@@ -49,7 +49,7 @@ UnidecSpace space_named(const std::string& name) {
 class UnidecMethod final : public Method {
  public:
   UnidecMethod(const TrainConfig& config, bool with_classifiers)
-      : config_(config), with_classifiers_(with_classifiers), loss_kind_(parse_loss_kind(config.get<LossOptions>().kind)),
+      : config_(config), with_classifiers_(with_classifiers), loss_(&loss_entry(config.get<LossOptions>().kind)),
         loss_options_(config.get<LossOptions>()) {}
 
   std::string name() const override { return with_classifiers_ ? "unidec" : "depsl"; }
@@ -175,11 +175,11 @@ class UnidecMethod final : public Method {
     const bool keeps_all = kept.size(0) == static_cast<std::int64_t>(batch.size());
     auto kept_rows = [&](const torch::Tensor& rows) { return keeps_all ? rows : rows.index_select(0, kept); };
     auto de_loss = [&](const torch::Tensor& queries_de, const torch::Tensor& labels_de) {
-      return symmetric_loss(loss_kind_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, pair_rows, pair_columns, loss_options_, q2l);
+      return symmetric_loss(*loss_, torch::matmul(kept_rows(queries_de), labels_de.t()), mask, pair_rows, pair_columns, loss_options_, q2l);
     };
     auto classifier_loss = [&](const torch::Tensor& queries_clf) {
       const torch::Tensor clf_scores = torch::matmul(kept_rows(queries_clf), model_->classifiers(pool_labels).t());
-      torch::Tensor loss = symmetric_loss(loss_kind_, clf_scores, mask, pair_rows, pair_columns, loss_options_, q2l);
+      torch::Tensor loss = symmetric_loss(*loss_, clf_scores, mask, pair_rows, pair_columns, loss_options_, q2l);
       if (config_.get<UnidecOptions>().bce_weight > 0) loss = loss + config_.get<UnidecOptions>().bce_weight * bce_loss(clf_scores / config_.get<LossOptions>().temperature, mask, loss_options_);
       return loss;
     };
@@ -355,7 +355,7 @@ class UnidecMethod final : public Method {
 
   TrainConfig config_;
   bool with_classifiers_;
-  LossKind loss_kind_;
+  const LossEntry* loss_;  ///< the config's loss (registered: lives as long as the program)
   LossOptions loss_options_;
   BuiltModel built_;
   UnidecModel model_{nullptr};

@@ -1,5 +1,6 @@
 // The bag-of-words encoder from a run's config: its word vocabulary (built from the training texts once, then
 // kept in the run's folder so token ids never change), TF-IDF weights and optional GloVe word vectors.
+#include "engine/core/error.h"
 #include "engine/model/bow/bow_encoder.h"
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/encoder_factory.h"
@@ -14,6 +15,9 @@ BuiltEncoder make_bow_encoder(const TrainConfig& config, const std::vector<std::
   const EncoderOptions& common = config.get<EncoderOptions>();
   const BowOptions& bow = config.get<BowOptions>();
   const auto vocab_path = run_dir / "vocab.txt";
+  // Without texts the run is being loaded, not trained: its vocabulary must be there.
+  if (train_texts.empty() && !std::filesystem::exists(vocab_path))
+    throw InputError(vocab_path.string(), "no such file: the run's vocabulary is missing");
   Vocabulary vocabulary = std::filesystem::exists(vocab_path)
                               ? Vocabulary::load(vocab_path)
                               : Vocabulary::build(train_texts, {.min_count = bow.min_count});
