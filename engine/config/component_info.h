@@ -47,9 +47,21 @@ struct EncoderInfo {
   std::vector<OptionGroup> option_groups;  ///< they matter only when this encoder is chosen
 };
 
-/// Every registered method and encoder, in the order help texts list them (engine/registry).
+/// An order of an epoch's training queries (the config's `sampler.type`): random, NGAME's clusters.
+struct BatchOrderInfo {
+  std::string name;         ///< the config's `sampler.type` value
+  std::string description;  ///< one line for help texts
+  std::vector<OptionGroup> option_groups;  ///< they matter only when this order is chosen
+  /// The marks it adds to the training plots (re-clustering); null = none.
+  std::function<std::vector<EpochMark>(const TrainConfig&)> milestones;
+};
+
+/// Every registered method, encoder and batch order, in the order help texts list them (engine/registry).
 const std::vector<MethodInfo>& registered_method_infos();
 const std::vector<EncoderInfo>& registered_encoder_infos();
+const std::vector<BatchOrderInfo>& registered_batch_order_infos();
+/// The registered batch order named `name`; throws ConfigError naming the known ones.
+const BatchOrderInfo& batch_order_info(const std::string& name);
 /// The config's `loss` values: the registered losses (engine/loss/loss_entry.h has their functions).
 const std::vector<std::string>& registered_loss_names();
 /// The registered method named `name`; throws ConfigError naming the known methods.

@@ -81,7 +81,7 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
       context.phase("encoding training queries");
       context.stale_query_embeddings = model->embed_all(context.train_corpus, context.progress, "encoding training queries for clustering");
     }
-    context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
+    context.phase(batcher.refresh_phase(epoch));
   }
   auto batches = draws_batches ? batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress)
                                : std::vector<std::vector<std::int64_t>>{};

@@ -17,6 +17,8 @@ namespace xmc {
 #define XMC_DECLARE_ENCODER_INFO(name) EncoderInfo name##_encoder_info();
 XMC_FOR_EACH_METHOD(XMC_DECLARE_METHOD_INFO)
 XMC_FOR_EACH_ENCODER(XMC_DECLARE_ENCODER_INFO)
+#define XMC_DECLARE_BATCH_ORDER_INFO(name) BatchOrderInfo name##_batch_order_info();
+XMC_FOR_EACH_BATCH_ORDER(XMC_DECLARE_BATCH_ORDER_INFO)
 
 namespace {
 
@@ -60,6 +62,22 @@ const std::vector<EncoderInfo>& registered_encoder_infos() {
   return encoders;
 }
 
+const std::vector<BatchOrderInfo>& registered_batch_order_infos() {
+#define XMC_BATCH_ORDER_INFO(name) name##_batch_order_info(),
+  static const std::vector<BatchOrderInfo> orders{XMC_FOR_EACH_BATCH_ORDER(XMC_BATCH_ORDER_INFO)};
+#undef XMC_BATCH_ORDER_INFO
+  return orders;
+}
+
+const BatchOrderInfo& batch_order_info(const std::string& name) {
+  std::string known;
+  for (const BatchOrderInfo& order : registered_batch_order_infos()) {
+    if (order.name == name) return order;
+    known += (known.empty() ? "" : ", ") + order.name;
+  }
+  throw ConfigError("sampler.type: \"" + name + "\" is not a known batch order (" + known + ")");
+}
+
 const MethodInfo& method_info(const std::string& name) {
   std::string known;
   for (const MethodInfo& m : registered_method_infos()) {
@@ -71,14 +89,16 @@ const MethodInfo& method_info(const std::string& name) {
 
 const std::vector<OptionGroup>& registered_option_groups() {
   static const std::vector<OptionGroup> groups = [] {
-    std::vector<std::string> methods, encoders;
+    std::vector<std::string> methods, encoders, orders;
     for (const MethodInfo& m : registered_method_infos()) methods.push_back(m.name);
     for (const EncoderInfo& e : registered_encoder_infos()) encoders.push_back(e.name);
+    for (const BatchOrderInfo& o : registered_batch_order_infos()) orders.push_back(o.name);
 
     std::vector<OptionGroup> out{run_option_group(methods), distributed_option_group(), loss_option_group(registered_loss_names()), negatives_option_group(),
                                  encoder_option_group(encoders)};
     for (const EncoderInfo& e : registered_encoder_infos()) add_component_groups(out, "encoder.type", e.name, e.option_groups);
-    out.push_back(query_batcher_option_group());
+    out.push_back(query_batcher_option_group(orders));
+    for (const BatchOrderInfo& o : registered_batch_order_infos()) add_component_groups(out, "sampler.type", o.name, o.option_groups);
     out.push_back(optimisation_option_group());
     for (const MethodInfo& m : registered_method_infos()) add_component_groups(out, "method", m.name, m.option_groups);
     out.push_back(evaluation_option_group());

@@ -1,9 +1,6 @@
 #pragma once
-// Engine-internal (includes torch). Orders training queries into batches for one epoch: random, or
-// NGAME's clustered batches — balanced 2-means clusters of the current query embeddings, shuffled,
-// concatenated and cut into batches, so that each query's in-batch negatives are hard. The cluster
-// size follows a curriculum: 1 (random) before `start_epoch`, then C, doubling at each `grow_at` epoch;
-// clusters are recomputed every `refresh_every` epochs from the embeddings of the last pass.
+// Engine-internal (includes torch). Cuts an epoch's training queries into batches, in the order the run's
+// batch order gives them (batch_order.h: random, NGAME's clusters, ...), from one random stream of its own.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -12,46 +9,37 @@
 #include <vector>
 
 #include "engine/core/progress.h"
-#include "engine/sampler/query_batcher_options.h"
+#include "engine/sampler/batch_order.h"
 
 namespace xmc {
-
 
 class QueryBatcher {
  public:
   /// @param queries  the training rows to batch (rows without positives already left out)
-  QueryBatcher(QueryBatcherOptions options, std::vector<std::int64_t> queries, std::uint64_t seed);
+  QueryBatcher(std::unique_ptr<BatchOrder> order, std::int64_t batch_size, std::vector<std::int64_t> queries, std::uint64_t seed);
 
-  /// Cluster size in force at `epoch` (1 = random batches).
-  std::int64_t cluster_size_at(std::int64_t epoch) const;
-  /// Whether epoch `epoch` needs fresh clusters (and so the caller must pass current embeddings).
+  /// Whether epoch `epoch` needs the query embeddings of the last pass (fresh clusters).
   bool needs_embeddings(std::int64_t epoch) const;
+  /// What that refresh is, for progress ("clustering queries (C = 16)").
+  std::string refresh_phase(std::int64_t epoch) const;
 
   /// The batches of one epoch. `embeddings` ([num_rows x d], row r = training row r, L2-normalised)
-  /// are required when needs_embeddings(epoch). Clustering reports to `progress` when given.
+  /// are required when needs_embeddings(epoch). Ordering work reports to `progress` when given.
   std::vector<std::vector<std::int64_t>> epoch_batches(std::int64_t epoch, const torch::Tensor& embeddings = {},
                                                        Progress* progress = nullptr);
 
-  /// Sampler state for checkpoints: RNG and current clusters.
+  /// Sampler state for checkpoints: the RNG, then the order's own state (its clusters).
   std::string save_state() const;
   void load_state(const std::string& state);
 
   std::mt19937_64& rng() { return rng_; }
 
  private:
-  void shuffle(std::vector<std::int64_t>& v);
-
-  QueryBatcherOptions options_;
+  std::unique_ptr<BatchOrder> order_;
+  std::int64_t batch_size_;
   std::vector<std::int64_t> queries_;
   std::mt19937_64 rng_;
-  std::vector<std::vector<std::int64_t>> clusters_;
-  std::int64_t clusters_size_ = 0;  ///< C the clusters were made with
 };
-
-/// Uniform integer in [0, n) from a 64-bit engine; portable (std::uniform_int_distribution is not).
-inline std::int64_t uniform_index(std::mt19937_64& rng, std::int64_t n) {
-  return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
-}
 
 /// `order` cut into consecutive batches of `batch_size`, a last batch under a quarter of it merged into the
 /// one before (it would have almost no in-batch negatives).

@@ -1,6 +1,7 @@
 #pragma once
-// How an epoch's training queries are cut into batches (plain data, no torch): the config's `sampler.*` keys
-// (query_batcher_options.cpp) are bound to these fields; batch_size is the run's.
+// How an epoch's training queries are cut into batches (plain data, no torch): the config's `sampler.type` (a
+// registered batch order, XMC_FOR_EACH_BATCH_ORDER) is bound to this struct; batch_size is the run's. An order
+// with options of its own keeps them beside it (cluster_batch_options.h).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,14 +11,11 @@ namespace xmc {
 struct OptionGroup;
 
 struct QueryBatcherOptions {
-  std::string type = "random";            ///< random | cluster
-  std::int64_t batch_size = 256;          ///< not a key of its own: the run's batch_size
-  std::int64_t cluster_size = 16;         ///< C at start_epoch
-  std::int64_t start_epoch = 1;           ///< first clustered epoch (0-based; earlier epochs are random)
-  std::int64_t refresh_every = 1;         ///< epochs between re-clustering
-  std::vector<std::int64_t> grow_at;      ///< epochs at which C doubles
+  std::string type = "random";    ///< the batch order: a registered one (random | cluster)
+  std::int64_t batch_size = 256;  ///< not a key of its own: the run's batch_size
 };
 
-OptionGroup query_batcher_option_group();
+/// sampler.type, one of `orders` (the registered batch orders).
+OptionGroup query_batcher_option_group(const std::vector<std::string>& orders);
 
 }  // namespace xmc

@@ -243,7 +243,11 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
     impl->synthesized_by = impl->run.config.method;  // the run synthesizes its added labels' classifiers itself
   } else {
     // The newest completed run built on this one by a method that does (IRENE) synthesizes classifiers of added labels.
-    for (const RunInfo& info : impl->store->list_runs()) {  // newest first
+    // Only runs of such methods are read (the store finds them by the config's method).
+    std::vector<std::string> builders;
+    for (const MethodInfo& method : registered_method_infos())
+      if (method.base_run) builders.push_back(method.name);
+    for (const RunInfo& info : impl->store->runs_of_methods(builders)) {  // newest first
       if (info.status != RunStatus::Completed) continue;
       TrainConfig config;
       try {

@@ -502,6 +502,23 @@ std::vector<RunInfo> RunStore::list_runs() const {
   });
 }
 
+std::vector<RunInfo> RunStore::runs_of_methods(const std::vector<std::string>& methods) const {
+  if (methods.empty()) return {};
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("listing runs by method", [&] {
+    std::string placeholders;
+    for (std::size_t i = 0; i < methods.size(); ++i) placeholders += (i ? ", ?" : "?") + std::to_string(i + 1);
+    std::vector<RunInfo> runs;
+    StatementUse s(m.statement(std::string("SELECT ") + kRunColumns +
+                               " FROM runs WHERE (CASE WHEN json_valid(config) THEN json_extract(config, '$.method') END) IN (" +
+                               placeholders + ") ORDER BY id DESC"));
+    for (std::size_t i = 0; i < methods.size(); ++i) s->bind(static_cast<int>(i + 1), methods[i]);
+    while (s->executeStep()) runs.push_back(read_run(*s));
+    return runs;
+  });
+}
+
 void RunStore::add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points) {
   Impl& m = *impl_;
   if (points.empty()) return;

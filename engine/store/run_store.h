@@ -80,6 +80,9 @@ class RunStore {
   RunInfo get_run(std::int64_t run) const;
   /// All runs, newest first.
   std::vector<RunInfo> list_runs() const;
+  /// The runs whose config's `method` is one of `methods`, newest first: found by SQLite from the stored
+  /// JSON, so a store of many runs is not read whole to find a few.
+  std::vector<RunInfo> runs_of_methods(const std::vector<std::string>& methods) const;
 
   /// Appends points in one transaction (all or none); throws on an empty key or a missing run.
   void add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points);

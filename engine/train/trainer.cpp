@@ -357,9 +357,7 @@ struct Trainer::Impl {
     held_out = method->held_out_queries(labelled);
     training_queries.clear();
     std::set_difference(labelled.begin(), labelled.end(), held_out.begin(), held_out.end(), std::back_inserter(training_queries));
-    QueryBatcherOptions batching = config.get<QueryBatcherOptions>();
-    batching.batch_size = config.batch_size;
-    batcher = std::make_unique<QueryBatcher>(std::move(batching), training_queries, config.seed);
+    batcher = std::make_unique<QueryBatcher>(make_batch_order(config), config.batch_size, training_queries, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
 
     eval_setup.truth = &dataset.test_labels;

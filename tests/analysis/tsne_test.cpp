@@ -16,6 +16,7 @@
 #include "engine/store/run_store.h"
 #include "engine/train/training_run.h"
 #include "engine/model/encoder_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -238,7 +239,7 @@ TEST(NegativesSnapshot, TrainingRunRecordsAndPublishesSnapshots) {
   config.epochs = 2;
   config.threads = 1;
   config.edit<QueryBatcherOptions>().type = "cluster";
-  config.edit<QueryBatcherOptions>().cluster_size = 4;
+  config.edit<ClusterBatchOptions>().cluster_size = 4;
   config.eval_k = {1, 3};
   config.eval_top = 5;
   const auto db = dir / "runs.sqlite";

@@ -17,6 +17,7 @@
 #include "engine/model/encoder_options.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/psl_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/loss/loss_options.h"
 
@@ -60,7 +61,7 @@ TEST(OptionGroups, AConfigStoredBeforeTheSplitLoadsToTheSameValues) {
   EXPECT_EQ(c.get<LossOptions>().hardest_k, 7);
   EXPECT_EQ(c.get<NegativesOptions>().kind, "hard");
   EXPECT_EQ(c.get<NegativesOptions>().shortlist, 64);
-  EXPECT_EQ(c.get<QueryBatcherOptions>().grow_at, (std::vector<std::int64_t>{3, 6}));
+  EXPECT_EQ(c.get<ClusterBatchOptions>().grow_at, (std::vector<std::int64_t>{3, 6}));
   EXPECT_EQ(c.get<PslOptions>().positives, 2);
   EXPECT_EQ(c.get<PslOptions>().de_head, "normalize");
   EXPECT_DOUBLE_EQ(c.get<UnidecOptions>().lambda, 0.3);

@@ -15,6 +15,7 @@
 #include "engine/model/encoder_options.h"
 #include "engine/loss/loss_options.h"
 #include "engine/method/ngame/ngame_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -74,7 +75,7 @@ TrainConfig ngame_config(const std::filesystem::path& data) {
   c.method = "ngame";
   c.edit<LossOptions>().kind = "triplet";
   c.edit<QueryBatcherOptions>().type = "cluster";
-  c.edit<QueryBatcherOptions>().cluster_size = 4;
+  c.edit<ClusterBatchOptions>().cluster_size = 4;
   c.edit<EncoderOptions>().dim = 16;
   c.batch_size = 32;
   c.epochs = 2;
@@ -167,7 +168,7 @@ TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {
   TrainConfig config = ngame_config(dir / "bibtex");  // the Bibtex preset's recipe, two M1 epochs
   config.edit<EncoderOptions>().dim = 256;
   config.batch_size = 128;
-  config.edit<QueryBatcherOptions>().cluster_size = 8;
+  config.edit<ClusterBatchOptions>().cluster_size = 8;
   config.lr = 0.005;
   config.seed = 1;
   config.epochs = 2;

@@ -22,6 +22,7 @@
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/psl_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/method/unidec/unidec_options.h"
 #include "tests/support/recording_progress.h"
@@ -70,7 +71,7 @@ TrainConfig small_unidec_config(const std::filesystem::path& data, const std::st
   c.edit<PslOptions>().shortlist = 6;
   c.edit<PslOptions>().refresh_every = 2;
   c.edit<QueryBatcherOptions>().type = "cluster";
-  c.edit<QueryBatcherOptions>().cluster_size = 4;
+  c.edit<ClusterBatchOptions>().cluster_size = 4;
   c.threads = 1;
   c.eval_k = {1, 3, 5};
   c.eval_top = 10;

@@ -3,6 +3,7 @@
 #include "engine/sampler/negatives_options.h"
 #include "engine/method/ngame/ngame_options.h"
 #include "engine/sampler/psl_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 
 #include <gtest/gtest.h>
@@ -22,10 +23,10 @@ TEST(TrainingMilestones, NgameMarksClusteringGrowthAndTheSwitchToClassifiers) {
   c.epochs = 8;
   c.edit<NgameOptions>().m4_epochs = 3;
   c.edit<QueryBatcherOptions>().type = "cluster";
-  c.edit<QueryBatcherOptions>().cluster_size = 16;
-  c.edit<QueryBatcherOptions>().start_epoch = 2;
-  c.edit<QueryBatcherOptions>().refresh_every = 1;  // every epoch: not marked
-  c.edit<QueryBatcherOptions>().grow_at = {4, 6, 20};  // 20 is past the encoder's epochs
+  c.edit<ClusterBatchOptions>().cluster_size = 16;
+  c.edit<ClusterBatchOptions>().start_epoch = 2;
+  c.edit<ClusterBatchOptions>().refresh_every = 1;  // every epoch: not marked
+  c.edit<ClusterBatchOptions>().grow_at = {4, 6, 20};  // 20 is past the encoder's epochs
   c.edit<NegativesOptions>().kind = "inbatch";
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{
                           {2, "clusters, C = 16"}, {4, "C = 32"}, {6, "C = 64"}, {8, "M4: classifiers"}}));
@@ -43,8 +44,8 @@ TEST(TrainingMilestones, ShortlistRefreshesAreMarkedWhenNotEveryEpoch) {
   EXPECT_TRUE(marks(c).empty());
   c.edit<NegativesOptions>().refresh_every = 4;
   c.edit<QueryBatcherOptions>().type = "cluster";
-  c.edit<QueryBatcherOptions>().start_epoch = 4;
-  c.edit<QueryBatcherOptions>().refresh_every = 1;
+  c.edit<ClusterBatchOptions>().start_epoch = 4;
+  c.edit<ClusterBatchOptions>().refresh_every = 1;
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{4, "clusters, C = 16, shortlists"}, {8, "shortlists"}}));
 }
 

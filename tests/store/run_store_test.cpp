@@ -184,6 +184,31 @@ TEST_F(RunStoreTest, CreateRunRecordsOwnerConfigAndTimes) {
   EXPECT_EQ(store.list_runs().size(), 2u);
 }
 
+// The store finds runs by their config's method without the caller reading every run (the Predictor looks for
+// IRENE runs this way); a config without a method, or of another method, is not one of them.
+TEST_F(RunStoreTest, RunsOfMethodsAreFoundByTheStoredConfig) {
+  RunStore store(db);
+  const auto with_config = [&](const std::string& name, const std::string& config) {
+    xmc::NewRun run = new_run(name);
+    run.config_json = config;
+    return store.create_run(run);
+  };
+  const std::int64_t irene_1 = with_config("a", R"({"method":"irene","irene":{"base_run":1}})");
+  with_config("b", R"({"method":"ngame"})");
+  with_config("c", "{}");
+  with_config("d", R"({"methods":"irene","note":"method irene"})");
+  const std::int64_t irene_2 = with_config("e", R"({"lr":0.1,"method":"irene"})");
+  const std::int64_t dexml = with_config("f", R"({"method":"dexml"})");
+  std::vector<std::int64_t> ids;
+  for (const auto& run : store.runs_of_methods({"irene"})) ids.push_back(run.id);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{irene_2, irene_1})) << "newest first";
+  ids.clear();
+  for (const auto& run : store.runs_of_methods({"dexml", "irene"})) ids.push_back(run.id);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{dexml, irene_2, irene_1}));
+  EXPECT_TRUE(store.runs_of_methods({}).empty());
+  EXPECT_TRUE(store.runs_of_methods({"unidec"}).empty());
+}
+
 TEST_F(RunStoreTest, NotesAndTagsAreKeptCheckedAndGoWithTheRun) {
   RunStore store(db);
   const std::int64_t id = store.create_run(new_run("tagged"));

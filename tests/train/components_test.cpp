@@ -10,7 +10,9 @@
 #include "engine/method/xmc_model.h"
 #include "engine/model/bow/bow_encoder.h"
 #include "engine/sampler/label_pool.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher.h"
+#include "engine/sampler/query_batcher_options.h"
 #include "engine/optim/fused_adamw.h"
 #include "engine/optim/gradient_clipping.h"
 #include "engine/optim/sparse_gradient.h"
@@ -52,35 +54,71 @@ TEST(LabelPool, HardNegativesComeFromTheShortlist) {
   EXPECT_EQ(std::set<std::int64_t>(pool.labels.begin(), pool.labels.end()), (std::set<std::int64_t>{0, 1, 4, 5, 6, 7, 8, 9}));
 }
 
+std::vector<std::int64_t> rows_0_to(int n) {
+  std::vector<std::int64_t> q(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) q[static_cast<std::size_t>(i)] = i;
+  return q;
+}
+
+TrainConfig clustered_batches(std::int64_t cluster_size, std::int64_t start_epoch, std::int64_t refresh_every, std::vector<std::int64_t> grow_at) {
+  TrainConfig c;
+  c.edit<QueryBatcherOptions>().type = "cluster";
+  c.edit<ClusterBatchOptions>() = {.cluster_size = cluster_size, .start_epoch = start_epoch, .refresh_every = refresh_every, .grow_at = std::move(grow_at)};
+  return c;
+}
+
 TEST(QueryBatcher, CurriculumAndPartition) {
-  QueryBatcher batcher({.type = "cluster", .batch_size = 8, .cluster_size = 2, .start_epoch = 1, .refresh_every = 2, .grow_at = {3}},
-                       [] {
-                         std::vector<std::int64_t> q(32);
-                         for (int i = 0; i < 32; ++i) q[static_cast<std::size_t>(i)] = i;
-                         return q;
-                       }(),
-                       9);
-  EXPECT_EQ(batcher.cluster_size_at(0), 1);
-  EXPECT_EQ(batcher.cluster_size_at(1), 2);
-  EXPECT_EQ(batcher.cluster_size_at(2), 2);
-  EXPECT_EQ(batcher.cluster_size_at(3), 4);
+  QueryBatcher batcher(make_batch_order(clustered_batches(2, 1, 2, {3})), 8, rows_0_to(32), 9);
+  // C: 1 (random) before epoch 1, 2 from it, doubled at epoch 3; fresh clusters at 1, then every 2 epochs or when C changes.
   EXPECT_FALSE(batcher.needs_embeddings(0));
   EXPECT_TRUE(batcher.needs_embeddings(1));
+  EXPECT_EQ(batcher.refresh_phase(1), "clustering queries (C = 2)");
+  EXPECT_EQ(batcher.refresh_phase(3), "clustering queries (C = 4)");
   // Two well-separated groups of queries: clustered batches never mix them when C divides the batch.
   torch::Tensor embeddings = torch::zeros({32, 2});
   for (int i = 0; i < 32; ++i) embeddings[i][i < 16 ? 0 : 1] = 1.0f;
-  for (std::int64_t epoch : {0, 1}) {
-    const auto batches = batcher.epoch_batches(epoch, embeddings);
+  for (std::int64_t epoch : {0, 1, 2, 3}) {
+    const bool fresh = batcher.needs_embeddings(epoch);
+    EXPECT_EQ(fresh, epoch == 1 || epoch == 3) << epoch;
+    const auto batches = batcher.epoch_batches(epoch, fresh ? embeddings : torch::Tensor());
     std::multiset<std::int64_t> seen;
     for (const auto& b : batches) seen.insert(b.begin(), b.end());
     EXPECT_EQ(seen.size(), 32u);
     EXPECT_EQ(std::set<std::int64_t>(seen.begin(), seen.end()).size(), 32u);
-    if (epoch == 1) {
-      // Clusters of 2 from the same group; a batch of 8 = 4 clusters, so pairs never straddle groups.
+    if (epoch >= 1) {
+      // Clusters of 2 (4 from epoch 3) from the same group; a batch of 8 holds whole clusters, so none straddles groups.
       for (const auto& b : batches)
-        for (std::size_t i = 0; i + 1 < b.size(); i += 2) EXPECT_EQ(b[i] < 16, b[i + 1] < 16);
+        for (std::size_t i = 0; i + 1 < b.size(); i += 2) EXPECT_EQ(b[i] < 16, b[i + 1] < 16) << epoch;
     }
   }
+  // The checkpointed state (stream and clusters) continues the same batches in a new batcher.
+  QueryBatcher resumed(make_batch_order(clustered_batches(2, 1, 2, {3})), 8, rows_0_to(32), 1234);
+  resumed.load_state(batcher.save_state());
+  EXPECT_FALSE(resumed.needs_embeddings(4)) << "the clusters came with the state";
+  EXPECT_EQ(resumed.epoch_batches(4), batcher.epoch_batches(4));
+}
+
+// Batch orders are registered by name; a random run's checkpoint of the old layout (stream, then "0 0": no
+// clusters) loads into either order, and a damaged one is refused.
+TEST(QueryBatcher, OrdersByNameAndStatesOfEitherOrderLoad) {
+  TrainConfig random;
+  EXPECT_EQ(random.get<QueryBatcherOptions>().type, "random");
+  QueryBatcher a(make_batch_order(random), 4, rows_0_to(10), 5), b(make_batch_order(random), 4, rows_0_to(10), 5);
+  EXPECT_FALSE(a.needs_embeddings(0));
+  EXPECT_EQ(a.epoch_batches(0), b.epoch_batches(0)) << "the same seed, the same shuffle";
+  std::ostringstream stream;
+  std::mt19937_64 fresh(77);
+  stream << fresh << "\n0 0\n";
+  for (const TrainConfig& config : {random, clustered_batches(2, 0, 1, {})}) {
+    QueryBatcher loaded(make_batch_order(config), 4, rows_0_to(10), 1);
+    EXPECT_NO_THROW(loaded.load_state(stream.str()));
+    EXPECT_THROW(loaded.load_state("not a random state"), Error);
+  }
+  QueryBatcher clustered(make_batch_order(clustered_batches(2, 0, 1, {})), 4, rows_0_to(10), 1);
+  EXPECT_THROW(clustered.load_state(stream.str().substr(0, stream.str().size() - 4) + "2 1\n3 0 1 99\n"), Error) << "row 99 is no query";
+  TrainConfig unknown;
+  unknown.edit<QueryBatcherOptions>().type = "curriculum";
+  EXPECT_THROW(make_batch_order(unknown), ConfigError);
 }
 
 // AdamW's first step from zero moments moves each weight by lr·g/(|g| + eps) after the decay: m̂ = g and

@@ -32,6 +32,7 @@
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/method/ngame/ngame_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -122,8 +123,8 @@ TEST_F(FixedSeedResults, DexmlHardNegativesOnClusteredBatches) {
   c.edit<NegativesOptions>().shortlist = 5;
   c.edit<NegativesOptions>().refresh_every = 1;
   c.edit<QueryBatcherOptions>().type = "cluster";
-  c.edit<QueryBatcherOptions>().cluster_size = 4;
-  c.edit<QueryBatcherOptions>().start_epoch = 1;
+  c.edit<ClusterBatchOptions>().cluster_size = 4;
+  c.edit<ClusterBatchOptions>().start_epoch = 1;
   expect_recorded(train_and_collect(c, dir / "runs.sqlite"), {
       {"1.00/P@1", 0.8666666666666667},
       {"1.00/P@5", 0.34666666666666629},
@@ -169,8 +170,8 @@ TEST_F(FixedSeedResults, NgameTripletThenClassifiers) {
   c.method = "ngame";
   c.edit<LossOptions>().kind = "triplet";
   c.edit<QueryBatcherOptions>().type = "cluster";
-  c.edit<QueryBatcherOptions>().cluster_size = 4;
-  c.edit<QueryBatcherOptions>().grow_at = {2};
+  c.edit<ClusterBatchOptions>().cluster_size = 4;
+  c.edit<ClusterBatchOptions>().grow_at = {2};
   c.edit<NgameOptions>().m4_epochs = 2;
   expect_recorded(train_and_collect(c, dir / "runs.sqlite"), {
       {"1.00/P@1", 0.93333333333333335},

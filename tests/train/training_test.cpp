@@ -25,6 +25,7 @@
 #include "engine/sampler/negatives_options.h"
 #include "engine/method/ngame/ngame_options.h"
 #include "engine/sampler/psl_options.h"
+#include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -282,8 +283,8 @@ TEST(Training, ResumeContinuesBitForBit) {
   TrainConfig config = small_config(dir / "data");
   config.epochs = 3;
   config.edit<QueryBatcherOptions>().type = "cluster";
-  config.edit<QueryBatcherOptions>().cluster_size = 4;
-  config.edit<QueryBatcherOptions>().start_epoch = 1;
+  config.edit<ClusterBatchOptions>().cluster_size = 4;
+  config.edit<ClusterBatchOptions>().start_epoch = 1;
   config.eval_every = 0;
 
   TrainingRun whole(config, dir / "a.sqlite");
@@ -432,7 +433,7 @@ TEST(Training, NgameTrainsClassifiersAndReportsEveryInferenceMode) {
   config.method = "ngame";
   config.edit<LossOptions>().kind = "triplet";
   config.edit<QueryBatcherOptions>().type = "cluster";
-  config.edit<QueryBatcherOptions>().cluster_size = 4;
+  config.edit<ClusterBatchOptions>().cluster_size = 4;
   config.epochs = 3;
   config.edit<NgameOptions>().m4_epochs = 2;
   config.eval_every = 0;
@@ -514,7 +515,7 @@ TEST(Training, BadConfigNamesTheKey) {
   EXPECT_THROW(apply_config_overrides(c, {seventy_zeros + "]"}), ConfigError);
   apply_config_overrides(c, {"method=ngame", "sampler.grow_at=[2,4]", "lr=0.5"});
   EXPECT_EQ(c.method, "ngame");
-  EXPECT_EQ(c.get<QueryBatcherOptions>().grow_at, (std::vector<std::int64_t>{2, 4}));
+  EXPECT_EQ(c.get<ClusterBatchOptions>().grow_at, (std::vector<std::int64_t>{2, 4}));
   EXPECT_DOUBLE_EQ(c.lr, 0.5);
 }
 

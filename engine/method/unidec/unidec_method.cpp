@@ -126,7 +126,7 @@ class UnidecMethod final : public Method {
         context.stale_query_embeddings =
             model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "encoding training queries for clustering");
       }
-      context.phase("clustering queries (C = " + std::to_string(batcher.cluster_size_at(epoch)) + ")");
+      context.phase(batcher.refresh_phase(epoch));
     }
     auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
     if (config_.get<NegativesOptions>().kind == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every)) {
