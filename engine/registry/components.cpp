@@ -8,6 +8,7 @@
 #include "engine/loss/loss_options.h"
 #include "engine/model/encoder_options.h"
 #include "engine/registry/component_list.h"
+#include "engine/registry/find_by_name.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/query_batcher_options.h"
 
@@ -70,21 +71,13 @@ const std::vector<BatchOrderInfo>& registered_batch_order_infos() {
 }
 
 const BatchOrderInfo& batch_order_info(const std::string& name) {
-  std::string known;
-  for (const BatchOrderInfo& order : registered_batch_order_infos()) {
-    if (order.name == name) return order;
-    known += (known.empty() ? "" : ", ") + order.name;
-  }
-  throw ConfigError("sampler.type: \"" + name + "\" is not a known batch order (" + known + ")");
+  return find_by_name(registered_batch_order_infos(), name,
+                      [&](const std::string& known) { return "sampler.type: \"" + name + "\" is not a known batch order (" + known + ")"; });
 }
 
 const MethodInfo& method_info(const std::string& name) {
-  std::string known;
-  for (const MethodInfo& m : registered_method_infos()) {
-    if (m.name == name) return m;
-    known += (known.empty() ? "" : ", ") + m.name;
-  }
-  throw ConfigError("method: \"" + name + "\" is not a known method (" + known + ")");
+  return find_by_name(registered_method_infos(), name,
+                      [&](const std::string& known) { return "method: \"" + name + "\" is not a known method (" + known + ")"; });
 }
 
 const std::vector<OptionGroup>& registered_option_groups() {

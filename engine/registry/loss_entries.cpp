@@ -2,6 +2,7 @@
 #include "engine/core/error.h"
 #include "engine/loss/loss_entry.h"
 #include "engine/registry/component_list.h"
+#include "engine/registry/find_by_name.h"
 
 namespace xmc {
 
@@ -17,12 +18,8 @@ const std::vector<LossEntry>& registered_losses() {
 }
 
 const LossEntry& loss_entry(const std::string& name) {
-  std::string valid;
-  for (const LossEntry& loss : registered_losses()) {
-    if (loss.name == name) return loss;
-    valid += (valid.empty() ? "" : ", ") + loss.name;
-  }
-  throw ConfigError("loss: unknown loss '" + name + "'; valid names: " + valid);
+  return find_by_name(registered_losses(), name,
+                      [&](const std::string& valid) { return "loss: unknown loss '" + name + "'; valid names: " + valid; });
 }
 
 }  // namespace xmc

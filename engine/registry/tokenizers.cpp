@@ -3,6 +3,7 @@
 
 #include "engine/core/error.h"
 #include "engine/registry/component_list.h"
+#include "engine/registry/find_by_name.h"
 #include "engine/text/tokenizer_info.h"
 
 namespace xmc {
@@ -29,9 +30,8 @@ const std::vector<TokenizerInfo>& registered_tokenizers() {
 }
 
 const TokenizerInfo& tokenizer_info(const std::string& name) {
-  for (const TokenizerInfo& t : registered_tokenizers())
-    if (t.name == name) return t;
-  throw ConfigError("tokenizer: \"" + name + "\" is not a known tokenizer (" + known_tokenizers() + ")");
+  return find_by_name(registered_tokenizers(), name,
+                      [&](const std::string& known) { return "tokenizer: \"" + name + "\" is not a known tokenizer (" + known + ")"; });
 }
 
 std::unique_ptr<TextTokenizer> make_tokenizer(const TokenizerSource& source, const std::string& type) {
