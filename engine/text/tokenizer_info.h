@@ -30,6 +30,10 @@ struct TokenizerInfo {
   std::function<std::unique_ptr<TextTokenizer>(const TokenizerSource& source)> make;
 };
 
+/// The model type of a Hugging Face tokenizer.json ("BPE", "WordPiece", "Unigram"), read without parsing the
+/// rest of the file; "" for a file that is not one (never throws).
+std::string tokenizer_json_model_type(const std::filesystem::path& file);
+
 /// Every registered tokenizer, in the order help texts list them (engine/registry).
 const std::vector<TokenizerInfo>& registered_tokenizers();
 /// The tokenizer named `name`; throws ConfigError naming the known ones.

@@ -2,20 +2,12 @@
 
 #include <algorithm>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 namespace xmc {
 namespace {
 
 /// A tokenizer.json whose model is WordPiece (false for anything unreadable: reads() never throws).
-bool is_wordpiece_json(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return false;
-  const auto type = j["model"].find("type");
-  return type != j["model"].end() && type->is_string() && type->get<std::string>() == "WordPiece";
-}
+bool is_wordpiece_json(const std::filesystem::path& file) { return tokenizer_json_model_type(file) == "WordPiece"; }
 
 /// A vocab.txt of one token per line that lists the markers WordPiece needs ([CLS] among them).
 bool is_wordpiece_vocab(const std::filesystem::path& file) {

@@ -48,7 +48,7 @@ TEST(Cli, TokenizePrintsEachTextsIdsAndNamesWhatIsWrong) {
   EXPECT_EQ(r.output, "[2,3]\n");
   r = xmc("tokenize --tokenizer " + vocab.string() + " --type sentencepiece --text x");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("\"sentencepiece\" is not a known tokenizer (words, wordpiece)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"sentencepiece\" is not a known tokenizer (words, wordpiece, bpe)"), std::string::npos) << r.output;
   r = xmc("tokenize --tokenizer " + (dir / "missing.txt").string() + " --text x");
   EXPECT_EQ(r.output, "xmc: error: " + (dir / "missing.txt").string() + ": no such file or folder\n");
   r = xmc("tokenize --tokenizer " + vocab.string());

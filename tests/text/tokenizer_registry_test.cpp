@@ -32,13 +32,13 @@ TEST(TokenizerRegistry, ListsEachTokenizerOnceAndRefusesAnUnknownName) {
     EXPECT_TRUE(t.reads && t.make) << t.name;
     names.push_back(t.name);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"words", "wordpiece"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"words", "wordpiece", "bpe"}));
   EXPECT_EQ(tokenizer_info("wordpiece").name, "wordpiece");
   try {
     tokenizer_info("sentencepiece");
     ADD_FAILURE() << "an unknown tokenizer was accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("words, wordpiece"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("words, wordpiece, bpe"), std::string::npos) << e.what();
   }
 }
 
@@ -63,14 +63,24 @@ TEST(TokenizerRegistry, FindsTheTokenizerOfAFileAndGivesItsIds) {
   // Named explicitly, a file of another kind is refused by the tokenizer that cannot read it.
   EXPECT_THROW(make_tokenizer({.file = dir.path() / "run_vocab.txt"}, "wordpiece"), InputError);
   // A file no tokenizer reads, and a missing one, are named.
-  const auto other = write_file(dir.path() / "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {}, "merges": []}})");
+  const auto other = write_file(dir.path() / "tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})");
   try {
     make_tokenizer({.file = other});
-    ADD_FAILURE() << "a BPE tokenizer.json found a tokenizer";
+    ADD_FAILURE() << "a Unigram tokenizer.json found a tokenizer";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(other.string()), std::string::npos) << e.what();
   }
   EXPECT_THROW(make_tokenizer({.file = dir.path() / "missing.txt"}), InputError);
+  // A BPE model is the bpe tokenizer's; one it cannot read (no byte-level pre-tokenizer) is refused, naming the file.
+  const auto bare_bpe = write_file(dir.path() / "bpe.json", R"({"model": {"type": "BPE", "vocab": {}, "merges": []}})");
+  EXPECT_TRUE(tokenizer_info("bpe").reads(bare_bpe));
+  EXPECT_FALSE(tokenizer_info("wordpiece").reads(bare_bpe));
+  try {
+    make_tokenizer({.file = bare_bpe});
+    ADD_FAILURE() << "a BPE model without a byte-level pre-tokenizer was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(bare_bpe.string()), std::string::npos) << e.what();
+  }
   for (const char* junk : {"", "\xff\xfe\x00", "{", "[CLS"})
     for (const TokenizerInfo& t : registered_tokenizers()) EXPECT_FALSE(t.reads(write_file(dir.path() / "junk.json", junk))) << t.name;
 }
