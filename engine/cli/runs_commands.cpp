@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/session/default_store_path.h"
 #include "engine/session/session.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc::cli {
 namespace {
@@ -205,6 +206,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       require_existing_run_store(*db);
       Session session(*db);
       if (!file->empty()) {
+        require_regular_file(*file);
         std::ifstream in(*file, std::ios::binary);
         if (!in) throw InputError(*file, std::filesystem::exists(*file) ? "cannot open file for reading" : "no such file");
         std::stringstream content;

@@ -13,6 +13,7 @@
 #include "engine/config/run_option_groups.h"
 #include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -208,6 +209,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 }
 
 TrainConfig load_train_config(const std::filesystem::path& path) {
+  require_regular_file(path);
   std::ifstream in(path);
   if (!in) throw InputError(path.string(), std::filesystem::exists(path) ? "cannot open file for reading" : "no such file");
   std::stringstream text;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 
@@ -18,6 +19,7 @@ void ContentHash::add(std::string_view bytes) {
 }
 
 void ContentHash::add_file(const std::filesystem::path& path) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), "cannot open file for reading");
   add(path.filename().string());

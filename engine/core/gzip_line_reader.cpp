@@ -3,11 +3,12 @@
 #include <zlib.h>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 
 GzipLineReader::GzipLineReader(const std::filesystem::path& path) : path_(path.string()) {
-  if (!std::filesystem::exists(path)) throw InputError(path_, "no such file");
+  require_regular_file(path);
   file_ = gzopen(path.c_str(), "rb");  // reads plain files transparently too
   if (file_ == nullptr) throw InputError(path_, "cannot open file for reading");
   gzbuffer(static_cast<gzFile>(file_), 1 << 20);

@@ -3,11 +3,12 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 
 LineReader::LineReader(const std::filesystem::path& path)
-    : path_(path.string()), file_(std::fopen(path.c_str(), "rb"), &std::fclose), buffer_(1 << 20) {
+    : path_(path.string()), file_((require_regular_file(path), std::fopen(path.c_str(), "rb")), &std::fclose), buffer_(1 << 20) {
   if (!file_) {
     std::error_code ec;
     const bool exists = std::filesystem::exists(path, ec);

@@ -11,6 +11,7 @@
 #include "engine/core/error.h"
 #include "engine/data/text_lines.h"
 #include "engine/data/xc_sparse_file.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace fs = std::filesystem;
@@ -25,6 +26,7 @@ DatasetMeta read_dataset_meta(const fs::path& dir) {
   meta.name = dir.filename().string();
   const fs::path path = dir / kMeta;
   if (!fs::exists(path)) return meta;
+  require_regular_file(path);
   std::ifstream in(path);
   nlohmann::json j;
   try {

@@ -11,6 +11,7 @@
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
 #include "engine/core/utf8.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -181,6 +182,7 @@ std::string label_text(std::string name, const std::string& prefix) {
 }  // namespace
 
 std::vector<std::string> read_mulan_label_names(const std::filesystem::path& xml) {
+  require_regular_file(xml);
   std::ifstream in(xml);
   if (!in) throw InputError(xml.string(), std::filesystem::exists(xml) ? "cannot open file for reading" : "no such file");
   std::stringstream buffer;

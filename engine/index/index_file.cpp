@@ -10,6 +10,7 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -109,6 +110,7 @@ void write_index_file(const std::filesystem::path& path, const std::string& spec
 
 IndexFileHeader read_index_file_header(const std::filesystem::path& path) {
   const std::string name = path.string();
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(name, "cannot open the saved index (missing or unreadable)");
   std::array<char, 8> magic{};

@@ -9,6 +9,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/method/method_state.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -181,6 +182,7 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path) {
 TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& method, std::int64_t num_labels, const std::string& store_id,
                               std::int64_t run_id) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
+  require_regular_file(path);
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path.string());

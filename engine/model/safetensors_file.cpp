@@ -16,6 +16,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -112,6 +113,7 @@ TensorInfo parse_tensor_entry(const std::string& file, const std::string& name, 
 
 /// Maps the whole file read-only; falls back to reading it when mmap is not possible.
 std::shared_ptr<const std::byte> map_file(const std::filesystem::path& path, std::uint64_t& size) {
+  require_regular_file(path);  // before open(): opening a FIFO blocks until a writer comes
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path.string(), std::string("cannot open: ") + std::strerror(errno));
   struct ::stat st {};

@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "engine/core/error.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -189,6 +190,7 @@ std::uint64_t pair_key(std::int32_t left, std::int32_t right) {
 
 ByteLevelBpe ByteLevelBpe::from_file(const std::filesystem::path& tokenizer_json) {
   const std::string file = tokenizer_json.string();
+  require_regular_file(tokenizer_json);
   std::ifstream in(tokenizer_json, std::ios::binary);
   if (!in) throw InputError(file, "no such file or not readable");
   Json j;

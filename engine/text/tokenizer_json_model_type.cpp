@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/text/tokenizer_info.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -56,6 +57,7 @@ class ModelTypeFinder : public nlohmann::json_sax<nlohmann::json> {
 }  // namespace
 
 std::string tokenizer_json_model_type(const std::filesystem::path& file) {
+  if (!is_regular_file_path(file)) return {};  // a FIFO would block the reader
   std::ifstream in(file, std::ios::binary);
   if (!in) return {};
   ModelTypeFinder finder;

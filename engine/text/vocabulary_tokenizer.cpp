@@ -1,4 +1,5 @@
 #include "engine/text/vocabulary_tokenizer.h"
+#include "engine/core/regular_file.h"
 
 #include <algorithm>
 #include <fstream>
@@ -16,6 +17,7 @@ TokenizerInfo words_tokenizer_info() {
           .description = "a word vocabulary (lower-cased words, [UNK] for the rest): the bow encoder's, a run's vocab.txt",
           .reads =
               [](const std::filesystem::path& file) {
+                if (!is_regular_file_path(file)) return false;  // a FIFO would block the reader
                 std::ifstream in(file, std::ios::binary);
                 std::string first(15, '\0');
                 return in.read(first.data(), 15) && first == "xmc-vocabulary\t";

@@ -1,4 +1,5 @@
 #include "engine/text/wordpiece_text_tokenizer.h"
+#include "engine/core/regular_file.h"
 
 #include <algorithm>
 #include <fstream>
@@ -11,6 +12,7 @@ bool is_wordpiece_json(const std::filesystem::path& file) { return tokenizer_jso
 
 /// A vocab.txt of one token per line that lists the markers WordPiece needs ([CLS] among them).
 bool is_wordpiece_vocab(const std::filesystem::path& file) {
+  if (!is_regular_file_path(file)) return false;  // a FIFO would block the reader
   std::ifstream in(file, std::ios::binary);
   std::string line;
   for (int n = 0; n < 200000 && std::getline(in, line); ++n) {

@@ -13,6 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
 #include "engine/core/utf8.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 
@@ -122,6 +123,7 @@ void normalize(const std::string& utf8, utf8proc_option_t options, bool compose,
 // ---- files ------------------------------------------------------------------------------------------
 
 json read_json(const std::filesystem::path& path) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::error_code ec;

@@ -34,6 +34,7 @@
 #include "engine/train/mode_evaluation.h"
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/query_batcher_options.h"
+#include "engine/core/regular_file.h"
 
 namespace xmc {
 namespace {
@@ -54,6 +55,7 @@ std::uint64_t worker_step_seed(std::uint64_t seed, int rank, std::int64_t step) 
 constexpr const char* kDone = "done";
 
 std::string read_file_bytes(const std::filesystem::path& path) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) throw InputError(path.string(), "cannot be read");

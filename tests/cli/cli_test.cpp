@@ -1,5 +1,6 @@
 // Drives the `xmc` binary as a user would: exit codes, one-line errors, --json as the last line.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -8,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
 namespace xmc {
@@ -54,6 +56,20 @@ TEST(Cli, TokenizePrintsEachTextsIdsAndNamesWhatIsWrong) {
   r = xmc("tokenize --tokenizer " + vocab.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("give --text"), std::string::npos) << r.output;
+}
+
+// A dataset file that is a FIFO (or any special file) is refused by name at once: opening it to read would wait
+// for a writer forever.
+TEST(Cli, DatasetFilesThatAreSpecialFilesAreRefusedAtOnce) {
+  test::TempDir dir;
+  const auto data = dir / "data";
+  test::write_keyword_dataset(data, 3, 40, 10);
+  const auto test_text = data / "tst.raw.txt";
+  std::filesystem::remove(test_text);
+  ASSERT_EQ(::mkfifo(test_text.c_str(), 0600), 0);
+  const auto r = test::run_command("timeout 20 " + std::string(XMC_CLI_PATH) + " dataset info " + data.string());
+  EXPECT_EQ(r.exit_code, 1) << "124 would be the timeout: the FIFO blocked the reader\n" << r.output;
+  EXPECT_EQ(r.last_line(), "xmc: error: " + test_text.string() + ": is a FIFO (named pipe), not a regular file");
 }
 
 TEST(Cli, MultiProcessOptionsAFewWaysWrongAreRefusedByName) {

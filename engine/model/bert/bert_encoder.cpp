@@ -17,6 +17,7 @@
 #include "engine/core/error.h"
 #include "engine/model/safetensors_file.h"
 #include "engine/torch_compat.h"
+#include "engine/core/regular_file.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
@@ -362,6 +363,7 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
 }
 
 BertConfig read_bert_config(const std::filesystem::path& file) {
+  if (std::filesystem::exists(file)) require_regular_file(file);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
   std::stringstream text;
