@@ -41,6 +41,7 @@ struct TrainArgs {
   std::vector<std::string> sets;
   std::string db = default_run_store_path().string();
   std::int64_t resume = 0;
+  bool restart = false;
   bool json = false;
   bool list_keys = false;
   int nproc = 1;
@@ -105,7 +106,9 @@ void add_train_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--config", args->config, "JSON config (see datasets/configs/); keys may be nested or dotted");
   cmd->add_option("--set", args->sets, "Override a key: --set lr=0.001 --set sampler.type=cluster (repeatable)");
   cmd->add_option("--db", args->db, "Run store (SQLite)")->capture_default_str();
-  cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint")->check(CLI::PositiveNumber);
+  auto* resume = cmd->add_option("--resume", args->resume, "Continue run ID from its latest checkpoint")->check(CLI::PositiveNumber);
+  cmd->add_flag("--restart", args->restart, "With --resume: train the run again from step 0 (e.g. its checkpoint was lost), dropping what it recorded")
+      ->needs(resume);
   cmd->add_flag("--json", args->json,
                 "Print the final evaluation as one JSON line at the end: the primary mode's metrics, \"modes\" (every inference "
                 "mode's), \"run_id\" and \"status\"; for irene each setting (zero_shot, zero_shot_base, generalized, generalized_base) "
@@ -160,7 +163,7 @@ void add_train_command(CLI::App& app, CommandContext& context) {
     }
     Session session(args->db);
     RunHandle run = [&] {
-      if (args->resume > 0) return session.resume_run(args->resume, args->sets, processes);
+      if (args->resume > 0) return session.resume_run(args->resume, args->sets, processes, args->restart);
       TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
       apply_config_overrides(config, args->sets);
       return session.start_run(std::move(config), processes);

@@ -139,9 +139,9 @@ RunHandle Session::start_run(TrainConfig config, const TrainingProcesses& proces
   return RunHandle(std::make_unique<TrainingRun>(std::move(config), db_path_, options), processes, options);
 }
 
-RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& overrides, const TrainingProcesses& processes) {
+RunHandle Session::resume_run(std::int64_t run, const std::vector<std::string>& overrides, const TrainingProcesses& processes, bool restart) {
   const DistributedOptions options = rank_zero_options(processes);
-  return RunHandle(std::make_unique<TrainingRun>(TrainingRun::resume(run, db_path_, overrides, options)), processes, options);
+  return RunHandle(std::make_unique<TrainingRun>(TrainingRun::resume(run, db_path_, overrides, options, restart)), processes, options);
 }
 
 Predictor Session::open_predictor(std::int64_t run, const std::string& device, Progress& progress, const std::string& index_spec) const {

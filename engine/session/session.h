@@ -93,7 +93,9 @@ class Session {
   RunHandle start_run(TrainConfig config, const TrainingProcesses& processes = {});
   /// Re-opens a stopped or failed run to continue from its latest checkpoint; `overrides` ("key=value")
   /// may change keys that do not alter the model. The number of processes may differ from the first time.
-  RunHandle resume_run(std::int64_t run, const std::vector<std::string>& overrides = {}, const TrainingProcesses& processes = {});
+  /// `restart`: train it again from step 0 (TrainingRun::resume), e.g. when its checkpoint was lost.
+  RunHandle resume_run(std::int64_t run, const std::vector<std::string>& overrides = {}, const TrainingProcesses& processes = {},
+                       bool restart = false);
 
   // ---- sweeps -------------------------------------------------------------------------------------
   /// Records a sweep over `axes` on `base` (no run yet; SweepRunner trains it). Every point's config is

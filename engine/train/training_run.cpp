@@ -67,7 +67,7 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
 }
 
 TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides,
-                                const DistributedOptions& distributed) {
+                                const DistributedOptions& distributed, bool restart) {
   validate(distributed);
   auto store = std::make_unique<RunStore>(db_path);
   const RunInfo info = store->get_run(run_id);
@@ -81,7 +81,13 @@ TrainingRun TrainingRun::resume(std::int64_t run_id, const std::filesystem::path
   check_batch_fits(config.batch_size, distributed);  // before the run is claimed
   // A run killed before its first checkpoint trains again from the start (what it recorded is discarded),
   // in a fresh folder; a checkpoint is used only from the run's own folder.
-  const bool has_checkpoint = std::filesystem::exists(checkpoint_file(run_directory(db_path, run_id)));
+  const auto checkpoint = checkpoint_file(run_directory(db_path, run_id));
+  const bool has_checkpoint = std::filesystem::exists(checkpoint) && !restart;
+  // A run that wrote a checkpoint and lost it would start over without a word: that takes --restart.
+  if (!has_checkpoint && !restart && store->latest_artifact(run_id, "checkpoint"))
+    throw ConfigError("run " + std::to_string(run_id) + " wrote a checkpoint and " + checkpoint.string() +
+                      " is gone: resuming would train it again from step 0 and drop what it recorded; to do that on purpose, "
+                      "xmc train --resume " + std::to_string(run_id) + " --restart");
   auto run_dir = has_checkpoint ? verified_run_directory(db_path, run_id) : fresh_run_directory(db_path, run_id);
   // One atomic claim: of two processes resuming the run, one trains it and the other is told who does.
   store->claim_run(run_id);

@@ -25,9 +25,11 @@ class TrainingRun {
   TrainingRun(TrainConfig config, const std::filesystem::path& db_path, const DistributedOptions& distributed = {});
   /// Re-opens run `run_id` to continue from its latest checkpoint; `overrides` ("key=value") may change
   /// keys that do not alter the model (e.g. epochs, max_steps, eval.every). It may resume with another
-  /// number of processes than it started with.
+  /// number of processes than it started with. A run that wrote a checkpoint whose file is gone is refused
+  /// (resuming would silently start over); `restart` trains it again from step 0 on purpose, in a fresh folder,
+  /// dropping what it recorded.
   static TrainingRun resume(std::int64_t run_id, const std::filesystem::path& db_path, const std::vector<std::string>& overrides = {},
-                            const DistributedOptions& distributed = {});
+                            const DistributedOptions& distributed = {}, bool restart = false);
   ~TrainingRun();
   TrainingRun(TrainingRun&&) noexcept;
   TrainingRun& operator=(TrainingRun&&) noexcept;

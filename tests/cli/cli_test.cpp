@@ -36,6 +36,9 @@ TEST(Cli, ErrorsAreOneLineAndExitNonZero) {
   EXPECT_EQ(r.output, "xmc: error: /nonexistent/t.txt: no such file\n");
   r = xmc("no-such-command");
   EXPECT_NE(r.exit_code, 0);
+  r = xmc("train --restart --set epochs=1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--restart requires --resume"), std::string::npos) << r.output;
 }
 
 // `xmc tokenize` prints one JSON array of ids per text: for a BERT vocab.txt, line numbers - 1, worked by hand.

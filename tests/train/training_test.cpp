@@ -1,6 +1,7 @@
 // End-to-end training on small synthetic data: learning happens, runs are recorded, checkpoints resume
 // bit-for-bit, failures are recorded without losing what was written.
 #include <gtest/gtest.h>
+#include <set>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -320,6 +321,42 @@ TEST(Training, ResumeContinuesBitForBit) {
   ASSERT_EQ(pa.size(), pc.size());
   for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " with prefetching";
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, c.metrics.get(name)) << name << " with prefetching";
+}
+
+// A run whose checkpoint file was deleted is not silently trained again from step 0: the resume is refused,
+// naming the file and --restart; with restart it trains from step 0, once, to the uninterrupted run's numbers.
+TEST(Training, ALostCheckpointIsRefusedUnlessTheRunIsRestarted) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 2);
+  TrainConfig config = small_config(dir / "data");
+  config.epochs = 2;
+  config.eval_every = 0;
+  const auto db = dir / "runs.sqlite";
+  const TrainResult whole = TrainingRun(config, dir / "whole.sqlite").run();
+  config.max_steps = 5;
+  TrainingRun first(config, db);
+  ASSERT_EQ(first.run().outcome, RunOutcome::Stopped);
+  const auto checkpoint = TrainingRun::run_directory(db, first.run_id()) / "checkpoint.pt";
+  ASSERT_TRUE(std::filesystem::remove(checkpoint));
+  try {
+    TrainingRun::resume(first.run_id(), db, {"max_steps=0"});
+    FAIL() << "a run that lost its checkpoint was resumed";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(checkpoint.string() + " is gone"), std::string::npos) << message;
+    EXPECT_NE(message.find("--restart"), std::string::npos) << message;
+  }
+  EXPECT_EQ(RunStore(db).get_run(first.run_id()).status, RunStatus::Stopped) << "the refusal changes nothing";
+  TrainingRun again = TrainingRun::resume(first.run_id(), db, {"max_steps=0"}, {}, /*restart=*/true);
+  const TrainResult restarted = again.run();
+  ASSERT_EQ(restarted.outcome, RunOutcome::Completed);
+  for (const auto& [name, value] : whole.metrics.metrics) EXPECT_EQ(value, restarted.metrics.get(name)) << name;
+  // Every step recorded once: the stopped attempt's steps were dropped with it.
+  const auto losses = RunStore(db).scalars(first.run_id(), "loss");
+  std::set<std::int64_t> steps;
+  for (const auto& point : losses) steps.insert(point.step);
+  EXPECT_EQ(steps.size(), losses.size());
+  EXPECT_EQ(static_cast<std::int64_t>(losses.size()), RunStore(dir / "whole.sqlite").scalars(1, "loss").size());
 }
 
 TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
