@@ -259,6 +259,15 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
     throw InputError(m.path_text, "is an SQLite database of another program (application_id " +
                                       std::to_string(application_id) + "), not an XMC run store");
 
+  // A damaged store is refused before anything is written to it (a migration would rebuild what is missing).
+  // (A store of a newer schema is refused by migrate(), naming its version.)
+  if (version > 0 && version <= static_cast<int>(store::run_store_migrations().size())) {
+    // SQLite's quick_check reads the whole file (~200 MB/s here): stores beyond kQuickCheckBytes get the table
+    // check alone on open, which stays instant.
+    constexpr std::uintmax_t kQuickCheckBytes = 512ull << 20;
+    const std::uintmax_t bytes = std::filesystem::file_size(db_path, ec);
+    store::check_intact(db, m.path_text, version, store::run_store_migrations(), /*quick_check=*/!ec && bytes <= kQuickCheckBytes);
+  }
   // Migrations run with foreign keys off (the default), as SQLite's table-rebuild recipe requires.
   store::migrate(db, m.path_text, store::run_store_migrations());
 

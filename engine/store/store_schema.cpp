@@ -2,9 +2,12 @@
 
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
 #include <array>
+#include <regex>
+#include <set>
 
 #include "engine/core/error.h"
 
@@ -162,6 +165,35 @@ static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 mus
 std::span<const Migration> run_store_migrations() { return kMigrations; }
 
 int schema_version(SQLite::Database& db) { return db.execAndGet("PRAGMA user_version").getInt(); }
+
+void check_intact(SQLite::Database& db, const std::string& db_path, int version, std::span<const Migration> steps, bool quick_check) {
+  std::set<std::string> present;
+  std::string problem;
+  try {
+    SQLite::Statement tables(db, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    while (tables.executeStep()) present.insert(tables.getColumn(0).getString());
+    SQLite::Statement check(db, "PRAGMA quick_check(5)");
+    while (quick_check && check.executeStep()) {
+      const std::string line = check.getColumn(0).getString();
+      if (line != "ok") problem += (problem.empty() ? "" : "; ") + line;
+    }
+  } catch (const SQLite::Exception& e) {
+    throw InputError(db_path, std::string("is a damaged run store (") + e.what() + "); it was left unchanged: restore it from a copy");
+  }
+  std::string missing;
+  static const std::regex create_table(R"(CREATE TABLE (\w+))");
+  for (const Migration& step : steps) {
+    if (step.version > version) break;
+    const std::string sql = step.sql;
+    for (std::sregex_iterator it(sql.begin(), sql.end(), create_table), end; it != end; ++it)
+      if (!present.count((*it)[1].str())) missing += (missing.empty() ? "" : ", ") + (*it)[1].str();
+  }
+  if (!missing.empty())
+    throw InputError(db_path, "is a damaged run store: the table(s) " + missing + " of schema version " + std::to_string(version) +
+                                  " are missing; it was left unchanged: restore it from a copy");
+  if (!problem.empty())
+    throw InputError(db_path, "is a damaged run store (SQLite's quick_check: " + problem + "); it was left unchanged: restore it from a copy");
+}
 
 int migrate(SQLite::Database& db, const std::string& db_path, std::span<const Migration> steps) {
   for (std::size_t i = 0; i < steps.size(); ++i) {

@@ -31,6 +31,11 @@ std::span<const Migration> run_store_migrations();
 /// Reads `PRAGMA user_version` (0 for a new, empty database).
 int schema_version(SQLite::Database& db);
 
+/// Checks a store at schema `version` before anything is written to it: every table its migrations created must
+/// be there, and (with `quick_check`) SQLite's quick_check must pass. Throws InputError naming the store and what
+/// is wrong (the file is left as it is: a damaged store is never repaired in place).
+void check_intact(SQLite::Database& db, const std::string& db_path, int version, std::span<const Migration> steps, bool quick_check = true);
+
 /// Applies the steps of `steps` newer than the database's version, each in a BEGIN IMMEDIATE
 /// transaction that re-reads the version first (so two processes opening a new store at once migrate
 /// it once). Returns the version reached. Throws xmc::InputError naming `db_path` when the database

@@ -186,6 +186,59 @@ TEST_F(RunStoreTest, CreateRunRecordsOwnerConfigAndTimes) {
 
 // The store finds runs by their config's method without the caller reading every run (the Predictor looks for
 // IRENE runs this way); a config without a method, or of another method, is not one of them.
+std::string file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A damaged store is refused by name and left byte for byte as it was: a dropped table is not recreated (a
+// migration or a listing would have written to it), and pages SQLite's quick_check finds broken stop the open.
+TEST_F(RunStoreTest, ADamagedStoreIsRefusedAndNeverWritten) {
+  {
+    RunStore store(db);
+    store.create_run(new_run("kept"));
+  }
+  {
+    SQLite::Database raw(db.string(), SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA foreign_keys = OFF");
+    raw.exec("DROP TABLE run_tags");
+    raw.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  const std::string before = file_bytes(db);
+  const std::string message = error_of([&] { RunStore again(db); });
+  EXPECT_NE(message.find(db.string() + ": is a damaged run store: the table(s) run_tags of schema version"), std::string::npos) << message;
+  EXPECT_NE(message.find("left unchanged"), std::string::npos) << message;
+  EXPECT_EQ(file_bytes(db), before) << "the refusal wrote to the store";
+
+  // A broken b-tree page in an otherwise well-formed store.
+  const auto other = db.parent_path() / "pages.sqlite";
+  {
+    RunStore store(other);
+    for (int i = 0; i < 40; ++i) store.create_run(new_run("run " + std::to_string(i)));
+    store.add_scalars(1, [] {
+      std::vector<xmc::ScalarPoint> points;
+      for (int s = 0; s < 5000; ++s) points.push_back({s, 0, "loss", 1.0 / (s + 1), 0});
+      return points;
+    }());
+  }
+  std::int64_t page_size = 0, scalars_root = 0;
+  {
+    SQLite::Database raw(other.string(), SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    page_size = raw.execAndGet("PRAGMA page_size").getInt64();
+    scalars_root = raw.execAndGet("SELECT rootpage FROM sqlite_master WHERE name = 'scalars'").getInt64();
+  }
+  std::string bytes = file_bytes(other);
+  ASSERT_GT(scalars_root, 1);
+  // The scalars tree's root page gets a page type no b-tree page has (2, 5, 10 or 13 are the valid ones).
+  bytes[static_cast<std::size_t>((scalars_root - 1) * page_size)] = static_cast<char>(0xA5);
+  { std::ofstream(other, std::ios::binary | std::ios::trunc) << bytes; }
+  const std::string damaged = error_of([&] { RunStore again(other); });
+  EXPECT_NE(damaged.find(other.string()), std::string::npos) << damaged;
+  EXPECT_NE(damaged.find("damaged"), std::string::npos) << damaged;
+  EXPECT_EQ(file_bytes(other), bytes);
+}
+
 TEST_F(RunStoreTest, RunsOfMethodsAreFoundByTheStoredConfig) {
   RunStore store(db);
   const auto with_config = [&](const std::string& name, const std::string& config) {
