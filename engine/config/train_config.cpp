@@ -120,7 +120,6 @@ OptionGroup distributed_option_group() {
 }
 
 OptionGroup optimisation_option_group() {
-  const double inf = std::numeric_limits<double>::infinity();
   return Run("Optimisation")
       .integer("epochs", &TrainConfig::epochs, 1, 1000000, "Training epochs (NGAME: of stage M1)")
       .integer("batch_size", &TrainConfig::batch_size, 2, 1 << 24, "Queries per batch")
@@ -130,7 +129,7 @@ OptionGroup optimisation_option_group() {
       .number("weight_decay", &TrainConfig::weight_decay, 0, 10, "AdamW weight decay (never on biases or norms)")
       .number("warmup", &TrainConfig::warmup, 0, 1, "Fraction of all steps spent warming the learning rate up")
       .text("schedule", &TrainConfig::schedule, {"linear", "cosine", "constant"}, "Learning-rate decay after warm-up")
-      .number("grad_clip", &TrainConfig::grad_clip, 0, inf, "Clip the global gradient norm to this (0 = off)")
+      .number("grad_clip", &TrainConfig::grad_clip, 0, 1e30, "Clip the global gradient norm to this (0 = off)")  // gradients are float32
       .integer("max_steps", &TrainConfig::max_steps, 0, kNoMax, "Stop after this many steps (0 = train all epochs)")
       .build();
 }

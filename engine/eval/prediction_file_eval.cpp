@@ -25,6 +25,9 @@ EvalResult evaluate_prediction_file(const PredictionFileEval& request, Progress&
     if (train.cols != num_labels)
       throw InputError(request.train->string(), "declares " + std::to_string(train.cols) + " labels but the truth file declares " +
                                                     std::to_string(num_labels));
+    // Propensities come from the training rows: with none every label is unseen and PSP would read 0 for any ranking.
+    if (train.rows == 0)
+      throw InputError(request.train->string(), "has no rows: PSP@k and the decile bins need the training labels' frequencies");
     const auto frequencies = train.column_counts();
     inv_propensities = inverse_propensities(frequencies, train.rows, request.propensity);
     if (!request.options.decile_ks.empty()) bins = decile_bins(frequencies);

@@ -1,6 +1,10 @@
 #include "engine/model/encoder_options.h"
 
+#include <filesystem>
+
 #include "engine/config/option_group_builder.h"
+#include "engine/config/train_config.h"
+#include "engine/core/error.h"
 
 namespace xmc {
 
@@ -13,6 +17,13 @@ OptionGroup encoder_option_group(const std::vector<std::string>& encoders) {
       .path("encoder.path", &EncoderOptions::path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file")
       .fixed_on_resume()
       .number("encoder.dropout", &EncoderOptions::dropout, 0, 0.9, "Dropout in the heads (and inside bert)")
+      // Checked before a run is recorded, naming the key: the encoder's factory would fail later, with the run failed.
+      .validate([](const TrainConfig& config) {
+        const std::filesystem::path& path = config.get<EncoderOptions>().path;
+        std::error_code error;
+        if (!path.empty() && !std::filesystem::exists(path, error))
+          throw ConfigError("encoder.path: " + path.string() + ": no such file or folder");
+      })
       .build();
 }
 

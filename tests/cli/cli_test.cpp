@@ -129,6 +129,34 @@ TEST(Cli, EvalJsonIsTheLastLineAndMatchesAHandWorkedCase) {
   EXPECT_NEAR(sum, 3.0 / 10, 1e-9);
 }
 
+// A training file of no rows gives no propensities: refused by name, where PSP@k read 0.00 for a perfect ranking.
+TEST(Cli, EvalRefusesATrainingFileWithoutRows) {
+  test::TempDir dir;
+  const auto truth = test::write_file(dir / "t.txt", "2 3\n0:1 1:1\n2:1\n");
+  const auto pred = test::write_file(dir / "p.txt", "2 3\n0:0.9 1:0.5\n2:0.3\n");
+  const auto train = test::write_file(dir / "trn.txt", "0 3\n");
+  const auto r = xmc("eval --truth " + truth.string() + " --pred " + pred.string() + " --train " + train.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.last_line(), "xmc: error: " + train.string() + ": has no rows: PSP@k and the decile bins need the training labels' frequencies");
+}
+
+// Config values a machine cannot use are refused before a run is recorded, naming the key: a missing encoder
+// path (a run was created and failed with "no such file"), a clip norm beyond float32 (a run failed with
+// "value cannot be converted to type float without overflow").
+TEST(Cli, TrainRefusesUnusableValuesByKeyBeforeRecordingARun) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 5, 40, 10);
+  const std::string db = (dir / "runs.sqlite").string();
+  const std::string train = "train --db " + db + " --set dataset=" + (dir / "data").string() + " --set epochs=1";
+  auto r = xmc(train + " --set encoder.path=" + (dir / "glove.txt").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.last_line(), "xmc: error: encoder.path: " + (dir / "glove.txt").string() + ": no such file or folder");
+  r = xmc(train + " --set grad_clip=1e308");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.last_line().find("grad_clip"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "no run was recorded";
+}
+
 TEST(Cli, EvalRejectsPredictionsOfTheWrongShape) {
   test::TempDir dir;
   test::write_file(dir / "t.txt", "2 4\n1:1\n0:1\n");
