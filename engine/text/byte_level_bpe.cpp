@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <queue>
 
@@ -186,6 +187,89 @@ std::uint64_t pair_key(std::int32_t left, std::int32_t right) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
 }
 
+/// model.vocab and model.merges of a tokenizer.json, streamed: building them as a JSON document (300,000 nodes
+/// for Qwen) took most of the load time.
+class VocabAndMerges : public nlohmann::json_sax<Json> {
+ public:
+  std::vector<std::pair<std::string, std::int64_t>> vocab;
+  std::string bad_vocab_entry;  ///< the first token whose id is not a whole number (empty: none)
+  bool saw_vocab = false, saw_merges = false;
+  struct MergeEntry {
+    std::vector<std::string> parts;  ///< ["a b"] (older files) or ["a", "b"]
+    bool malformed = false;
+  };
+  std::vector<MergeEntry> merges;
+
+  bool null() override { return value(false, 0); }
+  bool boolean(bool) override { return value(false, 0); }
+  bool number_integer(number_integer_t v) override { return value(true, v); }
+  bool number_unsigned(number_unsigned_t v) override { return value(v <= static_cast<number_unsigned_t>(INT64_MAX), static_cast<std::int64_t>(v)); }
+  bool number_float(number_float_t, const string_t&) override { return value(false, 0); }
+  bool binary(binary_t&) override { return value(false, 0); }
+  bool string(string_t& text) override {
+    if (in_merges() && depth_ == 3) merges.push_back({{text}, false});
+    else if (in_merges() && depth_ == 4) merges.back().parts.push_back(text);
+    else return value(false, 0);
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    if (in_model_key("vocab")) saw_vocab = true;
+    if (in_merges() && depth_ >= 3) mark_merge_malformed();
+    return open('{');
+  }
+  bool start_array(std::size_t) override {
+    if (in_model_key("merges")) saw_merges = true;
+    if (in_merges() && depth_ == 3) merges.push_back({{}, false});
+    else if (in_merges() && depth_ > 3) mark_merge_malformed();
+    return open('[');
+  }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) top_key_ = k;
+    if (depth_ == 2) model_key_ = k;
+    key_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
+
+ private:
+  bool in_model_key(const char* name) const { return depth_ == 2 && top_key_ == "model" && model_key_ == name; }
+  bool in_vocab() const { return depth_ >= 3 && top_key_ == "model" && model_key_ == "vocab" && vocab_open_; }
+  bool in_merges() const { return depth_ >= 3 && top_key_ == "model" && model_key_ == "merges" && merges_open_; }
+  void mark_merge_malformed() {
+    if (!merges.empty()) merges.back().malformed = true;
+    else merges.push_back({{}, true});
+  }
+  bool value(bool whole_number, std::int64_t v) {
+    if (in_vocab() && depth_ == 3) {
+      if (!whole_number && bad_vocab_entry.empty()) bad_vocab_entry = key_.empty() ? std::string("(empty token)") : key_;
+      vocab.emplace_back(key_, whole_number ? v : -1);
+    } else if (in_merges()) {
+      mark_merge_malformed();
+    }
+    return true;
+  }
+  bool open(char kind) {
+    if (depth_ == 2 && top_key_ == "model") {
+      vocab_open_ = model_key_ == "vocab" && kind == '{';
+      merges_open_ = model_key_ == "merges" && kind == '[';
+    }
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    if (depth_ == 2) vocab_open_ = merges_open_ = false;
+    if (depth_ <= 1) model_key_.clear();
+    return true;
+  }
+
+  int depth_ = 0;
+  bool vocab_open_ = false, merges_open_ = false;
+  std::string top_key_, model_key_, key_;
+};
+
 }  // namespace
 
 ByteLevelBpe ByteLevelBpe::from_file(const std::filesystem::path& tokenizer_json) {
@@ -193,9 +277,18 @@ ByteLevelBpe ByteLevelBpe::from_file(const std::filesystem::path& tokenizer_json
   require_regular_file(tokenizer_json);
   std::ifstream in(tokenizer_json, std::ios::binary);
   if (!in) throw InputError(file, "no such file or not readable");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Json j;
+  VocabAndMerges streamed;
   try {
-    j = Json::parse(in);
+    // The document without model.vocab and model.merges (dropped as they are read), then those two streamed.
+    int depth_of_model = -1;
+    j = Json::parse(text, [&](int depth, Json::parse_event_t event, Json& parsed) {
+      if (event == Json::parse_event_t::key && depth == 1 && parsed == "model") depth_of_model = 2;
+      if (event == Json::parse_event_t::key && depth == depth_of_model && (parsed == "vocab" || parsed == "merges")) return false;
+      return true;
+    });
+    Json::sax_parse(text, &streamed);
   } catch (const Json::exception& e) {
     throw InputError(file, std::string("not valid JSON: ") + e.what());
   }
@@ -207,26 +300,28 @@ ByteLevelBpe ByteLevelBpe::from_file(const std::filesystem::path& tokenizer_json
   ByteLevelBpe bpe;
 
   // Vocabulary and merges.
-  if (!model.contains("vocab") || !model["vocab"].is_object()) throw refuse("model.vocab is missing or not an object");
-  for (const auto& [token, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > INT32_MAX)
-      throw refuse("model.vocab[\"" + token + "\"] is not an id");
-    bpe.vocab_.emplace(token, id.get<std::int32_t>());
-    bpe.vocab_size_ = std::max<std::int64_t>(bpe.vocab_size_, id.get<std::int64_t>() + 1);
+  if (!streamed.saw_vocab) throw refuse("model.vocab is missing or not an object");
+  if (!streamed.bad_vocab_entry.empty()) throw refuse("model.vocab[\"" + streamed.bad_vocab_entry + "\"] is not an id");
+  bpe.vocab_.reserve(streamed.vocab.size());
+  for (const auto& [token, id] : streamed.vocab) {
+    if (id < 0 || id > INT32_MAX) throw refuse("model.vocab[\"" + token + "\"] is not an id");
+    bpe.vocab_.emplace(token, static_cast<std::int32_t>(id));
+    bpe.vocab_size_ = std::max<std::int64_t>(bpe.vocab_size_, id + 1);
   }
-  if (!model.contains("merges") || !model["merges"].is_array()) throw refuse("model.merges is missing or not a list");
+  if (!streamed.saw_merges) throw refuse("model.merges is missing or not a list");
   std::int32_t rank = 0;
-  for (const Json& merge : model["merges"]) {
+  bpe.merges_.reserve(streamed.merges.size());
+  for (const VocabAndMerges::MergeEntry& merge : streamed.merges) {
     std::string left, right;
-    if (merge.is_string()) {  // "a b" (older files)
-      const std::string text = merge.get<std::string>();
-      const auto space = text.find(' ', 1);
-      if (space == std::string::npos) throw refuse("merge " + std::to_string(rank) + " \"" + text + "\" is not two tokens");
-      left = text.substr(0, space);
-      right = text.substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {  // ["a", "b"]
-      left = merge[0].get<std::string>();
-      right = merge[1].get<std::string>();
+    if (!merge.malformed && merge.parts.size() == 1) {  // "a b" (older files)
+      const std::string& both = merge.parts[0];
+      const auto space = both.find(' ', 1);
+      if (space == std::string::npos) throw refuse("merge " + std::to_string(rank) + " \"" + both + "\" is not two tokens");
+      left = both.substr(0, space);
+      right = both.substr(space + 1);
+    } else if (!merge.malformed && merge.parts.size() == 2) {  // ["a", "b"]
+      left = merge.parts[0];
+      right = merge.parts[1];
     } else {
       throw refuse("merge " + std::to_string(rank) + " is neither \"a b\" nor [\"a\", \"b\"]");
     }
