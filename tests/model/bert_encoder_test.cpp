@@ -179,6 +179,16 @@ TEST(BertConfig, RejectsMissingAndInvalidKeysNamingFileAndKey) {
   EXPECT_NE(distil.find("'hidden_dim'"), std::string::npos) << distil;
 
   EXPECT_THROW(parse_bert_config("{" + base + R"(, "hidden_size": 8)", "j/config.json"), InputError);
+
+  // Sizes no machine holds are refused before anything is allocated, naming the keys: hidden_size 2^24 with 12
+  // layers is 12 · 4 · 2^48 ≈ 1.4e16 parameters (the allocator said "you tried to allocate 219902325555200 bytes").
+  const std::string huge = error_of([&] {
+    parse_bert_config(R"({"vocab_size": 30522, "hidden_size": 16777216, "num_hidden_layers": 12, "num_attention_heads": 16,
+                          "intermediate_size": 3072, "max_position_embeddings": 512})",
+                      "g/config.json");
+  });
+  EXPECT_NE(huge.find("g/config.json: hidden_size 16777216, num_hidden_layers 12"), std::string::npos) << huge;
+  EXPECT_NE(huge.find("GiB in float32: more than this machine's"), std::string::npos) << huge;
 }
 
 TEST(BertEncoder, RejectsBadOptions) {

@@ -3,6 +3,10 @@
 #include "engine/model/autocast.h"
 #include "engine/model/dropout.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -303,6 +307,22 @@ void BertConfig::validate(const std::string& source) const {
                       std::to_string(num_heads));
   if (pad_token_id < 0 || pad_token_id >= vocab_size)
     throw ConfigError(source + ": key 'pad_token_id' " + std::to_string(pad_token_id) + " is outside the vocabulary");
+  // The sizes against the machine before anything is allocated: a typo in hidden_size must not reach the allocator
+  // ("you tried to allocate 219902325555200 bytes").
+  const double h = static_cast<double>(hidden_size), ffn = static_cast<double>(intermediate_size);
+  const double parameters = (static_cast<double>(vocab_size) + static_cast<double>(max_position_embeddings) +
+                             static_cast<double>(distil ? 0 : type_vocab_size)) * h +
+                            static_cast<double>(num_layers) * (4 * h * h + 2 * h * ffn + 9 * h + ffn);
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (memory > 0 && 4 * parameters > memory) {
+    char text[256];
+    std::snprintf(text, sizeof text, "a model of these sizes has %.3g parameters, %.1f GiB in float32: more than this machine's %.1f GiB",
+                  parameters, 4 * parameters / kGiB, memory / kGiB);
+    throw ConfigError(source + ": " + (distil ? "dim " : "hidden_size ") + std::to_string(hidden_size) + ", " +
+                      (distil ? "n_layers " : "num_hidden_layers ") + std::to_string(num_layers) + ", vocab_size " + std::to_string(vocab_size) +
+                      ", " + (distil ? "hidden_dim " : "intermediate_size ") + std::to_string(intermediate_size) + ": " + text);
+  }
   if (!(layer_norm_eps > 0.0)) throw ConfigError(source + ": key 'layer_norm_eps' must be positive");
   for (const auto& [value, key] : {std::pair{hidden_dropout, distil ? "dropout" : "hidden_dropout_prob"},
                                    std::pair{attention_dropout, distil ? "attention_dropout" : "attention_probs_dropout_prob"}})
