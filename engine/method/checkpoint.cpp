@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/method/method_state.h"
 #include "engine/core/regular_file.h"
+#include "engine/core/zip_integrity.h"
 
 namespace xmc {
 namespace {
@@ -183,6 +184,7 @@ TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& me
                               std::int64_t run_id) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
   require_regular_file(path);
+  verify_zip_entries(path);  // every byte against the CRC-32 stored with it: LibTorch's reader does not check them
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path.string());

@@ -1,0 +1,113 @@
+#include "engine/core/zip_integrity.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/core/regular_file.h"
+
+namespace xmc {
+namespace {
+
+std::uint64_t little_endian(const unsigned char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
+
+std::int64_t verify_zip_entries(const std::filesystem::path& path) {
+  require_regular_file(path);
+  const std::string name = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(name, "cannot open file for reading");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  const auto damaged = [&](const std::string& why) { return InputError(name, "is damaged: " + why); };
+  const auto read_at = [&](std::uint64_t offset, std::size_t bytes) {
+    if (offset > size || bytes > size - offset) throw damaged("a record at byte " + std::to_string(offset) + " runs past the end of the file");
+    std::vector<unsigned char> buffer(bytes);
+    in.seekg(static_cast<std::streamoff>(offset));
+    if (!in.read(reinterpret_cast<char*>(buffer.data()), static_cast<std::streamsize>(bytes))) throw damaged("cannot read byte " + std::to_string(offset));
+    return buffer;
+  };
+
+  // End of central directory: the last 22 bytes, or fewer when an archive comment follows it.
+  if (size < 22) throw damaged("too short for a zip archive (" + std::to_string(size) + " bytes)");
+  const std::uint64_t tail = std::min<std::uint64_t>(size, 22 + 65535);
+  const std::vector<unsigned char> end = read_at(size - tail, static_cast<std::size_t>(tail));
+  std::int64_t eocd = -1;
+  for (std::int64_t i = static_cast<std::int64_t>(tail) - 22; i >= 0; --i)
+    if (little_endian(&end[static_cast<std::size_t>(i)], 4) == 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  if (eocd < 0) throw damaged("no zip end-of-central-directory record (truncated or not a checkpoint)");
+  const unsigned char* e = &end[static_cast<std::size_t>(eocd)];
+  std::uint64_t entries = little_endian(e + 10, 2), directory_size = little_endian(e + 12, 4), directory_offset = little_endian(e + 16, 4);
+  if (entries == 0xFFFF || directory_size == 0xFFFFFFFF || directory_offset == 0xFFFFFFFF) {  // zip64
+    const std::uint64_t eocd_at = size - tail + static_cast<std::uint64_t>(eocd);
+    if (eocd_at < 20) throw damaged("a zip64 archive without its locator");
+    const std::vector<unsigned char> locator = read_at(eocd_at - 20, 20);
+    if (little_endian(locator.data(), 4) != 0x07064b50) throw damaged("a zip64 archive without its locator");
+    const std::vector<unsigned char> record = read_at(little_endian(locator.data() + 8, 8), 56);
+    if (little_endian(record.data(), 4) != 0x06064b50) throw damaged("the zip64 end-of-central-directory record is not where its locator says");
+    entries = little_endian(record.data() + 32, 8);
+    directory_size = little_endian(record.data() + 40, 8);
+    directory_offset = little_endian(record.data() + 48, 8);
+  }
+  const std::vector<unsigned char> directory = read_at(directory_offset, static_cast<std::size_t>(directory_size));
+
+  std::vector<char> chunk(1 << 20);
+  std::size_t at = 0;
+  for (std::uint64_t entry = 0; entry < entries; ++entry) {
+    if (at + 46 > directory.size() || little_endian(&directory[at], 4) != 0x02014b50)
+      throw damaged("central directory entry " + std::to_string(entry) + " is malformed");
+    const unsigned char* c = &directory[at];
+    const std::uint64_t method = little_endian(c + 10, 2), crc = little_endian(c + 16, 4);
+    std::uint64_t compressed = little_endian(c + 20, 4), uncompressed = little_endian(c + 24, 4), local = little_endian(c + 42, 4);
+    const std::size_t name_length = little_endian(c + 28, 2), extra_length = little_endian(c + 30, 2), comment_length = little_endian(c + 32, 2);
+    if (at + 46 + name_length + extra_length + comment_length > directory.size())
+      throw damaged("central directory entry " + std::to_string(entry) + " runs past the directory");
+    const std::string entry_name(reinterpret_cast<const char*>(c + 46), name_length);
+    // Zip64 sizes and offsets, in this order, for the fields that hold 0xFFFFFFFF.
+    for (std::size_t x = 0; x + 4 <= extra_length;) {
+      const unsigned char* field = c + 46 + name_length + x;
+      const std::size_t id = little_endian(field, 2), length = little_endian(field + 2, 2);
+      if (x + 4 + length > extra_length) break;
+      if (id == 0x0001) {
+        std::size_t k = 4;
+        for (std::uint64_t* value : {&uncompressed, &compressed, &local})
+          if (*value == 0xFFFFFFFF && k + 8 <= 4 + length) {
+            *value = little_endian(field + k, 8);
+            k += 8;
+          }
+      }
+      x += 4 + length;
+    }
+    at += 46 + name_length + extra_length + comment_length;
+    if (method != 0) continue;  // compressed entries are checked by whoever inflates them (checkpoints store, never compress)
+    const std::vector<unsigned char> header = read_at(local, 30);
+    if (little_endian(header.data(), 4) != 0x04034b50) throw damaged("entry " + entry_name + " has no local header where the directory says");
+    std::uint64_t data = local + 30 + little_endian(header.data() + 26, 2) + little_endian(header.data() + 28, 2);
+    if (data > size || compressed > size - data) throw damaged("entry " + entry_name + " runs past the end of the file");
+    in.seekg(static_cast<std::streamoff>(data));
+    uLong running = crc32(0L, Z_NULL, 0);
+    for (std::uint64_t left = compressed; left > 0;) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk.size()));
+      if (!in.read(chunk.data(), static_cast<std::streamsize>(n))) throw damaged("entry " + entry_name + " cannot be read");
+      running = crc32(running, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(n));
+      left -= n;
+    }
+    if (running != crc) throw damaged("entry " + entry_name + " fails its CRC-32 check (its bytes changed after it was written)");
+  }
+  return static_cast<std::int64_t>(entries);
+}
+
+}  // namespace xmc
