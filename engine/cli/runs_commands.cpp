@@ -208,7 +208,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       if (!file->empty()) {
         require_regular_file(*file);
         std::ifstream in(*file, std::ios::binary);
-        if (!in) throw InputError(*file, std::filesystem::exists(*file) ? "cannot open file for reading" : "no such file");
+        if (!in) throw InputError(*file, "cannot open file for reading");
         std::stringstream content;
         content << in.rdbuf();
         session.set_run_notes(*id, content.str());

@@ -210,7 +210,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 TrainConfig load_train_config(const std::filesystem::path& path) {
   require_regular_file(path);
   std::ifstream in(path);
-  if (!in) throw InputError(path.string(), std::filesystem::exists(path) ? "cannot open file for reading" : "no such file");
+  if (!in) throw InputError(path.string(), "cannot open file for reading");
   std::stringstream text;
   text << in.rdbuf();
   // A relative dataset path in a config file is relative to the working directory, as on the command line.

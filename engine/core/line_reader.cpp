@@ -9,11 +9,7 @@ namespace xmc {
 
 LineReader::LineReader(const std::filesystem::path& path)
     : path_(path.string()), file_((require_regular_file(path), std::fopen(path.c_str(), "rb")), &std::fclose), buffer_(1 << 20) {
-  if (!file_) {
-    std::error_code ec;
-    const bool exists = std::filesystem::exists(path, ec);
-    throw InputError(path_, exists ? "cannot open file for reading" : "no such file");
-  }
+  if (!file_) throw InputError(path_, "cannot open file for reading");  // a regular file (checked above) we may not read
   std::error_code ec;
   file_size_ = static_cast<std::size_t>(std::filesystem::file_size(path, ec));
 }

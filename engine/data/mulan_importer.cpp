@@ -184,7 +184,7 @@ std::string label_text(std::string name, const std::string& prefix) {
 std::vector<std::string> read_mulan_label_names(const std::filesystem::path& xml) {
   require_regular_file(xml);
   std::ifstream in(xml);
-  if (!in) throw InputError(xml.string(), std::filesystem::exists(xml) ? "cannot open file for reading" : "no such file");
+  if (!in) throw InputError(xml.string(), "cannot open file for reading");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();

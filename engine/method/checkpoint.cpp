@@ -9,7 +9,6 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/method/method_state.h"
-#include "engine/core/regular_file.h"
 #include "engine/core/zip_integrity.h"
 
 namespace xmc {
@@ -183,8 +182,7 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path) {
 TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& method, std::int64_t num_labels, const std::string& store_id,
                               std::int64_t run_id) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
-  require_regular_file(path);
-  verify_zip_entries(path);  // every byte against the CRC-32 stored with it: LibTorch's reader does not check them
+  verify_zip_entries(path);  // a regular file, and every byte against the CRC-32 stored with it: LibTorch's reader does not check them
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path.string());

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
+#include "engine/text/well_formed_utf8.h"
 
 namespace xmc {
 namespace {
@@ -23,26 +24,6 @@ constexpr std::string_view kQwenPattern =
 constexpr std::string_view kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-/// `text` with every byte that is not part of well-formed UTF-8 replaced by U+FFFD.
-std::string well_formed(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t n = utf8proc_iterate(bytes + i, static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
-    if (n <= 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text.substr(i, static_cast<std::size_t>(n)));
-      i += static_cast<std::size_t>(n);
-    }
-  }
-  return out;
-}
 
 /// A well-formed text's code points with the byte offset of each (offsets has one more entry: the end).
 struct CodePoints {
@@ -57,7 +38,7 @@ CodePoints decode(std::string_view text) {
   while (i < text.size()) {
     utf8proc_int32_t cp = 0;
     utf8proc_ssize_t n = utf8proc_iterate(bytes + i, static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
-    if (n <= 0) {  // not reached for well_formed() text; kept total
+    if (n <= 0) {  // not reached for replace_ill_formed_utf8() text; kept total
       cp = 0xFFFD;
       n = 1;
     }
@@ -545,7 +526,7 @@ void ByteLevelBpe::encode_segment(std::string_view text, bool normalized_tokens,
 
 std::vector<std::int32_t> ByteLevelBpe::encode(std::string_view text) const {
   std::vector<std::int32_t> ids;
-  encode_segment(well_formed(text), /*normalized_tokens=*/false, ids);
+  encode_segment(replace_ill_formed_utf8(text), /*normalized_tokens=*/false, ids);
   return ids;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "engine/text/well_formed_utf8.h"
+
 namespace xmc {
 namespace {
 
@@ -38,28 +40,6 @@ CharClass classify(utf8proc_int32_t cp) {
     default:
       return CharClass::kSeparator;
   }
-}
-
-// Replaces every byte that is not part of well-formed UTF-8 by U+FFFD, so utf8proc accepts the text.
-std::string sanitize_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
-  utf8proc_uint8_t bytes[4];
-  while (left > 0) {
-    utf8proc_int32_t cp = 0;
-    utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
-    if (n <= 0) {
-      cp = 0xFFFD;
-      n = 1;
-    }
-    const auto len = utf8proc_encode_char(cp, bytes);
-    out.append(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(len));
-    p += n;
-    left -= n;
-  }
-  return out;
 }
 
 // NFKC_Casefold code points of `text` (valid UTF-8) into `cps`; false when utf8proc rejects the text.
@@ -101,7 +81,7 @@ void WordTokenizer::for_each_word(std::string_view text, const std::function<voi
     return;
   }
   std::vector<utf8proc_int32_t> cps;
-  if (!fold(text, cps) && !fold(sanitize_utf8(text), cps)) return;  // unreachable: sanitised text is valid
+  if (!fold(text, cps) && !fold(replace_ill_formed_utf8(text), cps)) return;  // unreachable: sanitised text is valid
   utf8proc_uint8_t bytes[4];
   for (const auto cp : cps) {
     const CharClass cls = classify(cp);

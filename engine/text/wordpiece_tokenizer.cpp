@@ -125,10 +125,7 @@ void normalize(const std::string& utf8, utf8proc_option_t options, bool compose,
 json read_json(const std::filesystem::path& path) {
   require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    throw InputError(path.string(), std::filesystem::exists(path, ec) ? "cannot open file for reading" : "no such file");
-  }
+  if (!in) throw InputError(path.string(), "cannot open file for reading");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string content = buffer.str();
