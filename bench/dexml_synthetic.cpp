@@ -14,7 +14,7 @@
 
 #include "engine/data/dataset.h"
 #include "engine/train/training_run.h"
-#include "engine/model/bert/bert_options.h"
+#include "engine/model/transformer_options.h"
 #include "engine/model/encoder_options.h"
 #include "engine/loss/loss_options.h"
 
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
       c.edit<xmc::EncoderOptions>().dim = 64;
       if (encoder == "bert") {
         c.edit<xmc::EncoderOptions>().path = work / "bert";
-        c.edit<xmc::BertOptions>().max_len = 16;
+        c.edit<xmc::TransformerOptions>().max_len = 16;
         c.lr = 5e-4;
         c.epochs = 8;
       } else {

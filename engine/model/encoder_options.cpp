@@ -10,11 +10,11 @@ namespace xmc {
 
 OptionGroup encoder_option_group(const std::vector<std::string>& encoders) {
   return OptionGroupBuilder<EncoderOptions>("Encoder")
-      .text("encoder.type", &EncoderOptions::type, encoders, "Encoder: bag of words (fast on CPU) or a BERT-family transformer")
+      .text("encoder.type", &EncoderOptions::type, encoders, "Encoder: bag of words (fast on CPU), a BERT-family transformer, or a decoder-only LLM")
       .fixed_on_resume()
       .integer("encoder.dim", &EncoderOptions::dim, 2, 65536, "Embedding size d of the DE head (bow: also its word vectors)")
       .fixed_on_resume()
-      .path("encoder.path", &EncoderOptions::path, "bert: local Hugging Face folder; bow: optional GloVe word-vector file")
+      .path("encoder.path", &EncoderOptions::path, "bert, decoder: local Hugging Face folder; bow: optional GloVe word-vector file")
       .fixed_on_resume()
       .number("encoder.dropout", &EncoderOptions::dropout, 0, 0.9, "Dropout in the heads (and inside bert)")
       // Checked before a run is recorded, naming the key: the encoder's factory would fail later, with the run failed.

@@ -12,7 +12,7 @@
 #include "engine/method/irene/irene_options.h"
 #include "engine/method/ngame/ngame_options.h"
 #include "engine/method/unidec/unidec_options.h"
-#include "engine/model/bert/bert_options.h"
+#include "engine/model/transformer_options.h"
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/encoder_options.h"
 #include "engine/sampler/negatives_options.h"
@@ -55,8 +55,8 @@ TEST(OptionGroups, AConfigStoredBeforeTheSplitLoadsToTheSameValues) {
   EXPECT_DOUBLE_EQ(c.get<EncoderOptions>().dropout, 0.2);
   EXPECT_EQ(c.get<BowOptions>().min_count, 2);
   EXPECT_EQ(c.get<BowOptions>().bag, "l2");
-  EXPECT_EQ(c.get<BertOptions>().max_len, 48);
-  EXPECT_EQ(c.get<BertOptions>().precision, "bf16");
+  EXPECT_EQ(c.get<TransformerOptions>().max_len, 48);
+  EXPECT_EQ(c.get<TransformerOptions>().precision, "bf16");
   EXPECT_DOUBLE_EQ(c.get<LossOptions>().temperature, 0.07);
   EXPECT_EQ(c.get<LossOptions>().hardest_k, 7);
   EXPECT_EQ(c.get<NegativesOptions>().kind, "hard");

@@ -20,7 +20,7 @@
 #include "engine/method/trained_run.h"
 #include "engine/method/checkpoint.h"
 #include "engine/train/training_run.h"
-#include "engine/model/bert/bert_options.h"
+#include "engine/model/transformer_options.h"
 #include "engine/model/encoder_options.h"
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/negatives_options.h"
@@ -458,7 +458,7 @@ TEST(Training, NonFiniteLossFailsTheRunAndLeavesStoredRunsIntact) {
   save_bert_encoder(encoder, bert, model_dir);
   config.edit<EncoderOptions>().type = "bert";
   config.edit<EncoderOptions>().path = model_dir;
-  config.edit<BertOptions>().max_len = 16;
+  config.edit<TransformerOptions>().max_len = 16;
   TrainingRun broken(config, db);
   std::string failure;
   broken.subscribe([&](const TrainEvent& e) {

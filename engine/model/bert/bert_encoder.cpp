@@ -19,6 +19,8 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
+#include "engine/model/hf_config_reader.h"
+#include "engine/model/hf_weights.h"
 #include "engine/model/safetensors_file.h"
 #include "engine/torch_compat.h"
 #include "engine/core/regular_file.h"
@@ -199,68 +201,10 @@ std::vector<std::string> candidate_names(BertFamily family, const std::string& c
 
 std::vector<std::int64_t> shape_of(const torch::Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
 
-/// The tensor's bytes as a float32 CPU tensor.
-torch::Tensor to_float_tensor(const SafetensorsFile& file, const TensorInfo& info) {
-  torch::ScalarType type;
-  switch (info.dtype) {
-    case SafeDtype::F32: type = torch::kFloat; break;
-    case SafeDtype::F16: type = torch::kHalf; break;
-    case SafeDtype::BF16: type = torch::kBFloat16; break;
-    case SafeDtype::F64: type = torch::kDouble; break;
-    default:
-      throw InputError(file.path().string(), "tensor '" + info.name + "' has dtype " +
-                                                 std::string(safe_dtype_name(info.dtype)) +
-                                                 "; a floating-point dtype (F32, F16, BF16, F64) is needed");
-  }
-  torch::Tensor raw = torch::empty(info.shape, torch::TensorOptions().dtype(type));
-  const auto bytes = file.data(info);
-  if (!bytes.empty()) std::memcpy(raw.data_ptr(), bytes.data(), bytes.size());
-  return raw.to(torch::kFloat);
-}
-
 // ---- config.json ----
 
-class ConfigReader {
- public:
-  ConfigReader(const nlohmann::json& json, std::string source) : json_(json), source_(std::move(source)) {}
 
-  bool has(const std::string& key) const { return json_.contains(key) && !json_.at(key).is_null(); }
-
-  std::int64_t required_int(const std::string& key) const {
-    if (!has(key)) throw ConfigError(source_ + ": missing key '" + key + "'");
-    return int_value(key);
-  }
-  std::int64_t optional_int(const std::string& key, std::int64_t fallback) const {
-    return has(key) ? int_value(key) : fallback;
-  }
-  double optional_double(const std::string& key, double fallback) const {
-    if (!has(key)) return fallback;
-    const auto& value = json_.at(key);
-    if (!value.is_number()) throw invalid(key, "a number");
-    return value.get<double>();
-  }
-  std::string optional_string(const std::string& key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    const auto& value = json_.at(key);
-    if (!value.is_string()) throw invalid(key, "a string");
-    return value.get<std::string>();
-  }
-  ConfigError invalid(const std::string& key, const std::string& expected) const {
-    return ConfigError(source_ + ": key '" + key + "' must be " + expected + ", got " + json_.at(key).dump());
-  }
-
- private:
-  std::int64_t int_value(const std::string& key) const {
-    const auto& value = json_.at(key);
-    if (!value.is_number_integer()) throw invalid(key, "an integer");
-    return value.get<std::int64_t>();
-  }
-
-  const nlohmann::json& json_;
-  std::string source_;
-};
-
-BertActivation parse_activation(const ConfigReader& reader, const std::string& key, const std::string& source) {
+BertActivation parse_activation(const HfConfigReader& reader, const std::string& key, const std::string& source) {
   const std::string name = reader.optional_string(key, "gelu");
   if (name == "gelu") return BertActivation::gelu;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh") return BertActivation::gelu_tanh;
@@ -338,7 +282,7 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
     throw InputError(source, std::string("bad JSON: ") + e.what());
   }
   if (!json.is_object()) throw InputError(source, "bad JSON: not a JSON object");
-  const bert_detail::ConfigReader reader(json, source);
+  const HfConfigReader reader(json, source);
 
   BertConfig config;
   if (reader.has("model_type")) {
@@ -554,7 +498,7 @@ BertEncoder load_bert_encoder(const std::filesystem::path& folder, const BertEnc
     if (info->shape != expected_shape)
       throw InputError(weights_path.string(), "tensor '" + info->name + "' has shape " + format_shape(info->shape) +
                                                   " but " + config_file + " needs " + format_shape(expected_shape));
-    parameter.copy_(bert_detail::to_float_tensor(weights, *info));
+    parameter.copy_(safetensors_tensor(weights, *info));
   }
   return encoder;
 }

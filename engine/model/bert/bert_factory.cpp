@@ -2,7 +2,7 @@
 // vocab.txt; config.json alone gives a randomly initialised model) and its WordPiece tokenizer.
 #include "engine/model/autocast.h"
 #include "engine/model/bert/bert_encoder.h"
-#include "engine/model/bert/bert_options.h"
+#include "engine/model/transformer_options.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/encoder_options.h"
 #include "engine/text/wordpiece_text_tokenizer.h"
@@ -12,7 +12,7 @@ namespace xmc {
 BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
                                const std::filesystem::path& /*run_dir*/) {
   const EncoderOptions& common = config.get<EncoderOptions>();
-  const BertOptions& bert = config.get<BertOptions>();
+  const TransformerOptions& bert = config.get<TransformerOptions>();
   const auto& folder = common.path;
   BertEncoderOptions options;
   options.pooling = bert.pooling == "cls" ? BertPooling::cls : BertPooling::mean;

@@ -1,0 +1,136 @@
+// A decoder encoder from a run's config: a local Hugging Face folder (config.json and its safetensors
+// weights; config.json alone gives a randomly initialised model), its byte-level BPE tokenizer with the prompt
+// template and EOS, and LoRA adapters. With adapters the base weights are not in the run's checkpoints, so the
+// run keeps the base folder's path and content hash (base_model.json in its folder) and refuses a base that
+// changed since; a random base is drawn from the run's seed alone, so resume and predict rebuild the same one.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/config/train_config.h"
+#include "engine/core/atomic_file.h"
+#include "engine/core/bounded_json.h"
+#include "engine/core/content_hash.h"
+#include "engine/core/error.h"
+#include "engine/model/autocast.h"
+#include "engine/model/decoder/decoder_encoder.h"
+#include "engine/model/decoder/decoder_options.h"
+#include "engine/model/encoder_factory.h"
+#include "engine/model/encoder_options.h"
+#include "engine/model/hf_weights.h"
+#include "engine/model/transformer_options.h"
+#include "engine/text/prompted_tokenizer.h"
+
+namespace xmc {
+namespace {
+
+/// The content hash of a base model: its config.json and every weight file, byte for byte.
+std::string base_model_hash(const std::filesystem::path& folder) {
+  ContentHash hash;
+  hash.add_file(folder / "config.json");
+  if (HfWeights::present(folder))
+    for (const auto& file : HfWeights::open(folder).files()) hash.add_file(file);
+  return hash.hex();
+}
+
+/// Records the base in a new run's folder, or checks a recorded one against it.
+void check_base_identity(const std::filesystem::path& folder, const std::filesystem::path& run_dir) {
+  if (run_dir.empty()) return;
+  const auto record = run_dir / "base_model.json";
+  const std::string hash = base_model_hash(folder);
+  std::error_code error;
+  if (!std::filesystem::exists(record, error)) {
+    std::filesystem::create_directories(run_dir);
+    AtomicFileWriter writer(record);
+    writer.stream() << nlohmann::json{{"path", std::filesystem::absolute(folder).string()}, {"content_hash", hash}}.dump(2) << "\n";
+    writer.commit();
+    return;
+  }
+  std::ifstream in(record, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json;
+  try {
+    json = parse_bounded_json(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(record.string(), std::string("bad JSON: ") + e.what());
+  }
+  if (!json.is_object() || !json.contains("content_hash") || !json["content_hash"].is_string())
+    throw InputError(record.string(), "has no content_hash of the run's base model");
+  if (json["content_hash"].get<std::string>() != hash)
+    throw InputError(folder.string(), "this base model's files are not the ones the run was trained on (content hash " + hash + ", the run recorded " +
+                                          json["content_hash"].get<std::string>() + " in " + record.string() +
+                                          "); its adapters only make sense on that base: point encoder.path at it");
+}
+
+std::filesystem::path tokenizer_json_of(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) ? path / "tokenizer.json" : path;
+}
+
+}  // namespace
+
+BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
+                                  const std::filesystem::path& run_dir) {
+  const EncoderOptions& common = config.get<EncoderOptions>();
+  const TransformerOptions& transformer = config.get<TransformerOptions>();
+  const DecoderOptions& decoder = config.get<DecoderOptions>();
+  const std::filesystem::path& folder = common.path;
+
+  DecoderEncoderOptions options;
+  options.pooling = transformer.pooling == "last" ? DecoderPooling::last : DecoderPooling::mean;
+  options.max_len = transformer.max_len;
+  options.device = parse_device(config.device);
+  options.autocast = parse_precision(transformer.precision, "encoder.precision");
+  options.lora.spec = {.rank = decoder.lora_rank, .alpha = decoder.lora_alpha, .rslora = decoder.lora_rslora == "on", .dropout = decoder.lora_dropout};
+  options.lora.targets = parse_lora_targets(decoder.lora_targets);
+  options.lora.base_dtype = decoder.base_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  options.checkpointing = decoder.checkpointing == "on";
+
+  const DecoderConfig model_config = read_decoder_config(folder / "config.json");
+  std::shared_ptr<DecoderEncoderImpl> encoder;
+  std::string description;
+  if (HfWeights::present(folder)) {
+    encoder = load_decoder_encoder(folder, options).ptr();
+    description = "decoder encoder (" + model_config.model_type() + ") from " + folder.string();
+  } else {
+    // Drawn from the run's seed alone, the global generator left as it was: resume and predict draw the same base.
+    auto generator = at::detail::getDefaultCPUGenerator();
+    torch::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state = generator.get_state();
+    }
+    torch::manual_seed(config.seed ^ 0x5DEECE66DULL);
+    encoder = std::make_shared<DecoderEncoderImpl>(model_config, options);
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(state);
+    }
+    description = "decoder encoder (" + model_config.model_type() + "), randomly initialised from " + (folder / "config.json").string();
+  }
+  if (options.lora.spec.rank > 0) check_base_identity(folder, run_dir);
+
+  std::int64_t trainable = 0;
+  for (const auto& p : encoder->parameters()) trainable += p.numel();
+  description += ", " + std::to_string(model_config.num_layers) + " layers, hidden " + std::to_string(model_config.hidden_size) + "; " +
+                 (options.lora.spec.rank > 0 ? "LoRA r=" + std::to_string(options.lora.spec.rank) + " on " + decoder.lora_targets + ": " : "") +
+                 std::to_string(trainable) + " trained of " + std::to_string(static_cast<std::int64_t>(model_config.parameter_count())) +
+                 " parameters";
+
+  const auto tokenizer_json = tokenizer_json_of(decoder.tokenizer.empty() ? folder : decoder.tokenizer);
+  ByteLevelBpe bpe = ByteLevelBpe::from_file(tokenizer_json);
+  if (bpe.vocab_size() > model_config.vocab_size)
+    throw InputError(tokenizer_json.string(), "gives ids up to " + std::to_string(bpe.vocab_size() - 1) + " but " + (folder / "config.json").string() +
+                                                  " has vocab_size " + std::to_string(model_config.vocab_size) + ": they belong to different models");
+  const std::int32_t eos = decoder_eos_id(bpe, tokenizer_json, model_config.eos_token_id, folder / "config.json");
+  return {std::move(encoder), std::make_unique<PromptedTokenizer>(std::move(bpe), decoder.prompt_template, eos,
+                                                                           std::min(options.max_len, model_config.max_position_embeddings)), description};
+}
+
+}  // namespace xmc
