@@ -2,12 +2,11 @@
 
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
+#include "engine/model/safetensors_index.h"
 
 namespace xmc {
 
@@ -52,20 +51,8 @@ HfWeights HfWeights::open(const std::filesystem::path& folder) {
   std::ifstream in(index, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = parse_bounded_json(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(index.string(), std::string("bad JSON: ") + e.what());
-  }
-  if (!json.is_object() || !json.contains("weight_map") || !json["weight_map"].is_object())
-    throw InputError(index.string(), "no \"weight_map\" object of tensor name -> shard file");
   std::map<std::string, std::size_t> file_number;
-  for (const auto& [name, file] : json["weight_map"].items()) {
-    if (!file.is_string()) throw InputError(index.string(), "weight_map[\"" + name + "\"] is not a file name");
-    const std::string shard = file.get<std::string>();
-    if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-      throw InputError(index.string(), "weight_map[\"" + name + "\"] names \"" + shard + "\", not a file of the model's folder");
+  for (const auto& [name, shard] : parse_safetensors_index(text.str(), index.string())) {
     auto [at, inserted] = file_number.emplace(shard, weights.files_.size());
     if (inserted) {
       const auto path = folder / shard;
