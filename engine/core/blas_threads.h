@@ -12,4 +12,8 @@ namespace xmc {
 /// BLAS without threads of its own (the reference BLAS) needs none.
 bool run_blas_on_calling_thread();
 
+/// Lets the system BLAS run each product on `threads` threads of its own (OpenBLAS, BLIS); false when it has
+/// no such switch.
+bool set_blas_threads(int threads);
+
 }  // namespace xmc

@@ -41,6 +41,10 @@ class EncoderImpl : public torch::nn::Module {
   virtual torch::Tensor encode_input(const EncoderInput& input) = 0;
   virtual std::int64_t output_dim() const = 0;
   virtual torch::Device device() const = 0;
+  /// Whether a CPU step of this encoder is mostly a few large matrix products (a transformer's), which the BLAS
+  /// should split across the cores, rather than many small operations that LibTorch's own threads split
+  /// (engine/model/cpu_thread_policy.h).
+  virtual bool large_products() const { return false; }
 };
 
 }  // namespace xmc

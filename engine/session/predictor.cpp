@@ -1,5 +1,7 @@
 #include "engine/session/predictor.h"
 
+#include "engine/model/cpu_thread_policy.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -198,6 +200,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   // One store handle serves the run, the run an IRENE run is built on, and the labels added later.
   impl->store = std::make_unique<RunStore>(db_path);
   impl->run = load_trained_run(*impl->store, run_id, device);
+  use_cpu_threads(impl->run.method->module(), at::get_num_threads());
   const TokenizedCorpus labels = impl->run.method->tokenizer().tokenize(impl->run.label_texts);
   {
     torch::NoGradGuard no_grad;

@@ -12,6 +12,7 @@
 
 #include "engine/analysis/negatives_snapshot.h"
 #include "engine/core/allocator_tuning.h"
+#include "engine/model/cpu_thread_policy.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
@@ -348,6 +349,7 @@ struct Trainer::Impl {
     vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
     if (setup.store != nullptr) method->use_store(*setup.store);
     method->build(vocabulary_texts, setup.run_dir);
+    use_cpu_threads(method->module(), at::get_num_threads());
     train_corpus = method->tokenizer().tokenize(dataset.train_text);
     test_corpus = method->tokenizer().tokenize(dataset.test_text);
     label_corpus = method->tokenizer().tokenize(dataset.label_text);

@@ -92,6 +92,7 @@ class BertEncoderImpl : public EncoderImpl {
                                                     bool for_training) const override;
   torch::Tensor encode_input(const EncoderInput& input) override;
   std::int64_t output_dim() const override { return config_.hidden_size; }
+  bool large_products() const override { return true; }
   torch::Device device() const override;
 
   /// Truncates and pads rows of `corpus` into a batch (ConfigError on a token id outside the vocabulary).

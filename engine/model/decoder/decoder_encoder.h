@@ -51,6 +51,7 @@ class DecoderEncoderImpl : public EncoderImpl {
                                                     bool for_training) const override;
   torch::Tensor encode_input(const EncoderInput& input) override;
   std::int64_t output_dim() const override { return config_.hidden_size; }
+  bool large_products() const override { return true; }
   torch::Device device() const override { return options_.device; }
 
   DecoderBatch make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const;
