@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -20,7 +22,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict", "tokenize"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict", "tokenize", "embed"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -59,6 +61,56 @@ TEST(Cli, TokenizePrintsEachTextsIdsAndNamesWhatIsWrong) {
   r = xmc("tokenize --tokenizer " + vocab.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("give --text"), std::string::npos) << r.output;
+}
+
+// `xmc embed --encoder`: a .npy that numpy reads ([texts x hidden] float32 after a 64-byte-aligned header), the same
+// numbers as the text output, and each text's vector the same alone as beside longer texts (padding ignored).
+TEST(Cli, EmbedWritesNpyAndTextThatAgreeAndEachRowStandsAlone) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "model");
+  test::write_file(dir / "model" / "config.json", R"({"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16,
+    "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64})");
+  const std::string tokenizer = std::string(XMC_QWEN3_TOKENIZER_DIR);
+  const auto texts = test::write_file(dir / "texts.txt", "golden retriever\na breed of dog with a long golden coat\nemoji 🐕\n");
+  const std::string common = "embed --encoder " + (dir / "model").string() + " --tokenizer " + tokenizer + " --input ";
+  auto r = xmc(common + texts.string() + " --out " + (dir / "v.npy").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = xmc(common + texts.string() + " --out " + (dir / "v.txt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  std::ifstream npy(dir / "v.npy", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(npy)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const std::size_t header_length = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+  EXPECT_EQ((10 + header_length) % 64, 0u);
+  const std::string header = bytes.substr(10, header_length);
+  EXPECT_NE(header.find("'descr': '<f4'"), std::string::npos) << header;
+  EXPECT_NE(header.find("'shape': (3, 16)"), std::string::npos) << header;
+  ASSERT_EQ(bytes.size(), 10 + header_length + 3 * 16 * sizeof(float));
+  std::vector<float> from_npy(3 * 16);
+  std::memcpy(from_npy.data(), bytes.data() + 10 + header_length, from_npy.size() * sizeof(float));
+
+  std::ifstream text(dir / "v.txt");
+  std::vector<float> from_text{std::istream_iterator<float>(text), std::istream_iterator<float>()};
+  ASSERT_EQ(from_text.size(), from_npy.size());
+  for (std::size_t i = 0; i < from_npy.size(); ++i) EXPECT_NEAR(from_text[i], from_npy[i], 1e-6 * (1 + std::abs(from_npy[i])));
+
+  // The first text alone: the same vector as in the batch beside the longer ones.
+  const auto first = test::write_file(dir / "first.txt", "golden retriever\n");
+  r = xmc(common + first.string() + " --out " + (dir / "first.txt.out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream alone_file(dir / "first.txt.out");
+  std::vector<float> alone{std::istream_iterator<float>(alone_file), std::istream_iterator<float>()};
+  ASSERT_EQ(alone.size(), 16u);
+  for (std::size_t i = 0; i < 16; ++i) EXPECT_NEAR(alone[i], from_npy[i], 1e-5 * (1 + std::abs(from_npy[i])));
+
+  r = xmc(common + texts.string() + " --pooling cls --out " + (dir / "x.npy").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--pooling: cls"), std::string::npos) << r.output;
+  r = xmc("embed --encoder " + (dir / "model").string() + " --out " + (dir / "x.npy").string());
+  EXPECT_NE(r.output.find("--input"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.npy"));
 }
 
 // A dataset file that is a FIFO (or any special file) is refused by name at once: opening it to read would wait
