@@ -22,7 +22,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict", "tokenize", "embed"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict", "tokenize", "embed", "export"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;

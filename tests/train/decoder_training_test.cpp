@@ -8,7 +8,10 @@
 
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
+#include "engine/method/trained_run.h"
+#include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/decoder/decoder_options.h"
+#include "engine/session/run_export.h"
 #include "engine/model/encoder_options.h"
 #include "engine/model/transformer_options.h"
 #include "engine/store/run_store.h"
@@ -91,6 +94,29 @@ TEST(DecoderTraining, LearnsKeepsOnlyAdaptersAndResumesBitForBit) {
   for (const auto& key : keys)
     EXPECT_TRUE(key.find("lora_") != std::string::npos || key.find("head") != std::string::npos) << key << " is not an adapter or a head";
   EXPECT_TRUE(std::filesystem::exists(run_dir / "base_model.json"));
+
+  // Exported with its adapters merged, the encoder gives what the run's encoder (adapters applied) gives.
+  const ExportedModel exported = export_run_model(dir / "a.sqlite", whole.run_id(), dir / "exported");
+  EXPECT_TRUE(std::filesystem::exists(dir / "exported" / "tokenizer.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "exported" / "xmc_heads.safetensors"));
+  {
+    TrainedRun trained = load_trained_run(dir / "a.sqlite", whole.run_id());
+    DecoderEncoderImpl* adapted = nullptr;
+    for (const auto& child : trained.method->module().modules())
+      if (auto* d = dynamic_cast<DecoderEncoderImpl*>(child.get())) adapted = d;
+    ASSERT_NE(adapted, nullptr);
+    DecoderEncoderOptions options;
+    options.max_len = 16;
+    DecoderEncoder merged = load_decoder_encoder(dir / "exported", options);
+    merged->eval();
+    TokenizedCorpus corpus;
+    for (const std::vector<std::int32_t>& row : {std::vector<std::int32_t>{785, 1985, 1467, 25, 595, 151645}, {16, 17, 151645}})
+      corpus.append(row);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor a = adapted->encode(corpus, std::vector<std::int64_t>{0, 1});
+    const torch::Tensor b = merged->encode(corpus, std::vector<std::int64_t>{0, 1});
+    EXPECT_LT(((a - b).norm() / a.norm()).item<double>(), 1e-5);
+  }
 
   // Stopped after 10 of 48 steps, then resumed: the same adapters and numbers as the uninterrupted run.
   config.max_steps = 10;
