@@ -29,6 +29,7 @@
 #include "engine/session/session.h"
 #include "engine/store/run_store.h"
 #include "engine/model/bow/bow_options.h"
+#include "engine/model/decoder/decoder_options.h"
 #include "widgets/decile_plot.h"
 #include "widgets/file_dialogs.h"
 #include "widgets/run_table_model.h"
@@ -418,6 +419,18 @@ class WorkbenchTest : public QObject {
     // A hidden key keeps its value and still reaches the config.
     form.set_field_text("encoder.min_count", "3");
     QCOMPARE(form.config().get<xmc::BowOptions>().min_count, std::int64_t{3});
+    // A decoder: its prompt, LoRA and memory keys, beside the transformer keys it shares with bert.
+    form.set_field_text("encoder.type", "decoder");
+    for (const char* key : {"encoder.template", "encoder.tokenizer", "encoder.lora.rank", "encoder.lora.alpha", "encoder.lora.targets",
+                            "encoder.lora.rslora", "encoder.checkpointing", "encoder.base_dtype", "encoder.pooling", "encoder.max_len"})
+      QVERIFY2(form.field_shown(key), key);
+    QVERIFY(!form.field_shown("encoder.min_count"));
+    form.set_field_text("encoder.lora.rank", "64");
+    QCOMPARE(form.config().get<xmc::DecoderOptions>().lora_rank, std::int64_t{64});
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      form.resize(900, 1400);
+      form.grab().save(QString::fromUtf8(keep) + "/launch-form-decoder.png");
+    }
   }
 
   void theDeviceListSaysWhatEachDeviceIsWhileTheConfigTakesItsId() {
