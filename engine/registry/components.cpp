@@ -11,6 +11,7 @@
 #include "engine/registry/find_by_name.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/query_batcher_options.h"
+#include "engine/index/rag_options.h"
 
 namespace xmc {
 
@@ -95,6 +96,7 @@ const std::vector<OptionGroup>& registered_option_groups() {
     out.push_back(optimisation_option_group());
     for (const MethodInfo& m : registered_method_infos()) add_component_groups(out, "method", m.name, m.option_groups);
     out.push_back(evaluation_option_group());
+    out.push_back(rag_option_group());
     // Each key carries its group's name and condition, so that a key read alone says when it matters.
     for (OptionGroup& group : out)
       for (OptionKey& key : group.keys) {

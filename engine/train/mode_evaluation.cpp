@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/core/error.h"
+#include "engine/train/retrieval_augmented_ranking.h"
 
 namespace xmc {
 namespace {
@@ -24,7 +25,7 @@ class EvaluationProgress final : public Progress {
 }  // namespace
 
 ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
-                              Progress& progress) {
+                              Progress& progress, const RagSource* rag) {
   EvaluationProgress reporter(progress);
   ModeEvaluation out;
   auto& queries = out.queries;  // query encoder -> [n x d]
@@ -55,6 +56,22 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
     }
     const torch::Tensor rows = torch::tensor(subset.query_rows, torch::kInt64).to(it->second.device());
     out.results.push_back(evaluate_ranking(it->second.index_select(0, rows), mode.label_matrix, own, reporter, task));
+  }
+  if (rag != nullptr) {
+    auto base = std::find_if(out.modes.begin(), out.modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
+    if (base == out.modes.end()) base = out.modes.begin();
+    if (base != out.modes.end() && !base->subset) {
+      InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = base->query_encoder, .label_matrix = base->label_matrix};
+      RetrievalAugmentation augmentation{.train_queries = ranking.encode_queries(base->query_encoder, *rag->train_queries, reporter,
+                                                                                "encoding training queries (rag)"),
+                                         .train_labels = rag->train_labels,
+                                         .top = rag->top,
+                                         .lambda = rag->lambda,
+                                         .temperature = rag->temperature};
+      out.results.push_back(evaluate_retrieval_ranking(queries.at(mode.query_encoder), mode.label_matrix, augmentation, setup, reporter,
+                                                       "ranking test queries (rag)"));
+      out.modes.push_back(std::move(mode));
+    }
   }
   return out;
 }

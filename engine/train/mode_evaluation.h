@@ -26,7 +26,19 @@ struct ScoreSpread {
 };
 ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix);
 
+/// What the retrieval-augmented mode `rag` (retrieval_augmented_ranking.h) retrieves from besides the labels: the
+/// training queries, encoded by the query encoder of the method's training-space mode, and their labels.
+struct RagSource {
+  const TokenizedCorpus* train_queries = nullptr;
+  const CsrMatrix* train_labels = nullptr;
+  std::int64_t top = 100;
+  double lambda = 0.9;
+  double temperature = 0.05;
+};
+
+/// Every mode of `ranking`, primary first; with `rag`, the mode "rag" (metrics "rag/...") after them, built on
+/// the mode training scores in (its queries and label matrix).
 ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
-                              Progress& progress = silent_progress());
+                              Progress& progress = silent_progress(), const RagSource* rag = nullptr);
 
 }  // namespace xmc

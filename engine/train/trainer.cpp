@@ -13,6 +13,7 @@
 #include "engine/analysis/negatives_snapshot.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/model/cpu_thread_policy.h"
+#include "engine/index/rag_options.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
@@ -552,7 +553,10 @@ struct Trainer::Impl {
   EvalResult evaluate_on_main(double epoch, bool final) {
     phase("evaluating");
     const auto started = Clock::now();
-    ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter);
+    const RagOptions& rag_options = config.get<RagOptions>();
+    const RagSource rag{.train_queries = &train_corpus, .train_labels = &dataset.train_labels, .top = rag_options.top,
+                        .lambda = rag_options.lambda, .temperature = rag_options.temperature};
+    ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter, rag_options.use == "on" ? &rag : nullptr);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     const EvalResult& primary = evaluation.results.front();
     TrainEvent e;

@@ -429,7 +429,7 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   // --list-keys: by option group, conditional keys saying when they apply; with a config, only those.
   r = xmc("train --list-keys");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* line : {"\nNegatives\n", "\nBag-of-words encoder\n", "\nNGAME\n", "[when encoder.type = bert]", "[when negatives = hard and method = dexml|ngame]",
+  for (const char* line : {"\nNegatives\n", "\nBag-of-words encoder\n", "\nNGAME\n", "[when encoder.type = bert|decoder]", "[when encoder.type = decoder]", "[when negatives = hard and method = dexml|ngame]",
                            "\nPick-some-labels\n", "[when method = unidec|depsl and negatives = hard]"})
     EXPECT_NE(r.output.find(line), std::string::npos) << line;
   r = xmc("train --list-keys --set method=ngame --set encoder.type=bert");

@@ -1,0 +1,20 @@
+#include "engine/index/rag_options.h"
+
+#include "engine/config/option_group_builder.h"
+
+namespace xmc {
+
+OptionGroup rag_option_group() {
+  return OptionGroupBuilder<RagOptions>("Retrieval-augmented inference")
+      .text("rag.use", &RagOptions::use, {"off", "on"},
+            "on: also rank by the labels and the training queries nearest a query (mode rag: each neighbour votes for its labels)")
+      .when("rag.use=on")
+      .integer("rag.top", &RagOptions::top, 1, 100000, "Labels, and training queries, retrieved per query")
+      .when("rag.use=on")
+      .number("rag.lambda", &RagOptions::lambda, 0, 1, "λ: weight of the labels' part; 1 − λ goes to the neighbours' labels")
+      .when("rag.use=on")
+      .number("rag.temperature", &RagOptions::temperature, 1e-6, 100, "Temperature of the softmax over the joint list")
+      .build();
+}
+
+}  // namespace xmc

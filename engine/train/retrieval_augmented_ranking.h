@@ -1,0 +1,35 @@
+#pragma once
+// Engine-internal (includes torch). Retrieval-augmented ranking (ViXML, appendix E): for a query q, the `top`
+// labels nearest it (scores q·l) and the `top` training queries nearest it (scores q·q'), one joint list of
+// 2·top scores, softmax(score / T) over it; a label then scores
+//   λ · p(its own entry, if retrieved) + (1 − λ) · Σ p(neighbour q') over the retrieved neighbours q' it is a positive of,
+// and labels are ranked by that. The neighbours carry what training said about queries like this one; λ keeps
+// the labels' own similarity in charge. Exact search over both sets.
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "engine/data/csr_matrix.h"
+#include "engine/train/evaluation_pass.h"
+
+namespace xmc {
+
+struct RetrievalAugmentation {
+  torch::Tensor train_queries;              ///< [N × d], the same space as the queries and labels searched
+  const CsrMatrix* train_labels = nullptr;  ///< the positives of each training query (N rows)
+  std::int64_t top = 100;
+  double lambda = 0.9;
+  double temperature = 0.05;
+};
+
+/// The `top` best labels of each of `queries` [n × d] against `label_matrix` [L × d] by the augmented score,
+/// best first (−1 past the end when fewer labels got any score), without the pairs `filter` holds for rows
+/// row_offset + r. Throws ConfigError when train_labels' rows do not match train_queries'.
+RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
+                                      std::int64_t top, const FilterPairs* filter = nullptr, std::int64_t row_offset = 0);
+
+/// evaluate_ranking() of the augmented ranking: every test query, the metrics of `setup`.
+EvalResult evaluate_retrieval_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
+                                      const EvaluationSetup& setup, Progress& progress, std::string_view task);
+
+}  // namespace xmc
