@@ -13,11 +13,14 @@
 
 #include "engine/core/error.h"
 #include "engine/core/utf8.h"
+#include "engine/data/dataset.h"
+#include "engine/index/rag_options.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
 #include "engine/method/trained_run.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
+#include "engine/train/retrieval_augmented_ranking.h"
 #include "engine/config/component_info.h"
 #include "engine/config/train_config.h"
 
@@ -46,6 +49,14 @@ struct Predictor::Impl {
   std::vector<std::string> mode_names;
   /// Per mode, the label of each label-matrix row when the mode ranks a subset of the labels (empty: row = label).
   std::vector<std::vector<std::int64_t>> row_labels;
+
+  /// Retrieval-augmented inference (rag.use on): the mode "rag" at position rag_mode (none: npos), ranking the
+  /// labels of the mode at rag_base with the training queries' vectors and labels (retrieval_augmented_ranking.h).
+  static constexpr std::size_t kNoMode = static_cast<std::size_t>(-1);
+  std::size_t rag_mode = kNoMode;
+  std::size_t rag_base = 0;
+  CsrMatrix rag_train_labels;
+  RetrievalAugmentation rag;
 
   std::int64_t label_of(std::size_t mode, std::int64_t row) const { return row_labels[mode].empty() ? row : row_labels[mode][static_cast<std::size_t>(row)]; }
 
@@ -77,6 +88,7 @@ struct Predictor::Impl {
   std::vector<std::vector<torch::Tensor>> pending;
 
   const torch::Tensor& matrix(std::size_t m) {
+    if (m == rag_mode) return matrix(rag_base);
     if (m < pending.size() && !pending[m].empty()) {
       pending[m].insert(pending[m].begin(), modes[m].label_matrix);
       modes[m].label_matrix = torch::cat(pending[m]);
@@ -90,6 +102,7 @@ struct Predictor::Impl {
     const std::vector<torch::Tensor> vectors = new_label_vectors(texts);
     pending.resize(modes.size());
     for (std::size_t m = 0; m < modes.size(); ++m) {
+      if (m == rag_mode) continue;  // ranks the labels of its base mode: nothing of its own to add
       const torch::Tensor& matrix = modes[m].label_matrix;
       pending[m].push_back(vectors[m].to(matrix.device(), matrix.scalar_type()));
       const torch::Tensor rows = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
@@ -142,8 +155,73 @@ struct Predictor::Impl {
     return {better + 1, own};
   }
 
+  /// With rag.use on, the mode "rag" after the method's, built on its training-space mode: the training queries'
+  /// vectors come from rag-train-queries.pt in the run's folder while it is newer than the checkpoint, else are
+  /// encoded (progress reported) and saved there.
+  void add_rag_mode(const std::filesystem::path& run_dir, std::filesystem::file_time_type checkpoint_time, Progress& progress) {
+    const RagOptions& options = run.config.get<RagOptions>();
+    if (options.use != "on" || modes.empty()) return;
+    const auto base = std::find_if(modes.begin(), modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
+    rag_base = base == modes.end() ? 0 : static_cast<std::size_t>(base - modes.begin());
+    if (modes[rag_base].subset) return;  // a mode of a label subset (IRENE's zero-shot) has no training queries to lean on
+    const Dataset dataset = load_dataset(run.config.dataset, {.load_features = false});
+    rag_train_labels = dataset.train_labels;
+    const auto saved = run_dir / "rag-train-queries.pt";
+    torch::Tensor vectors;
+    std::error_code error;
+    if (std::filesystem::exists(saved, error) && std::filesystem::last_write_time(saved, error) > checkpoint_time) {
+      try {
+        torch::load(vectors, saved.string());
+        if (vectors.dim() != 2 || vectors.size(0) != dataset.num_train() || vectors.size(1) != modes[rag_base].label_matrix.size(1)) vectors = torch::Tensor();
+      } catch (const std::exception&) {
+        vectors = torch::Tensor();  // damaged: encoded and saved again below
+      }
+    }
+    if (!vectors.defined()) {
+      torch::NoGradGuard no_grad;
+      vectors = run.method->encode_queries(modes[rag_base].query_encoder, run.method->tokenizer().tokenize(dataset.train_text), progress,
+                                           "rag: encoding training queries").to(torch::kCPU, torch::kFloat).contiguous();
+      try {
+        torch::save(vectors, saved.string());
+      } catch (const std::exception&) {
+        // A store folder we may not write to: encoded again next time.
+      }
+    }
+    rag = RetrievalAugmentation{.train_queries = vectors, .train_labels = &rag_train_labels, .top = options.top,
+                                .lambda = options.lambda, .temperature = options.temperature};
+    rag_mode = modes.size();
+    modes.push_back({.name = "rag", .metric_prefix = "rag", .query_encoder = modes[rag_base].query_encoder,
+                     .label_matrix = modes[rag_base].label_matrix});
+  }
+
+  /// The retrieval-augmented ranking of query rows `queries`: every label it gives a score, best first.
+  RankedPredictions rag_ranking(const torch::Tensor& queries, std::int64_t top) {
+    return rank_with_retrieval(queries, matrix(rag_base), rag, top);
+  }
+
+  /// Where `label` is in the rag ranking of one query (rank 0: the retrieval gave it no score).
+  LabelRank rag_rank_of(const torch::Tensor& query, std::int64_t label) {
+    const RankedPredictions ranked = rag_ranking(query, static_cast<std::int64_t>(run.label_texts.size()));
+    const auto* ids = ranked.labels.data_ptr<std::int64_t>();
+    for (std::int64_t j = 0; j < ranked.labels.size(1) && ids[j] >= 0; ++j)
+      if (ids[j] == label) return {j + 1, ranked.scores[0][j].item<float>()};
+    return {};
+  }
+
   /// The index's top `top` of query rows `queries` [n x d] in mode `m`, as labels.
-  std::vector<std::vector<LabelScore>> top_labels(std::size_t m, const torch::Tensor& queries, std::int64_t top) const {
+  std::vector<std::vector<LabelScore>> top_labels(std::size_t m, const torch::Tensor& queries, std::int64_t top) {
+    if (m == rag_mode) {
+      const RankedPredictions ranked = rag_ranking(queries, top);
+      std::vector<std::vector<LabelScore>> out(static_cast<std::size_t>(queries.size(0)));
+      const auto* ids = ranked.labels.data_ptr<std::int64_t>();
+      const auto* scores = ranked.scores.data_ptr<float>();
+      for (std::int64_t i = 0; i < queries.size(0); ++i)
+        for (std::int64_t j = 0; j < top && ids[i * top + j] >= 0; ++j) {
+          const std::int64_t label = ids[i * top + j];
+          out[static_cast<std::size_t>(i)].push_back({label, scores[i * top + j], run.label_texts[static_cast<std::size_t>(label)]});
+        }
+      return out;
+    }
     const torch::Tensor q = queries.to(torch::kCPU, torch::kFloat32).contiguous();
     const std::int64_t n = q.size(0);
     const std::int64_t k = std::min<std::int64_t>(top, indexes[m]->ntotal());
@@ -210,8 +288,14 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   // the checkpoint is older than it.
   const auto run_dir = run_directory(db_path, run_id);
   const auto checkpoint_time = std::filesystem::last_write_time(checkpoint_file(run_dir));
+  impl->add_rag_mode(run_dir, checkpoint_time, progress);
   for (const InferenceMode& mode : impl->modes) {
     impl->mode_names.push_back(mode.name);
+    if (mode.name == "rag" && impl->rag_mode != Impl::kNoMode) {
+      impl->row_labels.emplace_back();
+      impl->indexes.push_back(nullptr);  // searched through its base mode's labels and the training queries
+      continue;
+    }
     impl->row_labels.push_back(mode.subset ? mode.subset->label_ids : std::vector<std::int64_t>{});
     const torch::Tensor matrix = mode.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
     const auto saved = run_dir / ("index-" + mode.name + "-" + file_safe(impl->index_spec) + ".bin");
@@ -316,6 +400,7 @@ LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const 
     throw ConfigError("label " + std::to_string(label) + " is not ranked in mode " + m.name + " of run " + std::to_string(run_id()) +
                       " (it ranks " + std::to_string(impl_->row_labels[mode_at].size()) + " of the labels)");
   torch::NoGradGuard no_grad;
+  if (mode_at == impl_->rag_mode) return impl_->rag_rank_of(impl_->encode(m, {text}), label);
   return Impl::rank_in(impl_->exact_scores(mode_at, impl_->encode(m, {text})), row);
 }
 
@@ -340,7 +425,9 @@ SearchAnswer Predictor::search(const std::string& text, std::int64_t top, const 
     ModeAnswer found;
     found.mode = impl_->modes[m].name;
     found.top = std::move(impl_->top_labels(m, q, top).front());
-    if (!labels.empty()) {
+    if (!labels.empty() && m == impl_->rag_mode) {
+      for (const std::int64_t label : labels) found.ranks.push_back(impl_->rag_rank_of(q, label));
+    } else if (!labels.empty()) {
       const torch::Tensor scores = impl_->exact_scores(m, q);
       for (const std::int64_t label : labels) {
         const std::int64_t row = impl_->row_of(m, label);

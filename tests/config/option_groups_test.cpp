@@ -71,7 +71,8 @@ TEST(OptionGroups, AConfigStoredBeforeTheSplitLoadsToTheSameValues) {
   // Written back, every stored key keeps its value: runs stored before and after compare. Keys added since
   // (the decoder encoder's, retrieval-augmented inference's) come with their defaults, which change nothing.
   const nlohmann::json written = nlohmann::json::parse(to_json(c));
-  for (const auto& [key, value] : nlohmann::json::parse(kStoredUnidecConfig).items()) EXPECT_EQ(written.at(key), value) << key;
+  const nlohmann::json stored = nlohmann::json::parse(kStoredUnidecConfig);
+  for (const auto& [key, value] : stored.items()) EXPECT_EQ(written.at(key), value) << key;
   EXPECT_EQ(written.at("encoder.lora.rank"), 16);
   EXPECT_EQ(written.at("rag.use"), "off");
 }

@@ -7,7 +7,9 @@
 #include "engine/core/error.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/index/rag_options.h"
+#include "engine/data/dataset.h"
 #include "engine/model/encoder_options.h"
+#include "engine/session/predictor.h"
 #include "engine/store/run_store.h"
 #include "engine/train/retrieval_augmented_ranking.h"
 #include "engine/train/training_run.h"
@@ -70,6 +72,31 @@ TEST(RetrievalAugmentedRanking, ARunEvaluatesAndStoresTheRagMode) {
   ASSERT_TRUE(metrics.count("emb/P@1"));
   EXPECT_GT(metrics["rag/P@1"], 0.5);
   EXPECT_EQ(metrics["P@1"], metrics["emb/P@1"]) << "the method's own mode stays the primary";
+
+  // The predictor serves the mode too: its ranking is the augmented ranking of the run's own vectors.
+  const Dataset data = load_dataset(dir / "data", {.load_features = false});
+  const Predictor predictor = Predictor::open(dir / "runs.sqlite", run.run_id());
+  ASSERT_EQ(predictor.modes().back(), "rag");
+  EXPECT_EQ(predictor.default_mode(), "embedding");
+  std::int64_t dim = 0;
+  const std::vector<float> labels = predictor.label_vectors("embedding", dim);
+  const std::vector<float> train = predictor.query_vectors(data.train_text, "embedding", dim);
+  const std::vector<std::string> texts{data.test_text[0], data.test_text[1]};
+  const std::vector<float> queries = predictor.query_vectors(texts, "rag", dim);
+  const RetrievalAugmentation rag{.train_queries = torch::from_blob(const_cast<float*>(train.data()), {data.num_train(), dim}).clone(),
+                                  .train_labels = &data.train_labels, .top = 100, .lambda = 0.9, .temperature = 0.05};
+  const RankedPredictions expected = rank_with_retrieval(torch::from_blob(const_cast<float*>(queries.data()), {2, dim}).clone(),
+                                                         torch::from_blob(const_cast<float*>(labels.data()), {predictor.num_labels(), dim}).clone(), rag, 5);
+  const auto served = predictor.predict(texts, 5, "rag");
+  for (std::size_t t = 0; t < 2; ++t) {
+    ASSERT_EQ(served[t].size(), 5u);
+    for (std::int64_t j = 0; j < 5; ++j) EXPECT_EQ(served[t][static_cast<std::size_t>(j)].label, expected.labels[static_cast<std::int64_t>(t)][j].item<std::int64_t>());
+  }
+  // The first label served ranks first when asked about (rank_of and search agree with predict).
+  EXPECT_EQ(predictor.rank_of(texts[0], served[0][0].label, "rag").rank, 1);
+  const SearchAnswer answer = predictor.search(texts[0], 5, {served[0][0].label});
+  EXPECT_EQ(answer.modes.back().mode, "rag");
+  EXPECT_EQ(answer.modes.back().ranks.front().rank, 1);
 }
 
 }  // namespace xmc
