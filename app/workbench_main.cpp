@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "app/main_window.h"
+#include "engine/core/file_size_limit.h"
 #include "engine/core/version.h"
 #include "engine/session/default_store_path.h"
 
@@ -24,6 +25,7 @@ QString find_presets_dir() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  xmc::report_file_size_limit_as_write_errors();
   // --help and --version print and exit before a QApplication exists: they must work without a display
   // (QApplication aborts when there is none).
   bool text_only = false;

@@ -7,6 +7,7 @@
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
+#include "engine/core/file_size_limit.h"
 #include "engine/core/version.h"
 
 namespace xmc::cli {
@@ -17,6 +18,7 @@ void CommandContext::print_json(const nlohmann::json& j) const {
 
 int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
   keep_freed_memory_for_reuse();
+  report_file_size_limit_as_write_errors();
   run_blas_on_calling_thread();
   CLI::App app{"xmc — extreme multi-label classification workbench (headless)", "xmc"};
   app.require_subcommand(1);

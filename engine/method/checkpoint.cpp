@@ -1,8 +1,10 @@
 #include "engine/method/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -158,12 +160,36 @@ void save_checkpoint(const std::filesystem::path& path, MethodState& method, tor
   archive.write("has_optimizer", scalar(optimizer != nullptr));
   std::filesystem::create_directories(path.parent_path());
   const auto temp = unique_temp_path(path);
+  // Written through our own writer: LibTorch's file writer, when a write fails (a full disk, a file-size
+  // limit), throws from its destructor during the unwinding and the process aborts. Here a failed write is
+  // remembered, the rest of the archive is swallowed, and the error names the file and the cause.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(temp.string(), std::string("cannot create the checkpoint's temporary file: ") + std::strerror(errno));
+  int write_error = 0;
+  const auto write_all = [&](const void* data, std::size_t size) -> std::size_t {
+    const auto* bytes = static_cast<const char*>(data);
+    for (std::size_t done = 0; write_error == 0 && done < size;) {
+      const ssize_t n = ::write(fd, bytes + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) write_error = n < 0 ? errno : EIO;
+      else done += static_cast<std::size_t>(n);
+    }
+    return size;  // the archive's bookkeeping stays consistent; the failure is reported after it
+  };
   try {
-    archive.save_to(temp.string());
+    archive.save_to(write_all);
   } catch (const c10::Error& e) {
+    ::close(fd);
     std::error_code ec;
     std::filesystem::remove(temp, ec);
     throw Error("cannot write checkpoint " + path.string() + ": " + e.what_without_backtrace());
+  }
+  if (::close(fd) != 0 && write_error == 0) write_error = errno;
+  if (write_error != 0) {
+    std::error_code ec;
+    std::filesystem::remove(temp, ec);
+    throw InputError(path.string(), std::string("cannot write the checkpoint: ") + std::strerror(write_error) +
+                                        " (the previous checkpoint, if any, is kept)");
   }
   durable_rename(temp, path);
 }

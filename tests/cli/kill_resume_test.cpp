@@ -128,3 +128,35 @@ TEST(KillResume, ARunKilledAtRandomMomentsResumesToTheUninterruptedResult) {
 
 }  // namespace
 }  // namespace xmc
+
+namespace xmc {
+
+// A file-size limit (ulimit -f: a quota) reached while the checkpoint is written. It used to kill the process
+// with SIGXFSZ, without a word. Then LibTorch's writer aborted it ("terminate called ... unexpected pos").
+// Now it is a one-line error naming the checkpoint and the cause. The run is stored as failed, no temporary
+// file is left behind, and the run restarts once the limit is gone.
+TEST(StorageFaults, AFileSizeLimitAtTheCheckpointIsANamedErrorAndTheRunRestarts) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 9, 400, 120, /*noise_words=*/4000);
+  const auto db = dir / "runs.sqlite";
+  const std::string train = std::string(XMC_CLI_PATH) + " train --db " + db.string() + " --set dataset=" + (dir / "data").string() +
+                            " --set encoder.dim=64 --set epochs=2 --set threads=1";
+  // 512-byte blocks (dash): 800 KB, room for the store and the vocabulary but not the checkpoint's tables.
+  const test::CommandResult limited = test::run_command("ulimit -f 1600 && exec " + train);
+  EXPECT_EQ(limited.exit_code, 1) << limited.output;
+  EXPECT_NE(limited.output.find("checkpoint.pt: cannot write the checkpoint: File too large"), std::string::npos) << limited.output;
+  EXPECT_EQ(limited.output.find("terminate called"), std::string::npos) << limited.output;
+  {
+    const RunStore store(db);
+    const RunInfo run = store.get_run(1);
+    EXPECT_EQ(run.status, RunStatus::Failed);
+    EXPECT_NE(run.last_error.find("File too large"), std::string::npos) << run.last_error;
+  }
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path() << " was left behind";
+  const test::CommandResult again = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db.string() + " --resume 1 --restart");
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(RunStore(db).get_run(1).status, RunStatus::Completed);
+}
+
+}  // namespace xmc
