@@ -84,10 +84,11 @@ void ExactIndex::write(std::ostream& out) const {
 }
 
 std::unique_ptr<ExactIndex> ExactIndex::read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, ExactIndexOptions options) {
-  auto index = std::make_unique<ExactIndex>(dim, std::move(options));
-  if (ntotal < 0 || bytes != static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(ntotal) * sizeof(float))
+  const std::uint64_t needed = static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(ntotal) * sizeof(float);
+  if (dim <= 0 || ntotal < 0 || ntotal > (std::int64_t{1} << 40) || dim > (std::int64_t{1} << 20) || bytes != needed)
     throw Error("an exact index of " + std::to_string(ntotal) + " vectors of dimension " + std::to_string(dim) + " takes " +
-                std::to_string(dim * ntotal * static_cast<std::int64_t>(sizeof(float))) + " bytes, not " + std::to_string(bytes));
+                std::to_string(needed) + " bytes, not " + std::to_string(bytes));
+  auto index = std::make_unique<ExactIndex>(dim, std::move(options));
   index->impl_->data.resize(static_cast<std::size_t>(dim * ntotal));
   if (!in.read(reinterpret_cast<char*>(index->impl_->data.data()), static_cast<std::streamsize>(bytes))) throw Error("the stored vectors end early");
   index->ntotal_ = ntotal;

@@ -121,7 +121,10 @@ IndexFileHeader read_index_file_header(const std::filesystem::path& path) {
     throw InputError(name, "index file format version " + std::to_string(version) + "; this build reads version " + std::to_string(kVersion));
   if (!get(in, header.payload_crc32) || !get(in, header.payload_bytes) || !get(in, header.dim) || !get(in, header.ntotal) || !get(in, spec_bytes))
     throw InputError(name, "truncated: the file ends inside its header");
-  if (header.dim <= 0 || header.ntotal < 0 || spec_bytes == 0 || spec_bytes > kMaxSpecBytes)
+  // Sizes a reader multiplies before allocating: no embedding is wider than 2^20, and every stored vector takes
+  // at least a byte of the payload, so dim × ntotal cannot overflow on a file that fits on a disk.
+  if (header.dim <= 0 || header.dim > (std::int64_t{1} << 20) || header.ntotal < 0 ||
+      static_cast<std::uint64_t>(header.ntotal) > header.payload_bytes || spec_bytes == 0 || spec_bytes > kMaxSpecBytes)
     throw InputError(name, "damaged header (dimension " + std::to_string(header.dim) + ", " + std::to_string(header.ntotal) + " vectors, description of " +
                                std::to_string(spec_bytes) + " bytes)");
   header.spec.resize(spec_bytes);

@@ -363,6 +363,21 @@ TEST(IndexFactoryErrors, DamagedSavedIndexesAreRefusedWithTheFileNamed) {
   EXPECT_TRUE(contains(message, not_an_index.string())) << message;
   EXPECT_THROW(load_index(not_an_index), InputError);
   EXPECT_THROW(load_index(dir / "missing.xmcindex"), InputError);
+
+  // A header whose sizes multiply past 64 bits (dimension 2^62 × 4 vectors × 4 bytes wraps to 0, the empty
+  // payload's size, and the empty payload's CRC-32 is 0): refused before any reader allocates.
+  std::string forged = "XMCINDEX";
+  const auto put = [&forged](auto value) { forged.append(reinterpret_cast<const char*>(&value), sizeof value); };
+  put(std::uint32_t{1});
+  put(std::uint32_t{0});
+  put(std::uint64_t{0});
+  put(std::int64_t{1} << 62);
+  put(std::int64_t{4});
+  put(std::uint32_t{5});
+  forged += "exact";
+  const auto wrapped = test::write_file(dir / "wrapped.xmcindex", forged);
+  const std::string refusal = message_of([&] { load_index(wrapped); });
+  EXPECT_TRUE(contains(refusal, "damaged header (dimension 4611686018427387904")) << refusal;
 }
 
 TEST(IndexFactoryErrors, SavingUnderAnotherDescriptionIsRefused) {
