@@ -471,7 +471,7 @@ void MainWindow::on_event(const TrainEvent& e) {
       if (shown) tsne_plot_->set_snapshot(e.message);
       break;
     case TrainEvent::Kind::Checkpoint:
-      statusBar()->showMessage("checkpoint written: " + QString::fromStdString(e.message), 5000);
+      statusBar()->showMessage("writing the checkpoint: " + QString::fromStdString(e.message), 5000);
       break;
     default:
       break;
@@ -499,6 +499,12 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
     run_label_->setText(run_label_->text() + kContinueHint);
   }
   if (!ok && !closing_) {
+    // Said where the run is watched, not only in a dialog that goes away: the cause (a full disk, a file-size
+    // limit, a NaN loss) stays on the Live tab until the next run starts.
+    QString cause = message;
+    if (const QString prefix = QString("run %1 failed: ").arg(run); cause.startsWith(prefix)) cause.remove(0, prefix.size());
+    if (sweep == 0) run_label_->setText(QString("Run %1 failed: %2").arg(run).arg(cause));
+    statusBar()->clearMessage();  // "writing the checkpoint" may be the last thing it said
     if (options_.quit_when_done)
       std::fprintf(stderr, "xmc-workbench: training failed: %s\n", message.toLocal8Bit().constData());
     else

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QFileSystemModel>
 #include <QTimer>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -669,6 +670,41 @@ class WorkbenchTest : public QObject {
     const xmc::Session store(dir.filePath("runs.sqlite").toStdString());
     QCOMPARE(store.list_runs().size(), std::size_t{1});
     QCOMPARE(store.list_runs().front().status, xmc::RunStatus::Completed);
+  }
+
+  // A storage fault in the middle of a run (here a file-size limit the checkpoint runs into): the workbench says
+  // so on the Live tab and on stderr, stores the run as failed, and exits cleanly; nothing is lost or aborted.
+  void aRunThatCannotWriteItsCheckpointFailsWithTheCauseOnTheLiveTab() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    write_keyword_dataset(dir.filePath("data").toStdString());
+    QFile config(dir.filePath("wide.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    // d = 1024: the residual block alone is 4 MB, its checkpoint with AdamW's moments about 12 MB.
+    config.write(R"({"method": "dexml", "encoder": {"type": "bow", "dim": 1024}, "batch_size": 16, "epochs": 1,
+                    "lr": 0.02, "threads": 1, "eval": {"k": [1, 3], "top": 8}})");
+    config.close();
+    const QString shot = dir.filePath("failed.png");
+    QProcess process;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    process.setProcessEnvironment(env);
+    process.setChildProcessModifier([] {
+      rlimit limit{4 << 20, 4 << 20};  // 4 MB a file: the store and the screenshot fit, the checkpoint does not
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    });
+    process.start(XMC_WORKBENCH_BINARY, {"--db", dir.filePath("runs.sqlite"), "--dataset", dir.filePath("data"), "--config", config.fileName(),
+                                         "--autostart", "--screenshot", shot, "--quit-when-done"});
+    QVERIFY(process.waitForFinished(120000));
+    const QString err = QString::fromLocal8Bit(process.readAllStandardError());
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit);  // not killed by SIGXFSZ, not aborted
+    QCOMPARE(process.exitCode(), 1);
+    QVERIFY2(err.contains("checkpoint.pt: cannot write the checkpoint: File too large"), qPrintable(err));
+    QVERIFY2(!QImage(shot).isNull(), "no screenshot of the failed run");
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) QFile::copy(shot, QString::fromUtf8(keep) + "/live-failed-run.png");
+    const xmc::Session store(dir.filePath("runs.sqlite").toStdString());
+    QCOMPARE(store.list_runs().size(), std::size_t{1});
+    QCOMPARE(store.list_runs().front().status, xmc::RunStatus::Failed);
   }
 
   void scriptedErrorsGoToStderrInsteadOfADialog() {
