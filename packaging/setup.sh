@@ -19,7 +19,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git python3
   libtorch-dev libgloo-dev libfaiss-dev libomp-dev libopenblas0-pthread
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6
-  libhnswlib-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
+  libhnswlib-dev libsqlitecpp-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libspdlog-dev
   libutf8proc-dev zlib1g-dev libgtest-dev libbenchmark-dev
   xvfb xauth fonts-dejavu-core wordnet-base
   clang

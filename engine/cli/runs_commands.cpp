@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/session/default_store_path.h"
 #include "engine/session/session.h"
+#include "engine/session/store_repair.h"
 #include "engine/core/regular_file.h"
 
 namespace xmc::cli {
@@ -216,6 +217,25 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         session.set_run_notes(*id, *text);
       }
       std::printf("%s\n", session.get_run(*id).notes.c_str());
+    });
+  }
+  {
+    auto* cmd = runs->add_subcommand("repair", "Copy what can be read of a damaged run store into a new one (the damaged one is only read)");
+    auto out = std::make_shared<std::string>();
+    cmd->add_option("--out", *out, "The new store to write (must not exist)")->required();
+    cmd->footer("Example:\n  xmc runs --db damaged.sqlite repair --out repaired.sqlite");
+    cmd->callback([db, out] {
+      const RepairReport report = repair_run_store(*db, *out);
+      for (const RepairedTable& table : report.tables) {
+        if (table.missing) std::printf("%-16s missing in the damaged store\n", table.name.c_str());
+        else if (table.lost < 0) std::printf("%-16s %lld rows copied; the rest could not be found\n", table.name.c_str(), static_cast<long long>(table.copied));
+        else std::printf("%-16s %lld rows copied%s\n", table.name.c_str(), static_cast<long long>(table.copied),
+                         table.lost > 0 ? (", " + std::to_string(table.lost) + " unreadable rows left out").c_str() : "");
+      }
+      for (const std::int64_t run : report.recovered_runs)
+        std::printf("run %lld lost its row: restored as \"recovered run %lld\" (failed)\n", static_cast<long long>(run), static_cast<long long>(run));
+      std::printf("%lld run folders carried over; the repaired store is %s (the damaged one is unchanged)\n",
+                  static_cast<long long>(report.run_folders), out->c_str());
     });
   }
   {

@@ -22,7 +22,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "train", "predict", "tokenize", "embed", "export"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -560,6 +560,51 @@ TEST(Cli, SweepTrainsEveryGridPointAsARunAndResumes) {
   r = xmc("sweep --list --db " + db);
   EXPECT_NE(r.output.find("sweep " + std::to_string(id) + ": grid (4 points"), std::string::npos) << r.output;
   EXPECT_EQ(xmc("sweep --resume 99 --db " + db).exit_code, 1);
+}
+
+// A store that lost a table is refused, and `xmc runs repair` copies what is left into a new store, reading the
+// damaged one only: runs, their metrics and their run folders (hard-linked), so a repaired run still predicts.
+// Runs that lost their `runs` row come back as "recovered run N" with the metrics that survived.
+TEST(Cli, RunsRepairCopiesWhatIsLeftAndNeverWritesTheDamagedStore) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  auto r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --set dataset=" + (dir / "data").string() +
+                             " --set encoder.dim=16 --set batch_size=16 --set epochs=3 --set lr=0.02 --set threads=1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The evaluations table dropped (as a crashed tool or a bad edit leaves it).
+  ASSERT_EQ(test::run_command("sqlite3 " + db + " 'PRAGMA wal_checkpoint(TRUNCATE); DROP TABLE evaluations;'").exit_code, 0);
+  const std::string before = test::read_file(db);
+  r = xmc("runs --db " + db + " list");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("evaluations"), std::string::npos) << r.output;
+
+  const std::string repaired = (dir / "repaired.sqlite").string();
+  r = xmc("runs --db " + db + " repair --out " + repaired);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("evaluations      missing in the damaged store"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 run folders carried over"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_file(db), before) << "the damaged store was written to";
+  r = xmc("runs --db " + repaired + " list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("completed"), std::string::npos) << r.output;
+  r = xmc("predict --db " + repaired + " --run 1 --text key4 --top 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.last_line())[0]["text"], "key4");
+  // A new file only.
+  r = xmc("runs --db " + db + " repair --out " + repaired);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("exists"), std::string::npos) << r.output;
+
+  // The runs table itself gone: the scalars and evaluations that survive come back under a recovered run.
+  const std::string no_runs = (dir / "no-runs.sqlite").string();
+  std::filesystem::copy_file(repaired, no_runs);
+  ASSERT_EQ(test::run_command("sqlite3 " + no_runs + " 'PRAGMA foreign_keys=OFF; DROP TABLE runs;'").exit_code, 0);
+  r = xmc("runs --db " + no_runs + " repair --out " + (dir / "again.sqlite").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("run 1 lost its row: restored as \"recovered run 1\""), std::string::npos) << r.output;
+  r = xmc("runs --db " + (dir / "again.sqlite").string() + " list");
+  EXPECT_NE(r.output.find("recovered run 1"), std::string::npos) << r.output;
 }
 
 }  // namespace xmc
