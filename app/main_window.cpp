@@ -487,6 +487,7 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
   refresh_decile_overlay_choices();
   run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
+  statusBar()->clearMessage();  // "writing the checkpoint …" may be the last thing it said; the Live tab says how the run ended
   training_progress_->end_run(status);
   if (sweep > 0) {
     // The sweep's runs side by side in the Runs tab, ready to compare; a stopped sweep says how to go on.
@@ -504,7 +505,6 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
     QString cause = message;
     if (const QString prefix = QString("run %1 failed: ").arg(run); cause.startsWith(prefix)) cause.remove(0, prefix.size());
     if (sweep == 0) run_label_->setText(QString("Run %1 failed: %2").arg(run).arg(cause));
-    statusBar()->clearMessage();  // "writing the checkpoint" may be the last thing it said
     if (options_.quit_when_done)
       std::fprintf(stderr, "xmc-workbench: training failed: %s\n", message.toLocal8Bit().constData());
     else

@@ -255,6 +255,11 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   for (const auto& mode : predictor_->modes()) {
     auto* column = new QVBoxLayout;
     auto* title = new QLabel(QString("<b>%1</b>").arg(QString::fromStdString(mode)));
+    // The line under a mode's name ("new label … ranks N of M") wraps within its column: unwrapped, four
+    // modes of an IRENE run pushed the window past the screen's edge.
+    title->setWordWrap(true);
+    title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    title->setMinimumWidth(0);
     auto* results = new SearchResultsModel(this);
     auto* table = make_results_view(results);
     column->addWidget(title);

@@ -210,6 +210,11 @@ class WorkbenchTest : public QObject {
     QVERIFY(with_new.mid(0, 3).contains("key3 key5 topic"));
     // The panel says where the new label ranks: the same place the result table shows it.
     QCOMPARE(search->added_label_rank(search->modes().front()), with_new.indexOf("key3 key5 topic") + 1);
+    // That line wraps in its column instead of widening the panel (with four modes it pushed the window off-screen).
+    const QList<QLabel*> lines = search->findChildren<QLabel*>();
+    const auto line = std::find_if(lines.begin(), lines.end(), [](QLabel* l) { return l->text().contains("ranks"); });
+    QVERIFY(line != lines.end());
+    QVERIFY2((*line)->minimumSizeHint().width() < 200, qPrintable(QString::number((*line)->minimumSizeHint().width())));
     // Searches run in the background in the order typed: queries typed while one runs are superseded by
     // the newest, and only its results are shown.
     QSignalSpy finished(search, &xmc::gui::SearchPanel::search_finished);
