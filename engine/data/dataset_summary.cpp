@@ -65,6 +65,13 @@ DatasetSummary summarize_dataset(const Dataset& d) {
     s.labels_with_5_or_more += f >= 5;
     s.labels_unseen_in_train += f == 0;
   }
+  for (std::size_t l = 0; l < freq.size(); ++l)
+    if (s.num_train > 0 && 2 * freq[l] > s.num_train)
+      s.dominant_labels.push_back({static_cast<std::int64_t>(l), l < d.label_text.size() ? d.label_text[l] : std::string(),
+                                   static_cast<double>(freq[l]) / static_cast<double>(s.num_train)});
+  std::sort(s.dominant_labels.begin(), s.dominant_labels.end(),
+            [](const auto& a, const auto& b) { return a.train_fraction != b.train_fraction ? a.train_fraction > b.train_fraction : a.label < b.label; });
+  if (s.dominant_labels.size() > 5) s.dominant_labels.resize(5);
   s.train_rows_without_labels = rows_without_entries(d.train_labels);
   s.test_rows_without_labels = rows_without_entries(d.test_labels);
   s.filtered_test_pairs = static_cast<std::int64_t>(d.test_filter.size());
@@ -89,6 +96,9 @@ std::string to_json(const DatasetSummary& s) {
     std::snprintf(key, sizeof key, "q%g", q * 100);
     quantiles[key] = v;
   }
+  nlohmann::json dominant = nlohmann::json::array();
+  for (const auto& label : s.dominant_labels)
+    dominant.push_back({{"label", label.label}, {"text", label.text}, {"train_fraction", label.train_fraction}});
   nlohmann::json j = {{"name", s.name},
                       {"N", s.num_train},
                       {"N_test", s.num_test},
@@ -102,6 +112,7 @@ std::string to_json(const DatasetSummary& s) {
                       {"test_rows_without_labels", s.test_rows_without_labels},
                       {"filtered_test_pairs", s.filtered_test_pairs},
                       {"label_frequency_quantiles", quantiles},
+                      {"labels_in_most_train_rows", dominant},
                       {"text_words", {{"train", text_json(s.train_text)}, {"test", text_json(s.test_text)}, {"labels", text_json(s.label_text)}}}};
   return j.dump();
 }
@@ -126,6 +137,11 @@ std::string to_text(const DatasetSummary& s) {
   add("rows without labels          train %lld, test %lld\n", static_cast<long long>(s.train_rows_without_labels),
       static_cast<long long>(s.test_rows_without_labels));
   if (s.filtered_test_pairs) add("filtered test pairs          %lld\n", static_cast<long long>(s.filtered_test_pairs));
+  for (const auto& label : s.dominant_labels) {
+    std::string text = label.text.substr(0, 60);
+    add("label in most train rows     %lld \"%s\" in %.0f%% of them: P@k rewards ranking it first for any query; read PSP@k\n",
+        static_cast<long long>(label.label), text.c_str(), 100.0 * label.train_fraction);
+  }
   out += "label frequency quantiles   ";
   for (auto [q, v] : s.label_frequency_quantiles) add(" q%g=%lld", q * 100, static_cast<long long>(v));
   out += "\n";

@@ -28,6 +28,14 @@ struct DatasetSummary {
   std::int64_t train_rows_without_labels = 0;
   std::int64_t test_rows_without_labels = 0;
   std::int64_t filtered_test_pairs = 0;
+  /// Labels in more than half of the training rows (most frequent first, at most 5): with one, P@1 rewards
+  /// ranking it first whatever the query (WordNet's root synset is in every row), so PSP@k says more.
+  struct DominantLabel {
+    std::int64_t label = 0;
+    std::string text;
+    double train_fraction = 0;
+  };
+  std::vector<DominantLabel> dominant_labels;
   /// Train label frequency at the quantiles 0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.
   std::vector<std::pair<double, std::int64_t>> label_frequency_quantiles;
   TextLengthStats train_text, test_text, label_text;

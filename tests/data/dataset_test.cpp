@@ -122,6 +122,12 @@ TEST(DatasetSummary, CountsWhatUsersAskAbout) {
   EXPECT_EQ(s.filtered_test_pairs, 1);
   EXPECT_DOUBLE_EQ(s.train_text.mean_words, 2.0);
   EXPECT_EQ(s.test_text.max_words, 2);
+  // "fruit" is in 3 of the 4 training rows: said, since P@k rewards ranking it first for any query.
+  ASSERT_EQ(s.dominant_labels.size(), 1u);
+  EXPECT_EQ(s.dominant_labels[0].label, 0);
+  EXPECT_EQ(s.dominant_labels[0].text, "fruit");
+  EXPECT_DOUBLE_EQ(s.dominant_labels[0].train_fraction, 0.75);
+  EXPECT_NE(to_text(s).find("label in most train rows     0 \"fruit\" in 75% of them"), std::string::npos) << to_text(s);
   // Frequencies sorted: 1 1 2 3 -> min 1, max 3.
   EXPECT_EQ(s.label_frequency_quantiles.front().second, 1);
   EXPECT_EQ(s.label_frequency_quantiles.back().second, 3);
