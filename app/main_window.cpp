@@ -747,7 +747,13 @@ void MainWindow::reload_followed_run() {
       follow_timer_->stop();
       return;
     }
-    show_stored_plots(session, shown_run_);
+    const double epoch = show_stored_plots(session, shown_run_);
+    try {  // the bars follow the stored points too (they froze at the epoch the run was opened at)
+      const double total = static_cast<double>(total_epochs(parse_train_config(info->config_json, "run " + std::to_string(shown_run_))));
+      training_progress_->show_followed_run(total, epoch, QString::fromStdString(to_string(info->status)));
+    } catch (const std::exception&) {
+      training_progress_->show_followed_run(epoch, epoch, QString::fromStdString(to_string(info->status)));
+    }
     run_label_->setText(QString("Run %1: %2 (%3, written by another process)")
                             .arg(shown_run_)
                             .arg(QString::fromStdString(info->name))

@@ -93,6 +93,26 @@ void TrainingProgress::show_stored_run(double total_epochs, double done, const Q
   work_bar_->setFormat("—");
 }
 
+void TrainingProgress::show_followed_run(double total_epochs, double epoch, const QString& status) {
+  total_epochs_ = total_epochs;
+  position_ = std::clamp(epoch, 0.0, std::max(total_epochs, 0.0));
+  run_bar_->setRange(0, std::max(1, static_cast<int>(std::lround(total_epochs * kRunScale))));
+  run_bar_->setValue(static_cast<int>(std::lround(position_ * kRunScale)));
+  run_bar_->setFormat(QString("%1 — epoch %2 of %3").arg(status).arg(position_, 0, 'f', 2).arg(total_epochs_));
+  // Within the current epoch: epoch 4.37 is 37 % into the 5th.
+  const double whole = std::floor(position_);
+  const bool at_end = total_epochs > 0 && position_ >= total_epochs;
+  const int current = static_cast<int>(at_end ? whole : whole + 1);
+  const double part = at_end ? 1.0 : position_ - whole;
+  steps_bar_->setRange(0, 100);
+  steps_bar_->setValue(static_cast<int>(std::lround(part * 100)));
+  steps_bar_->setFormat(QString("epoch %1/%2 — %3 %").arg(current).arg(total_epochs_).arg(static_cast<int>(std::lround(part * 100))));
+  work_bar_->setRange(0, 1);
+  work_bar_->setValue(0);
+  work_bar_->setFormat("trained by another process: its stored steps and evaluations, every 2 s");
+  for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
+}
+
 void TrainingProgress::set_paused(bool paused) {
   if (paused == paused_since_.isValid()) return;
   if (paused) {

@@ -24,6 +24,9 @@ class TrainingProgress : public QWidget {
   void end_run(const QString& outcome);
   /// A stored run that is not training here: the run bar shows how far it got and how it ended.
   void show_stored_run(double total_epochs, double done, const QString& status);
+  /// A run another process trains, as far as its stored points go: the Run bar at `epoch` (fractional) of
+  /// `total_epochs`, the Epoch bar at the part of the current epoch done, the Other-work bar saying who trains it.
+  void show_followed_run(double total_epochs, double epoch, const QString& status);
   /// Training is paused (or resumes): no ETA while paused, and the paused time is left out of the pace.
   void set_paused(bool paused);
 

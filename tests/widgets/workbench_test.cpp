@@ -651,6 +651,13 @@ class WorkbenchTest : public QObject {
     writer.add_evaluation(run, 1.0, 3, {{"P@1", 0.3}, {"P@5", 0.2}});
     QTRY_COMPARE_WITH_TIMEOUT(loss->point_count(), std::size_t{3}, 10000);
     QTRY_VERIFY_WITH_TIMEOUT(metrics->metric_names().contains("P@1"), 10000);
+    // The bars follow too (they froze at the epoch the run was opened at): 4.37 of the default 10 epochs is
+    // 37 % into the 5th.
+    writer.add_scalars(run, {{40, 4.37, "loss", 0.5, 4.0}});
+    auto* progress = window.findChild<xmc::gui::TrainingProgress*>();
+    QTRY_COMPARE_WITH_TIMEOUT(progress->run_text(), QStringLiteral("running — epoch 4.37 of 10"), 10000);
+    QCOMPARE(progress->steps_text(), QStringLiteral("epoch 5/10 — 37 %"));
+    QVERIFY2(progress->work_text().contains("another process"), qPrintable(progress->work_text()));
   }
 
   void scriptedLineTrainsAndLeavesScreenshots() {
