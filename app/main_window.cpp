@@ -10,6 +10,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QComboBox>
@@ -48,6 +49,16 @@
 
 namespace xmc::app {
 namespace {
+
+/// `content` in a scroll area: below the content's minimum size the tab scrolls, so the window can be made
+/// as small as a screen needs (a tab's minimum size is the whole window's).
+QScrollArea* scrolling(QWidget* content) {
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(content);
+  return scroll;
+}
 
 /// Appended to the run label of a stopped run.
 const QString kContinueHint = QStringLiteral(" — Training › Continue the shown stopped run resumes it");
@@ -105,13 +116,21 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   decile_layout->addWidget(decile_plot_, 1);
   grid->addWidget(decile_box, 1, 0);
   grid->addWidget(tsne_plot_, 1, 1);
-  live_layout->addLayout(grid, 1);
+  // Below this size the four plots' axes, ticks and legends overprint one another: the tab scrolls instead
+  // of squashing them into strips (an 800 x 500 window).
+  auto* plots = new QWidget;
+  plots->setObjectName("live_plots");
+  plots->setLayout(grid);
+  plots->setMinimumSize(1000, 640);
+  QScrollArea* scroll = scrolling(plots);
+  scroll->setObjectName("live_scroll");
+  live_layout->addWidget(scroll, 1);
   tabs_->addTab(live, "Live");
 
   search_ = new gui::SearchPanel;
   tabs_->addTab(search_, "Search");
   labels_ = new gui::LabelQualityView;
-  tabs_->addTab(labels_, "Labels");
+  tabs_->addTab(scrolling(labels_), "Labels");
   projector_ = new gui::ProjectorView;
   tabs_->addTab(projector_, "Projector");
 
@@ -129,7 +148,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   runs_tab->setStretchFactor(1, 3);
   runs_tab->setSizes({380, 520});
   runs_->set_follow(true);  // runs written by other processes (xmc train) appear and update live
-  tabs_->addTab(runs_tab, "Runs");
+  tabs_->addTab(scrolling(runs_tab), "Runs");
   setCentralWidget(tabs_);
 
   // Menus.

@@ -19,6 +19,8 @@
 #include <QSpinBox>
 #include <QProcess>
 #include <QSignalSpy>
+#include <QScrollBar>
+#include <QScrollArea>
 #include <QThread>
 #include <QTemporaryDir>
 #include <QTabWidget>
@@ -380,6 +382,33 @@ class WorkbenchTest : public QObject {
         window.save_screenshot(QString(keep) + "/workbench-" + tabs->tabText(i).toLower() + ".png");
       }
     }
+  }
+
+  // An 800 x 500 window squashed the Live plots into unreadable strips; now each keeps a readable size and the
+  // tab scrolls.
+  void aSmallWindowScrollsTheLivePlotsInsteadOfSquashingThem() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    xmc::app::MainWindow window(options);
+    window.resize(800, 500);
+    window.show();
+    window.findChild<QTabWidget*>()->setCurrentIndex(1);
+    QCoreApplication::processEvents();
+    // Every tab scrolls below its content's size: the window itself can be that small.
+    QVERIFY2(window.width() <= 800 && window.height() <= 500, qPrintable(QString("%1 x %2").arg(window.width()).arg(window.height())));
+    auto* loss = window.findChild<xmc::gui::LossPlot*>();
+    QVERIFY2(loss->width() >= 450 && loss->height() >= 280, qPrintable(QString("%1 x %2").arg(loss->width()).arg(loss->height())));
+    auto* scroll = window.findChild<QScrollArea*>("live_scroll");
+    QVERIFY(scroll);
+    QVERIFY(scroll->verticalScrollBar()->maximum() > 0 && scroll->horizontalScrollBar()->maximum() > 0);
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) window.grab().save(QString::fromUtf8(keep) + "/live-800x500.png");
+    // A large window has no scroll bars: the plots fill it.
+    window.resize(1600, 1000);
+    QCoreApplication::processEvents();
+    QCOMPARE(scroll->verticalScrollBar()->maximum(), 0);
+    QCOMPARE(scroll->horizontalScrollBar()->maximum(), 0);
   }
 
   void theMouseWheelChangesNoUnfocusedChoice() {
