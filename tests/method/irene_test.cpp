@@ -106,6 +106,15 @@ TEST(IreneGenerator, StartsAsTheWeightedSumAndIsDeterministic) {
   EXPECT_FALSE(torch::allclose(one->forward(e, w, s), by_hand, 1e-3, 1e-3));
   EXPECT_TRUE(torch::equal(one->forward(e, w, s), two->forward(e, w, s)));
   EXPECT_THROW(IreneGenerator(IreneGeneratorOptions{.dim = 10, .transformer = true, .heads = 4}), ConfigError);
+  // The refusal says which heads would do; 0 chooses the most of 4, 2, 1 that divides the size (UniDEC's 256
+  // classifier columns plus a learned bias make 257, a prime: one head).
+  try {
+    IreneGenerator(IreneGeneratorOptions{.dim = 10, .transformer = true, .heads = 4});
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("heads that do: 1, 2, 5, 10"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(IreneGenerator(IreneGeneratorOptions{.dim = 257, .transformer = true, .heads = 0}));
+  EXPECT_NO_THROW(IreneGenerator(IreneGeneratorOptions{.dim = 10, .transformer = true, .heads = 0}));
 }
 
 TEST(Irene, WeightedSumOfTheNearestObservedLabelsWorkedByHandAndBothGeneratorsRun) {

@@ -1,5 +1,7 @@
 #include "engine/method/irene/irene_generator.h"
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 
 namespace xmc {
@@ -13,9 +15,15 @@ torch::Tensor unit_rows(const torch::Tensor& x) {
 
 IreneGeneratorImpl::IreneGeneratorImpl(IreneGeneratorOptions options) : options_(options) {
   if (!options_.transformer) return;
-  if (options_.heads < 1 || options_.dim % options_.heads != 0)
+  // 0: the most of 4, 2, 1 heads that divides the size (a base run with a learned label bias adds a column: 257).
+  if (options_.heads == 0) options_.heads = options_.dim % 4 == 0 ? 4 : options_.dim % 2 == 0 ? 2 : 1;
+  if (options_.heads < 1 || options_.dim % options_.heads != 0) {
+    std::string divisors;
+    for (std::int64_t h = 1; h <= std::min<std::int64_t>(64, options_.dim); ++h)
+      if (options_.dim % h == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(h);
     throw ConfigError("irene.heads: " + std::to_string(options_.heads) + " heads do not divide the classifiers' size " + std::to_string(options_.dim) +
-                      " (a base run with a learned label bias adds a column: use a divisor of that size)");
+                      " (a base run with a learned label bias adds a column); heads that do: " + divisors + ", or 0 to choose");
+  }
   layer_ = register_module("layer", torch::nn::TransformerEncoderLayer(
                                         torch::nn::TransformerEncoderLayerOptions(options_.dim, options_.heads).dim_feedforward(2 * options_.dim).dropout(0.1)));
   out_ = register_module("out", torch::nn::Linear(options_.dim, options_.dim));

@@ -14,7 +14,7 @@ namespace xmc {
 struct IreneGeneratorOptions {
   std::int64_t dim = 0;           ///< d of e, w and u
   bool transformer = true;        ///< false: the weighted sum alone (no parameters)
-  std::int64_t heads = 4;
+  std::int64_t heads = 4;         ///< divides dim; 0 = the most of 4, 2, 1 that does
   std::int64_t sim_buckets = 10;  ///< similarity embeddings S for buckets of [-1, 1]
   double temperature = 0.1;       ///< T of the neighbour weights
 };

@@ -17,7 +17,8 @@ MethodInfo irene_method_info() {
                .integer("irene.neighbours", &IreneOptions::neighbours, 1, 64, "K: nearest observed labels whose classifiers a new one is made from")
                .number("irene.temperature", &IreneOptions::temperature, 1e-4, 100, "T: neighbours are weighted by softmax(similarity / T)")
                .number("irene.positive_weight", &IreneOptions::positive_weight, 1e-3, 1e6, "C: weight of the positives in the generator's BCE")
-               .integer("irene.heads", &IreneOptions::heads, 1, 64, "Attention heads of the generator's transformer layer (divide the classifiers' size)")
+               .integer("irene.heads", &IreneOptions::heads, 0, 64,
+                        "Attention heads of the generator's transformer layer, a divisor of the classifiers' size (0 = the most of 4, 2, 1 that divides it)")
                .number("irene.selection_margin", &IreneOptions::selection_margin, 0, 10,
                        "A trained generator replaces the kept one (first the weighted sum) only when its mean hit@10 + hit@1 over the "
                        "selection labels is ahead by this many standard errors of the paired per-label differences (0 = any gain)")

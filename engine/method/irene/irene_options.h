@@ -14,7 +14,7 @@ struct IreneOptions {
   std::int64_t neighbours = 3;             ///< K nearest observed labels by embedding (never the label itself)
   double temperature = 0.1;                ///< T of the neighbours' softmax weights
   double positive_weight = 10;             ///< C: weight of positives in the generator's BCE
-  std::int64_t heads = 4;                  ///< attention heads of the generator's transformer layer
+  std::int64_t heads = 0;                  ///< attention heads of the generator's transformer layer (0 = the most of 4, 2, 1 dividing its size)
   double selection_margin = 2;             ///< a trained generator replaces the kept one only when ahead by this many standard errors
   std::string calibration = "mean_query";  ///< mean_query | none: offsets of synthesized classifiers' scores
 };
