@@ -39,6 +39,9 @@ struct MethodInfo {
   /// The step loss is a sum of several heads' and directions' terms (UniDEC's DE and CLF): the plots label it with
   /// the method's name beside the loss's, and compare it only with the same method's.
   bool loss_sums_terms = false;
+  /// For such a method: throws ConfigError naming the key when the base run (its config and status, read from
+  /// the store) cannot serve `config`. Checked before the new run is recorded, so a mistake leaves no failed run.
+  std::function<void(const TrainConfig& config, const TrainConfig& base_config, const std::string& base_status)> check_base_run;
 };
 
 struct EncoderInfo {

@@ -1,5 +1,7 @@
 #include "engine/train/training_run.h"
 
+#include "engine/config/component_info.h"
+#include "engine/config/train_config.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/store/run_files.h"
@@ -52,13 +54,20 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
   validate(config);
   check_eval_index(config.eval_index);  // before the run is recorded: a typo must not leave a failed run behind
   if (config.name.empty()) config.name = default_run_name(config);
+  auto store = std::make_unique<RunStore>(db_path);
+  // A method built on another run (IRENE) checks it before this run is recorded: a mistake leaves no failed run.
+  if (const MethodInfo& method = method_info(config.method); method.base_run && method.check_base_run) {
+    const std::int64_t base_id = method.base_run(config);
+    const std::optional<RunInfo> base = store->find_run(base_id);
+    if (!base) throw ConfigError(config.method + ".base_run: there is no run " + std::to_string(base_id) + " in " + db_path.string());
+    method.check_base_run(config, parse_train_config(base->config_json, "run " + std::to_string(base_id) + " config"), to_string(base->status));
+  }
   NewRun run;
   run.name = config.name;
   run.config_json = to_json(config);
   run.dataset_path = std::filesystem::absolute(config.dataset).string();
   run.dataset_fingerprint = dataset_fingerprint(config.dataset);
   run.device = config.device;
-  auto store = std::make_unique<RunStore>(db_path);
   const std::int64_t id = store->create_run(run);
   auto run_dir = fresh_run_directory(db_path, id);
   store->claim_run(id);

@@ -248,18 +248,26 @@ TEST(Irene, RefusesWhatItCannotBuildOn) {
   TrainConfig c = f.irene("transformer");
   c.edit<IreneOptions>().base_run = 0;
   EXPECT_THROW(validate(c), ConfigError);
+  // Every refusal comes before the run is recorded: a mistake leaves no failed run behind.
+  const std::size_t runs_before = RunStore(f.db).list_runs().size();
   c.edit<IreneOptions>().base_run = 99;
-  EXPECT_THROW(TrainingRun(c, f.db).run(), Error);
+  try {
+    TrainingRun(c, f.db);
+    FAIL() << "irene was recorded on a run that does not exist";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("irene.base_run: there is no run 99"), std::string::npos) << e.what();
+  }
   // A base run of another dataset is refused by name.
   test::write_keyword_dataset(f.dir / "other", 2, 100, 20);
   c = f.irene("weighted_sum");
   c.dataset = f.dir / "other";
   try {
-    TrainingRun(c, f.db).run();
-    FAIL() << "irene built on a run of another dataset";
-  } catch (const Error& e) {
+    TrainingRun(c, f.db);
+    FAIL() << "irene was recorded on a run of another dataset";
+  } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("the same zero-shot split is needed"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(RunStore(f.db).list_runs().size(), runs_before);
 }
 
 // The selection rule on hand-worked paired scores: differences 0.5, -0.3, 0.4, -0.2 have mean 0.1 and

@@ -3,6 +3,9 @@
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/core/error.h"
+#include "engine/data/zero_shot_split.h"
+
+#include <filesystem>
 
 namespace xmc {
 
@@ -33,7 +36,21 @@ MethodInfo irene_method_info() {
                .build()},
           nullptr,
           nullptr,
-          [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; }};
+          [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; },
+          /*loss_sums_terms=*/false,
+          [](const TrainConfig& config, const TrainConfig& base, const std::string& base_status) {
+            const std::string run = "irene.base_run: run " + std::to_string(config.get<IreneOptions>().base_run);
+            if (base.method != "ngame" && base.method != "unidec")
+              throw ConfigError(run + " is a " + base.method + " run; irene builds on the classifiers of an ngame or unidec run");
+            if (base_status != "completed")
+              throw ConfigError(run + " is " + base_status + "; irene builds on a completed run (continue it first)");
+            std::error_code error;
+            if (!std::filesystem::equivalent(base.dataset, config.dataset, error))
+              throw ConfigError(run + " trained on " + base.dataset.string() + ", not on " + config.dataset.string() +
+                                " (the same zero-shot split is needed)");
+            if (!is_zero_shot_split(config.dataset))
+              throw ConfigError("dataset: " + config.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
+          }};
 }
 
 }  // namespace xmc
