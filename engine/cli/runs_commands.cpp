@@ -108,12 +108,13 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         return;
       }
       // One line a run: what it is (method, dataset), where it stands (status, time) and how good it is (the
-      // primary mode's final P@1 and P@5), then tags and name. Names fit up to kNameWidth.
+      // primary mode's final P@1 and P@5, and which mode that is: runs of different methods rank differently),
+      // then tags and name. Names fit up to kNameWidth.
       constexpr std::size_t kNameWidth = 48;
       std::size_t width = 4;
       for (const auto& r : all) width = std::max(width, std::min(kNameWidth, r.name.size()));
-      std::printf("%5s  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-20s  %s\n", "id", "status", "method", "dataset", "duration", "P@1", "P@5",
-                  "tags", "name");
+      std::printf("%5s  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-7s  %-20s  %s\n", "id", "status", "method", "dataset", "duration", "P@1", "P@5",
+                  "mode", "tags", "name");
       for (const auto& r : all) {
         const auto [method, dataset] = method_and_dataset(r);
         const bool live = r.status == RunStatus::Running || r.status == RunStatus::Paused;
@@ -125,9 +126,11 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
           std::snprintf(text, sizeof text, std::isnan(v) ? "-" : "%.2f", 100 * v);
           return std::string(text);
         };
-        std::printf("%5lld  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-20s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
+        const std::string mode = final_primary_mode(evaluations);
+        std::printf("%5lld  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-7s  %-20s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
                     fitted(method, 7).c_str(), fitted(dataset, 16).c_str(), duration_text(end - iso_seconds(r.created)).c_str(),
-                    percent(p1).c_str(), percent(p5).c_str(), fitted(joined(r.tags), 20).c_str(), fitted(r.name, width).c_str());
+                    percent(p1).c_str(), percent(p5).c_str(), fitted(mode.empty() ? "-" : mode, 7).c_str(), fitted(joined(r.tags), 20).c_str(),
+                    fitted(r.name, width).c_str());
         if (!r.last_error.empty()) std::printf("%5s  error: %s\n", "", fitted(r.last_error, 160).c_str());
       }
     });

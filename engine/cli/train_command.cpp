@@ -226,9 +226,12 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       std::printf("run %lld %s\n", static_cast<long long>(run.run_id()), result.outcome == RunOutcome::Completed ? "completed" : "stopped");
       for (const auto& [mode, evaluation] : result.modes) std::printf("  %-17s %s\n", mode.c_str(), percent_line(evaluation.metrics).c_str());
     } else {
+      // The headline numbers say whose they are: the primary inference mode's (UniDEC's concat, NGAME's fused, ...).
       const std::string line = percent_line(result.metrics.metrics);
-      std::printf("run %lld %s%s%s\n", static_cast<long long>(run.run_id()),
-                  result.outcome == RunOutcome::Completed ? "completed" : "stopped", line.empty() ? "" : ": ", line.c_str());
+      const std::string mode = result.modes.empty() ? std::string() : " (" + result.modes.front().first + ")";
+      std::printf("run %lld %s%s%s%s\n", static_cast<long long>(run.run_id()),
+                  result.outcome == RunOutcome::Completed ? "completed" : "stopped", line.empty() ? "" : mode.c_str(), line.empty() ? "" : ": ",
+                  line.c_str());
     }
     if (result.outcome == RunOutcome::Stopped && args->json == false) {
       // Stopped by max_steps, a resume must lift it (0 = no limit) or it stops again at once.

@@ -360,6 +360,10 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   const int run = trained["run_id"].get<int>();
   EXPECT_EQ(trained["status"], "completed");
   EXPECT_GT(trained["P@1"].get<double>(), 0.9) << "every test query names its only label";
+  // The list labels the headline numbers with the mode they are from.
+  r = xmc("runs --db " + db + " list");
+  EXPECT_NE(r.output.find("  mode  "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  emb  "), std::string::npos) << r.output;
 
   r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4 --top 3 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
