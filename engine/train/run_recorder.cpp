@@ -65,6 +65,8 @@ void RunRecorder::record(const TrainEvent& e) {
     case Kind::Stopped:
       flush();
       store_.set_status(run_id_, RunStatus::Stopped);
+      // The log says where and why the run stopped (a user's stop, max_steps), beside its phases.
+      store_.add_log_line(run_id_, e.step, e.message.empty() ? std::string("stopped") : e.message);
       break;
     case Kind::Failed:
       try {

@@ -310,6 +310,12 @@ TEST(Training, ResumeContinuesBitForBit) {
   TrainingRun first(config, dir / "b.sqlite");
   EXPECT_EQ(first.run().outcome, RunOutcome::Stopped);
   EXPECT_EQ(RunStore(dir / "b.sqlite").get_run(first.run_id()).status, RunStatus::Stopped);
+  {  // the run's log says where and why it stopped
+    const auto log = RunStore(dir / "b.sqlite").log(first.run_id());
+    ASSERT_FALSE(log.empty());
+    EXPECT_EQ(log.back().message, "stopped after max_steps = 20 (checkpoint written)");
+    EXPECT_EQ(log.back().step, 20);
+  }
   TrainingRun second = TrainingRun::resume(first.run_id(), dir / "b.sqlite", {"max_steps=0"});
   const TrainResult b = second.run();
   ASSERT_EQ(b.outcome, RunOutcome::Completed);
