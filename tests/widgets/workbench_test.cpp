@@ -33,6 +33,7 @@
 #include "engine/store/run_store.h"
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/decoder/decoder_options.h"
+#include "widgets/plot_export.h"  // QCustomPlot, included the way the widgets need it
 #include "widgets/decile_plot.h"
 #include "widgets/file_dialogs.h"
 #include "widgets/run_table_model.h"
@@ -313,6 +314,24 @@ class WorkbenchTest : public QObject {
     for (const auto& p : map->points) vx += (p.x - mx) * (p.x - mx), vy += (p.y - my) * (p.y - my);
     QVERIFY(std::abs(mx) < 1e-4 && std::abs(my) < 1e-4);
     QVERIFY(vx >= vy);
+    // Every decile's colour stands out on the white plot: a contrast of at least 3:1 (WCAG's for graphics).
+    {
+      const auto luminance = [](const QColor& c) {
+        const auto linear = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
+      };
+      auto* plot = projector->findChild<QCustomPlot*>();
+      QVERIFY(plot);
+      int deciles = 0;
+      for (int g = 0; g < plot->graphCount(); ++g) {
+        if (!plot->graph(g)->name().startsWith("decile")) continue;
+        ++deciles;
+        const QColor colour = plot->graph(g)->scatterStyle().brush().color();
+        const double contrast = 1.05 / (luminance(colour) + 0.05);
+        QVERIFY2(contrast >= 3.0, qPrintable(plot->graph(g)->name() + QString(": contrast %1 against white").arg(contrast)));
+      }
+      QCOMPARE(deciles, 10);
+    }
     projector->set_search_text("key5");
     QCOMPARE(projector->highlighted_count(), 1);
     projector->compute("queries", "tsne");
