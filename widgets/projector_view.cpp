@@ -33,6 +33,7 @@ QColor decile_colour(int decile) {
 ProjectorView::ProjectorView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   header_ = new QLabel(tr("Open a trained run to project its label or query vectors to 2-D."));
+  header_->setTextFormat(Qt::PlainText);  // it quotes what the user typed
   header_->setWordWrap(true);
   layout->addWidget(header_);
   auto* bar = new QHBoxLayout;
@@ -194,12 +195,18 @@ void ProjectorView::draw() {
   plot_->xAxis->scaleRange(1.08);  // points at the extremes are drawn whole
   plot_->yAxis->scaleRange(1.08);
   plot_->replot();
+  // A search or a label that finds nothing says so, rather than leaving the map as it was.
+  QString found_text;
+  if (!needle.isEmpty())
+    found_text = highlighted_ > 0 ? tr("; %1 match the search").arg(highlighted_) : tr("; nothing matches “%1”").arg(needle);
+  if (!labels && !label_->text().trimmed().isEmpty() && chosen < 0)
+    found_text += tr("; no label of the run is called “%1”").arg(label_->text().trimmed());
   header_->setText(tr("Run %1: %2 %3 by %4%5")
                        .arg(run_)
                        .arg(projection_->points.size())
                        .arg(labels ? tr("labels (coloured by training-frequency decile)") : tr("test queries"))
                        .arg(QString::fromStdString(projection_->options.method == "tsne" ? "t-SNE" : "PCA"))
-                       .arg(needle.isEmpty() ? QString() : tr("; %1 match the search").arg(highlighted_)));
+                       .arg(found_text));
 }
 
 }  // namespace xmc::gui

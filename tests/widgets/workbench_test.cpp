@@ -338,6 +338,19 @@ class WorkbenchTest : public QObject {
     QVERIFY(projected.wait(60000));
     QCOMPARE(projector->projection()->points.size(), std::size_t{24});
     QCOMPARE(projector->set_positives_of("key3 topic"), 3);
+    // A label or a search that finds nothing says so.
+    QCOMPARE(projector->set_positives_of("no such label"), 0);
+    projector->set_search_text("zzz");
+    projector->set_positives_of("no such label");
+    {
+      const QList<QLabel*> texts = projector->findChildren<QLabel*>();
+      const bool said = std::any_of(texts.begin(), texts.end(), [](QLabel* l) {
+        return l->text().contains("nothing matches “zzz”") && l->text().contains("no label of the run is called “no such label”");
+      });
+      QVERIFY(said);
+    }
+    projector->set_search_text("");
+    QCOMPARE(projector->set_positives_of("key3 topic"), 3);
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       projector->resize(1000, 700);
       QVERIFY(projector->grab().save(QString(keep) + "/projector-tab.png"));
