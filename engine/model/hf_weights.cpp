@@ -1,11 +1,9 @@
 #include "engine/model/hf_weights.h"
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "engine/core/error.h"
-#include "engine/core/regular_file.h"
+#include "engine/core/json_file.h"
 #include "engine/model/safetensors_index.h"
 
 namespace xmc {
@@ -46,13 +44,9 @@ HfWeights HfWeights::open(const std::filesystem::path& folder) {
                                                 "transformers' save_pretrained(..., safe_serialization=True))"
                                               : "missing, and no model.safetensors.index.json of shards either");
   }
-  require_regular_file(index);
   weights.source_ = index;
-  std::ifstream in(index, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   std::map<std::string, std::size_t> file_number;
-  for (const auto& [name, shard] : parse_safetensors_index(text.str(), index.string())) {
+  for (const auto& [name, shard] : parse_safetensors_index(read_whole_file(index), index.string())) {
     auto [at, inserted] = file_number.emplace(shard, weights.files_.size());
     if (inserted) {
       const auto path = folder / shard;

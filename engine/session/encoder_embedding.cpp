@@ -3,15 +3,12 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <fstream>
 #include <thread>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/config/train_config.h"
-#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
-#include "engine/core/regular_file.h"
+#include "engine/core/json_file.h"
 #include "engine/model/cpu_thread_policy.h"
 #include "engine/model/decoder/decoder_options.h"
 #include "engine/model/encoder_factory.h"
@@ -26,16 +23,7 @@ std::string encoder_type_of(const std::filesystem::path& folder) {
   const auto file = folder / "config.json";
   std::error_code error;
   if (!std::filesystem::exists(file, error)) throw InputError(file.string(), "missing (an encoder folder needs config.json)");
-  require_regular_file(file);
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = parse_bounded_json(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file.string(), std::string("bad JSON: ") + e.what());
-  }
+  const nlohmann::json json = read_json_file(file);
   const std::string type = json.is_object() && json.contains("model_type") && json["model_type"].is_string() ? json["model_type"].get<std::string>() : "";
   if (type == "qwen2" || type == "qwen3" || type == "llama") return "decoder";
   if (type == "bert" || type == "distilbert" || type.empty()) return "bert";

@@ -1,13 +1,10 @@
 #include "engine/text/prompted_tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
-#include "engine/core/regular_file.h"
+#include "engine/core/json_file.h"
 
 namespace xmc {
 
@@ -61,16 +58,7 @@ std::int32_t decoder_eos_id(const ByteLevelBpe& bpe, const std::filesystem::path
   std::error_code error;
   if (!std::filesystem::exists(file, error))
     throw InputError(config_json.string(), "has no eos_token_id, and there is no " + file.string() + " naming an eos_token");
-  require_regular_file(file);
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = parse_bounded_json(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file.string(), std::string("bad JSON: ") + e.what());
-  }
+  const nlohmann::json json = read_json_file(file);
   std::string token;
   if (json.is_object() && json.contains("eos_token")) {
     const auto& eos = json["eos_token"];

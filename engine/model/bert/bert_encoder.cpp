@@ -11,19 +11,17 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
+#include "engine/core/json_file.h"
 #include "engine/model/hf_config_reader.h"
 #include "engine/model/hf_weights.h"
 #include "engine/model/safetensors_file.h"
 #include "engine/torch_compat.h"
-#include "engine/core/regular_file.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
@@ -327,12 +325,9 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
 }
 
 BertConfig read_bert_config(const std::filesystem::path& file) {
-  if (std::filesystem::exists(file)) require_regular_file(file);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_bert_config(text.str(), file.string());
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
+  return parse_bert_config(read_whole_file(file), file.string());
 }
 
 std::string bert_config_to_json(const BertConfig& config) {

@@ -3,13 +3,11 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
-#include "engine/core/regular_file.h"
+#include "engine/core/json_file.h"
 #include "engine/model/hf_config_reader.h"
 
 namespace xmc {
@@ -127,12 +125,9 @@ DecoderConfig parse_decoder_config(const std::string& json_text, const std::stri
 }
 
 DecoderConfig read_decoder_config(const std::filesystem::path& file) {
-  if (std::filesystem::exists(file)) require_regular_file(file);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_decoder_config(text.str(), file.string());
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
+  return parse_decoder_config(read_whole_file(file), file.string());
 }
 
 std::string decoder_config_to_json(const DecoderConfig& config) {

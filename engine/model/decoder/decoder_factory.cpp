@@ -6,17 +6,14 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
-#include <cstring>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/config/train_config.h"
 #include "engine/core/atomic_file.h"
-#include "engine/core/bounded_json.h"
 #include "engine/core/content_hash.h"
 #include "engine/core/error.h"
+#include "engine/core/json_file.h"
 #include "engine/model/autocast.h"
 #include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/decoder/decoder_options.h"
@@ -51,15 +48,7 @@ void check_base_identity(const std::filesystem::path& folder, const std::filesys
     writer.commit();
     return;
   }
-  std::ifstream in(record, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = parse_bounded_json(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(record.string(), std::string("bad JSON: ") + e.what());
-  }
+  const nlohmann::json json = read_json_file(record);
   if (!json.is_object() || !json.contains("content_hash") || !json["content_hash"].is_string())
     throw InputError(record.string(), "has no content_hash of the run's base model");
   if (json["content_hash"].get<std::string>() != hash)
