@@ -10,6 +10,7 @@
 #include "engine/model/encoder_options.h"
 #include "engine/model/hf_weights.h"
 #include "engine/model/safetensors_file.h"
+#include "engine/text/byte_level_bpe.h"
 
 namespace xmc {
 namespace {
@@ -65,8 +66,7 @@ ExportedModel export_run_model(const std::filesystem::path& db_path, std::int64_
     std::filesystem::create_directories(out);
     save_decoder_model(*decoder, out, lm_head);
     const DecoderOptions& options = run.config.get<DecoderOptions>();
-    std::filesystem::path tokenizer = options.tokenizer.empty() ? encoder_options.path : options.tokenizer;
-    if (std::filesystem::is_directory(tokenizer, error)) tokenizer /= "tokenizer.json";
+    const std::filesystem::path tokenizer = tokenizer_json_of(options.tokenizer.empty() ? encoder_options.path : options.tokenizer);
     copy_if_present(tokenizer, out / "tokenizer.json");
     copy_if_present(tokenizer.parent_path() / "tokenizer_config.json", out / "tokenizer_config.json");
     write_heads(model, *decoder, out / "xmc_heads.safetensors");

@@ -546,18 +546,17 @@ std::int64_t ByteLevelBpeTokenizer::known_tokens(std::span<const std::int32_t> t
 
 namespace {
 
-/// The tokenizer.json of `path` (the file, or the one in a model folder).
-std::filesystem::path tokenizer_json_of(const std::filesystem::path& path) {
-  std::error_code error;
-  return std::filesystem::is_directory(path, error) ? path / "tokenizer.json" : path;
-}
-
 bool is_bpe_json(const std::filesystem::path& path) {
   const auto file = tokenizer_json_of(path);
   return file.extension() == ".json" && tokenizer_json_model_type(file) == "BPE";
 }
 
 }  // namespace
+
+std::filesystem::path tokenizer_json_of(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) ? path / "tokenizer.json" : path;
+}
 
 TokenizerInfo bpe_tokenizer_info() {
   return {.name = "bpe",

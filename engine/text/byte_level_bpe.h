@@ -93,6 +93,9 @@ class ByteLevelBpeTokenizer final : public TextTokenizer {
   std::int64_t max_len_ = 0;
 };
 
+/// The tokenizer.json of `path`: the file itself, or the one in a model folder.
+std::filesystem::path tokenizer_json_of(const std::filesystem::path& path);
+
 /// Reads a tokenizer.json of model type BPE (or a model folder holding one).
 TokenizerInfo bpe_tokenizer_info();
 

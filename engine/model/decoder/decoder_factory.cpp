@@ -57,11 +57,6 @@ void check_base_identity(const std::filesystem::path& folder, const std::filesys
                                           "); its adapters only make sense on that base: point encoder.path at it");
 }
 
-std::filesystem::path tokenizer_json_of(const std::filesystem::path& path) {
-  std::error_code error;
-  return std::filesystem::is_directory(path, error) ? path / "tokenizer.json" : path;
-}
-
 }  // namespace
 
 BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
