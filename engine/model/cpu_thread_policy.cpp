@@ -7,10 +7,8 @@ namespace xmc {
 namespace {
 
 bool has_large_products(torch::nn::Module& model) {
-  if (const auto* encoder = dynamic_cast<const EncoderImpl*>(&model)) return encoder->large_products() && encoder->device().is_cpu();
-  for (const auto& child : model.modules(/*include_self=*/false))
-    if (const auto* encoder = dynamic_cast<const EncoderImpl*>(child.get())) return encoder->large_products() && encoder->device().is_cpu();
-  return false;
+  const EncoderImpl* encoder = find_encoder(model);
+  return encoder != nullptr && encoder->large_products() && encoder->device().is_cpu();
 }
 
 }  // namespace

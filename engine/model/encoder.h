@@ -47,4 +47,14 @@ class EncoderImpl : public torch::nn::Module {
   virtual bool large_products() const { return false; }
 };
 
+/// The first module of kind `Encoder` (EncoderImpl, or one encoder's own class) in `model`'s tree, `model`
+/// itself included; nullptr when there is none.
+template <class Encoder = EncoderImpl>
+Encoder* find_encoder(torch::nn::Module& model) {
+  if (auto* own = dynamic_cast<Encoder*>(&model)) return own;
+  for (const auto& child : model.modules(/*include_self=*/false))
+    if (auto* encoder = dynamic_cast<Encoder*>(child.get())) return encoder;
+  return nullptr;
+}
+
 }  // namespace xmc

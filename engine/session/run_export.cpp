@@ -15,14 +15,6 @@
 namespace xmc {
 namespace {
 
-template <class Encoder>
-Encoder* find_encoder(torch::nn::Module& model) {
-  if (auto* own = dynamic_cast<Encoder*>(&model)) return own;
-  for (const auto& child : model.modules(/*include_self=*/false))
-    if (auto* encoder = dynamic_cast<Encoder*>(child.get())) return encoder;
-  return nullptr;
-}
-
 /// The heads and other trained tensors that are not the encoder's, float32, under their module names.
 void write_heads(torch::nn::Module& model, torch::nn::Module& encoder, const std::filesystem::path& file) {
   std::set<const void*> encoder_tensors;
