@@ -50,6 +50,15 @@
 namespace xmc::app {
 namespace {
 
+/// The epochs `info`'s run plans, all stages counted; `fallback` for a config this version cannot read.
+double planned_epochs(const RunInfo& info, double fallback) {
+  try {
+    return static_cast<double>(total_epochs(parse_train_config(info.config_json, "run " + std::to_string(info.id))));
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
 /// `content` in a scroll area: below the content's minimum size the tab scrolls, so the window can be made
 /// as small as a screen needs (a tab's minimum size is the whole window's).
 QScrollArea* scrolling(QWidget* content) {
@@ -554,14 +563,8 @@ void MainWindow::show_run(std::int64_t run) {
     if (collapse_warning_) collapse_warning_->hide();  // it spoke of the run shown before
     run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
     const double last_epoch = show_stored_plots(session, run);
-    if (!(worker_->running() && worker_->run_id() == run)) {  // the run bar speaks of the run shown
-      try {
-        const double total = static_cast<double>(total_epochs(parse_train_config(info.config_json, "run " + std::to_string(run))));
-        training_progress_->show_stored_run(total, last_epoch, QString::fromStdString(to_string(info.status)));
-      } catch (const std::exception&) {
-        training_progress_->show_stored_run(last_epoch, last_epoch, QString::fromStdString(to_string(info.status)));
-      }
-    }
+    if (!(worker_->running() && worker_->run_id() == run))  // the run bar speaks of the run shown
+      training_progress_->show_stored_run(planned_epochs(info, last_epoch), last_epoch, QString::fromStdString(to_string(info.status)));
     try {
       metric_plot_->set_milestones(milestone_marks(parse_train_config(info.config_json, "run " + std::to_string(run))));
     } catch (const std::exception&) {
@@ -767,12 +770,8 @@ void MainWindow::reload_followed_run() {
       return;
     }
     const double epoch = show_stored_plots(session, shown_run_);
-    try {  // the bars follow the stored points too (they froze at the epoch the run was opened at)
-      const double total = static_cast<double>(total_epochs(parse_train_config(info->config_json, "run " + std::to_string(shown_run_))));
-      training_progress_->show_followed_run(total, epoch, QString::fromStdString(to_string(info->status)));
-    } catch (const std::exception&) {
-      training_progress_->show_followed_run(epoch, epoch, QString::fromStdString(to_string(info->status)));
-    }
+    // The bars follow the stored points too (they froze at the epoch the run was opened at).
+    training_progress_->show_followed_run(planned_epochs(*info, epoch), epoch, QString::fromStdString(to_string(info->status)));
     run_label_->setText(QString("Run %1: %2 (%3, written by another process)")
                             .arg(shown_run_)
                             .arg(QString::fromStdString(info->name))
