@@ -110,8 +110,8 @@ TEST(IreneGenerator, StartsAsTheWeightedSumAndIsDeterministic) {
   // classifier columns plus a learned bias make 257, a prime: one head).
   try {
     IreneGenerator(IreneGeneratorOptions{.dim = 10, .transformer = true, .heads = 4});
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("heads that do: 1, 2, 5, 10"), std::string::npos) << e.what();
+  } catch (const ConfigError& refusal) {
+    EXPECT_NE(std::string(refusal.what()).find("heads that do: 1, 2, 5, 10"), std::string::npos) << refusal.what();
   }
   EXPECT_NO_THROW(IreneGenerator(IreneGeneratorOptions{.dim = 257, .transformer = true, .heads = 0}));
   EXPECT_NO_THROW(IreneGenerator(IreneGeneratorOptions{.dim = 10, .transformer = true, .heads = 0}));

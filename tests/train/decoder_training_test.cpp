@@ -101,9 +101,7 @@ TEST(DecoderTraining, LearnsKeepsOnlyAdaptersAndResumesBitForBit) {
   EXPECT_TRUE(std::filesystem::exists(dir / "exported" / "xmc_heads.safetensors"));
   {
     TrainedRun trained = load_trained_run(dir / "a.sqlite", whole.run_id());
-    DecoderEncoderImpl* adapted = nullptr;
-    for (const auto& child : trained.method->module().modules())
-      if (auto* d = dynamic_cast<DecoderEncoderImpl*>(child.get())) adapted = d;
+    DecoderEncoderImpl* adapted = find_encoder<DecoderEncoderImpl>(trained.method->module());
     ASSERT_NE(adapted, nullptr);
     DecoderEncoderOptions options;
     options.max_len = 16;
@@ -113,9 +111,9 @@ TEST(DecoderTraining, LearnsKeepsOnlyAdaptersAndResumesBitForBit) {
     for (const std::vector<std::int32_t>& row : {std::vector<std::int32_t>{785, 1985, 1467, 25, 595, 151645}, {16, 17, 151645}})
       corpus.append(row);
     torch::NoGradGuard no_grad;
-    const torch::Tensor a = adapted->encode(corpus, std::vector<std::int64_t>{0, 1});
-    const torch::Tensor b = merged->encode(corpus, std::vector<std::int64_t>{0, 1});
-    EXPECT_LT(((a - b).norm() / a.norm()).item<double>(), 1e-5);
+    const torch::Tensor applied = adapted->encode(corpus, std::vector<std::int64_t>{0, 1});
+    const torch::Tensor from_export = merged->encode(corpus, std::vector<std::int64_t>{0, 1});
+    EXPECT_LT(((applied - from_export).norm() / applied.norm()).item<double>(), 1e-5);
   }
 
   // Stopped after 10 of 48 steps, then resumed: the same adapters and numbers as the uninterrupted run.
