@@ -26,8 +26,6 @@ class PromptedTokenizer final : public TextTokenizer {
   /// The ids that came from the text itself: not special tokens, not the template's own.
   std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override;
 
-  const ByteLevelBpe& bpe() const { return bpe_; }
-  std::int32_t eos_id() const { return eos_id_; }
 
  private:
   std::string prompted(std::string_view text) const;

@@ -41,7 +41,6 @@ class LoraLinearImpl : public torch::nn::Module {
   torch::Tensor& weight() { return weight_; }
   torch::Tensor& bias() { return bias_; }
   bool has_adapter() const { return lora_.rank > 0; }
-  const LoraSpec& lora() const { return lora_; }
   torch::Tensor& lora_a() { return lora_a_; }
   torch::Tensor& lora_b() { return lora_b_; }
   /// W + s · B A, float32 on the CPU: the weight of the same projection with the adapter merged in.
