@@ -42,6 +42,9 @@ struct MethodInfo {
   /// For such a method: throws ConfigError naming the key when the base run (its config and status, read from
   /// the store) cannot serve `config`. Checked before the new run is recorded, so a mistake leaves no failed run.
   std::function<void(const TrainConfig& config, const TrainConfig& base_config, const std::string& base_status)> check_base_run;
+  /// False for a method without an encoder trained by a loss (xrlinear): the encoder, loss and optimiser keys
+  /// do not shape its runs, and its runs are not named after them.
+  bool trains_encoder = true;
 };
 
 struct EncoderInfo {

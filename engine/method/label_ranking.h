@@ -28,7 +28,24 @@ struct EvaluationSubset {
   std::vector<std::int64_t> label_ids;   ///< the dataset label of each label_matrix row
 };
 
-/// One way of ranking labels for a query: a label matrix searched with a query encoder.
+/// Ranked predictions of each query: [n x top] label ids (-1 past the end) and scores.
+struct RankedPredictions {
+  torch::Tensor labels;  ///< int64, CPU
+  torch::Tensor scores;  ///< float32, CPU
+};
+
+/// A mode that ranks queries itself, from their tokens, rather than by inner products with a label matrix
+/// (xrlinear's beam search down a label tree).
+class QueryRanker {
+ public:
+  virtual ~QueryRanker() = default;
+  /// The `top` best labels of rows [begin, end) of `queries` (tokenized by the method's tokenizer), best first,
+  /// unfiltered; fewer than `top` found are padded with -1.
+  virtual RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const = 0;
+  virtual std::int64_t num_labels() const = 0;
+};
+
+/// One way of ranking labels for a query: a label matrix searched with a query encoder, or a QueryRanker.
 struct InferenceMode {
   std::string name;           ///< "embedding", "classifier", "fused"
   std::string metric_prefix;  ///< stored metrics of a non-primary mode are "<prefix>/P@5" ("emb/P@5")
@@ -38,6 +55,8 @@ struct InferenceMode {
   bool training_space = false;
   /// Set when the mode ranks a subset of the labels for a subset of the test rows; null = all of both.
   std::shared_ptr<const EvaluationSubset> subset;
+  /// Set when the mode ranks by itself: label_matrix and query_encoder are then unused (and empty).
+  std::shared_ptr<const QueryRanker> ranker;
 };
 
 /// Ranking labels for queries, in each inference mode.

@@ -33,6 +33,9 @@ struct StageSpec {
   std::string loss_series = "loss";     ///< scalar key the step losses are stored under
   bool clip_gradients = true;           ///< clip to grad_clip before each optimiser step
   bool evaluate_between_epochs = true;  ///< evaluations every eval.every epochs (else only at the stage's end)
+  /// The stage's batches list training query rows (false: units of the method's own, e.g. xrlinear's tree nodes,
+  /// which the trainer never reads as rows).
+  bool batches_are_training_rows = true;
 };
 
 /// Where a process stands in data-parallel training (rank 0 of 1 without it). The trainer shards batches and

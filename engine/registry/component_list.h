@@ -9,7 +9,7 @@
 //   batch order (the config's sampler.type): `NAME_batch_order_info()` (torch-free: name, help, option groups,
 //     plot marks) and `make_NAME_batch_order` (the torch side: engine/sampler/batch_order.h).
 // Adding one is its folder or file and one entry here; nothing else names it.
-#define XMC_FOR_EACH_METHOD(X) X(dexml) X(ngame) X(unidec) X(depsl) X(irene)
+#define XMC_FOR_EACH_METHOD(X) X(dexml) X(ngame) X(unidec) X(depsl) X(irene) X(xrlinear)
 #define XMC_FOR_EACH_ENCODER(X) X(bow) X(bert) X(decoder)
 #define XMC_FOR_EACH_TOKENIZER(X) X(words) X(wordpiece) X(bpe)
 #define XMC_FOR_EACH_LOSS(X) X(triplet) X(softmax) X(decoupled_softmax) X(softtopk) X(supcon) X(bce)

@@ -164,6 +164,7 @@ struct Predictor::Impl {
     const auto base = std::find_if(modes.begin(), modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
     rag_base = base == modes.end() ? 0 : static_cast<std::size_t>(base - modes.begin());
     if (modes[rag_base].subset) return;  // a mode of a label subset (IRENE's zero-shot) has no training queries to lean on
+    if (modes[rag_base].ranker) return;  // a mode that ranks by itself (xrlinear's tree) has no embeddings to retrieve with
     const Dataset dataset = load_dataset(run.config.dataset, {.load_features = false});
     rag_train_labels = dataset.train_labels;
     const auto saved = run_dir / "rag-train-queries.pt";
@@ -208,6 +209,37 @@ struct Predictor::Impl {
     return {};
   }
 
+  /// The top `top` labels of `texts` in mode `m`, which ranks by itself (a QueryRanker).
+  std::vector<std::vector<LabelScore>> ranker_top_labels(std::size_t m, const TokenizedCorpus& corpus, std::int64_t top) const {
+    const std::int64_t n = corpus.size();
+    std::vector<std::vector<LabelScore>> out(static_cast<std::size_t>(n));
+    const std::int64_t k = std::min<std::int64_t>(top, modes[m].ranker->num_labels());
+    if (k <= 0 || n == 0) return out;
+    const RankedPredictions ranked = modes[m].ranker->rank(corpus, 0, n, k);
+    const auto* ids = ranked.labels.data_ptr<std::int64_t>();
+    const auto* scores = ranked.scores.data_ptr<float>();
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < k && ids[i * k + j] >= 0; ++j) {
+        const std::int64_t label = ids[i * k + j];
+        out[static_cast<std::size_t>(i)].push_back({label, scores[i * k + j], run.label_texts[static_cast<std::size_t>(label)]});
+      }
+    return out;
+  }
+
+  /// Where `label` is in mode `m`'s own ranking of one text (rank 0: the ranker did not reach it).
+  LabelRank ranker_rank_of(std::size_t m, const TokenizedCorpus& corpus, std::int64_t label) const {
+    const std::vector<LabelScore> ranked = ranker_top_labels(m, corpus, modes[m].ranker->num_labels()).front();
+    const auto at = std::find_if(ranked.begin(), ranked.end(), [&](const LabelScore& s) { return s.label == label; });
+    return at == ranked.end() ? LabelRank{} : LabelRank{at - ranked.begin() + 1, at->score};
+  }
+
+  /// Throws ConfigError when mode `m` ranks by itself and so has no vectors.
+  void check_has_vectors(std::size_t m) const {
+    if (modes[m].ranker)
+      throw ConfigError("mode " + modes[m].name + " of run " + std::to_string(run.run_id) + " ranks labels by itself (" + run.method->name() +
+                        "): it has no label or query vectors");
+  }
+
   /// The index's top `top` of query rows `queries` [n x d] in mode `m`, as labels.
   std::vector<std::vector<LabelScore>> top_labels(std::size_t m, const torch::Tensor& queries, std::int64_t top) {
     if (m == rag_mode) {
@@ -244,7 +276,9 @@ struct Predictor::Impl {
 Predictor::Predictor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::vector<float> Predictor::label_vectors(const std::string& mode, std::int64_t& dim) const {
-  const InferenceMode& m = impl_->modes[impl_->mode_index(mode)];
+  const std::size_t at = impl_->mode_index(mode);
+  impl_->check_has_vectors(at);
+  const InferenceMode& m = impl_->modes[at];
   const torch::Tensor matrix = m.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
   dim = matrix.size(1);
   return {matrix.data_ptr<float>(), matrix.data_ptr<float>() + matrix.numel()};
@@ -252,7 +286,9 @@ std::vector<float> Predictor::label_vectors(const std::string& mode, std::int64_
 
 std::vector<float> Predictor::query_vectors(const std::vector<std::string>& texts, const std::string& mode, std::int64_t& dim) const {
   torch::NoGradGuard no_grad;
-  const InferenceMode& m = impl_->modes[impl_->mode_index(mode)];
+  const std::size_t at = impl_->mode_index(mode);
+  impl_->check_has_vectors(at);
+  const InferenceMode& m = impl_->modes[at];
   const torch::Tensor q = impl_->encode(m, texts).to(torch::kCPU, torch::kFloat32).contiguous();
   dim = q.size(1);
   return {q.data_ptr<float>(), q.data_ptr<float>() + q.numel()};
@@ -297,6 +333,10 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
       continue;
     }
     impl->row_labels.push_back(mode.subset ? mode.subset->label_ids : std::vector<std::int64_t>{});
+    if (mode.ranker) {
+      impl->indexes.push_back(nullptr);  // ranks by itself
+      continue;
+    }
     const torch::Tensor matrix = mode.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
     const auto saved = run_dir / ("index-" + mode.name + "-" + file_safe(impl->index_spec) + ".bin");
     std::unique_ptr<Index> index;
@@ -400,6 +440,7 @@ LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const 
     throw ConfigError("label " + std::to_string(label) + " is not ranked in mode " + m.name + " of run " + std::to_string(run_id()) +
                       " (it ranks " + std::to_string(impl_->row_labels[mode_at].size()) + " of the labels)");
   torch::NoGradGuard no_grad;
+  if (m.ranker) return impl_->ranker_rank_of(mode_at, impl_->run.method->tokenizer().tokenize({text}), label);
   if (mode_at == impl_->rag_mode) return impl_->rag_rank_of(impl_->encode(m, {text}), label);
   return Impl::rank_in(impl_->exact_scores(mode_at, impl_->encode(m, {text})), row);
 }
@@ -413,17 +454,25 @@ SearchAnswer Predictor::search(const std::string& text, std::int64_t top, const 
   // Every query encoder the modes use, in one call: a method whose encoders share a pass does it once.
   std::vector<std::string> encoders;
   for (const InferenceMode& mode : impl_->modes)
-    if (std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
+    if (!mode.ranker && std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
   const auto encode_start = Clock::now();
   const TokenizedCorpus corpus = impl_->run.method->tokenizer().tokenize({text});
   const std::map<std::string, torch::Tensor> queries =
-      impl_->run.method->encode_queries_for(encoders, corpus, silent_progress(), "encoding the query");
+      encoders.empty() ? std::map<std::string, torch::Tensor>{}
+                       : impl_->run.method->encode_queries_for(encoders, corpus, silent_progress(), "encoding the query");
   answer.encode_ms = ms_since(encode_start);
   for (std::size_t m = 0; m < impl_->modes.size(); ++m) {
     const auto search_start = Clock::now();
-    const torch::Tensor& q = queries.at(impl_->modes[m].query_encoder);
     ModeAnswer found;
     found.mode = impl_->modes[m].name;
+    if (impl_->modes[m].ranker) {
+      found.top = std::move(impl_->ranker_top_labels(m, corpus, top).front());
+      for (const std::int64_t label : labels) found.ranks.push_back(impl_->ranker_rank_of(m, corpus, label));
+      found.search_ms = ms_since(search_start);
+      answer.modes.push_back(std::move(found));
+      continue;
+    }
+    const torch::Tensor& q = queries.at(impl_->modes[m].query_encoder);
     found.top = std::move(impl_->top_labels(m, q, top).front());
     if (!labels.empty() && m == impl_->rag_mode) {
       for (const std::int64_t label : labels) found.ranks.push_back(impl_->rag_rank_of(q, label));
@@ -444,6 +493,7 @@ std::vector<std::vector<LabelScore>> Predictor::predict(const std::vector<std::s
   const std::size_t m = impl_->mode_index(mode);
   if (texts.empty()) return {};
   torch::NoGradGuard no_grad;
+  if (impl_->modes[m].ranker) return impl_->ranker_top_labels(m, impl_->run.method->tokenizer().tokenize(texts), top);
   return impl_->top_labels(m, impl_->encode(impl_->modes[m], texts), top);
 }
 

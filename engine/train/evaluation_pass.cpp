@@ -1,6 +1,7 @@
 #include "engine/train/evaluation_pass.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "engine/core/error.h"
 #include "engine/index/exact_index.h"
@@ -27,19 +28,18 @@ std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor&
   return index;
 }
 
-RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels, std::int64_t top, const FilterPairs* filter,
-                              std::int64_t row_offset) {
-  const std::int64_t n = queries.size(0);
-  const std::int64_t num_labels = labels.ntotal();
-  // Ask for a few more than `top` so that removing filtered pairs still leaves `top` predictions.
+std::int64_t top_before_filtering(std::int64_t top, std::int64_t n, const FilterPairs* filter, std::int64_t row_offset) {
   std::int64_t extra = 0;
   if (filter != nullptr && !filter->empty())
     for (std::int64_t r = 0; r < n; ++r) extra = std::max<std::int64_t>(extra, static_cast<std::int64_t>(filter->labels_of(row_offset + r).size()));
-  const std::int64_t k = std::min(num_labels, top + extra);
-  const torch::Tensor query_rows = queries.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  torch::Tensor ids = torch::empty({n, k}, torch::kInt64);
-  torch::Tensor scores = torch::empty({n, k}, torch::kFloat32);
-  labels.search(n, query_rows.data_ptr<float>(), k, scores.data_ptr<float>(), ids.data_ptr<std::int64_t>());
+  return top + extra;
+}
+
+RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t top, const FilterPairs* filter, std::int64_t row_offset) {
+  const std::int64_t n = ranked.labels.size(0);
+  const std::int64_t k = ranked.labels.size(1);
+  const torch::Tensor ids = ranked.labels.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor scores = ranked.scores.to(torch::kCPU, torch::kFloat32).contiguous();
   RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
   const auto* id_in = ids.data_ptr<std::int64_t>();
   const auto* score_in = scores.data_ptr<float>();
@@ -50,7 +50,7 @@ RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels,
     std::int64_t kept = 0;
     for (std::int64_t j = 0; j < k && kept < top; ++j) {
       const std::int64_t label = id_in[r * k + j];
-      if (label < 0) break;  // an approximate index found fewer than k
+      if (label < 0) break;  // an approximate index or a ranker found fewer than k
       if (!excluded.empty() && std::binary_search(excluded.begin(), excluded.end(), static_cast<std::int32_t>(label))) continue;
       id_out[r * top + kept] = label;
       score_out[r * top + kept] = score_in[r * k + j];
@@ -60,20 +60,32 @@ RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels,
   return out;
 }
 
-EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,
-                            Progress& progress, std::string_view task) {
+RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels, std::int64_t top, const FilterPairs* filter,
+                              std::int64_t row_offset) {
+  const std::int64_t n = queries.size(0);
+  // Ask for a few more than `top` so that removing filtered pairs still leaves `top` predictions.
+  const std::int64_t k = std::min(labels.ntotal(), top_before_filtering(top, n, filter, row_offset));
+  const torch::Tensor query_rows = queries.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  RankedPredictions found{torch::empty({n, k}, torch::kInt64), torch::empty({n, k}, torch::kFloat32)};
+  labels.search(n, query_rows.data_ptr<float>(), k, found.scores.data_ptr<float>(), found.labels.data_ptr<std::int64_t>());
+  return remove_filtered(found, top, filter, row_offset);
+}
+
+namespace {
+
+/// Streams rows [0, n) through `rank_chunk` (start, rows -> filtered predictions) into the metrics.
+EvalResult evaluate_chunks(std::int64_t n, std::int64_t num_labels, const EvaluationSetup& setup, Progress& progress, std::string_view task,
+                           const std::function<RankedPredictions(std::int64_t, std::int64_t)>& rank_chunk) {
   EvalOptions options;
   options.ks = setup.ks;
   if (!setup.bins.empty()) options.decile_ks = {5};
-  StreamingEvaluator evaluator(options, label_matrix.size(0), setup.inv_propensities, setup.bins);
-  const std::unique_ptr<Index> index = label_index(setup.index, label_matrix);
-  const std::int64_t n = queries.size(0);
+  StreamingEvaluator evaluator(options, num_labels, setup.inv_propensities, setup.bins);
   constexpr std::int64_t kChunk = 2048;  // the exact index's query chunk: finer progress at no cost
   progress.start(task, n);
   std::vector<std::int32_t> ranked;
   for (std::int64_t start = 0; start < n; start += kChunk) {
     const std::int64_t rows = std::min(kChunk, n - start);
-    const RankedPredictions predictions = rank_labels(queries.narrow(0, start, rows), *index, setup.top, setup.filter, start);
+    const RankedPredictions predictions = rank_chunk(start, rows);
     const std::int64_t top = predictions.labels.size(1);
     const auto* ids = predictions.labels.data_ptr<std::int64_t>();
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -85,6 +97,24 @@ EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& l
   }
   progress.finish();
   return evaluator.result();
+}
+
+}  // namespace
+
+EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpus& queries, const EvaluationSetup& setup, Progress& progress,
+                                 std::string_view task) {
+  return evaluate_chunks(queries.size(), ranker.num_labels(), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
+    const std::int64_t k = std::min(ranker.num_labels(), top_before_filtering(setup.top, rows, setup.filter, start));
+    return remove_filtered(ranker.rank(queries, start, start + rows, k), setup.top, setup.filter, start);
+  });
+}
+
+EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,
+                            Progress& progress, std::string_view task) {
+  const std::unique_ptr<Index> index = label_index(setup.index, label_matrix);
+  return evaluate_chunks(queries.size(0), label_matrix.size(0), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
+    return rank_labels(queries.narrow(0, start, rows), *index, setup.top, setup.filter, start);
+  });
 }
 
 }  // namespace xmc

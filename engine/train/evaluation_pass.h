@@ -14,6 +14,7 @@
 #include "engine/data/filter_pairs.h"
 #include "engine/eval/metrics.h"
 #include "engine/index/index.h"
+#include "engine/method/label_ranking.h"
 
 namespace xmc {
 
@@ -27,11 +28,6 @@ struct EvaluationSetup {
   std::string index = "exact";             ///< how label matrices are searched: an index_factory spec
 };
 
-/// Ranked predictions of each query: [n x top] label ids (-1 past the end) and scores, filtered.
-struct RankedPredictions {
-  torch::Tensor labels;  ///< int64, CPU
-  torch::Tensor scores;  ///< float32, CPU
-};
 
 /// Throws ConfigError naming the key eval.index when `spec` is not an index description.
 void check_eval_index(const std::string& spec);
@@ -44,6 +40,16 @@ std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor&
 /// [row_offset, row_offset + n) removed.
 RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels, std::int64_t top, const FilterPairs* filter = nullptr,
                               std::int64_t row_offset = 0);
+
+/// How many predictions to ask a ranker for, so that removing the filter pairs of rows [row_offset, row_offset + n)
+/// still leaves `top`.
+std::int64_t top_before_filtering(std::int64_t top, std::int64_t n, const FilterPairs* filter, std::int64_t row_offset);
+/// `ranked` ([n x k], best first, -1 padded) cut to `top` per row with the filter pairs of rows [row_offset, ...) removed.
+RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t top, const FilterPairs* filter, std::int64_t row_offset);
+
+/// Every test query ranked by `ranker` (tokens in `queries`), evaluated as evaluate_ranking() does.
+EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpus& queries, const EvaluationSetup& setup,
+                                 Progress& progress = silent_progress(), std::string_view task = "ranking test queries");
 
 /// Ranks every test query and evaluates: P/nDCG/PSP/PSnDCG/R at setup.ks and decile-wise P@5. Reports
 /// the query rows ranked to `progress` as task `task`.

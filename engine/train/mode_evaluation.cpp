@@ -32,12 +32,17 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
   out.modes = ranking.inference_modes(labels, reporter);
   std::vector<std::string> encoders;  // each distinct query encoder once, in the modes' order
   for (const InferenceMode& mode : out.modes)
-    if (std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
-  queries = ranking.encode_queries_for(encoders, test_queries, reporter, "encoding test queries");
+    if (!mode.ranker && std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
+  if (!encoders.empty()) queries = ranking.encode_queries_for(encoders, test_queries, reporter, "encoding test queries");
   for (const InferenceMode& mode : out.modes) {
+    const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
+    if (mode.ranker) {
+      if (mode.subset) throw Error("evaluation: mode \"" + mode.name + "\" ranks by itself and cannot rank a subset");
+      out.results.push_back(evaluate_query_ranker(*mode.ranker, test_queries, setup, reporter, task));
+      continue;
+    }
     const auto it = queries.find(mode.query_encoder);
     if (it == queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + mode.query_encoder + "\"");
-    const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
     if (!mode.subset) {
       out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));
       continue;
@@ -60,7 +65,7 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
   if (rag != nullptr) {
     auto base = std::find_if(out.modes.begin(), out.modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
     if (base == out.modes.end()) base = out.modes.begin();
-    if (base != out.modes.end() && !base->subset) {
+    if (base != out.modes.end() && !base->subset && !base->ranker) {
       InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = base->query_encoder, .label_matrix = base->label_matrix};
       RetrievalAugmentation augmentation{.train_queries = ranking.encode_queries(base->query_encoder, *rag->train_queries, reporter,
                                                                                 "encoding training queries (rag)"),

@@ -421,7 +421,9 @@ struct Trainer::Impl {
   void check_resumable(const TrainingState& s) const {
     const std::string file = checkpoint_path().string();
     const std::int64_t rows = dataset.num_train();
-    for (const auto& batch : s.epoch_batches)
+    const auto saved_stage = std::find_if(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; });
+    const bool batches_are_rows = saved_stage == stages.end() || saved_stage->batches_are_training_rows;
+    for (const auto& batch : batches_are_rows ? s.epoch_batches : std::vector<std::vector<std::int64_t>>{})
       for (const std::int64_t row : batch)
         if (row < 0 || row >= rows)
           throw InputError(file, "its saved batches name training row " + std::to_string(row) + ", but the dataset has " + std::to_string(rows) +

@@ -16,6 +16,7 @@ namespace xmc {
 namespace {
 
 std::string default_run_name(const TrainConfig& c) {
+  if (!method_info(c.method).trains_encoder) return c.method + " on " + std::filesystem::path(c.dataset).filename().string();
   return c.method + " " + c.get<EncoderOptions>().type + " " + c.get<LossOptions>().kind + " on " + std::filesystem::path(c.dataset).filename().string();
 }
 

@@ -453,6 +453,69 @@ TEST(Cli, TrainPredictAndEvalAgree) {
   EXPECT_FALSE(std::filesystem::exists(dir / "typo"));
 }
 
+// The classic sparse baseline is a method like the others: it trains from the CLI, ranks through predict, its
+// predictions score through eval as training scored them, it resumes from a checkpoint taken in the middle of
+// its rankers, and its options are refused by key.
+TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  // Leaves of two labels, binary splits: 2 and 4 clusters over 6 labels, 7 units of rankers, one step each.
+  const std::string train = std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() +
+                            " --set xrlinear.branching=2 --set xrlinear.max_leaf=2 --set threads=1 --set eval.k=[1,3] --json";
+  auto r = test::run_command(train, /*with_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto trained = nlohmann::json::parse(r.last_line());
+  const int run = trained["run_id"].get<int>();
+  EXPECT_EQ(trained["status"], "completed");
+  EXPECT_GT(trained["P@1"].get<double>(), 0.9) << "every test query names its only label";
+  r = xmc("runs --db " + db + " list");
+  EXPECT_NE(r.output.find("xrlinear on data"), std::string::npos) << "named without an encoder or loss: " << r.output;
+  EXPECT_NE(r.output.find("  tree  "), std::string::npos) << r.output;
+
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4 --top 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto ranked = nlohmann::json::parse(r.last_line());
+  ASSERT_FALSE(ranked.empty());
+  EXPECT_EQ(ranked[0]["text"], "key4");
+  const std::string pred = (dir / "pred.txt").string();
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + pred + " --top 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(std::string(XMC_CLI_PATH) + " eval --truth " + (dir / "data/tst_X_Y.txt").string() + " --pred " + pred + " --train " +
+                            (dir / "data/trn_X_Y.txt").string() + " --k 1,3 --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto evaluated = nlohmann::json::parse(r.last_line());
+  for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"})
+    EXPECT_NEAR(evaluated[metric].get<double>(), trained[metric].get<double>(), 1e-6) << metric;
+  r = xmc("embed --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + (dir / "e.npy").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("ranks labels by itself (xrlinear): it has no label or query vectors"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "e.npy"));
+
+  // Stopped after 3 of its 7 steps (a checkpoint holding some rankers), then resumed: the same model.
+  r = test::run_command(train + " --set max_steps=3", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto stopped = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(stopped["status"], "stopped");
+  r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --resume " + std::to_string(stopped["run_id"].get<int>()) + " --set max_steps=0 --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto resumed = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(resumed["status"], "completed");
+  for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"}) EXPECT_EQ(resumed[metric].get<double>(), trained[metric].get<double>()) << metric;
+
+  for (const auto& [set, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"xrlinear.branching=3", "xrlinear.branching must be a power of two"},
+           {"xrlinear.loss=hinge", "xrlinear.loss"},
+           {"xrlinear.ngrams=4", "xrlinear.ngrams"},
+           {"xrlinear.beam=0", "xrlinear.beam"}}) {
+    r = xmc("train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() + " --set " + set);
+    EXPECT_EQ(r.exit_code, 1) << set;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << set << ": " << r.output;
+  }
+}
+
 #ifdef XMC_CLI_HAS_REPORT
 TEST(Cli, ReportWritesTheWorkbenchReportHeadless) {
   test::TempDir dir;

@@ -108,7 +108,9 @@ TEST(OptionGroups, DefaultsAreTheStructsOwnAndListedOnce) {
   std::vector<std::string> methods;
   for (const MethodInfo& m : registered_method_infos()) methods.push_back(m.name);
   EXPECT_EQ(find("method").choices, methods);
-  EXPECT_EQ(methods, (std::vector<std::string>{"dexml", "ngame", "unidec", "depsl", "irene"}));
+  EXPECT_EQ(methods, (std::vector<std::string>{"dexml", "ngame", "unidec", "depsl", "irene", "xrlinear"}));
+  EXPECT_EQ(find("xrlinear.branching").applies_when, "method=xrlinear");
+  EXPECT_EQ(find("xrlinear.transform").default_value, "\"l3-hinge\"");
   EXPECT_EQ(find("encoder.type").choices, (std::vector<std::string>{"bow", "bert", "decoder"}));
 }
 

@@ -214,7 +214,7 @@ TEST(LossGradients, EveryLossMatchesFiniteDifferences) {
 TEST(LossGradients, GradientsAreFiniteForRowsWithoutNegativesOrPositives) {
   const RandomBatch batch(7);
   const LossOptions options = with_temperature(0.05);
-  for (const auto kind : {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"),
+  for (const auto& kind : {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"),
                           loss_entry("supcon"), loss_entry("bce")}) {
     const torch::Tensor s = batch.scores.clone().requires_grad_(true);
     compute_loss(kind, s, batch.mask, options).backward();
@@ -401,7 +401,7 @@ TEST(Losses, ComputeLossDispatchesAndKeepsFloat) {
   EXPECT_EQ(value(compute_loss(loss_entry("bce"), scores, batch.mask, options)),
             value(bce_loss(scores, batch.mask, options)));
   // float32 in, float32 loss and gradient out, close to the float64 value.
-  for (const auto kind : {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"),
+  for (const auto& kind : {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"),
                           loss_entry("supcon"), loss_entry("bce")}) {
     const torch::Tensor s = scores.clone().requires_grad_(true);
     const torch::Tensor loss = compute_loss(kind, s, batch.mask, options);

@@ -1,0 +1,82 @@
+#include "engine/method/xrlinear/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+struct Candidate {
+  std::int64_t node = 0;
+  float score = 0;
+};
+
+/// Best first; equal scores: the lower node first, so results do not depend on the order of evaluation.
+bool better(const Candidate& a, const Candidate& b) { return a.score != b.score ? a.score > b.score : a.node < b.node; }
+
+void keep_best(std::vector<Candidate>& candidates, std::int64_t count) {
+  if (static_cast<std::int64_t>(candidates.size()) > count) {
+    std::partial_sort(candidates.begin(), candidates.begin() + count, candidates.end(), better);
+    candidates.resize(static_cast<std::size_t>(count));
+  } else {
+    std::sort(candidates.begin(), candidates.end(), better);
+  }
+}
+
+}  // namespace
+
+void check_beam_search_options(const BeamSearchOptions& options) {
+  if (options.beam < 1) throw ConfigError("xrlinear.beam must be at least 1, got " + std::to_string(options.beam));
+  if (options.transform != "l3-hinge" && options.transform != "sigmoid")
+    throw ConfigError("xrlinear.transform must be l3-hinge or sigmoid, got \"" + options.transform + "\"");
+}
+
+BeamSearch::BeamSearch(const LabelTree& tree, const TreeRankers& rankers, BeamSearchOptions options, std::int64_t num_features)
+    : tree_(tree), rankers_(rankers), options_(std::move(options)), num_features_(num_features) {
+  check_beam_search_options(options_);
+  if (static_cast<std::int64_t>(rankers.size()) != tree.ranker_levels()) throw Error("xrlinear: the rankers do not have one level per tree level");
+}
+
+void BeamSearch::rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t end, std::int64_t top, std::int64_t* labels, float* scores) const {
+  if (queries.cols != num_features_)
+    throw Error("xrlinear: queries have " + std::to_string(queries.cols) + " features, the rankers " + std::to_string(num_features_));
+  const bool l3_hinge = options_.transform == "l3-hinge";
+  std::vector<float> dense(static_cast<std::size_t>(num_features_), 0.0F);
+  std::vector<Candidate> beam;
+  std::vector<Candidate> next;
+  const std::int64_t levels = tree_.ranker_levels();
+  for (std::int64_t row = begin; row < end; ++row) {
+    const auto cols = queries.row_indices(row);
+    const auto vals = queries.row_values(row);
+    for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = vals[i];
+    beam.assign(1, Candidate{0, 1.0F});
+    for (std::int64_t t = 0; t < levels; ++t) {
+      const auto& offsets = tree_.child_offsets[static_cast<std::size_t>(t)];
+      const auto& level = rankers_[static_cast<std::size_t>(t)];
+      next.clear();
+      for (const Candidate& parent : beam) {
+        for (std::int64_t c = offsets[static_cast<std::size_t>(parent.node)]; c < offsets[static_cast<std::size_t>(parent.node) + 1]; ++c) {
+          const SparseRanker& ranker = level[static_cast<std::size_t>(c)];
+          double z = ranker.bias;
+          for (std::size_t k = 0; k < ranker.features.size(); ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
+          const double p = l3_hinge ? std::exp(-std::pow(std::max(0.0, 1.0 - z), 3)) : 1.0 / (1.0 + std::exp(-z));
+          next.push_back({c, static_cast<float>(parent.score * p)});
+        }
+      }
+      keep_best(next, t + 1 == levels ? top : options_.beam);
+      std::swap(beam, next);
+    }
+    for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = 0.0F;
+    const std::int64_t out = row - begin;
+    for (std::int64_t j = 0; j < top; ++j) {
+      const bool has = j < static_cast<std::int64_t>(beam.size());
+      labels[out * top + j] = has ? tree_.labels[static_cast<std::size_t>(beam[static_cast<std::size_t>(j)].node)] : -1;
+      scores[out * top + j] = has ? beam[static_cast<std::size_t>(j)].score : 0.0F;
+    }
+  }
+}
+
+}  // namespace xmc

@@ -1,0 +1,39 @@
+#pragma once
+// xrlinear's inference: beam search down the label tree. At each level the children of the kept nodes are scored
+// by their rankers, a node's score being its parent's times the ranker's transformed margin; the `beam` best are
+// kept, and at the last level the `top` best labels are returned. Plain C++.
+//
+// Transforms (PECOS's post-processors): "l3-hinge" exp(−max(0, 1 − z)³) and "sigmoid" 1 / (1 + e^−z).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/data/csr_matrix.h"
+#include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/tree_rankers.h"
+
+namespace xmc {
+
+struct BeamSearchOptions {
+  std::int64_t beam = 10;
+  std::string transform = "l3-hinge";  ///< or "sigmoid"
+};
+
+/// Throws ConfigError naming the xrlinear key when an option is out of range.
+void check_beam_search_options(const BeamSearchOptions& options);
+
+/// Ranks labels for rows [begin, end) of `queries` ([n x F], F = the rankers' features): fills rows
+/// 0 .. end - begin of `labels` and `scores` ([rows x top], row-major), best first, padded with -1 and 0.
+class BeamSearch {
+ public:
+  BeamSearch(const LabelTree& tree, const TreeRankers& rankers, BeamSearchOptions options, std::int64_t num_features);
+  void rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t end, std::int64_t top, std::int64_t* labels, float* scores) const;
+
+ private:
+  const LabelTree& tree_;
+  const TreeRankers& rankers_;
+  BeamSearchOptions options_;
+  std::int64_t num_features_;
+};
+
+}  // namespace xmc

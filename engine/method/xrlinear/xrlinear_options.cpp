@@ -1,0 +1,50 @@
+#include "engine/method/xrlinear/xrlinear_options.h"
+
+#include <limits>
+
+#include "engine/config/component_info.h"
+#include "engine/config/option_group_builder.h"
+#include "engine/core/error.h"
+
+namespace xmc {
+
+MethodInfo xrlinear_method_info() {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  OptionGroup group =
+      OptionGroupBuilder<XrlinearOptions>("xrlinear")
+          .integer("xrlinear.ngrams", &XrlinearOptions::ngrams, 1, 3, "Tf-idf features: word n-grams from 1 to this many words")
+          .fixed_on_resume()
+          .integer("xrlinear.min_df", &XrlinearOptions::min_df, 1, kMax,
+                   "Tf-idf features: keep n-grams found in at least this many training texts (longer n-grams: at least 2)")
+          .fixed_on_resume()
+          .integer("xrlinear.max_features", &XrlinearOptions::max_features, 0, kMax, "Tf-idf features: keep at most this many, the most common (0 = all)")
+          .fixed_on_resume()
+          .integer("xrlinear.branching", &XrlinearOptions::branching, 2, 1024, "Label tree: children per node (a power of two)")
+          .fixed_on_resume()
+          .integer("xrlinear.max_leaf", &XrlinearOptions::max_leaf, 1, kMax, "Label tree: most labels under a leaf cluster")
+          .fixed_on_resume()
+          .integer("xrlinear.kmeans_iterations", &XrlinearOptions::kmeans_iterations, 1, 1000, "Label tree: 2-means iterations per split")
+          .fixed_on_resume()
+          .text("xrlinear.loss", &XrlinearOptions::loss, {"squared-hinge", "logistic"},
+                "Rankers: liblinear's L2-regularised squared-hinge SVM or logistic regression (both dual solvers)")
+          .fixed_on_resume()
+          .number("xrlinear.cost", &XrlinearOptions::cost, 1e-6, 1e6, "Rankers: liblinear's C (larger = less regularisation)")
+          .fixed_on_resume()
+          .number("xrlinear.tolerance", &XrlinearOptions::tolerance, 1e-6, 10, "Rankers: liblinear's stopping tolerance")
+          .fixed_on_resume()
+          .number("xrlinear.prune", &XrlinearOptions::prune, 0, 1e6, "Rankers: weights smaller than this in magnitude are dropped")
+          .fixed_on_resume()
+          .integer("xrlinear.beam", &XrlinearOptions::beam, 1, 100000, "Inference: tree nodes kept per level of the beam search")
+          .text("xrlinear.transform", &XrlinearOptions::transform, {"l3-hinge", "sigmoid"},
+                "Inference: a node's score is its parent's times exp(-max(0, 1 - z)^3) (l3-hinge) or sigmoid(z) of its margin z")
+          .validate([](const TrainConfig& config) {
+            const auto branching = config.get<XrlinearOptions>().branching;
+            if ((branching & (branching - 1)) != 0)
+              throw ConfigError("xrlinear.branching must be a power of two (2, 4, 8, 16, ...), got " + std::to_string(branching));
+          })
+          .build();
+  return {"xrlinear", "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
+          {std::move(group)}, nullptr, nullptr, nullptr, false, nullptr, /*trains_encoder=*/false};
+}
+
+}  // namespace xmc

@@ -1,0 +1,43 @@
+#pragma once
+// xrlinear's own options (plain data, no torch): its tf-idf features, label tree, rankers and beam search
+// (xrlinear_options.cpp registers the keys `xrlinear.*`).
+#include <cstdint>
+#include <string>
+
+#include "engine/method/xrlinear/beam_search.h"
+#include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/tree_rankers.h"
+#include "engine/text/tfidf_vectorizer.h"
+
+namespace xmc {
+
+struct MethodInfo;
+
+struct XrlinearOptions {
+  std::int64_t ngrams = 1;        ///< word n-grams of the tf-idf features, 1 .. ngrams
+  std::int64_t min_df = 1;        ///< fewest training texts a kept n-gram occurs in
+  std::int64_t max_features = 0;  ///< most tf-idf features (0 = all)
+  std::int64_t branching = 16;    ///< children per tree node
+  std::int64_t max_leaf = 100;    ///< most labels under a leaf cluster
+  std::int64_t kmeans_iterations = 20;
+  std::string loss = "squared-hinge";
+  double cost = 1.0;
+  double tolerance = 0.1;
+  double prune = 0.1;
+  std::int64_t beam = 10;
+  std::string transform = "l3-hinge";
+
+  TfidfOptions tfidf() const { return {.ngrams = static_cast<int>(ngrams), .min_df = min_df, .max_features = max_features}; }
+  LabelTreeOptions tree(std::uint64_t seed) const {
+    return {.branching = branching, .max_leaf = max_leaf, .iterations = kmeans_iterations, .seed = seed};
+  }
+  RankerOptions rankers(std::uint64_t seed) const {
+    return {.loss = loss, .cost = cost, .tolerance = tolerance, .prune = prune, .seed = seed};
+  }
+  BeamSearchOptions beam_search() const { return {.beam = beam, .transform = transform}; }
+};
+
+/// xrlinear's registration: name, help and option group.
+MethodInfo xrlinear_method_info();
+
+}  // namespace xmc

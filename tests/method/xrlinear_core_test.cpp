@@ -1,0 +1,234 @@
+// xrlinear's parts without torch: PIFA vectors, the label tree, liblinear rankers and beam search.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "engine/core/error.h"
+#include "engine/method/xrlinear/beam_search.h"
+#include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/pifa.h"
+#include "engine/method/xrlinear/tree_rankers.h"
+
+namespace xmc {
+namespace {
+
+CsrMatrix dense_rows(const std::vector<std::vector<float>>& rows) {
+  CsrMatrix m;
+  m.rows = 0;
+  m.cols = rows.empty() ? 0 : static_cast<std::int64_t>(rows[0].size());
+  for (const auto& row : rows) {
+    std::vector<std::int32_t> cols;
+    std::vector<float> vals;
+    for (std::size_t c = 0; c < row.size(); ++c)
+      if (row[c] != 0) {
+        cols.push_back(static_cast<std::int32_t>(c));
+        vals.push_back(row[c]);
+      }
+    m.append_row(cols, vals);
+  }
+  return m;
+}
+
+// Label 0 has queries (3, 4) and (1, 0): their unit rows sum to (1.6, 0.8), normalised (0.8944, 0.4472).
+// Label 1 has (1, 0) alone; label 2 has none: an empty row.
+TEST(Pifa, LabelVectorsAreNormalisedSumsOfUnitQueryRows) {
+  const CsrMatrix labels = csr_from_rows({{0}, {0, 1}}, 3);
+  const CsrMatrix features = dense_rows({{3, 4}, {1, 0}});
+  const CsrMatrix z = pifa_label_vectors(labels, features);
+  ASSERT_EQ(z.rows, 3);
+  ASSERT_EQ(z.row_size(0), 2);
+  EXPECT_NEAR(z.row_values(0)[0], 1.6 / std::sqrt(3.2), 1e-6);
+  EXPECT_NEAR(z.row_values(0)[1], 0.8 / std::sqrt(3.2), 1e-6);
+  ASSERT_EQ(z.row_size(1), 1);
+  EXPECT_NEAR(z.row_values(1)[0], 1.0, 1e-6);
+  EXPECT_EQ(z.row_size(2), 0);
+  EXPECT_THROW(pifa_label_vectors(csr_from_rows({{0}}, 3), features), Error);
+}
+
+std::vector<std::int64_t> cluster_sizes(const LabelTree& tree) {
+  const auto& leaves = tree.child_offsets.back();
+  std::vector<std::int64_t> sizes;
+  for (std::size_t j = 0; j + 1 < leaves.size(); ++j) sizes.push_back(leaves[j + 1] - leaves[j]);
+  return sizes;
+}
+
+TEST(LabelTree, SplitsTwoObviousGroupsApart) {
+  // Labels 0, 2, 4, 6 point along feature 0, the others along feature 1.
+  std::vector<std::vector<float>> rows;
+  for (int l = 0; l < 8; ++l) rows.push_back(l % 2 == 0 ? std::vector<float>{1, 0.01F * static_cast<float>(l)} : std::vector<float>{0.01F * static_cast<float>(l), 1});
+  for (auto& row : rows) {
+    const float n = std::hypot(row[0], row[1]);
+    row[0] /= n;
+    row[1] /= n;
+  }
+  const LabelTree tree = build_label_tree(dense_rows(rows), {.branching = 2, .max_leaf = 4});
+  ASSERT_EQ(tree.ranker_levels(), 2);
+  EXPECT_EQ(cluster_sizes(tree), (std::vector<std::int64_t>{4, 4}));
+  std::vector<std::int32_t> first(tree.labels.begin(), tree.labels.begin() + 4);
+  std::sort(first.begin(), first.end());
+  EXPECT_TRUE(first == (std::vector<std::int32_t>{0, 2, 4, 6}) || first == (std::vector<std::int32_t>{1, 3, 5, 7}));
+  check_label_tree(tree, 8);
+}
+
+TEST(LabelTree, LevelsTakeTheBinaryDepthsByBranching) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<float>> rows(1000, std::vector<float>(8));
+  for (auto& row : rows) {
+    float n = 0;
+    for (float& v : row) {
+      v = normal(rng);
+      n += v * v;
+    }
+    for (float& v : row) v /= std::sqrt(n);
+  }
+  const CsrMatrix vectors = dense_rows(rows);
+  // 1000 labels, leaves of at most 100: four halvings give 16 clusters of 62 or 63 labels.
+  const LabelTree wide = build_label_tree(vectors, {.branching = 16, .max_leaf = 100});
+  ASSERT_EQ(wide.ranker_levels(), 2);
+  EXPECT_EQ(wide.nodes_at(1), 16);
+  for (const std::int64_t size : cluster_sizes(wide)) EXPECT_TRUE(size == 62 || size == 63) << size;
+  check_label_tree(wide, 1000);
+  // Branching 4: the binary depths 2 and 4 are levels (4 and 16 nodes), then the labels.
+  const LabelTree narrow = build_label_tree(vectors, {.branching = 4, .max_leaf = 100});
+  ASSERT_EQ(narrow.ranker_levels(), 3);
+  EXPECT_EQ(narrow.nodes_at(1), 4);
+  EXPECT_EQ(narrow.nodes_at(2), 16);
+  // Branching 8 over depth 4: the first level takes the remainder (depth 1: 2 nodes), then 3 more (16 nodes).
+  const LabelTree odd = build_label_tree(vectors, {.branching = 8, .max_leaf = 100});
+  ASSERT_EQ(odd.ranker_levels(), 3);
+  EXPECT_EQ(odd.nodes_at(1), 2);
+  EXPECT_EQ(odd.nodes_at(2), 16);
+  // Few labels: one level, the root's children are the labels.
+  const LabelTree flat = build_label_tree(dense_rows({{1, 0}, {0, 1}}), {});
+  ASSERT_EQ(flat.ranker_levels(), 1);
+  EXPECT_EQ(flat.nodes_at(1), 2);
+  EXPECT_THROW(build_label_tree(vectors, {.branching = 6}), ConfigError);
+  EXPECT_THROW(build_label_tree(vectors, {.max_leaf = 0}), ConfigError);
+}
+
+TEST(LabelTree, DamagedTreesAreRefused) {
+  LabelTree tree = build_label_tree(dense_rows({{1, 0}, {0, 1}, {1, 1}}), {.branching = 2, .max_leaf = 1});
+  check_label_tree(tree, 3);
+  LabelTree twice = tree;
+  twice.labels[1] = twice.labels[0];
+  EXPECT_THROW(check_label_tree(twice, 3), Error);
+  LabelTree short_offsets = tree;
+  short_offsets.child_offsets[0].pop_back();
+  EXPECT_THROW(check_label_tree(short_offsets, 3), Error);
+  EXPECT_THROW(check_label_tree(tree, 4), Error);
+}
+
+// 32 labels, each with a feature of its own (feature l) and one shared by its group of eight (32 + l / 8).
+// A training query has two labels of one group; a test query is one label's own feature.
+struct Separable {
+  CsrMatrix features, labels, test;
+};
+Separable separable() {
+  Separable s;
+  std::vector<std::vector<float>> rows;
+  std::vector<std::vector<std::int32_t>> positives;
+  for (int i = 0; i < 400; ++i) {
+    const int a = i % 32;
+    const int b = (a / 8) * 8 + (i / 32 + a + 1) % 8;
+    std::vector<float> row(36, 0);
+    row[static_cast<std::size_t>(a)] = 1;
+    row[static_cast<std::size_t>(b)] = 1;
+    row[32 + static_cast<std::size_t>(a / 8)] = 1;
+    rows.push_back(row);
+    positives.push_back({a, b});
+  }
+  s.features = dense_rows(rows);
+  s.labels = csr_from_rows(positives, 32);
+  std::vector<std::vector<float>> test;
+  for (int l = 0; l < 32; ++l) {
+    std::vector<float> row(36, 0);
+    row[static_cast<std::size_t>(l)] = 1;
+    test.push_back(row);
+  }
+  s.test = dense_rows(test);
+  return s;
+}
+
+TreeRankers train_all(const LabelTree& tree, const Separable& s, bool backwards) {
+  RankerTraining training(tree, s.features, s.labels);
+  TreeRankers rankers = empty_rankers(tree);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(training.num_units()));
+  std::iota(order.begin(), order.end(), 0);
+  if (backwards) std::reverse(order.begin(), order.end());
+  for (const std::int64_t unit : order) {
+    const double loss = training.train(unit, {.seed = 5}, rankers);
+    EXPECT_GE(loss, 0);
+    EXPECT_TRUE(std::isfinite(loss));
+  }
+  return rankers;
+}
+
+TEST(TreeRankers, LearnSeparableLabelsAndBeamSearchFindsEach) {
+  const Separable s = separable();
+  const LabelTree tree = build_label_tree(pifa_label_vectors(s.labels, s.features), {.branching = 2, .max_leaf = 8});
+  ASSERT_EQ(tree.ranker_levels(), 3);  // 2 and 4 clusters, then the labels
+  const TreeRankers rankers = train_all(tree, s, false);
+  const BeamSearch search(tree, rankers, {.beam = 2}, 36);
+  std::vector<std::int64_t> labels(32 * 3);
+  std::vector<float> scores(32 * 3);
+  search.rank(s.test, 0, 32, 3, labels.data(), scores.data());
+  for (int l = 0; l < 32; ++l) {
+    EXPECT_EQ(labels[static_cast<std::size_t>(l) * 3], l) << "test query of label " << l;
+    EXPECT_GE(scores[static_cast<std::size_t>(l) * 3], scores[static_cast<std::size_t>(l) * 3 + 1]);
+    EXPECT_GT(scores[static_cast<std::size_t>(l) * 3], 0);
+    EXPECT_LE(scores[static_cast<std::size_t>(l) * 3], 1);
+  }
+}
+
+TEST(TreeRankers, AClassifierIsTheSameWhateverOrderTheUnitsTrainIn) {
+  const Separable s = separable();
+  const LabelTree tree = build_label_tree(pifa_label_vectors(s.labels, s.features), {.branching = 2, .max_leaf = 8});
+  const TreeRankers forwards = train_all(tree, s, false);
+  const TreeRankers backwards = train_all(tree, s, true);
+  for (std::size_t t = 0; t < forwards.size(); ++t)
+    for (std::size_t j = 0; j < forwards[t].size(); ++j) {
+      EXPECT_EQ(forwards[t][j].features, backwards[t][j].features) << "level " << t << " node " << j;
+      EXPECT_EQ(forwards[t][j].weights, backwards[t][j].weights) << "level " << t << " node " << j;
+      EXPECT_EQ(forwards[t][j].bias, backwards[t][j].bias);
+    }
+  EXPECT_THROW(check_ranker_options({.loss = "hinge"}), ConfigError);
+  EXPECT_THROW(check_ranker_options({.cost = 0}), ConfigError);
+  EXPECT_THROW(check_ranker_options({.prune = -1}), ConfigError);
+}
+
+// Root -> clusters A (labels 0, 1) and B (label 2), one feature, query x = 1. Margins: A 0.5, B -1; labels
+// 2, 0 and 3. l3-hinge: A exp(-0.5^3) = 0.882497, B exp(-8) = 0.000335; label 0 exp(0) = 1, label 1 exp(-1).
+TEST(BeamSearch, ScoresAreProductsOfTransformedMarginsDownThePath) {
+  LabelTree tree;
+  tree.child_offsets = {{0, 2}, {0, 2, 3}};
+  tree.labels = {0, 1, 2};
+  TreeRankers rankers(2);
+  rankers[0] = {{{0}, {0.5F}, 0}, {{0}, {-1.0F}, 0}};
+  rankers[1] = {{{0}, {2.0F}, 0}, {{}, {}, 0}, {{0}, {3.0F}, 0}};
+  const CsrMatrix query = dense_rows({{1}});
+  std::vector<std::int64_t> labels(3);
+  std::vector<float> scores(3);
+  BeamSearch(tree, rankers, {.beam = 2}, 1).rank(query, 0, 1, 3, labels.data(), scores.data());
+  EXPECT_EQ(labels, (std::vector<std::int64_t>{0, 1, 2}));
+  EXPECT_NEAR(scores[0], 0.882497, 1e-6);
+  EXPECT_NEAR(scores[1], 0.882497 * 0.367879, 1e-6);
+  EXPECT_NEAR(scores[2], 0.000335, 1e-6);
+  // A beam of one never opens B: its label is not ranked (-1, score 0).
+  BeamSearch(tree, rankers, {.beam = 1}, 1).rank(query, 0, 1, 3, labels.data(), scores.data());
+  EXPECT_EQ(labels, (std::vector<std::int64_t>{0, 1, -1}));
+  EXPECT_EQ(scores[2], 0);
+  // sigmoid: A 1 / (1 + e^-0.5) = 0.622459, label 0 1 / (1 + e^-2) = 0.880797.
+  BeamSearch(tree, rankers, {.beam = 2, .transform = "sigmoid"}, 1).rank(query, 0, 1, 1, labels.data(), scores.data());
+  EXPECT_EQ(labels[0], 0);
+  EXPECT_NEAR(scores[0], 0.622459 * 0.880797, 1e-6);
+  EXPECT_THROW(BeamSearch(tree, rankers, {.beam = 0}, 1), ConfigError);
+  EXPECT_THROW(BeamSearch(tree, rankers, {.transform = "softmax"}, 1), ConfigError);
+  EXPECT_THROW(BeamSearch(tree, rankers, {}, 2).rank(query, 0, 1, 1, labels.data(), scores.data()), Error) << "1 feature for 2";
+}
+
+}  // namespace
+}  // namespace xmc
