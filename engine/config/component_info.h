@@ -45,6 +45,8 @@ struct MethodInfo {
   /// False for a method without an encoder trained by a loss (xrlinear): the encoder, loss and optimiser keys
   /// do not shape its runs, and its runs are not named after them.
   bool trains_encoder = true;
+  /// Epochs of the first stage when the method fixes them (xrlinear's one pass over its rankers); null = `epochs`.
+  std::function<std::int64_t(const TrainConfig&)> first_stage_epochs;
 };
 
 struct EncoderInfo {

@@ -241,7 +241,8 @@ std::string to_json(const TrainConfig& config) {
 
 std::int64_t total_epochs(const TrainConfig& config) {
   const MethodInfo& method = method_info(config.method);
-  return config.epochs + (method.later_stage_epochs ? method.later_stage_epochs(config) : 0);
+  const std::int64_t first = method.first_stage_epochs ? method.first_stage_epochs(config) : config.epochs;
+  return first + (method.later_stage_epochs ? method.later_stage_epochs(config) : 0);
 }
 
 void validate(const TrainConfig& config) {

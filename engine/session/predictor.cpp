@@ -99,7 +99,12 @@ struct Predictor::Impl {
 
   void insert(const std::vector<std::string>& texts) {
     if (texts.empty()) return;
-    const std::vector<torch::Tensor> vectors = new_label_vectors(texts);
+    insert(texts, new_label_vectors(texts));
+  }
+
+  /// Adds labels whose vectors (one matrix per mode, from new_label_vectors()) are computed already.
+  void insert(const std::vector<std::string>& texts, const std::vector<torch::Tensor>& vectors) {
+    if (texts.empty()) return;
     pending.resize(modes.size());
     for (std::size_t m = 0; m < modes.size(); ++m) {
       if (m == rag_mode) continue;  // ranks the labels of its base mode: nothing of its own to add
@@ -421,9 +426,11 @@ std::int64_t Predictor::add_labels(const std::vector<std::string>& texts) {
     known.emplace(t, first + static_cast<std::int64_t>(clean.size()));
     clean.push_back(std::move(t));
   }
-  // Kept in the store first: a label the store refuses is not half added.
+  // Their vectors first: a method that cannot take new labels (xrlinear) refuses before anything is stored. Then
+  // kept in the store: a label the store refuses is not half added.
+  const std::vector<torch::Tensor> vectors = clean.empty() ? std::vector<torch::Tensor>{} : impl_->new_label_vectors(clean);
   for (const std::string& t : clean) impl_->store->add_added_label(run_id(), t, impl_->synthesized_by);
-  impl_->insert(clean);
+  impl_->insert(clean, vectors);
   return first;
 }
 

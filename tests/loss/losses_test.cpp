@@ -365,7 +365,7 @@ TEST(Triplet, NeverPicksAPositive) {
 TEST(Losses, ZeroPositiveBatchGivesZeroAndBackwardWorks) {
   const torch::Tensor none = torch::zeros({3, 4}, torch::kBool);
   const LossOptions options;
-  for (const auto kind :
+  for (const auto& kind :
        {loss_entry("triplet"), loss_entry("softmax"), loss_entry("decoupled_softmax"), loss_entry("softtopk"), loss_entry("supcon")}) {
     const torch::Tensor s = torch::randn({3, 4}, torch::kDouble).requires_grad_(true);
     const torch::Tensor loss = compute_loss(kind, s, none, options);

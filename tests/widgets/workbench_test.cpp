@@ -847,6 +847,41 @@ class WorkbenchTest : public QObject {
     QCOMPARE(runs->model()->rowCount(), 2);
   }
 
+  // The classic sparse baseline is searched like any run: its one mode ranks by beam search, a dataset query
+  // finds its label, and adding a label (which xrlinear cannot rank) is refused without storing it.
+  void xrlinearRunsAreSearchedLikeAnyOther() {
+    QTemporaryDir dir;
+    const std::filesystem::path data = dir.filePath("data").toStdString();
+    write_keyword_dataset(data);
+    const QString db = dir.filePath("runs.sqlite");
+    const QString train = QString(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set threads=1 --set dataset=" +
+                          QString::fromStdString(data.string());
+    QCOMPARE(QProcess::execute("sh", {"-c", train + " >/dev/null 2>&1"}), 0);
+    xmc::gui::SearchPanel search;
+    QSignalSpy loaded(&search, &xmc::gui::SearchPanel::run_loaded);
+    search.open_run(db, 1);
+    QVERIFY(loaded.wait(60000));
+    QCOMPARE(search.modes(), QStringList{"tree"});
+    QVERIFY(search_and_wait(&search, "key3 filler1"));
+    const QStringList results = search.result_texts("tree");
+    QVERIFY(!results.isEmpty());
+    QCOMPARE(results.front(), QString("key3 topic"));
+    QVERIFY(search.highlighted_count() >= 1);
+    try {
+      search.add_label("key3 key5 topic");
+      QFAIL("xrlinear took a label it has no ranker for");
+    } catch (const std::exception& e) {
+      QVERIFY2(QString(e.what()).contains("xrlinear cannot take labels"), e.what());
+    }
+    QVERIFY(xmc::RunStore(db.toStdString()).added_labels(1).empty());
+    QVERIFY(search_and_wait(&search, "key5 filler1"));
+    QCOMPARE(search.result_texts("tree").front(), QString("key5 topic"));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      search.resize(1000, 600);
+      QVERIFY(search.grab().save(QString(keep) + "/search-xrlinear.png"));
+    }
+  }
+
   void buildsADatasetInTheBackground() {
     if (!QFileInfo::exists("/usr/share/wordnet/data.noun")) QSKIP("wordnet-base is not installed");
     QTemporaryDir dir;

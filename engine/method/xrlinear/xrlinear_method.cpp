@@ -68,7 +68,7 @@ class XrlinearMethod final : public Method {
 
   std::string name() const override { return "xrlinear"; }
   std::vector<StageSpec> stages() const override {
-    return {{.name = "rankers", .epoch_label = "rankers", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
+    return {{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
              .evaluate_between_epochs = false, .batches_are_training_rows = false}};
   }
 

@@ -44,7 +44,8 @@ MethodInfo xrlinear_method_info() {
           })
           .build();
   return {"xrlinear", "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
-          {std::move(group)}, nullptr, nullptr, nullptr, false, nullptr, /*trains_encoder=*/false};
+          {std::move(group)}, nullptr, nullptr, nullptr, false, nullptr, /*trains_encoder=*/false,
+          /*first_stage_epochs=*/[](const TrainConfig&) { return std::int64_t{1}; }};
 }
 
 }  // namespace xmc
