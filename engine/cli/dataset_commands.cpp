@@ -108,8 +108,19 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
     cmd->add_option("--max-items", opts->max_items, "Sample this many noun synsets (0 = all)")->check(CLI::NonNegativeNumber);
     cmd->add_option("--seed", opts->seed, "Seed of the sample and of the 70/30 split");
     cmd->add_option("--data-noun", opts->data_noun, "WordNet data.noun file")->capture_default_str();
+    cmd->add_option("--labels", opts->labels,
+                    "ancestors: every hypernym up to the root (the root is then a label of every item: P@1 says little); "
+                    "direct: the direct hypernyms only")
+        ->check(CLI::IsMember({"ancestors", "direct"}))
+        ->capture_default_str();
+    cmd->add_option("--min-depth", opts->min_depth,
+                    "Synsets fewer than this many hypernym steps below a root are not labels (entity is 0, physical entity 1); "
+                    "items left without a label are left out")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
     add_output_options(cmd, *out);
-    cmd->footer("Example:\n  xmc dataset build wordnet --out data/wordnet-20k --max-items 20000 --seed 7");
+    cmd->footer("Examples:\n  xmc dataset build wordnet --out data/wordnet-20k --max-items 20000 --seed 7\n"
+                "  xmc dataset build wordnet --out data/wordnet-direct --max-items 20000 --labels direct --min-depth 3");
     cmd->callback([opts, out, &context] {
       check_output_folder(*out);
       save_and_report(build_wordnet_dataset(*opts, context.progress), *out, context);

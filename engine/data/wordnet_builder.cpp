@@ -255,6 +255,9 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
     throw ConfigError("max_items must be >= 0 (0 = all), got " + std::to_string(options.max_items));
   if (!(options.train_fraction > 0.0 && options.train_fraction <= 1.0))
     throw ConfigError("train_fraction must be in (0, 1], got " + std::to_string(options.train_fraction));
+  if (options.labels != "ancestors" && options.labels != "direct")
+    throw ConfigError("labels must be ancestors or direct, got \"" + options.labels + "\"");
+  if (options.min_depth < 0) throw ConfigError("min_depth must be >= 0, got " + std::to_string(options.min_depth));
   const std::string path = options.data_noun.string();
 
   // 1. Parse, order by synset offset, resolve hypernym pointers to indices.
@@ -289,11 +292,44 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
   // 2. Transitive closure over @ and @i (a DAG), memoised per synset.
   const Closure closure = hypernym_closure(synsets, parent_ptr, parents, path, progress);
 
-  // 3. Items = synsets with at least one ancestor; seeded sample and train/test split.
+  // Depth: the fewest hypernym steps to a root, by relaxation (the graph is a DAG: it settles within its height).
+  std::vector<std::int64_t> depth(n_synsets, 0);
+  for (std::size_t v = 0; v < n_synsets; ++v)
+    if (parent_ptr[v + 1] > parent_ptr[v]) depth[v] = std::numeric_limits<std::int64_t>::max();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t v = 0; v < n_synsets; ++v)
+      for (std::int64_t p = parent_ptr[v]; p < parent_ptr[v + 1]; ++p) {
+        const std::int64_t via = depth[static_cast<std::size_t>(parents[static_cast<std::size_t>(p)])];
+        if (via != std::numeric_limits<std::int64_t>::max() && via + 1 < depth[v]) {
+          depth[v] = via + 1;
+          changed = true;
+        }
+      }
+  }
+  // The candidate labels of each synset: its direct hypernyms or all its ancestors, none shallower than min_depth.
+  const bool direct = options.labels == "direct";
+  auto candidate_labels = [&](std::size_t v) {
+    std::vector<std::int32_t> out;
+    const auto add = [&](std::int32_t a) {
+      if (depth[static_cast<std::size_t>(a)] >= options.min_depth) out.push_back(a);
+    };
+    if (direct)
+      for (std::int64_t p = parent_ptr[v]; p < parent_ptr[v + 1]; ++p) add(parents[static_cast<std::size_t>(p)]);
+    else
+      for (const std::int32_t a : closure.of(v)) add(a);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
+
+  // 3. Items = synsets with at least one candidate label; seeded sample and train/test split.
   std::vector<std::int32_t> items;
   for (std::size_t v = 0; v < n_synsets; ++v)
-    if (parent_ptr[v + 1] > parent_ptr[v]) items.push_back(static_cast<std::int32_t>(v));
-  if (items.empty()) throw InputError(path, "no synset has a hypernym ('@' or '@i' pointer): nothing to build");
+    if (parent_ptr[v + 1] > parent_ptr[v] && !candidate_labels(v).empty()) items.push_back(static_cast<std::int32_t>(v));
+  if (items.empty())
+    throw InputError(path, options.min_depth > 0 ? "no synset has a hypernym of depth " + std::to_string(options.min_depth) + " or more: nothing to build"
+                                                 : "no synset has a hypernym ('@' or '@i' pointer): nothing to build");
   const std::size_t n_avail = items.size();
   const std::size_t k = options.max_items > 0
                             ? std::min(n_avail, static_cast<std::size_t>(options.max_items))
@@ -317,7 +353,7 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
   if (progress.cancelled()) throw Cancelled();
   std::vector<std::int32_t> label_of(n_synsets, -1);
   for (const std::int32_t v : train)
-    for (const std::int32_t a : closure.of(static_cast<std::size_t>(v))) label_of[static_cast<std::size_t>(a)] = 0;
+    for (const std::int32_t a : candidate_labels(static_cast<std::size_t>(v))) label_of[static_cast<std::size_t>(a)] = 0;
   Dataset d;
   std::int32_t n_labels = 0;
   for (std::size_t v = 0; v < n_synsets; ++v) {
@@ -344,7 +380,7 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const auto v = static_cast<std::size_t>(rows[r]);
       text.push_back(synsets[v].text);
-      for (const std::int32_t a : closure.of(v)) {
+      for (const std::int32_t a : candidate_labels(v)) {
         const std::int32_t label = label_of[static_cast<std::size_t>(a)];
         if (label < 0) continue;
         m.indices.push_back(label);
@@ -366,7 +402,8 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
   const bool sampled = k < n_avail;
   d.meta.name = sampled ? "wordnet-nouns-" + std::to_string(k) : "wordnet-nouns";
   d.meta.source = "WordNet 3.0 noun hypernyms (wordnet-base), " + std::to_string(k) + " items, seed " +
-                  std::to_string(options.seed);
+                  std::to_string(options.seed) + (direct ? ", direct hypernyms" : "") +
+                  (options.min_depth > 0 ? ", min depth " + std::to_string(options.min_depth) : std::string());
   d.meta.propensity = PropensityParams{0.55, 1.5};
   return d;
 }

@@ -541,3 +541,63 @@ TEST(WordnetBuilderReal, Sampled20kIsFast) {
 
 }  // namespace
 }  // namespace xmc
+
+namespace xmc {
+namespace {
+
+// Every item in train (train_fraction 1), so each row's labels can be read by text. Depths in the fixture:
+// entity 0; physical_entity, abstraction 1; organism, idea 2; animal 3; domestic_animal, canine, cat 4; dog 5;
+// Lassie 6.
+std::map<std::string, Names> labels_by_item(const std::string& labels, std::int64_t min_depth) {
+  TempDir dir;
+  dir.write("data.noun", kFixture);
+  WordnetBuildOptions o;
+  o.data_noun = dir.path() / "data.noun";
+  o.train_fraction = 1.0;
+  o.labels = labels;
+  o.min_depth = min_depth;
+  const Dataset d = build_wordnet_dataset(o);
+  std::map<std::string, Names> out;
+  for (std::int64_t r = 0; r < d.num_train(); ++r) {
+    Names names;
+    for (const auto l : d.train_labels.row_indices(r)) names.insert(d.label_text[static_cast<std::size_t>(l)].substr(0, d.label_text[static_cast<std::size_t>(l)].find(':')));
+    out[d.train_text[static_cast<std::size_t>(r)].substr(0, d.train_text[static_cast<std::size_t>(r)].find(':'))] = names;
+  }
+  return out;
+}
+
+TEST(WordnetBuilder, DirectLabelsAreTheHypernymsThemselves) {
+  const auto rows = labels_by_item("direct", 0);
+  EXPECT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows.at("dog, domestic dog, Canis familiaris"), (Names{"canine, canid", "domestic animal, domesticated animal"}));
+  EXPECT_EQ(rows.at("Lassie"), (Names{"dog, domestic dog, Canis familiaris"}));
+  EXPECT_EQ(rows.at("idea, thought"), (Names{"abstraction, abstract entity"}));
+}
+
+TEST(WordnetBuilder, MinDepthDropsShallowLabelsAndItemsLeftWithout) {
+  // Ancestors from depth 2 on: entity, physical_entity and abstraction are no label; physical_entity,
+  // abstraction, idea and organism keep no label and are left out.
+  auto rows = labels_by_item("ancestors", 2);
+  EXPECT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows.count("organism, being"), 0u);
+  EXPECT_EQ(rows.at("dog, domestic dog, Canis familiaris"),
+            (Names{"canine, canid", "domestic animal, domesticated animal", "animal, animate being, beast", "organism, being"}));
+  EXPECT_EQ(rows.at("animal, animate being, beast"), (Names{"organism, being"}));
+  // Direct hypernyms from depth 3 on: animal (parent organism, depth 2) is left out too.
+  rows = labels_by_item("direct", 3);
+  EXPECT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows.count("animal, animate being, beast"), 0u);
+  EXPECT_EQ(rows.at("cat, true cat"), (Names{"animal, animate being, beast"}));
+  EXPECT_THROW(labels_by_item("siblings", 0), ConfigError);
+  EXPECT_THROW(labels_by_item("direct", -1), ConfigError);
+  // So deep that nothing is left: an error that says why.
+  try {
+    labels_by_item("direct", 7);
+    FAIL() << "nothing to build";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no synset has a hypernym of depth 7 or more"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace xmc

@@ -1,6 +1,7 @@
 #include "engine/method/xrlinear/beam_search.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -61,7 +62,19 @@ void BeamSearch::rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t
         for (std::int64_t c = offsets[static_cast<std::size_t>(parent.node)]; c < offsets[static_cast<std::size_t>(parent.node) + 1]; ++c) {
           const SparseRanker& ranker = level[static_cast<std::size_t>(c)];
           double z = ranker.bias;
-          for (std::size_t k = 0; k < ranker.features.size(); ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
+          // A short query looks its few features up in the ranker's (sorted) weights; a long one, or a ranker
+          // with few weights, reads the weights against the query's dense copy. Either sums the same products.
+          const std::size_t nnz = ranker.features.size();
+          if (cols.size() * static_cast<std::size_t>(std::bit_width(nnz)) < nnz) {
+            auto from = ranker.features.begin();
+            for (std::size_t i = 0; i < cols.size(); ++i) {
+              from = std::lower_bound(from, ranker.features.end(), cols[i]);
+              if (from == ranker.features.end()) break;
+              if (*from == cols[i]) z += ranker.weights[static_cast<std::size_t>(from - ranker.features.begin())] * vals[i];
+            }
+          } else {
+            for (std::size_t k = 0; k < nnz; ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
+          }
           const double p = l3_hinge ? std::exp(-std::pow(std::max(0.0, 1.0 - z), 3)) : 1.0 / (1.0 + std::exp(-z));
           next.push_back({c, static_cast<float>(parent.score * p)});
         }

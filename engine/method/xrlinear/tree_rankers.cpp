@@ -136,6 +136,7 @@ double RankerTraining::train(std::int64_t index, const RankerOptions& options, T
 
   double loss_sum = 0;
   std::int64_t loss_terms = 0;
+  std::vector<float> dense(static_cast<std::size_t>(features_.cols), 0.0F);
   for (std::int64_t c = offsets[static_cast<std::size_t>(u.parent)]; c < offsets[static_cast<std::size_t>(u.parent) + 1]; ++c) {
     const auto& positives = below[static_cast<std::size_t>(c)];
     SparseRanker& ranker = level_rankers.at(static_cast<std::size_t>(c));
@@ -161,21 +162,19 @@ double RankerTraining::train(std::int64_t index, const RankerOptions& options, T
     }
     ranker.bias = static_cast<float>(sign * trained->w[rows_->num_features - 1]);
     free_and_destroy_model(&trained);
-    // Training loss of the kept (pruned) weights.
+    // Training loss of the kept (pruned) weights, through a dense copy of them: each row costs its own non-zeros.
+    for (std::size_t k = 0; k < ranker.features.size(); ++k) dense[static_cast<std::size_t>(ranker.features[k])] = ranker.weights[k];
     for (std::size_t i = 0; i < reached.size(); ++i) {
       const auto row = static_cast<std::int64_t>(reached[i]);
       const auto cols = features_.row_indices(row);
       const auto vals = features_.row_values(row);
       double z = ranker.bias;
-      std::size_t a = 0;
-      for (std::size_t b = 0; b < cols.size() && a < ranker.features.size(); ++b) {
-        while (a < ranker.features.size() && ranker.features[a] < cols[b]) ++a;
-        if (a < ranker.features.size() && ranker.features[a] == cols[b]) z += ranker.weights[a] * vals[b];
-      }
+      for (std::size_t b = 0; b < cols.size(); ++b) z += dense[static_cast<std::size_t>(cols[b])] * vals[b];
       const double margin = y[i] * z;
       loss_sum += options.loss == "logistic" ? (margin > 0 ? std::log1p(std::exp(-margin)) : std::log1p(std::exp(margin)) - margin)
                                                : std::pow(std::max(0.0, 1.0 - margin), 2);
     }
+    for (const std::int32_t f : ranker.features) dense[static_cast<std::size_t>(f)] = 0;
     loss_terms += static_cast<std::int64_t>(reached.size());
   }
   return loss_terms > 0 ? loss_sum / static_cast<double>(loss_terms) : 0.0;
