@@ -10,6 +10,7 @@
 #include "engine/data/mulan_importer.h"
 #include "engine/data/wordnet_builder.h"
 #include "engine/data/xc_json_importer.h"
+#include "engine/text/dataset_featurizer.h"
 
 namespace xmc::cli {
 namespace {
@@ -158,6 +159,33 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
         std::cout << "wrote " << *out << ": " << s.novel << " novel and " << s.pseudo_novel << " pseudo-novel of " << s.labels << " labels; "
                   << s.zero_shot_test_rows << " test rows have a novel positive (tst_X_Y_zero.txt); " << s.train_rows_without_labels
                   << " train rows kept no observed label\n";
+      }
+    });
+  }
+  // Tf-idf features stored with the dataset.
+  {
+    auto* cmd = dataset->add_subcommand("featurize", "Write tf-idf features of a dataset's texts (vocabulary fit on its training queries) into DIR/features");
+    auto dir = std::make_shared<std::string>();
+    auto options = std::make_shared<TfidfOptions>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("DIR", *dir, "Dataset folder")->required();
+    cmd->add_option("--ngrams", options->ngrams, "Word n-grams from 1 to this many words")->check(CLI::Range(1, 3))->capture_default_str();
+    cmd->add_option("--min-df", options->min_df, "Keep n-grams found in at least this many training queries (longer n-grams: at least 2)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--max-features", options->max_features, "Keep at most this many features, those in most training queries (0 = all)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd->add_flag("--json", *json, "Print one JSON object as the last line");
+    cmd->footer("Example:\n  xmc dataset featurize data/wordnet-direct --ngrams 2\n"
+                "  xmc train --set method=xrlinear --set xrlinear.features=dataset --set dataset=data/wordnet-direct");
+    cmd->callback([dir, options, json, &context] {
+      const FeaturizeSummary s = featurize_dataset(*dir, *options, context.progress);
+      if (*json) {
+        context.print_json(nlohmann::json{{"features", s.features}, {"texts", s.texts}, {"nnz", s.nnz}, {"seconds", s.seconds}});
+      } else {
+        std::cout << "wrote " << (std::filesystem::path(*dir) / "features").string() << ": " << s.features << " tf-idf features, " << s.texts
+                  << " texts, " << s.nnz << " non-zeros, in " << s.seconds << " s\n";
       }
     });
   }

@@ -33,7 +33,7 @@ bool get(std::istream& in, T& value) {
 }
 
 std::uint32_t crc32_update(std::uint32_t crc, const char* data, std::size_t size) {
-  return static_cast<std::uint32_t>(::crc32_z(crc, reinterpret_cast<const Bytef*>(data), size));
+  return size == 0 ? crc : static_cast<std::uint32_t>(::crc32_z(crc, reinterpret_cast<const Bytef*>(data), size));  // zlib resets on a null buffer
 }
 
 // Forwards every byte to `sink`, counting them and their CRC-32 on the way (the payload's size and

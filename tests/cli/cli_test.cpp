@@ -505,6 +505,25 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   EXPECT_EQ(resumed["status"], "completed");
   for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"}) EXPECT_EQ(resumed[metric].get<double>(), trained[metric].get<double>()) << metric;
 
+  // Features stored with the dataset (vocabulary fit on the training queries alone), read by a run that asks for them.
+  r = xmc("train --db " + db + " --set method=xrlinear --set xrlinear.features=dataset --set dataset=" + (dir / "data").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("run `xmc dataset featurize " + (dir / "data").string() + "` first"), std::string::npos) << r.output;
+  r = test::run_command(std::string(XMC_CLI_PATH) + " dataset featurize " + (dir / "data").string() + " --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto featurized = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(featurized["texts"].get<int>(), 120 + 30 + 6);
+  EXPECT_EQ(featurized["features"].get<int>(), 7) << "key0 .. key5 and filler: the label texts' words are not fit";
+  EXPECT_TRUE(std::filesystem::exists(dir / "data/features/trn.csr"));
+  r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set xrlinear.features=dataset --set threads=1 --set dataset=" +
+                            (dir / "data").string() + " --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(nlohmann::json::parse(r.last_line())["P@1"].get<double>(), 0.9);
+  r = xmc("dataset featurize " + (dir / "data").string() + " --ngrams 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--ngrams"), std::string::npos) << r.output;
+
   for (const auto& [set, expected] : std::vector<std::pair<std::string, std::string>>{
            {"xrlinear.branching=3", "xrlinear.branching must be a power of two"},
            {"xrlinear.loss=hinge", "xrlinear.loss"},

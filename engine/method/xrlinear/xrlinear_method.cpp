@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "engine/data/csr_file.h"
 #include "engine/data/dataset.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
@@ -18,6 +19,7 @@
 #include "engine/method/xrlinear/pifa.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
+#include "engine/text/dataset_featurizer.h"
 #include "engine/text/tfidf_vectorizer.h"
 
 namespace xmc {
@@ -78,6 +80,13 @@ class XrlinearMethod final : public Method {
     if (vocabulary_texts.empty() && !std::filesystem::exists(path)) throw InputError(path.string(), "no such file: the run's tf-idf vocabulary is missing");
     if (std::filesystem::exists(path)) {
       vectorizer_ = TfidfVectorizer::load(path);
+    } else if (options_.features == "dataset") {
+      const auto stored = config_.dataset / dataset_feature_files::kVectorizer;
+      if (!std::filesystem::exists(stored))
+        throw ConfigError("xrlinear.features: dataset, but " + stored.string() + " is missing: run `xmc dataset featurize " + config_.dataset.string() +
+                          "` first, or set xrlinear.features=text");
+      vectorizer_ = TfidfVectorizer::load(stored);
+      vectorizer_.save(path);  // the run keeps its own copy: featurizing the dataset again does not change it
     } else {
       vectorizer_ = TfidfVectorizer::fit(vocabulary_texts, options_.tfidf());
       vectorizer_.save(path);
@@ -94,8 +103,18 @@ class XrlinearMethod final : public Method {
   void begin_stage(const StageSpec&, TrainContext& context) override {
     if (context.distributed.enabled())
       throw ConfigError("xrlinear trains in one process (liblinear's rankers are not split across ranks): drop --nproc");
-    context.phase("tf-idf features of the training queries");
-    features_ = vectorizer_.features(context.train_corpus, 0, context.train_corpus.size());
+    if (options_.features == "dataset") {
+      const auto stored = config_.dataset / dataset_feature_files::kTrain;
+      context.phase("tf-idf features of the training queries (" + stored.string() + ")");
+      features_ = read_csr_file(stored);
+      if (features_.rows != context.dataset.num_train() || features_.cols != vectorizer_.num_features())
+        throw InputError(stored.string(), "holds " + std::to_string(features_.rows) + " x " + std::to_string(features_.cols) + " features, but the dataset has " +
+                                              std::to_string(context.dataset.num_train()) + " training queries and the run's vectorizer " +
+                                              std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
+    } else {
+      context.phase("tf-idf features of the training queries");
+      features_ = vectorizer_.features(context.train_corpus, 0, context.train_corpus.size());
+    }
     if (tree_.child_offsets.empty()) {
       context.phase("label tree: PIFA vectors, balanced 2-means");
       tree_ = build_label_tree(pifa_label_vectors(context.dataset.train_labels, features_), options_.tree(config_.seed), context.progress);

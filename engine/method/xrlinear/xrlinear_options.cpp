@@ -12,6 +12,10 @@ MethodInfo xrlinear_method_info() {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   OptionGroup group =
       OptionGroupBuilder<XrlinearOptions>("xrlinear")
+          .text("xrlinear.features", &XrlinearOptions::features, {"text", "dataset"},
+                "Tf-idf features: text (fit on this run's training texts with the keys below) or dataset (the dataset's "
+                "features/ folder, written once by `xmc dataset featurize`; the keys below are then unused)")
+          .fixed_on_resume()
           .integer("xrlinear.ngrams", &XrlinearOptions::ngrams, 1, 3, "Tf-idf features: word n-grams from 1 to this many words")
           .fixed_on_resume()
           .integer("xrlinear.min_df", &XrlinearOptions::min_df, 1, kMax,
