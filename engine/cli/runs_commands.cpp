@@ -113,7 +113,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       constexpr std::size_t kNameWidth = 48;
       std::size_t width = 4;
       for (const auto& r : all) width = std::max(width, std::min(kNameWidth, r.name.size()));
-      std::printf("%5s  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-7s  %-20s  %s\n", "id", "status", "method", "dataset", "duration", "P@1", "P@5",
+      std::printf("%5s  %-10s  %-8s  %-16s  %8s  %6s  %6s  %-7s  %-20s  %s\n", "id", "status", "method", "dataset", "duration", "P@1", "P@5",
                   "mode", "tags", "name");
       for (const auto& r : all) {
         const auto [method, dataset] = method_and_dataset(r);
@@ -127,8 +127,8 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
           return std::string(text);
         };
         const std::string mode = final_primary_mode(evaluations);
-        std::printf("%5lld  %-10s  %-7s  %-16s  %8s  %6s  %6s  %-7s  %-20s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
-                    fitted(method, 7).c_str(), fitted(dataset, 16).c_str(), duration_text(end - iso_seconds(r.created)).c_str(),
+        std::printf("%5lld  %-10s  %-8s  %-16s  %8s  %6s  %6s  %-7s  %-20s  %s\n", static_cast<long long>(r.id), to_string(r.status).c_str(),
+                    fitted(method, 8).c_str(), fitted(dataset, 16).c_str(), duration_text(end - iso_seconds(r.created)).c_str(),
                     percent(p1).c_str(), percent(p5).c_str(), fitted(mode.empty() ? "-" : mode, 7).c_str(), fitted(joined(r.tags), 20).c_str(),
                     fitted(r.name, width).c_str());
         if (!r.last_error.empty()) std::printf("%5s  error: %s\n", "", fitted(r.last_error, 160).c_str());

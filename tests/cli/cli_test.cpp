@@ -22,7 +22,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "dataset featurize", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -471,6 +471,7 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   EXPECT_GT(trained["P@1"].get<double>(), 0.9) << "every test query names its only label";
   r = xmc("runs --db " + db + " list");
   EXPECT_NE(r.output.find("xrlinear on data"), std::string::npos) << "named without an encoder or loss: " << r.output;
+  EXPECT_NE(r.output.find("  xrlinear  "), std::string::npos) << "the method column holds the name whole: " << r.output;
   EXPECT_NE(r.output.find("  tree  "), std::string::npos) << r.output;
 
   r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4 --top 3 --json");
