@@ -164,6 +164,11 @@ TEST(OptionGroups, EachMethodSaysItsStagesAndMarks) {
   ASSERT_TRUE(static_cast<bool>(method_info("irene").base_run));
   EXPECT_EQ(method_info("irene").base_run(c), 4);
   EXPECT_THROW(method_info("svm"), ConfigError);
+  // xrlinear trains its rankers in one pass whatever `epochs` says, and has no encoder to name its runs by.
+  apply_config_overrides(c, {"method=xrlinear", "epochs=6"});
+  EXPECT_EQ(total_epochs(c), 1);
+  EXPECT_FALSE(method_info("xrlinear").trains_encoder);
+  EXPECT_TRUE(method_info("unidec").trains_encoder);
 }
 
 }  // namespace
