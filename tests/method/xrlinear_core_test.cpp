@@ -225,6 +225,14 @@ TEST(BeamSearch, ScoresAreProductsOfTransformedMarginsDownThePath) {
   BeamSearch(tree, rankers, {.beam = 2, .transform = "sigmoid"}, 1).rank(query, 0, 1, 1, labels.data(), scores.data());
   EXPECT_EQ(labels[0], 0);
   EXPECT_NEAR(scores[0], 0.622459 * 0.880797, 1e-6);
+  // Path scores reach every label, the beam's or not: label 2 under B is exp(-8) · 1 even with a beam of one.
+  const std::vector<std::int64_t> all{2, 0, 1};
+  const std::vector<float> paths = BeamSearch(tree, rankers, {.beam = 1}, 1).path_scores(query, 0, all);
+  EXPECT_NEAR(paths[0], 0.000335, 1e-6);
+  EXPECT_NEAR(paths[1], 0.882497, 1e-6);
+  EXPECT_NEAR(paths[2], 0.882497 * 0.367879, 1e-6);
+  const std::vector<std::int64_t> outside{3};
+  EXPECT_THROW(BeamSearch(tree, rankers, {}, 1).path_scores(query, 0, outside), Error);
   EXPECT_THROW(BeamSearch(tree, rankers, {.beam = 0}, 1), ConfigError);
   EXPECT_THROW(BeamSearch(tree, rankers, {.transform = "softmax"}, 1), ConfigError);
   EXPECT_THROW(BeamSearch(tree, rankers, {}, 2).rank(query, 0, 1, 1, labels.data(), scores.data()), Error) << "1 feature for 2";

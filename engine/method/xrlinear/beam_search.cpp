@@ -39,12 +39,52 @@ BeamSearch::BeamSearch(const LabelTree& tree, const TreeRankers& rankers, BeamSe
     : tree_(tree), rankers_(rankers), options_(std::move(options)), num_features_(num_features) {
   check_beam_search_options(options_);
   if (static_cast<std::int64_t>(rankers.size()) != tree.ranker_levels()) throw Error("xrlinear: the rankers do not have one level per tree level");
+  parents_.resize(static_cast<std::size_t>(tree.ranker_levels()));
+  for (std::int64_t t = 0; t < tree.ranker_levels(); ++t) {
+    const auto& offsets = tree.child_offsets[static_cast<std::size_t>(t)];
+    auto& up = parents_[static_cast<std::size_t>(t)];
+    up.resize(static_cast<std::size_t>(offsets.back()));
+    for (std::size_t p = 0; p + 1 < offsets.size(); ++p)
+      for (std::int64_t c = offsets[p]; c < offsets[p + 1]; ++c) up[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(p);
+  }
+  position_of_.assign(tree.labels.size(), -1);
+  for (std::size_t p = 0; p < tree.labels.size(); ++p) position_of_.at(static_cast<std::size_t>(tree.labels[p])) = static_cast<std::int64_t>(p);
+}
+
+double BeamSearch::transformed(double z) const {
+  return options_.transform == "l3-hinge" ? std::exp(-std::pow(std::max(0.0, 1.0 - z), 3)) : 1.0 / (1.0 + std::exp(-z));
+}
+
+std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels) const {
+  if (queries.cols != num_features_)
+    throw Error("xrlinear: queries have " + std::to_string(queries.cols) + " features, the rankers " + std::to_string(num_features_));
+  if (row < 0 || row >= queries.rows) throw Error("xrlinear: query row " + std::to_string(row) + " is outside the " + std::to_string(queries.rows) + " rows");
+  std::vector<float> dense(static_cast<std::size_t>(num_features_), 0.0F);
+  const auto cols = queries.row_indices(row);
+  const auto vals = queries.row_values(row);
+  for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = vals[i];
+  std::vector<float> out;
+  out.reserve(labels.size());
+  for (const std::int64_t label : labels) {
+    if (label < 0 || label >= static_cast<std::int64_t>(position_of_.size()))
+      throw Error("xrlinear: label " + std::to_string(label) + " is outside the tree's " + std::to_string(position_of_.size()) + " labels");
+    double score = 1.0;
+    std::int64_t node = position_of_[static_cast<std::size_t>(label)];
+    for (std::int64_t t = tree_.ranker_levels() - 1; t >= 0; --t) {
+      const SparseRanker& ranker = rankers_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)];
+      double z = ranker.bias;
+      for (std::size_t k = 0; k < ranker.features.size(); ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
+      score *= transformed(z);
+      node = parents_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)];
+    }
+    out.push_back(static_cast<float>(score));
+  }
+  return out;
 }
 
 void BeamSearch::rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t end, std::int64_t top, std::int64_t* labels, float* scores) const {
   if (queries.cols != num_features_)
     throw Error("xrlinear: queries have " + std::to_string(queries.cols) + " features, the rankers " + std::to_string(num_features_));
-  const bool l3_hinge = options_.transform == "l3-hinge";
   std::vector<float> dense(static_cast<std::size_t>(num_features_), 0.0F);
   std::vector<Candidate> beam;
   std::vector<Candidate> next;
@@ -75,7 +115,7 @@ void BeamSearch::rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t
           } else {
             for (std::size_t k = 0; k < nnz; ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
           }
-          const double p = l3_hinge ? std::exp(-std::pow(std::max(0.0, 1.0 - z), 3)) : 1.0 / (1.0 + std::exp(-z));
+          const double p = transformed(z);
           next.push_back({c, static_cast<float>(parent.score * p)});
         }
       }

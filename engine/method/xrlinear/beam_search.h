@@ -5,6 +5,7 @@
 //
 // Transforms (PECOS's post-processors): "l3-hinge" exp(−max(0, 1 − z)³) and "sigmoid" 1 / (1 + e^−z).
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,20 @@ class BeamSearch {
  public:
   BeamSearch(const LabelTree& tree, const TreeRankers& rankers, BeamSearchOptions options, std::int64_t num_features);
   void rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t end, std::int64_t top, std::int64_t* labels, float* scores) const;
+  /// The score the tree gives each of `labels` for query row `row`, wherever the beam would have gone: the product
+  /// of the transformed margins of the label and of its ancestors. Fusing another ranking's candidates with the
+  /// tree's needs these: a label outside the beam scored 0 could never be weighed.
+  std::vector<float> path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels) const;
 
  private:
+  double transformed(double z) const;
+
   const LabelTree& tree_;
   const TreeRankers& rankers_;
   BeamSearchOptions options_;
   std::int64_t num_features_;
+  std::vector<std::vector<std::int64_t>> parents_;  ///< parents_[t][j]: the parent (in level t) of node j of level t + 1
+  std::vector<std::int64_t> position_of_;          ///< each label's position in the last level
 };
 
 }  // namespace xmc
