@@ -1,13 +1,12 @@
 #include "engine/core/zip_integrity.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <fstream>
 #include <vector>
 
+#include "engine/core/crc32.h"
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
 
@@ -98,11 +97,11 @@ std::int64_t verify_zip_entries(const std::filesystem::path& path) {
     std::uint64_t data = local + 30 + little_endian(header.data() + 26, 2) + little_endian(header.data() + 28, 2);
     if (data > size || compressed > size - data) throw damaged("entry " + entry_name + " runs past the end of the file");
     in.seekg(static_cast<std::streamoff>(data));
-    uLong running = crc32(0L, Z_NULL, 0);
+    std::uint32_t running = 0;
     for (std::uint64_t left = compressed; left > 0;) {
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk.size()));
       if (!in.read(chunk.data(), static_cast<std::streamsize>(n))) throw damaged("entry " + entry_name + " cannot be read");
-      running = crc32(running, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(n));
+      running = crc32_update(running, chunk.data(), n);
       left -= n;
     }
     if (running != crc) throw damaged("entry " + entry_name + " fails its CRC-32 check (its bytes changed after it was written)");

@@ -1,7 +1,5 @@
 #include "engine/data/csr_file.h"
 
-#include <zlib.h>
-
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/crc32.h"
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
 
@@ -41,17 +40,11 @@ std::string malformation(const CsrMatrix& m) {
   return "";
 }
 
-/// crc32 over `size` bytes at `data`. zlib's crc32 of a null buffer is its initial value, not the CRC so far: an
-/// empty vector's data() may be null, so no bytes leave the CRC as it is.
-uLong crc_update(uLong crc, const void* data, std::size_t size) {
-  return size == 0 ? crc : ::crc32_z(crc, static_cast<const Bytef*>(data), size);
-}
-
 template <class T>
-void put(std::ostream& out, uLong& crc, const T* data, std::size_t count) {
+void put(std::ostream& out, std::uint32_t& crc, const T* data, std::size_t count) {
   const auto* bytes = reinterpret_cast<const char*>(data);
   out.write(bytes, static_cast<std::streamsize>(count * sizeof(T)));
-  crc = crc_update(crc, bytes, count * sizeof(T));
+  crc = crc32_update(crc, bytes, count * sizeof(T));
 }
 
 }  // namespace
@@ -60,15 +53,14 @@ void write_csr_file(const std::filesystem::path& path, const CsrMatrix& m) {
   if (const std::string why = malformation(m); !why.empty()) throw Error("write " + path.string() + ": " + why);
   AtomicFileWriter writer(path, std::ios::out | std::ios::binary);
   std::ostream& out = writer.stream();
-  uLong crc = ::crc32_z(0L, Z_NULL, 0);
+  std::uint32_t crc = 0;
   const std::int64_t shape[3] = {m.rows, m.cols, m.nnz()};
   put(out, crc, kMagic, sizeof(kMagic));
   put(out, crc, shape, 3);
   put(out, crc, m.indptr.data(), m.indptr.size());
   put(out, crc, m.indices.data(), m.indices.size());
   put(out, crc, m.values.data(), m.values.size());
-  const auto checksum = static_cast<std::uint32_t>(crc);
-  out.write(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
+  out.write(reinterpret_cast<const char*>(&crc), sizeof(crc));
   writer.commit();
 }
 
@@ -102,13 +94,12 @@ CsrMatrix read_csr_file(const std::filesystem::path& path) {
   in.read(reinterpret_cast<char*>(m.values.data()), static_cast<std::streamsize>(m.values.size() * 4));
   in.read(reinterpret_cast<char*>(&stored), sizeof(stored));
   if (!in) throw InputError(file, "could not be read to its end");
-  uLong crc = ::crc32_z(0L, Z_NULL, 0);
-  crc = crc_update(crc, kMagic, sizeof(kMagic));
-  crc = crc_update(crc, shape, sizeof(shape));
-  crc = crc_update(crc, m.indptr.data(), m.indptr.size() * 8);
-  crc = crc_update(crc, m.indices.data(), m.indices.size() * 4);
-  crc = crc_update(crc, m.values.data(), m.values.size() * 4);
-  if (static_cast<std::uint32_t>(crc) != stored) throw InputError(file, "checksum does not match its contents: the file is damaged");
+  std::uint32_t crc = crc32_update(0, kMagic, sizeof(kMagic));
+  crc = crc32_update(crc, shape, sizeof(shape));
+  crc = crc32_update(crc, m.indptr.data(), m.indptr.size() * 8);
+  crc = crc32_update(crc, m.indices.data(), m.indices.size() * 4);
+  crc = crc32_update(crc, m.values.data(), m.values.size() * 4);
+  if (crc != stored) throw InputError(file, "checksum does not match its contents: the file is damaged");
   if (const std::string why = malformation(m); !why.empty()) throw InputError(file, why);
   return m;
 }

@@ -1,7 +1,5 @@
 #include "engine/index/index_file.h"
 
-#include <zlib.h>
-
 #include <array>
 #include <bit>
 #include <fstream>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/crc32.h"
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
 
@@ -30,10 +29,6 @@ void put(std::ostream& out, T value) {
 template <typename T>
 bool get(std::istream& in, T& value) {
   return static_cast<bool>(in.read(reinterpret_cast<char*>(&value), sizeof value));
-}
-
-std::uint32_t crc32_update(std::uint32_t crc, const char* data, std::size_t size) {
-  return size == 0 ? crc : static_cast<std::uint32_t>(::crc32_z(crc, reinterpret_cast<const Bytef*>(data), size));  // zlib resets on a null buffer
 }
 
 // Forwards every byte to `sink`, counting them and their CRC-32 on the way (the payload's size and
