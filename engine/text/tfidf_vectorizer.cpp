@@ -1,12 +1,12 @@
 #include "engine/text/tfidf_vectorizer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
+#include "engine/core/parse_count.h"
 #include "engine/core/utf8.h"
 #include "engine/text/word_tokenizer.h"
 
@@ -20,12 +20,6 @@ struct NgramCount {
   std::int64_t df = 0;
   std::int64_t last_doc = -1;
 };
-
-bool parse_count(std::string_view text, std::int64_t& value) {
-  if (text.empty()) return false;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() && end == text.data() + text.size() && value >= 0;
-}
 
 std::int64_t words_in(std::string_view ngram) { return 1 + std::count(ngram.begin(), ngram.end(), ' '); }
 

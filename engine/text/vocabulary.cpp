@@ -1,12 +1,12 @@
 #include "engine/text/vocabulary.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
+#include "engine/core/parse_count.h"
 #include "engine/core/utf8.h"
 #include "engine/text/word_tokenizer.h"
 
@@ -27,12 +27,6 @@ struct WordCount {
   std::int64_t df = 0;        // texts containing the word
   std::int64_t last_doc = -1;  // last text that counted towards df
 };
-
-bool parse_count(std::string_view text, std::int64_t& value) {
-  if (text.empty()) return false;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() && end == text.data() + text.size() && value >= 0;
-}
 
 }  // namespace
 
