@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <span>
 #include <cmath>
 #include <string>
 
@@ -17,6 +18,25 @@ struct Candidate {
 
 /// Best first; equal scores: the lower node first, so results do not depend on the order of evaluation.
 bool better(const Candidate& a, const Candidate& b) { return a.score != b.score ? a.score > b.score : a.node < b.node; }
+
+/// w·x + b of `ranker` for a query given both ways: its non-zeros (`cols`, `vals`) and its dense copy `dense`. A short
+/// query looks its few features up in the ranker's (sorted) weights; a long one, or a ranker with few weights,
+/// reads the weights against the dense copy. Either sums the same products.
+double margin(const SparseRanker& ranker, std::span<const std::int32_t> cols, std::span<const float> vals, const std::vector<float>& dense) {
+  double z = ranker.bias;
+  const std::size_t nnz = ranker.features.size();
+  if (cols.size() * static_cast<std::size_t>(std::bit_width(nnz)) < nnz) {
+    auto from = ranker.features.begin();
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      from = std::lower_bound(from, ranker.features.end(), cols[i]);
+      if (from == ranker.features.end()) break;
+      if (*from == cols[i]) z += ranker.weights[static_cast<std::size_t>(from - ranker.features.begin())] * vals[i];
+    }
+  } else {
+    for (std::size_t k = 0; k < nnz; ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
+  }
+  return z;
+}
 
 void keep_best(std::vector<Candidate>& candidates, std::int64_t count) {
   if (static_cast<std::int64_t>(candidates.size()) > count) {
@@ -71,10 +91,7 @@ std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_
     double score = 1.0;
     std::int64_t node = position_of_[static_cast<std::size_t>(label)];
     for (std::int64_t t = tree_.ranker_levels() - 1; t >= 0; --t) {
-      const SparseRanker& ranker = rankers_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)];
-      double z = ranker.bias;
-      for (std::size_t k = 0; k < ranker.features.size(); ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
-      score *= transformed(z);
+      score *= transformed(margin(rankers_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)], cols, vals, dense));
       node = parents_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)];
     }
     out.push_back(static_cast<float>(score));
@@ -100,22 +117,7 @@ void BeamSearch::rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t
       next.clear();
       for (const Candidate& parent : beam) {
         for (std::int64_t c = offsets[static_cast<std::size_t>(parent.node)]; c < offsets[static_cast<std::size_t>(parent.node) + 1]; ++c) {
-          const SparseRanker& ranker = level[static_cast<std::size_t>(c)];
-          double z = ranker.bias;
-          // A short query looks its few features up in the ranker's (sorted) weights; a long one, or a ranker
-          // with few weights, reads the weights against the query's dense copy. Either sums the same products.
-          const std::size_t nnz = ranker.features.size();
-          if (cols.size() * static_cast<std::size_t>(std::bit_width(nnz)) < nnz) {
-            auto from = ranker.features.begin();
-            for (std::size_t i = 0; i < cols.size(); ++i) {
-              from = std::lower_bound(from, ranker.features.end(), cols[i]);
-              if (from == ranker.features.end()) break;
-              if (*from == cols[i]) z += ranker.weights[static_cast<std::size_t>(from - ranker.features.begin())] * vals[i];
-            }
-          } else {
-            for (std::size_t k = 0; k < nnz; ++k) z += ranker.weights[k] * dense[static_cast<std::size_t>(ranker.features[k])];
-          }
-          const double p = transformed(z);
+          const double p = transformed(margin(level[static_cast<std::size_t>(c)], cols, vals, dense));
           next.push_back({c, static_cast<float>(parent.score * p)});
         }
       }

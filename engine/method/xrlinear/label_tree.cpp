@@ -8,49 +8,10 @@
 
 #include "engine/core/error.h"
 #include "engine/core/splitmix64.h"
+#include "engine/method/xrlinear/sparse_accumulator.h"
 
 namespace xmc {
 namespace {
-
-/// A dense vector of F floats of which few entries are non-zero, cleared in time proportional to those.
-class SparseAccumulator {
- public:
-  explicit SparseAccumulator(std::int64_t dim) : values_(static_cast<std::size_t>(dim), 0.0), seen_(static_cast<std::size_t>(dim), 0) {}
-  void add(std::span<const std::int32_t> cols, std::span<const float> vals, double scale = 1.0) {
-    for (std::size_t i = 0; i < cols.size(); ++i) {
-      const auto c = static_cast<std::size_t>(cols[i]);
-      if (!seen_[c]) {
-        seen_[c] = 1;
-        touched_.push_back(cols[i]);
-      }
-      values_[c] += vals[i] * scale;
-    }
-  }
-  void normalize() {
-    double norm = 0;
-    for (const std::int32_t c : touched_) norm += values_[static_cast<std::size_t>(c)] * values_[static_cast<std::size_t>(c)];
-    if (norm <= 0) return;
-    const double scale = 1.0 / std::sqrt(norm);
-    for (const std::int32_t c : touched_) values_[static_cast<std::size_t>(c)] *= scale;
-  }
-  double dot(std::span<const std::int32_t> cols, std::span<const float> vals) const {
-    double out = 0;
-    for (std::size_t i = 0; i < cols.size(); ++i) out += values_[static_cast<std::size_t>(cols[i])] * vals[i];
-    return out;
-  }
-  void clear() {
-    for (const std::int32_t c : touched_) {
-      values_[static_cast<std::size_t>(c)] = 0;
-      seen_[static_cast<std::size_t>(c)] = 0;
-    }
-    touched_.clear();
-  }
-
- private:
-  std::vector<double> values_;
-  std::vector<char> seen_;
-  std::vector<std::int32_t> touched_;
-};
 
 struct Halves {
   std::vector<std::int32_t> first, second;  ///< c0's labels and c1's, ascending

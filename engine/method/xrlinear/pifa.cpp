@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/method/xrlinear/sparse_accumulator.h"
 
 namespace xmc {
 
@@ -23,40 +24,16 @@ CsrMatrix pifa_label_vectors(const CsrMatrix& labels, const CsrMatrix& features)
   CsrMatrix out;
   out.rows = 0;
   out.cols = features.cols;
-  std::vector<double> sum(static_cast<std::size_t>(features.cols), 0.0);
-  std::vector<char> is_touched(static_cast<std::size_t>(features.cols), 0);
-  std::vector<std::int32_t> touched;
-  std::vector<float> values;
+  SparseAccumulator sum(features.cols);
   for (std::int64_t l = 0; l < labels.cols; ++l) {
-    touched.clear();
     for (std::int64_t k = column_start[static_cast<std::size_t>(l)]; k < column_start[static_cast<std::size_t>(l) + 1]; ++k) {
       const std::int64_t row = rows_of[static_cast<std::size_t>(k)];
-      const auto cols = features.row_indices(row);
       const auto vals = features.row_values(row);
       double norm = 0;
       for (const float v : vals) norm += static_cast<double>(v) * v;
-      if (norm <= 0) continue;
-      const double scale = 1.0 / std::sqrt(norm);
-      for (std::size_t i = 0; i < cols.size(); ++i) {
-        const auto c = static_cast<std::size_t>(cols[i]);
-        if (!is_touched[c]) {
-          is_touched[c] = 1;
-          touched.push_back(cols[i]);
-        }
-        sum[c] += vals[i] * scale;
-      }
+      if (norm > 0) sum.add(features.row_indices(row), vals, 1.0 / std::sqrt(norm));
     }
-    std::sort(touched.begin(), touched.end());
-    double norm = 0;
-    for (const std::int32_t c : touched) norm += sum[static_cast<std::size_t>(c)] * sum[static_cast<std::size_t>(c)];
-    const double scale = norm > 0 ? 1.0 / std::sqrt(norm) : 0.0;
-    values.clear();
-    for (const std::int32_t c : touched) {
-      values.push_back(static_cast<float>(sum[static_cast<std::size_t>(c)] * scale));
-      sum[static_cast<std::size_t>(c)] = 0.0;
-      is_touched[static_cast<std::size_t>(c)] = 0;
-    }
-    out.append_row(touched, values);
+    sum.append_normalized_row(out);
   }
   return out;
 }
