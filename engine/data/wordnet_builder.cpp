@@ -307,10 +307,13 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
         }
       }
   }
-  // The candidate labels of each synset: its direct hypernyms or all its ancestors, none shallower than min_depth.
+  // The candidate labels of each synset, ascending: its direct hypernyms or all its ancestors, none shallower than
+  // min_depth.
   const bool direct = options.labels == "direct";
-  auto candidate_labels = [&](std::size_t v) {
-    std::vector<std::int32_t> out;
+  std::vector<std::vector<std::int32_t>> candidate_labels(n_synsets);
+  for (std::size_t v = 0; v < n_synsets; ++v) {
+    if (parent_ptr[v + 1] == parent_ptr[v]) continue;  // a root: no hypernym, no item
+    auto& out = candidate_labels[v];
     const auto add = [&](std::int32_t a) {
       if (depth[static_cast<std::size_t>(a)] >= options.min_depth) out.push_back(a);
     };
@@ -320,13 +323,12 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
       for (const std::int32_t a : closure.of(v)) add(a);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  };
+  }
 
   // 3. Items = synsets with at least one candidate label; seeded sample and train/test split.
   std::vector<std::int32_t> items;
   for (std::size_t v = 0; v < n_synsets; ++v)
-    if (parent_ptr[v + 1] > parent_ptr[v] && !candidate_labels(v).empty()) items.push_back(static_cast<std::int32_t>(v));
+    if (!candidate_labels[v].empty()) items.push_back(static_cast<std::int32_t>(v));
   if (items.empty())
     throw InputError(path, options.min_depth > 0 ? "no synset has a hypernym of depth " + std::to_string(options.min_depth) + " or more: nothing to build"
                                                  : "no synset has a hypernym ('@' or '@i' pointer): nothing to build");
@@ -353,7 +355,7 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
   if (progress.cancelled()) throw Cancelled();
   std::vector<std::int32_t> label_of(n_synsets, -1);
   for (const std::int32_t v : train)
-    for (const std::int32_t a : candidate_labels(static_cast<std::size_t>(v))) label_of[static_cast<std::size_t>(a)] = 0;
+    for (const std::int32_t a : candidate_labels[static_cast<std::size_t>(v)]) label_of[static_cast<std::size_t>(a)] = 0;
   Dataset d;
   std::int32_t n_labels = 0;
   for (std::size_t v = 0; v < n_synsets; ++v) {
@@ -380,7 +382,7 @@ Dataset build_wordnet_dataset(const WordnetBuildOptions& options, Progress& prog
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const auto v = static_cast<std::size_t>(rows[r]);
       text.push_back(synsets[v].text);
-      for (const std::int32_t a : candidate_labels(v)) {
+      for (const std::int32_t a : candidate_labels[v]) {
         const std::int32_t label = label_of[static_cast<std::size_t>(a)];
         if (label < 0) continue;
         m.indices.push_back(label);

@@ -231,9 +231,8 @@ struct Predictor::Impl {
     return out;
   }
 
-  /// Where `label` is in mode `m`'s own ranking of one text (rank 0: the ranker did not reach it).
-  LabelRank ranker_rank_of(std::size_t m, const TokenizedCorpus& corpus, std::int64_t label) const {
-    const std::vector<LabelScore> ranked = ranker_top_labels(m, corpus, modes[m].ranker->num_labels()).front();
+  /// Where `label` is in `ranked` (a ranker's list, best first); rank 0 when the ranker did not reach it.
+  static LabelRank rank_in_list(const std::vector<LabelScore>& ranked, std::int64_t label) {
     const auto at = std::find_if(ranked.begin(), ranked.end(), [&](const LabelScore& s) { return s.label == label; });
     return at == ranked.end() ? LabelRank{} : LabelRank{at - ranked.begin() + 1, at->score};
   }
@@ -447,7 +446,8 @@ LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const 
     throw ConfigError("label " + std::to_string(label) + " is not ranked in mode " + m.name + " of run " + std::to_string(run_id()) +
                       " (it ranks " + std::to_string(impl_->row_labels[mode_at].size()) + " of the labels)");
   torch::NoGradGuard no_grad;
-  if (m.ranker) return impl_->ranker_rank_of(mode_at, impl_->run.method->tokenizer().tokenize({text}), label);
+  if (m.ranker)
+    return Impl::rank_in_list(impl_->ranker_top_labels(mode_at, impl_->run.method->tokenizer().tokenize({text}), m.ranker->num_labels()).front(), label);
   if (mode_at == impl_->rag_mode) return impl_->rag_rank_of(impl_->encode(m, {text}), label);
   return Impl::rank_in(impl_->exact_scores(mode_at, impl_->encode(m, {text})), row);
 }
@@ -473,8 +473,13 @@ SearchAnswer Predictor::search(const std::string& text, std::int64_t top, const 
     ModeAnswer found;
     found.mode = impl_->modes[m].name;
     if (impl_->modes[m].ranker) {
-      found.top = std::move(impl_->ranker_top_labels(m, corpus, top).front());
-      for (const std::int64_t label : labels) found.ranks.push_back(impl_->ranker_rank_of(m, corpus, label));
+      // One ranking serves the top-k and the ranks of the labels asked about: the beam orders its first k the same
+      // however deep the list it keeps.
+      std::vector<LabelScore> ranked =
+          std::move(impl_->ranker_top_labels(m, corpus, labels.empty() ? top : impl_->modes[m].ranker->num_labels()).front());
+      for (const std::int64_t label : labels) found.ranks.push_back(Impl::rank_in_list(ranked, label));
+      if (static_cast<std::int64_t>(ranked.size()) > top) ranked.resize(static_cast<std::size_t>(top));
+      found.top = std::move(ranked);
       found.search_ms = ms_since(search_start);
       answer.modes.push_back(std::move(found));
       continue;

@@ -422,17 +422,17 @@ struct Trainer::Impl {
     const std::string file = checkpoint_path().string();
     const std::int64_t rows = dataset.num_train();
     const auto saved_stage = std::find_if(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; });
-    const bool batches_are_rows = saved_stage == stages.end() || saved_stage->batches_are_training_rows;
-    for (const auto& batch : batches_are_rows ? s.epoch_batches : std::vector<std::vector<std::int64_t>>{})
-      for (const std::int64_t row : batch)
-        if (row < 0 || row >= rows)
-          throw InputError(file, "its saved batches name training row " + std::to_string(row) + ", but the dataset has " + std::to_string(rows) +
-                                     " training rows: the checkpoint belongs to another run or is damaged");
+    // A stage whose batches are units of the method's own (xrlinear's tree nodes) has no rows to check.
+    if (saved_stage == stages.end() || saved_stage->batches_are_training_rows)
+      for (const auto& batch : s.epoch_batches)
+        for (const std::int64_t row : batch)
+          if (row < 0 || row >= rows)
+            throw InputError(file, "its saved batches name training row " + std::to_string(row) + ", but the dataset has " + std::to_string(rows) +
+                                       " training rows: the checkpoint belongs to another run or is damaged");
     if (s.last_embeddings.defined() && (s.last_embeddings.dim() != 2 || s.last_embeddings.size(0) != rows))
       throw InputError(file, "its saved query embeddings do not have one row per training query (" + std::to_string(rows) +
                                  "): the checkpoint belongs to another run or is damaged");
-    if (!s.stage.empty() && s.stage != kDone &&
-        std::none_of(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; }))
+    if (!s.stage.empty() && s.stage != kDone && saved_stage == stages.end())
       throw InputError(file, "its stage \"" + s.stage + "\" is not a stage of method " + method->name());
   }
 
