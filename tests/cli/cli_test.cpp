@@ -346,6 +346,22 @@ void write_keyword_dataset(const std::filesystem::path& dir) {
   save_dataset(d, dir);
 }
 
+// `xmc predict` writes the run's scores of every test query of the dataset in `dir`/data, and `xmc eval` scores
+// them: each of `metrics` equals what training reported for the same model (`trained`, its --json line).
+void expect_predictions_score_as_trained(const std::filesystem::path& dir, const std::string& db, int run, const nlohmann::json& trained,
+                                         const std::vector<std::string>& metrics) {
+  const std::string pred = (dir / "pred.txt").string();
+  auto r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + pred +
+               " --top 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_command(std::string(XMC_CLI_PATH) + " eval --truth " + (dir / "data/tst_X_Y.txt").string() + " --pred " + pred + " --train " +
+                            (dir / "data/trn_X_Y.txt").string() + " --k 1,3 --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto evaluated = nlohmann::json::parse(r.last_line());
+  for (const std::string& metric : metrics) EXPECT_NEAR(evaluated[metric].get<double>(), trained[metric].get<double>(), 1e-6) << metric;
+}
+
 }  // namespace
 
 TEST(Cli, TrainPredictAndEvalAgree) {
@@ -386,17 +402,7 @@ TEST(Cli, TrainPredictAndEvalAgree) {
       << r.output;
 
   // Scores written by predict, scored by eval, equal what training reported for the same model.
-  const std::string pred = (dir / "pred.txt").string();
-  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + pred +
-          " --top 10");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_command(std::string(XMC_CLI_PATH) + " eval --truth " + (dir / "data/tst_X_Y.txt").string() + " --pred " + pred +
-                            " --train " + (dir / "data/trn_X_Y.txt").string() + " --k 1,3 --json",
-                        false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto evaluated = nlohmann::json::parse(r.last_line());
-  for (const char* metric : {"P@1", "P@3", "nDCG@3", "PSP@3", "R@3"})
-    EXPECT_NEAR(evaluated[metric].get<double>(), trained[metric].get<double>(), 1e-6) << metric;
+  expect_predictions_score_as_trained(dir.path(), db, run, trained, {"P@1", "P@3", "nDCG@3", "PSP@3", "R@3"});
 
   // Every index kind ranks the same labels first here (6 labels: flat search is exact; IVF2 probes both
   // lists); an approximate index is saved in the run's folder and reused.
@@ -479,16 +485,7 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   const auto ranked = nlohmann::json::parse(r.last_line());
   ASSERT_FALSE(ranked.empty());
   EXPECT_EQ(ranked[0]["text"], "key4");
-  const std::string pred = (dir / "pred.txt").string();
-  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + pred + " --top 10");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_command(std::string(XMC_CLI_PATH) + " eval --truth " + (dir / "data/tst_X_Y.txt").string() + " --pred " + pred + " --train " +
-                            (dir / "data/trn_X_Y.txt").string() + " --k 1,3 --json",
-                        false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto evaluated = nlohmann::json::parse(r.last_line());
-  for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"})
-    EXPECT_NEAR(evaluated[metric].get<double>(), trained[metric].get<double>(), 1e-6) << metric;
+  expect_predictions_score_as_trained(dir.path(), db, run, trained, {"P@1", "P@3", "PSP@3", "R@3"});
   r = xmc("embed --db " + db + " --run " + std::to_string(run) + " --input " + (dir / "data/tst.raw.txt").string() + " --out " + (dir / "e.npy").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("ranks labels by itself (xrlinear): it has no label or query vectors"), std::string::npos) << r.output;
