@@ -21,7 +21,7 @@ double clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double m
   }
   if (grads.empty()) return 0.0;
   const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm();
-  const torch::Tensor coefficient = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+  const torch::Tensor coefficient = torch::clamp_max(max_norm / (total + 1e-6), 1.0);
   // Scaling by 1 changes no bit: skip the passes over the gradients then (a NaN norm scales them, as LibTorch's).
   if (!(coefficient.item<double>() >= 1.0))
     for (auto& grad : grads) {

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Every method trained end to end through `xmc train` on the demo WordNet, once with device cuda and once with
+# device cpu (same config, same seed), printing one JSON line per run: method, device, whole-process seconds,
+# P@1 and P@5 of the run's primary mode. The two devices should agree to within a couple of P@1 points (their
+# kernels differ, so not to the bit); a large gap means the CUDA path computes something else.
+# Runs: dexml (bow), ngame (bow, clustered batches), unidec (bow, hard negatives), the decoder encoder (tiny
+# random Qwen2 with LoRA, bf16 autocast; on GPUs only), and irene on a zero-shot split over a unidec base run.
+# Needs datasets/demo/wordnet-20k (packaging/setup.sh demo) and, for the decoder, datasets/tokenizers/qwen3.
+# Usage: bench/gpu/methods_on_gpu.sh [build_dir] [devices...]   (default: build-cuda, devices cuda cpu)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${1:-$here/build-cuda}
+shift $(( $# > 0 ? 1 : 0 ))
+devices=("$@")
+[ ${#devices[@]} -gt 0 ] || devices=(cuda cpu)
+xmc="$build/app/xmc"
+data="$here/datasets/demo/wordnet-20k"
+[ -x "$xmc" ] || { echo "no $xmc: build first" >&2; exit 1; }
+[ -f "$data/dataset.json" ] || { echo "no $data: run packaging/setup.sh demo" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$here"
+
+train() {  # label device args... : prints {"run":label,"device":...,"seconds":...,"P@1":...,"P@5":...}
+  local label=$1 device=$2; shift 2
+  local start end line
+  start=$(date +%s.%N)
+  if ! line=$("$xmc" train --db "$work/$device.sqlite" --json --set device="$device" "$@" 2>"$work/err" | tail -1); then
+    echo "{\"run\":\"$label\",\"device\":\"$device\",\"error\":$(tail -3 "$work/err" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}"
+    return 0
+  fi
+  end=$(date +%s.%N)
+  python3 - "$label" "$device" "$start" "$end" "$line" <<'PY'
+import json, sys
+label, device, start, end, line = sys.argv[1:]
+result = json.loads(line)
+metrics = result.get("zero_shot", result)  # irene reports per setting
+print(json.dumps({"run": label, "device": device, "seconds": round(float(end) - float(start), 1),
+                  "P@1": round(100 * metrics["P@1"], 2), "P@5": round(100 * metrics["P@5"], 2),
+                  "run_id": result.get("run_id")}))
+PY
+}
+
+[ -f "$work/zs/dataset.json" ] || "$xmc" dataset split-zeroshot --in "$data" --out "$work/zs" --novel-frac 0.1 --val-frac 0.02 --seed 0 >/dev/null
+for device in "${devices[@]}"; do
+  train dexml "$device" --config datasets/configs/dexml-bow-wordnet.json --set epochs=3
+  train ngame "$device" --config datasets/configs/ngame-bow-wordnet.json --set epochs=3 --set ngame.m4_epochs=1 --set sampler.grow_at=[]
+  train unidec "$device" --config datasets/configs/unidec-bow-wordnet.json --set epochs=3 --set eval.every=0
+  if [ "$device" != cpu ] && [ -d datasets/tokenizers/qwen3 ]; then  # ~100 s a CPU core: GPU only
+    train decoder-bf16 "$device" --config datasets/configs/vixml-decoder-wordnet.json --set encoder.precision=bf16
+  fi
+  base=$("$xmc" train --db "$work/$device.sqlite" --json --set device="$device" --config datasets/configs/unidec-bow-wordnet.json \
+         --set dataset="$work/zs" --set unidec.label_bias=none --set unidec.concat_weight=0.5 --set epochs=3 --set eval.every=0 \
+         2>/dev/null | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])') || base=""
+  if [ -n "$base" ]; then
+    train irene-zero-shot "$device" --set method=irene --set irene.base_run="$base" --set dataset="$work/zs" --set epochs=2 \
+          --set lr=0.00003 --set batch_size=64 --set eval.every=0 --set irene.generator=weighted_sum
+  else
+    echo "{\"run\":\"irene-zero-shot\",\"device\":\"$device\",\"error\":\"the unidec base run failed\"}"
+  fi
+done
