@@ -11,7 +11,7 @@
 # The project's other libraries (nlohmann-json, SQLiteCpp, CLI11, utf8proc, hnswlib, zlib, GoogleTest) are
 # taken from the machine, or from the .deb files that bench/gpu/stage_deps.sh put in .gpudeps/ (carried to a
 # machine that has none): they are unpacked into a private prefix. SMALL=1 runs everything tiny on the CPU
-# (a check of this script without a GPU).
+# (a check of this script without a GPU); BENCH=0 stops after the tests.
 # Usage: bench/gpu/run.sh [build_dir]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -62,6 +62,10 @@ else
   "$python" -c 'import torch; print("{\"machine\":\"%s\",\"torch\":\"%s\",\"cuda\":\"%s\"}" % (torch.cuda.get_device_name(0), torch.__version__, torch.version.cuda))'
 fi
 
+if [ "${BENCH:-1}" = 0 ]; then  # BENCH=0: build and test only
+  if [ ${#failed_tests[@]} -gt 0 ]; then echo "failed: ${failed_tests[*]}" >&2; exit 1; fi
+  exit 0
+fi
 : >"$out"
 run() { "$@" | tee -a "$out"; }
 for b in $batches; do

@@ -20,7 +20,7 @@ std::vector<float> project_2d(const std::vector<float>& points, std::int64_t n, 
   if (method == "pca") {
     const torch::Tensor centred = x - x.mean(0, true);
     const torch::Tensor covariance = centred.t().mm(centred) / static_cast<double>(std::max<std::int64_t>(1, n - 1));
-    const auto [values, vectors] = torch::linalg::eigh(covariance, "L");  // eigenvalues ascending
+    const auto [values, vectors] = torch::linalg_eigh(covariance, "L");  // eigenvalues ascending
     const std::int64_t k = std::min<std::int64_t>(2, dim);
     const torch::Tensor top = vectors.narrow(1, dim - k, k).flip({1});  // largest first
     xy = centred.mm(top);

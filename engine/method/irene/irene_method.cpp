@@ -83,16 +83,17 @@ class IreneMethod final : public Method, public LabelSynthesis {
     base_mode_ = static_cast<std::size_t>(clf - modes.begin());
     query_encoder_ = clf->query_encoder;
     classifiers_ = clf->label_matrix.to(torch::kFloat32);
-    embeddings_ = base_.method->new_label_vectors(labels)[base_mode_].to(torch::kFloat32);
-    trained_ = torch::ones({classifiers_.size(0)}, torch::kBool);
-    trained_.index_fill_(0, torch::tensor(to_int64(split_.novel), torch::kInt64), false);
-    if (!split_.pseudo_novel.empty()) trained_.index_fill_(0, torch::tensor(to_int64(split_.pseudo_novel), torch::kInt64), false);
+    device_ = classifiers_.device();  // the base run's, loaded on this run's device: every tensor of IRENE lives there
+    embeddings_ = base_.method->new_label_vectors(labels)[base_mode_].to(device_, torch::kFloat32);
+    trained_ = torch::ones({classifiers_.size(0)}, torch::TensorOptions().dtype(torch::kBool).device(device_));
+    trained_.index_fill_(0, on_device(to_int64(split_.novel)), false);
+    if (!split_.pseudo_novel.empty()) trained_.index_fill_(0, on_device(to_int64(split_.pseudo_novel)), false);
     trained_ids_ = trained_.nonzero().reshape({-1});
     untrained_ids_ = trained_.logical_not().nonzero().reshape({-1});
     if (trained_ids_.size(0) <= config_.get<IreneOptions>().neighbours)
       throw ConfigError("irene.neighbours: " + std::to_string(config_.get<IreneOptions>().neighbours) + " neighbours among " +
                         std::to_string(trained_ids_.size(0)) + " observed labels");
-    std::tie(neighbours_, similarities_) = nearest_observed(embeddings_, torch::arange(embeddings_.size(0), torch::kInt64));
+    std::tie(neighbours_, similarities_) = nearest_observed(embeddings_, torch::arange(embeddings_.size(0), torch::TensorOptions().dtype(torch::kInt64).device(device_)));
     // Calibration: the mean training query (over an even sample of up to 4096 rows) and the mean observed
     // classifier, so that a synthesized classifier scores an average query as an average observed one does.
     std::vector<std::int64_t> sample;
@@ -101,7 +102,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     std::vector<std::string> sample_texts;
     for (const auto r : sample) sample_texts.push_back(sizes.train_text[static_cast<std::size_t>(r)]);
     mean_query_ = base_.method->encode_queries(query_encoder_, base_.method->tokenizer().tokenize(sample_texts), silent_progress(), "sampling queries")
-                      .to(torch::kFloat32)
+                      .to(device_, torch::kFloat32)
                       .mean(0);
     mean_classifier_ = classifiers_.index_select(0, trained_ids_).mean(0);
 
@@ -109,6 +110,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
                                               .transformer = config_.get<IreneOptions>().generator == "transformer",
                                               .heads = config_.get<IreneOptions>().heads,
                                               .temperature = config_.get<IreneOptions>().temperature});
+    model_->to(device_);
   }
 
   std::string description() const override {
@@ -124,13 +126,13 @@ class IreneMethod final : public Method, public LabelSynthesis {
     if (!train_queries_.defined()) {
       context.phase("IRENE: encoding training queries with the base run");
       train_queries_ = base_.method->encode_queries(query_encoder_, context.train_corpus, context.progress, "encoding training queries")
-                           .to(torch::kFloat32);
+                           .to(device_, torch::kFloat32);
     }
     // Pseudo-novel labels by position: even ones train the generator, odd ones select it.
     std::vector<std::int64_t> train_half, select_half;
     for (std::size_t i = 0; i < split_.pseudo_novel.size(); ++i) (i % 2 == 0 ? train_half : select_half).push_back(split_.pseudo_novel[i]);
-    train_labels_ = torch::tensor(train_half, torch::kInt64);
-    select_labels_ = torch::tensor(select_half, torch::kInt64);
+    train_labels_ = on_device(train_half);
+    select_labels_ = on_device(select_half);
     training_rows_ = rows_with_positives(train_half);
     selection_rows_ = rows_with_positives(select_half);
     if (training_rows_.empty() || selection_rows_.empty())
@@ -167,7 +169,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
   }
 
   StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext&) override {
-    const torch::Tensor rows = torch::tensor(std::vector<std::int64_t>(batch.begin(), batch.end()), torch::kInt64);
+    const torch::Tensor rows = on_device(std::vector<std::int64_t>(batch.begin(), batch.end()));
     const torch::Tensor q = scoring_queries(train_queries_.index_select(0, rows));
     const torch::Tensor u = synthesize(train_labels_);
     const torch::Tensor logits = model_->logit_scale * torch::matmul(q, u.t()) + model_->logit_bias;
@@ -197,7 +199,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     torch::NoGradGuard no_grad;
     const bool was_training = model_->is_training();
     model_->eval();
-    const torch::Tensor novel = torch::tensor(to_int64(split_.novel), torch::kInt64);
+    const torch::Tensor novel = on_device(to_int64(split_.novel));
     const torch::Tensor synthesized = synthesize(untrained_ids_);
     model_->train(was_training);
     // IRENE's settings rank [q, 1] against [w, 0] (observed) and [u, offset(u)] (synthesized); the base
@@ -230,7 +232,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
 
   void save_state(torch::serialize::OutputArchive& archive) const override {
     if (best_label_scores_.defined()) archive.write("irene_best_rows", best_label_scores_);
-    for (std::size_t i = 0; i < best_state_.size(); ++i) archive.write("irene_best_" + std::to_string(i), best_state_[i]);
+    for (std::size_t i = 0; i < best_state_.size(); ++i) archive.write("irene_best_" + std::to_string(i), best_state_[i].to(torch::kCPU));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t) override {
     best_state_.clear();
@@ -268,6 +270,9 @@ class IreneMethod final : public Method, public LabelSynthesis {
     }
     return {torch::cat(ids), torch::cat(sims)};
   }
+
+  /// Label or row ids as an index on IRENE's device.
+  torch::Tensor on_device(const std::vector<std::int64_t>& ids) const { return torch::tensor(ids, torch::kInt64).to(device_); }
 
   /// The query encoder name of IRENE's own settings: the base run's query vectors with a constant 1 appended.
   static constexpr const char* kWithOne = "irene";
@@ -318,13 +323,14 @@ class IreneMethod final : public Method, public LabelSynthesis {
   /// [rows x labels] float: 1 where the training row has the label (trn_X_Y_observed.txt).
   torch::Tensor positives(std::span<const std::int64_t> rows, const torch::Tensor& labels) const {
     torch::Tensor out = torch::zeros({static_cast<std::int64_t>(rows.size()), labels.size(0)});
-    const auto* ids = labels.data_ptr<std::int64_t>();
+    const torch::Tensor host_labels = labels.to(torch::kCPU).contiguous();
+    const auto* ids = host_labels.data_ptr<std::int64_t>();
     for (std::size_t i = 0; i < rows.size(); ++i)
       for (const auto l : split_.train_observed.row_indices(rows[i])) {
         const auto* at = std::lower_bound(ids, ids + labels.size(0), static_cast<std::int64_t>(l));
         if (at != ids + labels.size(0) && *at == l) out[static_cast<std::int64_t>(i)][at - ids] = 1.0f;
       }
-    return out;
+    return out.to(device_);
   }
 
   /// Per selection label: the share of its training queries that rank it in their top 10 plus the share that
@@ -339,7 +345,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     const auto [sorted, order] = candidates.sort();
     const torch::Tensor u = synthesize(sorted);
     model_->train(was_training);
-    const torch::Tensor rows = torch::tensor(selection_rows_, torch::kInt64);
+    const torch::Tensor rows = on_device(selection_rows_);
     const torch::Tensor scores = torch::matmul(scoring_queries(train_queries_.index_select(0, rows)), u.t());
     const torch::Tensor top = std::get<1>(scores.topk(std::min<std::int64_t>(10, u.size(0)), /*dim=*/1));
     const torch::Tensor truth = positives(selection_rows_, sorted);  // [rows x candidates]
@@ -349,7 +355,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     const torch::Tensor hits =
         (torch::zeros_like(truth).scatter_(1, top, 1.0f) + torch::zeros_like(truth).scatter_(1, top.narrow(1, 0, 1), 1.0f)) * truth;
     const torch::Tensor selected = torch::isin(sorted, select_labels_).logical_and(queries_per_label > 0);
-    return (hits.sum(0).index({selected}) / queries_per_label.index({selected})).to(torch::kFloat64);
+    return (hits.sum(0).index({selected}) / queries_per_label.index({selected})).to(torch::kCPU, torch::kFloat64);
   }
 
   /// Keeps the generator as it is now when it beats the kept one on the selection labels by more than
@@ -416,6 +422,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
   }
 
   TrainConfig config_;
+  torch::Device device_{torch::kCPU};  ///< the base run's tensors' (this run's configured device)
   const RunStore* store_ = nullptr;  ///< the store of the run and its base run (use_store)
   TrainedRun base_;
   ZeroShotSplit split_;
