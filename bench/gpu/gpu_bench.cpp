@@ -3,10 +3,14 @@
 //   gpu_bench encoder-step --batch 512      one DEXML training step of a random-init BERT-style encoder
 //                                            (6 layers, 768-d, 12 heads, max_len 32, bf16 autocast, fp32 AdamW):
 //                                            queries/s and model-FLOPs utilisation against --peak-tflops
+//   gpu_bench decoder-step --batch 256 --len 32   one training step of a Qwen2.5-0.5B-shaped random decoder
+//                                            (24 layers, 896-d, 14 heads, 2 KV heads) with LoRA r 16 on every
+//                                            projection, bf16 autocast: tokens/s and model-FLOPs utilisation
 //   gpu_bench search --queries 100000 --keys 1000000 --dim 768    exact top-100 against the bare products
 //   gpu_bench clustering --rows 2000000 --dim 768                 balanced 2-means into clusters of 16
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -15,7 +19,10 @@
 
 #include "engine/index/exact_search.h"
 #include "engine/loss/losses.h"
+#include "engine/model/autocast.h"
 #include "engine/model/bert/bert_encoder.h"
+#include "engine/model/decoder/decoder_encoder.h"
+#include "engine/optim/fused_adamw.h"
 #include "engine/sampler/balanced_clustering.h"
 #include "engine/session/devices.h"
 
@@ -178,6 +185,69 @@ int clustering(const Common& common, std::int64_t n, std::int64_t d, std::int64_
   return 0;
 }
 
+/// One LoRA training step of a decoder encoder: forward of [batch, len] random token rows under autocast, a
+/// squared error on the pooled vectors, backward, AdamW on the adapters. The frozen base gets no weight
+/// gradients, so its training FLOPs are 2 × forward (forward and the input gradients); recomputation under
+/// checkpointing is not counted.
+int decoder_step(const Common& common, const xmc::DecoderConfig& shape, std::int64_t batch, std::int64_t len, std::int64_t rank,
+                 const std::string& precision, bool checkpointing, double peak_tflops) {
+  const torch::Device device(common.device);
+  xmc::DecoderConfig config = shape;
+  config.vocab_size = 151936;
+  config.head_dim = config.hidden_size / config.num_heads;
+  config.max_position_embeddings = std::max<std::int64_t>(len, 32);
+  xmc::DecoderEncoderOptions options;
+  options.device = device;
+  options.max_len = len;
+  options.autocast = xmc::parse_precision(precision, "--precision");
+  options.checkpointing = checkpointing;
+  options.lora.spec = {.rank = rank, .alpha = 2.0 * static_cast<double>(rank), .rslora = true, .dropout = 0.0};
+  options.lora.targets = {"q", "k", "v", "o", "gate", "up", "down"};
+  torch::manual_seed(1);
+  xmc::DecoderEncoder model(config, options);
+  model->train();
+  xmc::FusedAdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
+  const auto on_device = torch::TensorOptions().device(device);
+  const torch::Tensor ids = torch::randint(0, config.vocab_size, {batch, len}, on_device.dtype(torch::kLong));
+  const torch::Tensor mask = torch::ones({batch, len}, on_device.dtype(torch::kBool));
+  const torch::Tensor target = torch::randn({batch, config.hidden_size}, on_device);
+  auto step = [&] {
+    torch::Tensor pooled;
+    {
+      const xmc::AutocastScope mixed_precision(device, options.autocast);
+      pooled = model->pool(model->forward(ids, mask), mask).to(torch::kFloat);
+    }
+    (pooled - target).pow(2).mean().backward();
+    optimizer.step();
+    optimizer.zero_grad();
+  };
+  for (int i = 0; i < common.warmup; ++i) step();
+  sync(device);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < common.steps; ++i) step();
+  sync(device);
+  const double per_step = seconds_since(t0) / common.steps;
+  // Forward per token: 2 × the weights it multiplies (q, o: h²; k, v: h × kv·head_dim; gate, up, down: h × I;
+  // the vocabulary is only looked up) plus 4·len·h for attention's scores and weighted sum.
+  const double h = static_cast<double>(config.hidden_size), kv = static_cast<double>(config.num_kv_heads * config.head_dim);
+  const double weights_per_layer = 2.0 * h * h + 2.0 * h * kv + 3.0 * h * static_cast<double>(config.intermediate_size);
+  const double per_token = static_cast<double>(config.num_layers) * (2.0 * weights_per_layer + 4.0 * static_cast<double>(len) * h);
+  const double tokens = static_cast<double>(batch * len);
+  const double achieved = 2.0 * per_token * tokens / per_step / 1e12;
+  const std::string about = describe(device);
+  const double peak = peak_tflops > 0 ? peak_tflops : known_peak_tflops(about);
+  std::int64_t trained = 0;
+  for (const auto& p : model->parameters()) trained += p.numel();
+  std::printf("{\"bench\":\"decoder_step\",\"device\":\"%s\",\"peak_tflops\":%.0f,\"layers\":%lld,\"hidden\":%lld,\"batch\":%lld,\"len\":%lld,"
+              "\"lora_rank\":%lld,\"trained_parameters\":%lld,\"precision\":\"%s\",\"checkpointing\":%s,\"step_s\":%.5f,\"tokens_per_s\":%.0f,"
+              "\"model_tflops\":%.2f,\"mfu\":%s}\n",
+              about.c_str(), peak, static_cast<long long>(config.num_layers), static_cast<long long>(config.hidden_size),
+              static_cast<long long>(batch), static_cast<long long>(len), static_cast<long long>(rank), static_cast<long long>(trained),
+              precision.c_str(), checkpointing ? "true" : "false", per_step, tokens / per_step, achieved,
+              peak > 0 ? std::to_string(achieved / peak).c_str() : "null");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,6 +267,26 @@ int main(int argc, char** argv) {
   step_cmd->add_option("--max-len", max_len)->capture_default_str();
   step_cmd->add_option("--precision", precision, "bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->capture_default_str();
   step_cmd->add_option("--peak-tflops", peak, "The device's dense bf16 peak for the utilisation (default: known by name for H100, H200, A100)");
+  xmc::DecoderConfig decoder;
+  decoder.num_layers = 24;
+  decoder.hidden_size = 896;
+  decoder.num_heads = 14;
+  decoder.num_kv_heads = 2;
+  decoder.intermediate_size = 4864;
+  std::int64_t decoder_batch = 256, decoder_len = 32, lora_rank = 16;
+  bool checkpointing = false;
+  auto* decoder_cmd = app.add_subcommand("decoder-step", "One LoRA training step of a decoder encoder (Qwen2.5-0.5B shape by default)");
+  decoder_cmd->add_option("--batch", decoder_batch)->capture_default_str();
+  decoder_cmd->add_option("--len", decoder_len)->capture_default_str();
+  decoder_cmd->add_option("--layers", decoder.num_layers)->capture_default_str();
+  decoder_cmd->add_option("--hidden", decoder.hidden_size)->capture_default_str();
+  decoder_cmd->add_option("--heads", decoder.num_heads)->capture_default_str();
+  decoder_cmd->add_option("--kv-heads", decoder.num_kv_heads)->capture_default_str();
+  decoder_cmd->add_option("--intermediate", decoder.intermediate_size)->capture_default_str();
+  decoder_cmd->add_option("--rank", lora_rank, "LoRA rank on every projection")->capture_default_str();
+  decoder_cmd->add_option("--precision", precision, "bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->capture_default_str();
+  decoder_cmd->add_flag("--checkpointing", checkpointing, "Recompute each layer in backward");
+  decoder_cmd->add_option("--peak-tflops", peak, "As for encoder-step");
   std::int64_t nq = 100'000, m = 1'000'000, d = 768, k = 100, rows = 2'000'000, cluster_size = 16;
   auto* search_cmd = app.add_subcommand("search", "Exact top-k against the bare products");
   search_cmd->add_option("--queries", nq)->capture_default_str();
@@ -210,6 +300,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*step_cmd) return encoder_step(common, batch, layers, hidden, heads, max_len, precision, peak);
+    if (*decoder_cmd) return decoder_step(common, decoder, decoder_batch, decoder_len, lora_rank, precision, checkpointing, peak);
     if (*search_cmd) return search(common, nq, m, d, k);
     return clustering(common, rows, d, cluster_size);
   } catch (const std::exception& e) {

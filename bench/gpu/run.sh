@@ -6,6 +6,8 @@
 #     512 and 2048: queries/s and model-FLOPs utilisation (against PEAK_TFLOPS, default the dense bf16 peak
 #     of the GPU by its name: 989 H100 SXM / H200, 756 H100 PCIe), against the same step written plainly in
 #     PyTorch-Python (encoder_step_reference.py);
+#   - one LoRA training step of a Qwen2.5-0.5B-shaped random decoder at 256 × 32 tokens, bf16: tokens/s and
+#     model-FLOPs utilisation, against bench/reference/decoder_step.py on the same GPU;
 #   - exact top-100 of 100k queries over 1M labels (d = 768) against the bare products;
 #   - balanced clustering of 2M × 768 rows into clusters of 16.
 # The project's other libraries (nlohmann-json, SQLiteCpp, CLI11, utf8proc, hnswlib, zlib, GoogleTest) are
@@ -27,6 +29,7 @@ if [ "$small" = 1 ]; then
   device=cpu; peak=0
   step_args="--layers 1 --hidden 64 --heads 4"; batches="16 32"; search_args="--queries 2000 --keys 20000 --dim 64"
   cluster_args="--rows 20000 --dim 32"
+  decoder_args="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --intermediate 128 --batch 8 --len 16"
 else
   prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' || { echo "this PyTorch sees no GPU" >&2; exit 1; }
@@ -57,6 +60,7 @@ else
   cmake --build "$build" -j "$(nproc)" --target xmc gpu_test gpu_bench model_test loss_test search_test "${keep_going[@]}"
   device=cuda
   step_args=""; batches="512 2048"; search_args=""; cluster_args=""
+  decoder_args="--batch 256 --len 32"  # the Qwen2.5-0.5B shape (gpu_bench's defaults)
   # A failing test is reported at the end; the benchmarks still run (a lent GPU is too rare to waste).
   for t in gpu_test model_test loss_test search_test; do "$build/tests/$t" --gtest_brief=1 || failed_tests+=("$t"); done
   "$python" -c 'import torch; print("{\"machine\":\"%s\",\"torch\":\"%s\",\"cuda\":\"%s\"}" % (torch.cuda.get_device_name(0), torch.__version__, torch.version.cuda))'
@@ -74,6 +78,10 @@ for b in $batches; do
   # shellcheck disable=SC2086
   run "$python" "$here/bench/gpu/encoder_step_reference.py" --device $device --batch "$b" $step_args
 done
+# shellcheck disable=SC2086
+run "$build/bench/gpu_bench" --device $device decoder-step $decoder_args
+# shellcheck disable=SC2086
+run "$python" "$here/bench/reference/decoder_step.py" --device $device --precision bf16 --steps 10 $decoder_args
 # shellcheck disable=SC2086
 run "$build/bench/gpu_bench" --device $device search $search_args
 # shellcheck disable=SC2086

@@ -101,12 +101,13 @@ class Decoder(nn.Module):
     def forward(self, ids, attention_mask):
         B, L = ids.shape
         x = self.embed_tokens(ids)
-        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.hd, 2).float() / self.hd))
-        freqs = torch.outer(torch.arange(L).float(), inv_freq)
+        dev = ids.device
+        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.hd, 2, device=dev).float() / self.hd))
+        freqs = torch.outer(torch.arange(L, device=dev).float(), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos(), emb.sin()
-        visible = torch.ones(L, L, dtype=torch.bool).tril()[None, None] & attention_mask[:, None, None, :]
-        mask = torch.zeros(visible.shape).masked_fill(~visible, torch.finfo(torch.float32).min)
+        visible = torch.ones(L, L, dtype=torch.bool, device=dev).tril()[None, None] & attention_mask[:, None, None, :]
+        mask = torch.zeros(visible.shape, device=dev).masked_fill(~visible, torch.finfo(torch.float32).min)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         h = self.norm(x)
@@ -120,27 +121,35 @@ def main():
                           ("vocab", 151936), ("batch", 32), ("len", 32), ("rank", 16), ("steps", 5), ("threads", 2)]:
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=int, default=default)
     p.add_argument("--alpha", type=float, default=32)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16: forward under autocast")
     a = p.parse_args()
+    device = torch.device(a.device)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = Decoder(a).train()
+    model = Decoder(a).to(device).train()
     trained = [q for q in model.parameters() if q.requires_grad]
     optimizer = torch.optim.AdamW(trained, lr=1e-4, weight_decay=0.01)
-    ids = torch.randint(0, a.vocab, (a.batch, a.len))
-    mask = torch.ones(a.batch, a.len, dtype=torch.bool)
-    target = torch.randn(a.batch, a.hidden)
+    ids = torch.randint(0, a.vocab, (a.batch, a.len), device=device)
+    mask = torch.ones(a.batch, a.len, dtype=torch.bool, device=device)
+    target = torch.randn(a.batch, a.hidden, device=device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     seconds = []
     for step in range(a.steps + 1):
         start = time.perf_counter()
         optimizer.zero_grad()
-        loss = (model(ids, mask) - target).pow(2).mean()
+        with autocast:
+            pooled = model(ids, mask).float()
+        loss = (pooled - target).pow(2).mean()
         loss.backward()
         optimizer.step()
+        sync()
         if step > 0:
             seconds.append(time.perf_counter() - start)
     median = statistics.median(seconds)
     print(json.dumps({"impl": "pytorch", "layers": a.layers, "hidden": a.hidden, "batch": a.batch, "len": a.len, "rank": a.rank,
-                      "threads": a.threads, "trained_parameters": sum(q.numel() for q in trained), "step_s": median,
+                      "threads": a.threads, "device": a.device, "precision": a.precision, "trained_parameters": sum(q.numel() for q in trained), "step_s": median,
                       "tokens_per_s": a.batch * a.len / median,
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
