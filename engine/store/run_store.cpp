@@ -6,6 +6,7 @@
 #include <SQLiteCpp/Transaction.h>
 #include <sqlite3.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <limits>
 #include <mutex>
@@ -137,6 +139,7 @@ struct RunStore::Impl {
   std::string path_text;
   std::string host = this_host();
   std::mutex mutex;
+  std::string read_only;               ///< why the store cannot be written (empty: it can)
   std::optional<SQLite::Database> db;  // declared before the statements: destroyed after them
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> statements;
 
@@ -167,6 +170,10 @@ struct RunStore::Impl {
   /// writer makes us wait up to the busy timeout instead of failing mid-transaction).
   template <class Body>
   void write(const std::string& what, Body&& body) {
+    if (!read_only.empty())
+      throw InputError(path_text, "cannot write to this run store (" + read_only + "), so " + what +
+                                      " is not possible; runs can be listed, shown, evaluated and searched, but training, deleting, "
+                                      "importing or tagging need a writable copy (copy the store with its run folders and pass --db)");
     try {
       SQLite::Transaction txn(*db, SQLite::TransactionBehavior::IMMEDIATE);
       body();
@@ -221,6 +228,38 @@ struct RunStore::Impl {
   }
 };
 
+namespace {
+
+/// Why an existing store cannot be written, or "": its file or its folder (where SQLite keeps the -wal and
+/// -shm files beside it) is not writable, or sits on a read-only file system. access() answers for this
+/// process, root included (a read-only mount refuses root too).
+std::string why_read_only(const std::filesystem::path& db_path) {
+  const std::filesystem::path folder = db_path.has_parent_path() ? db_path.parent_path() : std::filesystem::path(".");
+  struct statvfs fs {};
+  if (::statvfs(folder.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) return std::strerror(EROFS);
+  if (::access(db_path.c_str(), W_OK) != 0) return "the file: " + std::string(std::strerror(errno));
+  if (::access(folder.c_str(), W_OK) != 0) return "its folder " + folder.string() + ": " + std::strerror(errno);
+  return {};
+}
+
+/// `path` as an SQLite URI that opens it read-only and immutable: SQLite then reads a WAL-mode file without
+/// the -shm file it could not create here. Characters other than unreserved ones and '/' are %-escaped.
+std::string immutable_uri(const std::filesystem::path& path) {
+  std::string uri = "file:";
+  for (const unsigned char c : std::filesystem::absolute(path).string()) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      uri += escaped;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+}  // namespace
+
 RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.path = db_path;
@@ -232,10 +271,21 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
   }
   if (std::filesystem::is_directory(db_path, ec))
     throw InputError(m.path_text, "is a folder; the run store must be a file such as runs.db");
+  // A store that cannot be written (a read-only mount, an archive, another user's file) is opened for
+  // reading: it lists, shows and serves predictions, and every write is refused by name (Impl::write).
+  if (std::filesystem::exists(db_path, ec)) m.read_only = why_read_only(db_path);
   try {
-    m.db.emplace(m.path_text, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
+    if (m.read_only.empty())
+      m.db.emplace(m.path_text, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
+    else if (std::filesystem::file_size(db_path.string() + "-wal", ec) > 0 && !ec)
+      // Committed transactions may still sit in the -wal file, which only a writer can fold back in.
+      throw InputError(m.path_text, "cannot be written (" + m.read_only + ") and its last changes are still in " + m.path_text +
+                                        "-wal, which only a writer can apply; copy both files to a writable folder");
+    else
+      m.db.emplace(immutable_uri(db_path), SQLite::OPEN_READONLY | SQLite::OPEN_URI, kBusyTimeoutMs);
   } catch (const SQLite::Exception& e) {
-    throw InputError(m.path_text, std::string("cannot open the run store: ") + e.what());
+    throw InputError(m.path_text, std::string("cannot open the run store: ") + e.what() +
+                                      (m.read_only.empty() ? "" : " (it cannot be written: " + m.read_only + ")"));
   }
   SQLite::Database& db = *m.db;
 
@@ -249,6 +299,9 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
     version = store::schema_version(db);
     tables = db.execAndGet("SELECT count(*) FROM sqlite_master").getInt();
   } catch (const SQLite::Exception& e) {
+    if (!m.read_only.empty())  // e.g. a WAL store whose -wal file is left over and cannot be replayed here
+      throw InputError(m.path_text, std::string("cannot read this run store, which cannot be written (") + m.read_only + "): " + e.what() +
+                                        "; copy it with its -wal file to a writable folder");
     throw InputError(m.path_text, std::string("is not a run store: ") + e.what());
   }
   if (version == 0 && tables > 0)
@@ -267,6 +320,20 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
     constexpr std::uintmax_t kQuickCheckBytes = 512ull << 20;
     const std::uintmax_t bytes = std::filesystem::file_size(db_path, ec);
     store::check_intact(db, m.path_text, version, store::run_store_migrations(), /*quick_check=*/!ec && bytes <= kQuickCheckBytes);
+  }
+  if (!m.read_only.empty()) {
+    if (version == 0)
+      throw InputError(m.path_text, "is an empty file that cannot be written (" + m.read_only + "), not a run store");
+    if (version < store::kSchemaVersion)
+      throw InputError(m.path_text, "is a run store of an older schema (version " + std::to_string(version) +
+                                        ") that cannot be written (" + m.read_only + ") to upgrade it; open it once from a writable folder");
+    store::migrate(db, m.path_text, store::run_store_migrations());  // refuses a newer schema by name; writes nothing here
+    try {
+      db.exec("PRAGMA foreign_keys = ON");
+    } catch (const SQLite::Exception& e) {
+      throw InputError(m.path_text, std::string("cannot set up the run store connection: ") + e.what());
+    }
+    return;
   }
   // Migrations run with foreign keys off (the default), as SQLite's table-rebuild recipe requires.
   store::migrate(db, m.path_text, store::run_store_migrations());

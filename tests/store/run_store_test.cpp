@@ -964,3 +964,93 @@ TEST(RunStoreConcurrency, OpenersOfANewStoreAllSucceed) {
 
 }  // namespace
 }  // namespace xmc
+
+namespace {
+
+/// `source` seen through a folder this process cannot write: a read-only bind mount for root (whom
+/// permission bits do not stop), the permission bits for anyone else. `view()` is empty where neither can be
+/// made (a container without mount rights): the tests then skip, saying why.
+class ReadOnlyView {
+ public:
+  explicit ReadOnlyView(const fs::path& source) : source_(source) {
+    if (geteuid() != 0) {
+      fs::permissions(source, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+      for (const auto& entry : fs::directory_iterator(source))
+        fs::permissions(entry.path(), fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+      view_ = source;
+      return;
+    }
+    const fs::path target = source.parent_path() / (source.filename().string() + "-ro");
+    fs::create_directories(target);
+    const std::string quoted_source = "'" + source.string() + "'", quoted_target = "'" + target.string() + "'";
+    if (std::system(("mount --bind " + quoted_source + " " + quoted_target + " 2>/dev/null").c_str()) != 0) return;
+    mounted_ = target;
+    if (std::system(("mount -o remount,bind,ro " + quoted_target + " 2>/dev/null").c_str()) != 0) return;
+    view_ = target;
+  }
+  ~ReadOnlyView() {
+    if (!mounted_.empty()) {
+      [[maybe_unused]] const int rc = std::system(("umount '" + mounted_.string() + "'").c_str());
+    } else if (!view_.empty()) {
+      fs::permissions(source_, fs::perms::owner_all, fs::perm_options::add);
+    }
+  }
+  ReadOnlyView(const ReadOnlyView&) = delete;
+  ReadOnlyView& operator=(const ReadOnlyView&) = delete;
+  const fs::path& view() const { return view_; }
+
+ private:
+  fs::path source_, mounted_, view_;
+};
+
+}  // namespace
+
+// A store on a read-only mount (an archive of past runs, a shared results disk) used to be refused as
+// "not a run store: unable to open database file". It is read as it is, and every write is refused with
+// the store's name and the cause; the file is never touched.
+TEST_F(RunStoreTest, AReadOnlyStoreIsReadAndEveryWriteIsRefusedByName) {
+  const fs::path folder = tmp.path() / "archive";
+  std::int64_t id = 0;
+  {
+    RunStore store(folder / "runs.db");
+    id = store.create_run(new_run("kept run"));
+    store.set_status(id, RunStatus::Completed);
+  }
+  const std::string before = slurp(folder / "runs.db");
+  ReadOnlyView read_only(folder);
+  if (read_only.view().empty()) GTEST_SKIP() << "this machine lets root neither bind-mount nor be refused by permissions";
+  const fs::path path = read_only.view() / "runs.db";
+  {
+    RunStore store(path);
+    ASSERT_EQ(store.list_runs().size(), 1u);
+    EXPECT_EQ(store.get_run(id).name, "kept run");
+    EXPECT_EQ(store.get_run(id).status, RunStatus::Completed);
+    const std::string create = error_of([&] { store.create_run(new_run("another")); });
+    EXPECT_NE(create.find(path.string()), std::string::npos) << create;
+    EXPECT_NE(create.find("cannot write to this run store"), std::string::npos) << create;
+    EXPECT_TRUE(create.find("Read-only file system") != std::string::npos || create.find("Permission denied") != std::string::npos) << create;
+    EXPECT_NE(error_of([&] { store.delete_run(id); }).find("cannot write to this run store"), std::string::npos);
+    EXPECT_NE(error_of([&] { store.set_status(id, RunStatus::Failed, "x"); }).find("cannot write to this run store"), std::string::npos);
+    EXPECT_EQ(store.get_run(id).status, RunStatus::Completed);
+  }
+  EXPECT_EQ(slurp(folder / "runs.db"), before);
+  EXPECT_FALSE(fs::exists(folder / "runs.db-wal"));
+  EXPECT_FALSE(fs::exists(folder / "runs.db-shm"));
+}
+
+// Committed changes can sit in the -wal file until a writer folds them in: reading the main file alone
+// would show an older store, so such a store is refused, naming the -wal file.
+TEST_F(RunStoreTest, AReadOnlyStoreWithUnappliedChangesIsRefusedNamingItsWalFile) {
+  const fs::path folder = tmp.path() / "archive";
+  {
+    RunStore store(folder / "runs.db");
+    store.create_run(new_run("kept run"));
+  }
+  std::ofstream(folder / "runs.db-wal", std::ios::binary) << std::string(4096, 'w');
+  ReadOnlyView read_only(folder);
+  if (read_only.view().empty()) GTEST_SKIP() << "this machine lets root neither bind-mount nor be refused by permissions";
+  const fs::path path = read_only.view() / "runs.db";
+  const std::string error = error_of([&] { RunStore store(path); });
+  EXPECT_NE(error.find(path.string() + "-wal"), std::string::npos) << error;
+  EXPECT_NE(error.find("copy both files to a writable folder"), std::string::npos) << error;
+}
