@@ -11,6 +11,8 @@
 
 namespace xmc {
 
+class RunStore;
+
 struct TrainConfig;
 
 /// A mark on the training plots at the start of an epoch (shortlists refreshed, a stage begins).
@@ -47,6 +49,9 @@ struct MethodInfo {
   bool trains_encoder = true;
   /// Epochs of the first stage when the method fixes them (xrlinear's one pass over its rankers); null = `epochs`.
   std::function<std::int64_t(const TrainConfig&)> first_stage_epochs;
+  /// Throws ConfigError naming the key when `config` names another run of `store` that cannot serve it (xrlinear's
+  /// dense run to fuse with). Checked before the new run is recorded, so a mistake leaves no failed run; null = none.
+  std::function<void(const TrainConfig& config, const RunStore& store)> check_runs_it_reads;
 };
 
 struct EncoderInfo {

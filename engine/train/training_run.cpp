@@ -63,6 +63,7 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
     if (!base) throw ConfigError(config.method + ".base_run: there is no run " + std::to_string(base_id) + " in " + db_path.string());
     method.check_base_run(config, parse_train_config(base->config_json, "run " + std::to_string(base_id) + " config"), to_string(base->status));
   }
+  if (const MethodInfo& method = method_info(config.method); method.check_runs_it_reads) method.check_runs_it_reads(config, *store);
   NewRun run;
   run.name = config.name;
   run.config_json = to_json(config);

@@ -533,6 +533,48 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   }
 }
 
+// Dense and sparse together: xrlinear with xrlinear.dense_run ranks in its primary mode "fused" (the tree's
+// and the dense run's candidates under both scores) beside "tree"; predict and eval agree with training on
+// it; a dense run it cannot fuse with is refused by the key.
+TEST(Cli, XrlinearFusedWithADenseRunRanksInItsPrimaryModeAndRefusesRunsItCannotFuse) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  write_keyword_dataset(dir / "other");
+  const std::string db = (dir / "runs.sqlite").string();
+  const std::string dense_train = std::string(XMC_CLI_PATH) + " train --db " + db + " --set encoder.dim=16 --set batch_size=16 --set epochs=4 --set lr=0.02" +
+                                  " --set threads=1 --set eval.k=[1,3] --json --set dataset=";
+  auto r = test::run_command(dense_train + (dir / "data").string(), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const int dense = nlohmann::json::parse(r.last_line())["run_id"].get<int>();
+  r = test::run_command(dense_train + (dir / "other").string(), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const int elsewhere = nlohmann::json::parse(r.last_line())["run_id"].get<int>();
+
+  const std::string xrlinear = std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() +
+                               " --set xrlinear.branching=2 --set xrlinear.max_leaf=2 --set threads=1 --set eval.k=[1,3] --json --set xrlinear.dense_run=";
+  r = test::run_command(xrlinear + std::to_string(dense), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto fused = nlohmann::json::parse(r.last_line());
+  const int run = fused["run_id"].get<int>();
+  ASSERT_TRUE(fused["modes"].contains("fused")) << fused.dump();
+  ASSERT_TRUE(fused["modes"].contains("tree")) << fused.dump();
+  EXPECT_EQ(fused["P@1"], fused["modes"]["fused"]["P@1"]) << "fused is the primary mode";
+  EXPECT_GT(fused["P@1"].get<double>(), 0.9) << "every test query names its only label";
+  r = xmc("runs --db " + db + " list");
+  EXPECT_NE(r.output.find("  fused  "), std::string::npos) << r.output;
+  expect_predictions_score_as_trained(dir.path(), db, run, fused, {"P@1", "P@3", "PSP@3", "R@3"});
+
+  for (const auto& [run_id, expected] : std::vector<std::pair<int, std::string>>{
+           {elsewhere, "xrlinear.dense_run: run " + std::to_string(elsewhere) + " trained on " + (dir / "other").string() + ", not on"},
+           {run, "xrlinear.dense_run: run " + std::to_string(run) + " is a xrlinear run; fuse with a dexml, ngame or unidec run"},
+           {99, "xrlinear.dense_run: there is no run 99 in " + db}}) {
+    r = xmc("train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() + " --set xrlinear.dense_run=" + std::to_string(run_id));
+    EXPECT_EQ(r.exit_code, 1) << run_id;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << run_id << ": " << r.output;
+  }
+  EXPECT_EQ(RunStore(db).list_runs().size(), 3u) << "a refused dense run leaves no failed run behind";
+}
+
 #ifdef XMC_CLI_HAS_REPORT
 TEST(Cli, ReportWritesTheWorkbenchReportHeadless) {
   test::TempDir dir;

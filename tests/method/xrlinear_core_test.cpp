@@ -9,7 +9,9 @@
 #include "engine/core/error.h"
 #include "engine/method/xrlinear/beam_search.h"
 #include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/paired_tokenizer.h"
 #include "engine/method/xrlinear/pifa.h"
+#include "engine/method/xrlinear/score_fusion.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 
 namespace xmc {
@@ -236,6 +238,95 @@ TEST(BeamSearch, ScoresAreProductsOfTransformedMarginsDownThePath) {
   EXPECT_THROW(BeamSearch(tree, rankers, {.beam = 0}, 1), ConfigError);
   EXPECT_THROW(BeamSearch(tree, rankers, {.transform = "softmax"}, 1), ConfigError);
   EXPECT_THROW(BeamSearch(tree, rankers, {}, 2).rank(query, 0, 1, 1, labels.data(), scores.data()), Error) << "1 feature for 2";
+}
+
+
+/// Splits on spaces; a word's id is its length, plus `offset`; "?" is unknown (-1).
+class WordLengthTokenizer final : public TextTokenizer {
+ public:
+  explicit WordLengthTokenizer(std::int32_t offset) : offset_(offset) {}
+  TokenizedCorpus tokenize(const std::vector<std::string>& texts) const override {
+    TokenizedCorpus out;
+    for (const std::string& text : texts) {
+      std::vector<std::int32_t> ids;
+      std::size_t start = 0;
+      while (start < text.size()) {
+        std::size_t end = text.find(' ', start);
+        if (end == std::string::npos) end = text.size();
+        if (end > start) ids.push_back(text.substr(start, end - start) == "?" ? -1 : offset_ + static_cast<std::int32_t>(end - start));
+        start = end + 1;
+      }
+      out.append(ids);
+    }
+    return out;
+  }
+  std::int64_t known_tokens(std::span<const std::int32_t> tokens) const override {
+    return std::count_if(tokens.begin(), tokens.end(), [](std::int32_t t) { return t >= 0; });
+  }
+
+ private:
+  std::int32_t offset_;
+};
+
+TEST(PairedTokenizer, RowsHoldBothTokenizationsAndSplitBackIntoEach) {
+  const WordLengthTokenizer a(0), b(100);
+  const PairedTokenizer paired(a, b);
+  const TokenizedCorpus corpus = paired.tokenize({"ab cde", "", "x ? yy"});
+  ASSERT_EQ(corpus.size(), 3);
+  // [count, first's tokens..., second's tokens...]
+  EXPECT_EQ(std::vector<std::int32_t>(corpus.tokens(0).begin(), corpus.tokens(0).end()), (std::vector<std::int32_t>{2, 2, 3, 102, 103}));
+  EXPECT_EQ(std::vector<std::int32_t>(corpus.tokens(1).begin(), corpus.tokens(1).end()), (std::vector<std::int32_t>{0}));
+  EXPECT_EQ(std::vector<std::int32_t>(corpus.tokens(2).begin(), corpus.tokens(2).end()), (std::vector<std::int32_t>{3, 1, -1, 2, 101, -1, 102}));
+  EXPECT_EQ(paired.known_tokens(corpus.tokens(2)), 4) << "two of each side's three";
+  const auto [first, second] = split_paired(corpus, 1, 3);
+  ASSERT_EQ(first.size(), 2);
+  ASSERT_EQ(second.size(), 2);
+  EXPECT_TRUE(first.tokens(0).empty());
+  EXPECT_TRUE(second.tokens(0).empty());
+  EXPECT_EQ(std::vector<std::int32_t>(first.tokens(1).begin(), first.tokens(1).end()), (std::vector<std::int32_t>{1, -1, 2}));
+  EXPECT_EQ(std::vector<std::int32_t>(second.tokens(1).begin(), second.tokens(1).end()), (std::vector<std::int32_t>{101, -1, 102}));
+}
+
+TEST(PairedTokenizer, ARowThatIsNotAPairIsRefusedByItsNumber) {
+  TokenizedCorpus corpus;
+  corpus.append(std::vector<std::int32_t>{1, 5, 6});
+  corpus.append(std::vector<std::int32_t>{4, 5, 6});  // claims 4 first tokens, has 2 tokens after the count
+  corpus.append(std::vector<std::int32_t>{});
+  EXPECT_NO_THROW(split_paired(corpus, 0, 1));
+  try {
+    split_paired(corpus, 0, 2);
+    FAIL() << "row 1 was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 is not a pair of tokenizations (its first count 4 runs past its 2 tokens)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(split_paired(corpus, 2, 3), Error);
+  EXPECT_THROW(split_paired(corpus, 0, 4), Error);
+}
+
+// Hand-worked: dense scores 2, 1, 3 scale to 0.5, 0, 1; with alpha 0.5 the labels score
+// 7: 0.25 + 0.25 = 0.5, 3: 0.45 + 0 = 0.45, 9: 0 + 0.5 = 0.5.
+TEST(ScoreFusion, WeighsTheTreeScoreWithTheMinMaxScaledDenseScore) {
+  const std::vector<std::int64_t> labels{7, 3, 9};
+  const std::vector<float> tree{0.5f, 0.9f, 0.0f}, dense{2.0f, 1.0f, 3.0f};
+  auto ids = [](const std::vector<FusedLabel>& fused) {
+    std::vector<std::int64_t> out;
+    for (const FusedLabel& f : fused) out.push_back(f.label);
+    return out;
+  };
+  const auto half = fuse_scores(labels, tree, dense, 0.5, 3);
+  EXPECT_EQ(ids(half), (std::vector<std::int64_t>{7, 9, 3})) << "7 and 9 tie at 0.5: the smaller id first";
+  EXPECT_FLOAT_EQ(half[0].score, 0.5f);
+  EXPECT_FLOAT_EQ(half[1].score, 0.5f);
+  EXPECT_FLOAT_EQ(half[2].score, 0.45f);
+  EXPECT_EQ(ids(fuse_scores(labels, tree, dense, 0.5, 2)), (std::vector<std::int64_t>{7, 9}));
+  EXPECT_EQ(ids(fuse_scores(labels, tree, dense, 1.0, 3)), (std::vector<std::int64_t>{3, 7, 9})) << "the tree alone";
+  EXPECT_EQ(ids(fuse_scores(labels, tree, dense, 0.0, 3)), (std::vector<std::int64_t>{9, 7, 3})) << "the dense run alone";
+  const std::vector<float> flat{1.0f, 1.0f, 1.0f};
+  const auto no_spread = fuse_scores(labels, tree, flat, 0.5, 3);
+  EXPECT_EQ(ids(no_spread), (std::vector<std::int64_t>{3, 7, 9})) << "equal dense scores add nothing";
+  EXPECT_FLOAT_EQ(no_spread[0].score, 0.45f);
+  EXPECT_TRUE(fuse_scores({}, {}, {}, 0.5, 3).empty());
+  EXPECT_THROW(fuse_scores(labels, tree, std::vector<float>{1.0f}, 0.5, 3), Error);
 }
 
 }  // namespace

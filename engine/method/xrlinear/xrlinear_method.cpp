@@ -4,7 +4,9 @@
 //   tokenizer  the tf-idf vectorizer (fit on the training texts once, kept in the run folder as tfidf.txt)
 //   stage      "rankers", one epoch: its batches are groups of tree nodes whose children's rankers are trained
 //              with liblinear (tree_rankers.h); the label tree is built from PIFA vectors when the stage begins
-//   inference  one mode, "tree": beam search down the label tree (a QueryRanker, no label matrix)
+//   inference  one mode, "tree": beam search down the label tree (a QueryRanker, no label matrix); with
+//              xrlinear.dense_run, first a mode "fused" that weighs the tree's scores with a dense run's
+//              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h)
 //
 // Nothing is optimised by gradients: the stage has no parameter groups and steps only report the rankers' loss.
 #include <ATen/Parallel.h>
@@ -15,8 +17,11 @@
 #include "engine/data/dataset.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
+#include "engine/method/trained_run.h"
 #include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/paired_tokenizer.h"
 #include "engine/method/xrlinear/pifa.h"
+#include "engine/method/xrlinear/score_fusion.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
 #include "engine/text/dataset_featurizer.h"
@@ -36,16 +41,23 @@ std::vector<std::int64_t> int64_values(const torch::Tensor& t) {
   return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
 }
 
+/// The tf-idf rows of queries [begin, end): from their own tokens, or from the first half of paired ones.
+CsrMatrix tfidf_rows(const TfidfVectorizer& vectorizer, bool paired, const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end) {
+  if (!paired) return vectorizer.features(queries, begin, end);
+  const TokenizedCorpus own = split_paired(queries, begin, end).first;
+  return vectorizer.features(own, 0, own.size());
+}
+
 /// Beam search over the tf-idf rows of tokenized queries.
 class TreeRanker final : public QueryRanker {
  public:
-  TreeRanker(const TfidfVectorizer& vectorizer, const LabelTree& tree, const TreeRankers& rankers, BeamSearchOptions options)
-      : vectorizer_(vectorizer), tree_(tree), search_(tree, rankers, std::move(options), vectorizer.num_features()) {}
+  TreeRanker(const TfidfVectorizer& vectorizer, const LabelTree& tree, const TreeRankers& rankers, BeamSearchOptions options, bool paired)
+      : vectorizer_(vectorizer), tree_(tree), search_(tree, rankers, std::move(options), vectorizer.num_features()), paired_(paired) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
     RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
-    const CsrMatrix features = vectorizer_.features(queries, begin, end);
+    const CsrMatrix features = tfidf_rows(vectorizer_, paired_, queries, begin, end);
     auto* labels = out.labels.data_ptr<std::int64_t>();
     auto* scores = out.scores.data_ptr<float>();
     at::parallel_for(0, n, 64, [&](std::int64_t first, std::int64_t last) {
@@ -59,6 +71,84 @@ class TreeRanker final : public QueryRanker {
   const TfidfVectorizer& vectorizer_;
   const LabelTree& tree_;
   BeamSearch search_;
+  bool paired_;
+};
+
+/// The dense run a fused xrlinear run weighs its tree with: the run, and the label matrix and query encoder of
+/// its primary mode that ranks by inner products.
+struct DenseSide {
+  TrainedRun run;
+  std::string mode;           ///< the dense run's mode used ("embedding", "classifier", ...)
+  std::string query_encoder;  ///< that mode's
+  torch::Tensor labels;       ///< [L x d] float32, on the dense run's device
+};
+
+/// Tree and dense run together (score_fusion.h): per query, the tree's top fusion_tree_top and the dense
+/// run's top fusion_dense_top labels, each scored by both, ranked by the weighted sum.
+class FusedRanker final : public QueryRanker {
+ public:
+  FusedRanker(const TfidfVectorizer& vectorizer, const LabelTree& tree, const TreeRankers& rankers, const XrlinearOptions& options, DenseSide& dense)
+      : vectorizer_(vectorizer), tree_(tree), search_(tree, rankers, options.beam_search(), vectorizer.num_features()), options_(options), dense_(dense) {}
+
+  RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
+    const std::int64_t n = end - begin;
+    RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
+    if (n == 0) return out;
+    const auto [own, theirs] = split_paired(queries, begin, end);
+    const CsrMatrix features = vectorizer_.features(own, 0, n);
+    // The tree's candidates.
+    const std::int64_t tree_top = options_.fusion_tree_top;
+    std::vector<std::int64_t> tree_labels(static_cast<std::size_t>(n * tree_top), -1);
+    std::vector<float> tree_scores(static_cast<std::size_t>(n * tree_top), 0.0f);
+    at::parallel_for(0, n, 64, [&](std::int64_t first, std::int64_t last) {
+      search_.rank(features, first, last, tree_top, tree_labels.data() + first * tree_top, tree_scores.data() + first * tree_top);
+    });
+    // The dense run's: its top labels with their scores, and its scores of the tree's candidates.
+    torch::NoGradGuard no_grad;
+    const torch::Tensor q = dense_.run.method->encode_queries(dense_.query_encoder, theirs, silent_progress(), "fusion").to(torch::kFloat32);
+    const torch::Tensor all = torch::matmul(q.to(dense_.labels.device()), dense_.labels.t());
+    const auto [top_scores, top_labels] = all.topk(std::min<std::int64_t>(options_.fusion_dense_top, all.size(1)), /*dim=*/1);
+    const torch::Tensor tree_ids = torch::tensor(tree_labels, torch::kInt64).view({n, tree_top});
+    const torch::Tensor at_tree = all.gather(1, tree_ids.clamp_min(0).to(all.device())).to(torch::kCPU).contiguous();
+    const torch::Tensor dense_labels = top_labels.to(torch::kCPU).contiguous();
+    const torch::Tensor dense_scores = top_scores.to(torch::kCPU).contiguous();
+    const std::int64_t dense_top = dense_labels.size(1);
+    auto* labels_out = out.labels.data_ptr<std::int64_t>();
+    auto* scores_out = out.scores.data_ptr<float>();
+    at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
+      std::vector<std::int64_t> candidates;
+      std::vector<float> dense;
+      for (std::int64_t row = first; row < last; ++row) {
+        candidates.clear();
+        dense.clear();
+        for (std::int64_t j = 0; j < dense_top; ++j) {
+          candidates.push_back(dense_labels.data_ptr<std::int64_t>()[row * dense_top + j]);
+          dense.push_back(dense_scores.data_ptr<float>()[row * dense_top + j]);
+        }
+        for (std::int64_t j = 0; j < tree_top; ++j) {
+          const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
+          if (label < 0 || std::find(candidates.begin(), candidates.end(), label) != candidates.end()) continue;
+          candidates.push_back(label);
+          dense.push_back(at_tree.data_ptr<float>()[row * tree_top + j]);
+        }
+        const std::vector<float> path = search_.path_scores(features, row, candidates);
+        const std::vector<FusedLabel> fused = fuse_scores(candidates, path, dense, options_.fusion_weight, top);
+        for (std::size_t j = 0; j < fused.size(); ++j) {
+          labels_out[row * top + static_cast<std::int64_t>(j)] = fused[j].label;
+          scores_out[row * top + static_cast<std::int64_t>(j)] = fused[j].score;
+        }
+      }
+    });
+    return out;
+  }
+  std::int64_t num_labels() const override { return static_cast<std::int64_t>(tree_.labels.size()); }
+
+ private:
+  const TfidfVectorizer& vectorizer_;
+  const LabelTree& tree_;
+  BeamSearch search_;
+  const XrlinearOptions& options_;
+  DenseSide& dense_;
 };
 
 class XrlinearMethod final : public Method {
@@ -69,6 +159,8 @@ class XrlinearMethod final : public Method {
   }
 
   std::string name() const override { return "xrlinear"; }
+  bool builds_on_another_run() const override { return options_.dense_run > 0; }
+  void use_store(const RunStore& store) override { store_ = &store; }
   std::vector<StageSpec> stages() const override {
     return {{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
              .evaluate_between_epochs = false, .batches_are_training_rows = false}};
@@ -91,13 +183,18 @@ class XrlinearMethod final : public Method {
       vectorizer_ = TfidfVectorizer::fit(vocabulary_texts, options_.tfidf());
       vectorizer_.save(path);
     }
+    if (options_.dense_run > 0) attach_dense_run();
   }
   std::string description() const override {
     std::string out = "xrlinear: " + std::to_string(vectorizer_.num_features()) + " tf-idf features (" + std::to_string(vectorizer_.ngrams()) + "-grams)";
     if (!tree_.child_offsets.empty()) out += ", label tree of " + std::to_string(tree_.ranker_levels()) + " levels";
+    if (dense_) out += "; fused with run " + std::to_string(options_.dense_run) + " (" + dense_->run.method->name() + ", its " + dense_->mode + " mode)";
     return out;
   }
-  const TextTokenizer& tokenizer() const override { return vectorizer_; }
+  const TextTokenizer& tokenizer() const override {
+    if (paired_) return *paired_;
+    return vectorizer_;
+  }
   torch::nn::Module& module() override { return module_; }
 
   void begin_stage(const StageSpec&, TrainContext& context) override {
@@ -113,7 +210,7 @@ class XrlinearMethod final : public Method {
                                               std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
     } else {
       context.phase("tf-idf features of the training queries");
-      features_ = vectorizer_.features(context.train_corpus, 0, context.train_corpus.size());
+      features_ = tfidf_rows(vectorizer_, paired_ != nullptr, context.train_corpus, 0, context.train_corpus.size());
     }
     if (tree_.child_offsets.empty()) {
       context.phase("label tree: PIFA vectors, balanced 2-means");
@@ -151,7 +248,13 @@ class XrlinearMethod final : public Method {
   }
   std::vector<InferenceMode> inference_modes(const TokenizedCorpus&, Progress&) override {
     if (tree_.child_offsets.empty()) return {};
-    return {{.name = "tree", .metric_prefix = "tree", .ranker = std::make_shared<TreeRanker>(vectorizer_, tree_, rankers_, options_.beam_search())}};
+    InferenceMode tree{.name = "tree", .metric_prefix = "tree",
+                       .ranker = std::make_shared<TreeRanker>(vectorizer_, tree_, rankers_, options_.beam_search(), paired_ != nullptr)};
+    if (!dense_) return {tree};
+    if (dense_->labels.size(0) != static_cast<std::int64_t>(tree_.labels.size()))
+      throw ConfigError("xrlinear.dense_run: run " + std::to_string(options_.dense_run) + " ranks " + std::to_string(dense_->labels.size(0)) +
+                        " labels, this run's tree " + std::to_string(tree_.labels.size()));
+    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(vectorizer_, tree_, rankers_, options_, *dense_)}, tree};
   }
   std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus&) override {
     throw Error("xrlinear cannot take labels it was not trained on: its tree and rankers come from the training queries' labels");
@@ -235,6 +338,34 @@ class XrlinearMethod final : public Method {
   }
 
  private:
+  /// Loads xrlinear.dense_run, checks that it ranks the same dataset's labels by inner products, and pairs
+  /// its tokenizer with the tf-idf one.
+  void attach_dense_run() {
+    const std::string key = "xrlinear.dense_run: run " + std::to_string(options_.dense_run);
+    if (store_ == nullptr) throw Error("xrlinear fused with a dense run needs the run store holding it");
+    auto side = std::make_unique<DenseSide>();
+    side->run = load_trained_run(*store_, options_.dense_run, config_.device);
+    std::error_code ec;
+    if (!std::filesystem::equivalent(side->run.config.dataset, config_.dataset, ec))
+      throw ConfigError(key + " trained on " + side->run.config.dataset.string() + ", not on " + config_.dataset.string() +
+                        " (fusion adds scores of the same labels)");
+    if (side->run.method->builds_on_another_run())
+      throw ConfigError(key + " (" + side->run.method->name() + ") builds on another run itself: fuse with a dexml, ngame or unidec run");
+    torch::NoGradGuard no_grad;
+    const TokenizedCorpus labels = side->run.method->tokenizer().tokenize(side->run.label_texts);
+    for (InferenceMode& mode : side->run.method->inference_modes(labels, silent_progress())) {
+      if (mode.ranker || mode.subset || !mode.label_matrix.defined()) continue;
+      side->mode = mode.name;
+      side->query_encoder = mode.query_encoder;
+      side->labels = mode.label_matrix.to(torch::kFloat32);
+      break;
+    }
+    if (side->mode.empty())
+      throw ConfigError(key + " (" + side->run.method->name() + ") has no mode that ranks labels by inner products (has it finished training?)");
+    dense_ = std::move(side);
+    paired_ = std::make_unique<PairedTokenizer>(vectorizer_, dense_->run.method->tokenizer());
+  }
+
   /// The units not trained yet, in order, cut into about kStepsPerEpoch batches of similar cost.
   std::vector<std::vector<std::int64_t>> unit_batches() const {
     std::vector<std::int64_t> pending;
@@ -261,6 +392,9 @@ class XrlinearMethod final : public Method {
   TrainConfig config_;
   XrlinearOptions options_;
   TfidfVectorizer vectorizer_;
+  const RunStore* store_ = nullptr;          ///< the store holding xrlinear.dense_run (use_store)
+  std::unique_ptr<DenseSide> dense_;          ///< set with xrlinear.dense_run
+  std::unique_ptr<PairedTokenizer> paired_;   ///< the tf-idf and the dense run's tokens, with dense_
   torch::nn::Module module_;  ///< no parameters: the model lives in the checkpoint's method state
   LabelTree tree_;
   TreeRankers rankers_;

@@ -4,7 +4,9 @@
 
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
+#include "engine/config/train_config.h"
 #include "engine/core/error.h"
+#include "engine/store/run_store.h"
 
 namespace xmc {
 
@@ -41,6 +43,17 @@ MethodInfo xrlinear_method_info() {
           .integer("xrlinear.beam", &XrlinearOptions::beam, 1, 100000, "Inference: tree nodes kept per level of the beam search")
           .text("xrlinear.transform", &XrlinearOptions::transform, {"l3-hinge", "sigmoid"},
                 "Inference: a node's score is its parent's times exp(-max(0, 1 - z)^3) (l3-hinge) or sigmoid(z) of its margin z")
+          .integer("xrlinear.dense_run", &XrlinearOptions::dense_run, 0, kMax,
+                   "Dense and sparse together: a finished dexml, ngame or unidec run on the same dataset (its id in this store) whose "
+                   "scores are fused with the tree's in the primary mode, fused (0 = none: the tree alone)")
+          .fixed_on_resume()
+          .number("xrlinear.fusion_weight", &XrlinearOptions::fusion_weight, 0, 1,
+                  "Dense and sparse together: the tree's weight; the dense run's min-max scaled score takes the rest (0.95 was chosen on "
+                  "held-out training queries of WordNet, never on a test split)")
+          .integer("xrlinear.fusion_tree_top", &XrlinearOptions::fusion_tree_top, 1, 100000,
+                   "Dense and sparse together: candidates from the tree's beam per query")
+          .integer("xrlinear.fusion_dense_top", &XrlinearOptions::fusion_dense_top, 1, 100000,
+                   "Dense and sparse together: candidates from the dense run's nearest labels per query")
           .validate([](const TrainConfig& config) {
             const auto branching = config.get<XrlinearOptions>().branching;
             if ((branching & (branching - 1)) != 0)
@@ -49,7 +62,23 @@ MethodInfo xrlinear_method_info() {
           .build();
   return {"xrlinear", "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
           {std::move(group)}, nullptr, nullptr, nullptr, false, nullptr, /*trains_encoder=*/false,
-          /*first_stage_epochs=*/[](const TrainConfig&) { return std::int64_t{1}; }};
+          /*first_stage_epochs=*/[](const TrainConfig&) { return std::int64_t{1}; },
+          /*check_runs_it_reads=*/[](const TrainConfig& config, const RunStore& store) {
+            const std::int64_t id = config.get<XrlinearOptions>().dense_run;
+            if (id <= 0) return;
+            const std::string key = "xrlinear.dense_run: run " + std::to_string(id);
+            const std::optional<RunInfo> dense = store.find_run(id);
+            if (!dense) throw ConfigError("xrlinear.dense_run: there is no run " + std::to_string(id) + " in " + store.path().string());
+            const TrainConfig dense_config = parse_train_config(dense->config_json, "run " + std::to_string(id) + " config");
+            if (dense_config.method != "dexml" && dense_config.method != "ngame" && dense_config.method != "unidec")
+              throw ConfigError(key + " is a " + dense_config.method + " run; fuse with a dexml, ngame or unidec run");
+            if (dense->status != RunStatus::Completed)
+              throw ConfigError(key + " is " + to_string(dense->status) + "; fuse with a completed run (continue it first)");
+            std::error_code error;
+            if (!std::filesystem::equivalent(dense_config.dataset, config.dataset, error))
+              throw ConfigError(key + " trained on " + dense_config.dataset.string() + ", not on " + config.dataset.string() +
+                                " (fusion adds scores of the same labels)");
+          }};
 }
 
 }  // namespace xmc

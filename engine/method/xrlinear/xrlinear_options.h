@@ -27,6 +27,10 @@ struct XrlinearOptions {
   double prune = 0.1;
   std::int64_t beam = 10;
   std::string transform = "l3-hinge";
+  std::int64_t dense_run = 0;     ///< a dense run on the same dataset to fuse with (0 = none)
+  double fusion_weight = 0.95;    ///< the tree's weight in the fused score (score_fusion.h)
+  std::int64_t fusion_tree_top = 20;    ///< candidates the tree's beam gives the fusion per query
+  std::int64_t fusion_dense_top = 100;  ///< candidates the dense run gives the fusion per query
 
   TfidfOptions tfidf() const { return {.ngrams = static_cast<int>(ngrams), .min_df = min_df, .max_features = max_features}; }
   LabelTreeOptions tree(std::uint64_t seed) const {

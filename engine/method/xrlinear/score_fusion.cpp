@@ -1,0 +1,31 @@
+#include "engine/method/xrlinear/score_fusion.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+
+std::vector<FusedLabel> fuse_scores(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> dense_scores,
+                                    double alpha, std::int64_t top) {
+  if (tree_scores.size() != labels.size() || dense_scores.size() != labels.size())
+    throw Error("score fusion: " + std::to_string(labels.size()) + " labels but " + std::to_string(tree_scores.size()) + " tree and " +
+                std::to_string(dense_scores.size()) + " dense scores");
+  std::vector<FusedLabel> out;
+  if (labels.empty() || top <= 0) return out;
+  const auto [low, high] = std::minmax_element(dense_scores.begin(), dense_scores.end());
+  const double range = static_cast<double>(*high) - static_cast<double>(*low);
+  out.reserve(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const double dense = range > 0 ? (static_cast<double>(dense_scores[i]) - static_cast<double>(*low)) / range : 0.0;
+    out.push_back({labels[i], static_cast<float>(alpha * static_cast<double>(tree_scores[i]) + (1 - alpha) * dense)});
+  }
+  const auto kept = std::min<std::size_t>(out.size(), static_cast<std::size_t>(top));
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(kept), out.end(),
+                    [](const FusedLabel& a, const FusedLabel& b) { return a.score != b.score ? a.score > b.score : a.label < b.label; });
+  out.resize(kept);
+  return out;
+}
+
+}  // namespace xmc

@@ -1,0 +1,25 @@
+#pragma once
+// xrlinear fused with a dense run: for one query, the candidates of both rankings (the tree's beam and the
+// dense run's nearest labels) are scored by both, and ranked by
+//   alpha · tree score + (1 − alpha) · (dense score − min) / (max − min)
+// where the tree score is the label's path score (a product of transformed margins, in [0, 1]) and min, max
+// are the query's lowest and highest dense score among its candidates (all equal: the dense part is 0). The
+// two scales differ (a path score is a probability-like product, a dense score an inner product), so the
+// dense side is brought to [0, 1] per query before weighing.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace xmc {
+
+struct FusedLabel {
+  std::int64_t label;
+  float score;
+};
+
+/// The `top` best of `labels` (distinct) by the rule above, best first (ties: the smaller label id first).
+/// `tree_scores` and `dense_scores` are the labels' scores, in the same order.
+std::vector<FusedLabel> fuse_scores(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> dense_scores,
+                                    double alpha, std::int64_t top);
+
+}  // namespace xmc
