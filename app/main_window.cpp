@@ -140,6 +140,19 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   tabs_->addTab(search_, "Search");
   labels_ = new gui::LabelQualityView;
   tabs_->addTab(scrolling(labels_), "Labels");
+  // A tail label's missed query, double-clicked: its ranking in Search, every mode side by side.
+  connect(labels_, &gui::LabelQualityView::query_chosen, this, [this](const QString& text) {
+    tabs_->setCurrentWidget(search_);
+    if (search_->ready()) {
+      search_->search(text);
+      return;
+    }
+    auto once = std::make_shared<QMetaObject::Connection>();
+    *once = connect(search_, &gui::SearchPanel::run_loaded, this, [this, text, once] {
+      disconnect(*once);
+      search_->search(text);
+    });
+  });
   projector_ = new gui::ProjectorView;
   tabs_->addTab(projector_, "Projector");
 

@@ -45,8 +45,17 @@ LabelQualityView::LabelQualityView(QWidget* parent) : QWidget(parent) {
   measure_->setToolTip(tr("What the scatter puts against training frequency"));
   bar->addWidget(measure_);
   connect(measure_, &QComboBox::currentIndexChanged, this, [this] { show_report(); });
+  mode_ = new QComboBox;
+  mode_->setToolTip(tr("The inference mode that ranks the test set (its modes are listed once it has been ranked)"));
+  mode_->setEnabled(false);
+  mode_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // "embedding", "classifier", "fused" whole
+  bar->addWidget(mode_);
+  // Another mode ranks the test set again (a second or so on the demo sets).
+  connect(mode_, &QComboBox::activated, this, [this] {
+    if (report_ && mode_->currentText() != QString::fromStdString(report_->mode)) compute();
+  });
   compute_ = new QPushButton(tr("Rank the test set"));
-  compute_->setToolTip(tr("Rank every test query with the run's primary mode and count, per label, the queries that find it in the top k"));
+  compute_->setToolTip(tr("Rank every test query with the chosen mode (the run's primary at first) and count, per label, the queries that find it in the top k"));
   compute_->setEnabled(false);
   bar->addWidget(compute_);
   layout->addLayout(bar);
@@ -88,9 +97,14 @@ LabelQualityView::LabelQualityView(QWidget* parent) : QWidget(parent) {
   });
 
   tail_ = new QTableWidget(0, 6);
-  tail_->setHorizontalHeaderLabels({tr("label"), tr("train"), tr("test"), tr("recall@k %"), tr("precision@k %"), tr("a test query that misses it")});
-  tail_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  tail_->setHorizontalHeaderLabels({tr("label"), tr("train"), tr("test"), tr("recall@k %"), tr("precision@k %"), tr("a missed test query")});
+  // Long label texts are cut (whole in the tooltip) so the numbers stay in view; the missed query takes the rest.
+  tail_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   tail_->horizontalHeader()->setSectionResizeMode(5, QHeaderView::Stretch);
+  tail_->setTextElideMode(Qt::ElideRight);
+  tail_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  tail_->setToolTip(tr("Double-click a row to look its missed test query (or the label) up in Search"));
+  connect(tail_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { activate_tail_row(row); });
   tail_->verticalHeader()->setVisible(false);
   tail_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   tail_->setWordWrap(false);
@@ -117,6 +131,33 @@ void LabelQualityView::set_run(const QString& db, std::int64_t run) {
   show_report();
   header_->setText(tr("Run %1: rank its test set to see how well it finds each label.").arg(run));
   compute_->setEnabled(run > 0);
+  mode_->clear();
+  mode_->setEnabled(false);
+}
+
+QStringList LabelQualityView::modes() const {
+  QStringList out;
+  for (int i = 0; i < mode_->count(); ++i) out << mode_->itemText(i);
+  return out;
+}
+
+QString LabelQualityView::mode() const { return mode_->currentText(); }
+
+void LabelQualityView::set_mode(const QString& mode) {
+  if (const int at = mode_->findText(mode); at >= 0) mode_->setCurrentIndex(at);
+}
+
+int LabelQualityView::label_column_width() const { return tail_->columnWidth(0); }
+int LabelQualityView::table_width() const { return tail_->viewport()->width(); }
+
+void LabelQualityView::activate_tail_row(int row) {
+  if (!report_ || row < 0 || row >= tail_->rowCount()) return;
+  // Its missed test query; a label every test query found has none: then the label's own text.
+  for (const int column : {5, 0})
+    if (const QTableWidgetItem* item = tail_->item(row, column); item != nullptr && !item->text().isEmpty()) {
+      Q_EMIT query_chosen(item->text());
+      return;
+    }
 }
 
 void LabelQualityView::compute() {
@@ -125,7 +166,10 @@ void LabelQualityView::compute() {
   header_->setText(tr("Run %1: ranking the test set…").arg(run_));
   const std::int64_t run = run_;
   job_ = run_in_background<LabelQualityReport>(
-      this, [db = db_.toStdString(), run, k = static_cast<std::int64_t>(k_->value())] { return Session(db).label_quality(run, k); },
+      this,
+      [db = db_.toStdString(), run, k = static_cast<std::int64_t>(k_->value()), mode = mode_->currentText().toStdString()] {
+        return Session(db).label_quality(run, k, mode);
+      },
       [this, run](std::unique_ptr<LabelQualityReport> report, const QString& error) {
         compute_->setEnabled(true);
         if (run != run_) return;  // another run was opened meanwhile
@@ -134,6 +178,10 @@ void LabelQualityView::compute() {
           return;
         }
         report_ = std::move(report);
+        mode_->clear();
+        for (const std::string& m : report_->modes) mode_->addItem(QString::fromStdString(m));
+        mode_->setCurrentText(QString::fromStdString(report_->mode));
+        mode_->setEnabled(mode_->count() > 1);
         show_report();
         Q_EMIT computed();
       });
@@ -202,6 +250,8 @@ void LabelQualityView::show_report() {
     }
   }
   tail_->resizeColumnsToContents();
+  // The label column at most a third of the table: the train/test/recall/precision columns stay in view.
+  tail_->setColumnWidth(0, std::min(tail_->columnWidth(0), std::max(120, tail_->viewport()->width() / 3)));
   header_->setText(tr("Run %1, mode %2: %3 test queries; the labels' recall@%4 averages %5 % over their test queries (micro).")
                        .arg(run_)
                        .arg(QString::fromStdString(report_->mode))

@@ -32,9 +32,22 @@ class LabelQualityView : public QWidget {
   const LabelQualityReport* report() const { return report_.get(); }
   /// Rows of the worst-tail-labels table.
   int tail_rows() const;
+  /// The inference modes offered (known once the run's test set was ranked) and the one shown.
+  QStringList modes() const;
+  QString mode() const;
+  /// Chooses the mode ranked next; compute() ranks with it. Unknown names are ignored.
+  void set_mode(const QString& mode);
+  /// Width of the label column and of the whole table's viewport (the numbers must stay in view).
+  int label_column_width() const;
+  int table_width() const;
+  /// What double-clicking tail row `row` does (the test is the signal it emits).
+  void activate_tail_row(int row);
 
  Q_SIGNALS:
   void computed();
+  /// A tail row was double-clicked: look its missed test query (or, when none missed it, the label's text) up
+  /// in Search.
+  void query_chosen(const QString& text);
 
  private:
   void show_report();
@@ -46,6 +59,7 @@ class LabelQualityView : public QWidget {
   QLabel* header_ = nullptr;
   QSpinBox* k_ = nullptr;
   QComboBox* measure_ = nullptr;  ///< recall or precision in the scatter
+  QComboBox* mode_ = nullptr;     ///< the inference mode ranked (filled once the run's modes are known)
   QPushButton* compute_ = nullptr;
   QCustomPlot* scatter_ = nullptr;
   QTableWidget* tail_ = nullptr;

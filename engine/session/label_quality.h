@@ -24,6 +24,7 @@ struct LabelQuality {
 struct LabelQualityReport {
   std::int64_t k = 5;
   std::string mode;                    ///< the inference mode ranked
+  std::vector<std::string> modes;      ///< every inference mode the run has (the first is its primary)
   std::int64_t test_queries = 0;
   std::vector<LabelQuality> labels;    ///< every dataset label, by id
   std::vector<std::string> test_texts; ///< the test queries, for the examples of missed_queries

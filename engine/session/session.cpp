@@ -211,6 +211,7 @@ LabelQualityReport Session::label_quality(std::int64_t run, std::int64_t k, cons
   LabelQualityReport report;
   report.k = k;
   report.mode = mode.empty() ? predictor.default_mode() : mode;
+  report.modes = predictor.modes();
   report.test_queries = static_cast<std::int64_t>(d.test_text.size());
   const std::int64_t num_labels = d.test_labels.cols;
   const std::vector<std::int64_t> train_counts = d.label_frequencies();

@@ -287,10 +287,26 @@ class WorkbenchTest : public QObject {
       if (e.metric == "P@5") p5 = e.value;  // the last evaluation's
     QCOMPARE(hits, std::llround(p5 * 5 * 24));
     QVERIFY(labels->tail_rows() >= 1);
-    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
-      labels->resize(1300, 700);
-      QVERIFY(labels->grab().save(QString(keep) + "/labels-tab.png"));
-    }
+    // The run's modes are offered once known, its primary ranked first; the label column never takes more
+    // than a third of the table (at least 120 px), so the numbers stay in view.
+    QCOMPARE(labels->modes(), search->modes());
+    QCOMPARE(labels->mode(), search->modes().front());
+    labels->resize(1300, 700);
+    labels->compute();
+    QVERIFY(computed.wait(60000));
+    QVERIFY2(labels->label_column_width() <= std::max(120, labels->table_width() / 3),
+             qPrintable(QString("label column %1 of %2 px").arg(labels->label_column_width()).arg(labels->table_width())));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) QVERIFY(labels->grab().save(QString(keep) + "/labels-tab.png"));
+    // Double-clicking a tail row looks its missed test query up in Search.
+    QSignalSpy chosen(labels, &xmc::gui::LabelQualityView::query_chosen);
+    QSignalSpy searched(search, &xmc::gui::SearchPanel::search_finished);
+    labels->activate_tail_row(0);
+    QCOMPARE(chosen.size(), 1);
+    const QString missed = chosen.front().front().toString();
+    QVERIFY(!missed.isEmpty());
+    QVERIFY(searched.wait(30000));
+    QCOMPARE(searched.back().front().toString(), missed);
+    QCOMPARE(window.findChild<QTabWidget*>()->currentWidget(), static_cast<QWidget*>(search));
 
     // The Projector: every label of the run in 2-D (PCA: centred, the first axis the one of larger
     // variance), coloured by decile; the test queries with the positives of a chosen label in red (three:
