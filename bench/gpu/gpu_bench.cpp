@@ -1,7 +1,7 @@
 // The GPU benchmarks of the CUDA path, one JSON line per measurement. Every one also runs on the CPU at a
 // small size (--device cpu), which is how they are checked on machines without a GPU.
 //   gpu_bench encoder-step --batch 512      one DEXML training step of a random-init BERT-style encoder
-//                                            (6 layers, 768-d, 12 heads, max_len 32, bf16 autocast, fp32 AdamW):
+//                                            (6 layers, 768-d, 12 heads, max_len 32, bf16 autocast, fp32 AdamW as the trainer runs it):
 //                                            queries/s and model-FLOPs utilisation against --peak-tflops
 //   gpu_bench decoder-step --batch 256 --len 32   one training step of a Qwen2.5-0.5B-shaped random decoder
 //                                            (24 layers, 896-d, 14 heads, 2 KV heads) with LoRA r 16 on every
@@ -78,7 +78,7 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   torch::manual_seed(1);
   xmc::BertEncoder encoder(config, options);
   encoder->train();
-  torch::optim::AdamW optimizer(encoder->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
+  xmc::FusedAdamW optimizer(encoder->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));  // the trainer's optimiser
   // 2·batch texts of exactly max_len tokens: [CLS] random words [SEP]; queries then their positive labels.
   xmc::TokenizedCorpus corpus;
   std::uint32_t state = 7;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <type_traits>
 
@@ -131,6 +132,29 @@ std::pair<torch::Tensor, torch::Tensor> touched_rows(const torch::Tensor& grad, 
   return {touched, by_row.index_select(0, touched).contiguous()};
 }
 
+/// Tensors of one parameter group at one step count, updated together.
+struct MultiTensorBatch {
+  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+};
+
+/// LibTorch's AdamW arithmetic (no amsgrad) on a batch, with the multi-tensor kernels: the same operations in
+/// the same order per element as the tensor-by-tensor form.
+void update_batch(MultiTensorBatch& b, const torch::optim::AdamWOptions& options, std::int64_t step) {
+  const double beta1 = std::get<0>(options.betas());
+  const double beta2 = std::get<1>(options.betas());
+  const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
+  const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(step));
+  if (options.weight_decay() != 0) at::_foreach_mul_(b.params, 1 - options.lr() * options.weight_decay());
+  at::_foreach_mul_(b.exp_avgs, beta1);
+  at::_foreach_add_(b.exp_avgs, b.grads, 1 - beta1);
+  at::_foreach_mul_(b.exp_avg_sqs, beta2);
+  at::_foreach_addcmul_(b.exp_avg_sqs, b.grads, b.grads, 1 - beta2);
+  std::vector<torch::Tensor> denominators = at::_foreach_sqrt(b.exp_avg_sqs);
+  at::_foreach_div_(denominators, std::sqrt(bias_correction2));
+  at::_foreach_add_(denominators, options.eps());
+  at::_foreach_addcdiv_(b.params, b.exp_avgs, denominators, -options.lr() / bias_correction1);
+}
+
 bool plain(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse(); }
 
 bool fusable(const torch::Tensor& p, const torch::Tensor& grad, const torch::optim::AdamWParamState& state, bool amsgrad) {
@@ -151,6 +175,10 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   }
   for (auto& group : param_groups_) {
     auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
+    // Tensors LibTorch's arithmetic updates (on a GPU, or not float32), by their step count (which sets the bias
+    // corrections): each batch is updated with multi-tensor (_foreach_) kernels, a handful of launches for the
+    // whole batch on a GPU instead of about seven per tensor.
+    std::map<std::int64_t, MultiTensorBatch> batches;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       torch::Tensor grad = p.grad();
@@ -218,8 +246,16 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         continue;
       }
-      // LibTorch's AdamW, tensor by tensor (a sparse gradient made dense: every row decays).
+      // LibTorch's AdamW (a sparse gradient made dense: every row decays); without amsgrad, batched (below).
       if (grad.is_sparse()) grad = grad.to_dense();
+      if (!options.amsgrad()) {
+        MultiTensorBatch& batch = batches[state.step()];
+        batch.params.push_back(p);
+        batch.grads.push_back(grad);
+        batch.exp_avgs.push_back(state.exp_avg());
+        batch.exp_avg_sqs.push_back(state.exp_avg_sq());
+        continue;
+      }
       if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
       auto& exp_avg = state.exp_avg();
       auto& exp_avg_sq = state.exp_avg_sq();
@@ -235,6 +271,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       }
       p.addcdiv_(exp_avg, denominator, -step_size);
     }
+    for (auto& [step, batch] : batches) update_batch(batch, options, step);
   }
   return loss;
 }

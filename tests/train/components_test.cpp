@@ -199,6 +199,41 @@ TEST(FusedAdamW, MatchesLibTorchsAdamWAndSharesItsState) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6)) << i;
 }
 
+// Tensors that take LibTorch's arithmetic (float64 here; every tensor on a GPU) are updated together with the
+// multi-tensor kernels, batched by step count: a tensor that skipped steps (so its bias corrections differ) and
+// one joining late must come out as LibTorch's AdamW leaves them, to the last bit of float64 rounding.
+TEST(FusedAdamW, TensorsUpdatedTogetherMatchLibTorchsAdamWTensorByTensor) {
+  torch::manual_seed(11);
+  std::vector<torch::Tensor> a{torch::randn({40, 3}, torch::kFloat64), torch::randn({9}, torch::kFloat64), torch::randn({2, 2, 2}, torch::kFloat64),
+                               torch::randn({5}, torch::kFloat64)};
+  std::vector<torch::Tensor> b;
+  for (auto& p : a) {
+    p.requires_grad_();
+    b.push_back(p.detach().clone().requires_grad_());
+  }
+  const auto options = torch::optim::AdamWOptions(0.03).weight_decay(0.1).betas({0.8, 0.95}).eps(1e-7);
+  FusedAdamW fused(a, options);
+  torch::optim::AdamW plain(b, options);
+  const torch::Tensor start = a[3].detach().clone();
+  for (int s = 0; s < 7; ++s) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const bool skips = (i == 1 && s % 3 == 0) || (i == 3 && s < 4);  // tensor 1 skips steps; tensor 3 joins at step 4
+      if (skips) {
+        a[i].mutable_grad().reset();
+        b[i].mutable_grad().reset();
+        continue;
+      }
+      const torch::Tensor g = torch::randn(a[i].sizes(), a[i].options());
+      a[i].mutable_grad() = g.clone();
+      b[i].mutable_grad() = g.clone();
+    }
+    fused.step();
+    plain.step();
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-13, 1e-15)) << i << ": " << (a[i] - b[i]).abs().max().item<double>();
+  EXPECT_FALSE(torch::equal(a[3].detach(), start)) << "the late tensor moved";
+}
+
 // A row-sparse gradient (uncoalesced: rows out of order, one row twice) updates the table exactly as the dense
 // gradient it stands for: the rows it names with their summed gradient, every other row with zero (its
 // moments decay, its weight still moves). 5000 rows on two threads, touched rows on both sides of where the
