@@ -1,5 +1,6 @@
 #include "widgets/report_export.h"
 
+#include <cerrno>
 #include <QBuffer>
 #include <QByteArray>
 #include <QDateTime>
@@ -27,6 +28,7 @@
 
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
+#include "engine/core/write_failure.h"
 #include "engine/session/session.h"
 #include "widgets/decile_plot.h"
 #include "widgets/loss_plot.h"
@@ -70,8 +72,12 @@ bool fail(QString* error, const QString& message) {
 bool write_file(const QString& path, const QByteArray& bytes, QString* error) {
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly)) return fail(error, QObject::tr("%1: %2").arg(path, file.errorString()));
-  if (file.write(bytes) != bytes.size() || !file.commit())
-    return fail(error, QObject::tr("%1: %2").arg(path, file.errorString()));
+  if (file.write(bytes) != bytes.size() || !file.commit()) {
+    // QSaveFile keeps no cause ("Unknown error" after a file-size limit): look it up.
+    const int saved = errno;
+    return fail(error, QObject::tr("%1: %2").arg(path, QString::fromStdString(why_write_failed(path.toStdString(),
+                                                                                               static_cast<std::uintmax_t>(bytes.size()), saved))));
+  }
   return true;
 }
 

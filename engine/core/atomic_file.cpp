@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "engine/core/write_failure.h"
 
 namespace xmc {
 namespace {
@@ -69,10 +70,16 @@ AtomicFileWriter::~AtomicFileWriter() {
 }
 
 void AtomicFileWriter::commit() {
+  errno = 0;
   out_.flush();
+  const int saved = errno;
   const bool ok = static_cast<bool>(out_);
   out_.close();
-  if (!ok) throw InputError(path_.string(), "write failed (disk full?)");
+  if (!ok) {
+    std::error_code ec;
+    const std::uintmax_t written = std::filesystem::file_size(temp_, ec);
+    throw InputError(path_.string(), "write failed: " + why_write_failed(path_, ec ? 0 : written, saved));
+  }
   committed_ = true;  // durable_rename removes the temporary file itself when it fails
   durable_rename(temp_, path_);
 }

@@ -1,5 +1,6 @@
 #include "engine/index/index_file.h"
 
+#include <cerrno>
 #include <array>
 #include <bit>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/crc32.h"
 #include "engine/core/error.h"
+#include "engine/core/write_failure.h"
 #include "engine/core/regular_file.h"
 
 namespace xmc {
@@ -96,7 +98,7 @@ void write_index_file(const std::filesystem::path& path, const std::string& spec
   } catch (const std::exception& e) {
     throw Error("cannot write the index " + path.string() + ": " + e.what());
   }
-  if (!payload || !out) throw Error("cannot write the index " + path.string() + " (disk full?)");
+  if (!payload || !out) throw Error("cannot write the index " + path.string() + ": " + why_write_failed(path, counted.bytes(), errno));
   out.seekp(kChecksumOffset);
   put(out, counted.crc());
   put(out, counted.bytes());

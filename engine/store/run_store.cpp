@@ -26,6 +26,7 @@
 #include "engine/core/error.h"
 #include "engine/core/utf8.h"
 #include "engine/core/version.h"
+#include "engine/core/write_failure.h"
 
 namespace xmc {
 namespace {
@@ -302,6 +303,12 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
     if (!m.read_only.empty())  // e.g. a WAL store whose -wal file is left over and cannot be replayed here
       throw InputError(m.path_text, std::string("cannot read this run store, which cannot be written (") + m.read_only + "): " + e.what() +
                                         "; copy it with its -wal file to a writable folder");
+    // Only a file SQLite cannot read as a database is "not a run store"; an I/O error (a file-size limit on the
+    // -shm file, a full disk, a lock it cannot take) is a store this process cannot use now, and says why.
+    if (const int code = e.getErrorCode(); code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
+                                           code == SQLITE_BUSY || code == SQLITE_LOCKED)
+      throw InputError(m.path_text, std::string("cannot read the run store: ") + e.what() + " (" +
+                                        why_write_failed(db_path, 0, ::sqlite3_system_errno(db.getHandle())) + ")");
     throw InputError(m.path_text, std::string("is not a run store: ") + e.what());
   }
   if (version == 0 && tables > 0)

@@ -160,3 +160,45 @@ TEST(StorageFaults, AFileSizeLimitAtTheCheckpointIsANamedErrorAndTheRunRestarts)
 }
 
 }  // namespace xmc
+
+namespace xmc {
+
+// The exports and the store under a file-size limit (ulimit -f). The outputs used to fail with "write
+// failed (disk full?)" or, for reports, "Unknown error"; a store whose -shm file could not grow was called
+// "not a run store". Each now names the file and the cause, and leaves no file or temporary behind.
+TEST(StorageFaults, ExportsAndTheStoreUnderAFileSizeLimitNameTheFileAndTheCause) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 5, 300, 1000, /*noise_words=*/200);
+  const auto db = dir / "runs.sqlite";
+  const std::string xmc = std::string(XMC_CLI_PATH);
+  ASSERT_EQ(test::run_command(xmc + " train --db " + db.string() + " --set dataset=" + (dir / "data").string() +
+                              " --set encoder.dim=64 --set epochs=1 --set threads=1 --set eval.every=0")
+                .exit_code,
+            0);
+  const auto out = dir / "out";
+  std::filesystem::create_directories(out);
+  const std::string queries = (dir / "data" / "tst.raw.txt").string();
+  // 80 blocks of 512 bytes (dash's ulimit): room for the store's -shm file (32 KiB), not for these outputs
+  // (1000 queries: 20 labels each, 64 floats each, a report with its plots).
+  const std::string limited = "ulimit -f 80 && exec " + xmc;
+  const std::string limit_words = "File too large: the process may write files of at most 40960 bytes (ulimit -f, a quota)";
+  for (const auto& [command, file] : std::vector<std::pair<std::string, std::string>>{
+           {" predict --db " + db.string() + " --run 1 --top 20 --input " + queries + " --out ", "pred.txt"},
+           {" embed --db " + db.string() + " --run 1 --input " + queries + " --out ", "vectors.npy"},
+           {" report --db " + db.string() + " --run 1 --out ", "report.html"}}) {
+    const test::CommandResult r = test::run_command(limited + command + (out / file).string());
+    EXPECT_EQ(r.exit_code, 1) << file << ": " << r.output;
+    EXPECT_NE(r.output.find((out / file).string() + ": "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(limit_words), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("disk full?"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("Unknown error"), std::string::npos) << r.output;
+    EXPECT_TRUE(std::filesystem::is_empty(out)) << file << " left a file behind";
+  }
+  // 8 blocks: the store's -shm file cannot be made. A store it is, which this process cannot use now.
+  const test::CommandResult r = test::run_command("ulimit -f 8 && exec " + xmc + " runs --db " + db.string() + " list");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(db.string() + ": cannot read the run store: disk I/O error (File too large"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("is not a run store"), std::string::npos) << r.output;
+}
+
+}  // namespace xmc
