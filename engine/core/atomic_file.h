@@ -9,7 +9,8 @@ namespace xmc {
 
 /// A temporary sibling of `path` no other writer (process, thread or earlier call) uses.
 std::filesystem::path unique_temp_path(const std::filesystem::path& path);
-/// Makes a finished `temp` file durable as `path`: fsync(temp), rename over `path`, fsync(the folder).
+/// Makes a finished `temp` file durable as `path`: fsync(temp), rename over `path`, fsync(the folder). Then
+/// removes temporaries of `path` that killed processes left behind.
 /// Throws xmc::InputError naming `path` on failure (the temporary file is removed).
 void durable_rename(const std::filesystem::path& temp, const std::filesystem::path& path);
 

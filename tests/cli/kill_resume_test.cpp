@@ -126,6 +126,41 @@ TEST(KillResume, ARunKilledAtRandomMomentsResumesToTheUninterruptedResult) {
   }
 }
 
+// kill -9 at fixed points of a checkpoint's write (XMC_KILL_AT, atomic_file.cpp): its temporary file written but
+// not synced, synced but not renamed, renamed but its folder not synced. Each resumes to the uninterrupted run's
+// evaluations, bit for bit, every step stored once, no temporary file left behind.
+TEST(KillResume, AKillAtEachPointOfACheckpointWriteResumesToTheUninterruptedResult) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 4, 600, 100);
+  auto command = [&](const std::filesystem::path& db) {
+    std::string line;
+    for (const std::string& a : train_args(dir / "data", db)) line += "'" + a + "' ";
+    return line;
+  };
+  ASSERT_EQ(test::run_command(command(dir / "plain.sqlite")).exit_code, 0);
+  const auto expected = RunStore(dir / "plain.sqlite").evaluations(1);
+  const std::vector<std::int64_t> expected_steps = checked_loss_steps(dir / "plain.sqlite", 1);
+  ASSERT_GT(expected_steps.size(), 150u) << "3 epochs of 75 steps: checkpoints at steps 40, 80, ...";
+  for (const std::string stage : {"before-sync", "before-rename", "after-rename"}) {
+    SCOPED_TRACE(stage);
+    const std::filesystem::path db = dir / (stage + ".sqlite");
+    const auto killed = test::run_command("XMC_KILL_AT=" + stage + ":checkpoint.pt:2 " + command(db) + "; echo exit=$?");
+    ASSERT_NE(killed.output.find("exit=137"), std::string::npos) << "killed by SIGKILL at the second checkpoint: " << killed.output;
+    const auto resumed = test::run_command(std::string(XMC_CLI_PATH) + " train --resume 1 --db '" + db.string() + "' --json", false);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_EQ(nlohmann::json::parse(resumed.last_line())["status"], "completed");
+    const auto got = RunStore(db).evaluations(1);
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].metric, expected[i].metric);
+      EXPECT_DOUBLE_EQ(got[i].value, expected[i].value) << got[i].metric << " at step " << got[i].step;
+    }
+    EXPECT_EQ(checked_loss_steps(db, 1), expected_steps) << "every step once, none missing";
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(db.string() + ".artifacts"))
+      EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path() << " was left behind";
+  }
+}
+
 }  // namespace
 }  // namespace xmc
 
