@@ -8,6 +8,7 @@
 #include "engine/data/zero_shot_split.h"
 #include "engine/data/dataset_summary.h"
 #include "engine/data/mulan_importer.h"
+#include "engine/data/synthetic_builder.h"
 #include "engine/data/wordnet_builder.h"
 #include "engine/data/xc_json_importer.h"
 #include "engine/text/dataset_featurizer.h"
@@ -125,6 +126,29 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
     cmd->callback([opts, out, &context] {
       check_output_folder(*out);
       save_and_report(build_wordnet_dataset(*opts, context.progress), *out, context);
+    });
+  }
+  // Shaped synthetic sets, for measuring scale.
+  {
+    auto* build = dataset->get_subcommand("build");
+    auto* cmd = build->add_subcommand("synthetic", "A synthetic set shaped like the XC repository's LF sets, at any size, from a seed");
+    auto opts = std::make_shared<SyntheticBuildOptions>();
+    auto out = std::make_shared<OutputOptions>();
+    cmd->add_option("--labels", opts->labels, "Labels")->capture_default_str();
+    cmd->add_option("--train", opts->train, "Training queries")->capture_default_str();
+    cmd->add_option("--test", opts->test, "Test queries")->capture_default_str();
+    cmd->add_option("--labels-per-query", opts->labels_per_query, "Mean labels of a query (LF-AmazonTitles-131K: 2.3, -1.3M: 22)")->capture_default_str();
+    cmd->add_option("--label-words", opts->label_words, "Words of a label's text")->capture_default_str();
+    cmd->add_option("--query-words", opts->query_words, "Words of a query's text, at least")->capture_default_str();
+    cmd->add_option("--vocabulary", opts->vocabulary, "Made-up words (0 = max(2000, 2 x labels))")->capture_default_str();
+    cmd->add_option("--zipf", opts->zipf, "Label popularity: a label of popularity rank r is drawn with probability ~ 1/r^zipf")->capture_default_str();
+    cmd->add_option("--seed", opts->seed, "Seed (the same seed gives the same files on every machine)")->capture_default_str();
+    add_output_options(cmd, *out);
+    cmd->footer("Examples:\n  xmc dataset build synthetic --labels 30000 --train 50000 --test 10000 --out data/synthetic-30k\n"
+                "  xmc dataset build synthetic --labels 1300000 --train 2250000 --test 970000 --labels-per-query 22 --out data/synthetic-1.3m");
+    cmd->callback([opts, out, &context] {
+      check_output_folder(*out);
+      save_and_report(build_synthetic_dataset(*opts, context.progress), *out, context);
     });
   }
   // Zero-shot split (novel labels without training points; pseudo-novel ones to select a generator on).

@@ -22,7 +22,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset info", "dataset featurize", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset build synthetic", "dataset info", "dataset featurize", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -249,6 +249,30 @@ TEST(Cli, WordnetBuildInfoAndNoSilentOverwrite) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("already holds a dataset; pass --force"), std::string::npos) << r.output;
   EXPECT_EQ(nlohmann::json::parse(xmc("dataset info " + out + " --json").last_line())["N"].get<int>(), 350);
+}
+
+// The synthetic builder from the CLI: the set it reports is the set on disk, loadable and trainable; an option
+// out of range is refused by name and writes nothing.
+TEST(Cli, SyntheticBuildWritesTheShapeAskedForAndRefusesBadOptions) {
+  test::TempDir dir;
+  const std::string out = (dir / "syn").string();
+  auto r = xmc("dataset build synthetic --labels 300 --train 1200 --test 200 --labels-per-query 3 --seed 5 --out " + out + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(j["N"].get<int>(), 1200);
+  EXPECT_EQ(j["N_test"].get<int>(), 200);
+  EXPECT_EQ(j["L"].get<int>(), 300);
+  r = xmc("dataset info " + out + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.last_line())["L"].get<int>(), 300);
+  r = xmc("dataset build synthetic --labels 300 --train 1200 --test 200 --labels-per-query 3 --seed 5 --force --out " + (dir / "again").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* file : {"trn.raw.txt", "lbl.raw.txt", "trn_X_Y.txt", "tst_X_Y.txt"})
+    EXPECT_EQ(test::read_file(dir / "syn" / file), test::read_file(dir / "again" / file)) << file << ": the same seed, the same bytes";
+  r = xmc("dataset build synthetic --labels 1 --out " + (dir / "bad").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--labels: got 1, expected 2 to 2^31 - 1"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad" / "dataset.json"));
 }
 
 }  // namespace xmc

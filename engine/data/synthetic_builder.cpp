@@ -1,0 +1,162 @@
+#include "engine/data/synthetic_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/core/splitmix64.h"
+
+namespace xmc {
+namespace {
+
+/// splitmix64 as a sequential generator: the same numbers on every platform.
+class Generator {
+ public:
+  explicit Generator(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() { return splitmix64_mix(state_ += kSplitmix64Increment); }
+  /// Uniform in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  /// Uniform in [0, n).
+  std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(uniform() * static_cast<double>(n)); }
+
+ private:
+  std::uint64_t state_;
+};
+
+/// Draws ids in [0, n) with probability ∝ 1/(rank+1)^exponent, where rank is ids' position in `order`
+/// (identity when empty): a table of cumulative weights and a binary search.
+class ZipfDraw {
+ public:
+  ZipfDraw(std::int64_t n, double exponent, std::vector<std::int64_t> order = {}) : order_(std::move(order)) {
+    cumulative_.resize(static_cast<std::size_t>(n));
+    double total = 0;
+    for (std::int64_t r = 0; r < n; ++r) cumulative_[static_cast<std::size_t>(r)] = total += std::pow(static_cast<double>(r + 1), -exponent);
+    for (double& c : cumulative_) c /= total;
+  }
+  std::int64_t operator()(Generator& g) const {
+    const auto at = std::upper_bound(cumulative_.begin(), cumulative_.end(), g.uniform());
+    const auto rank = std::min<std::int64_t>(static_cast<std::int64_t>(at - cumulative_.begin()), static_cast<std::int64_t>(cumulative_.size()) - 1);
+    return order_.empty() ? rank : order_[static_cast<std::size_t>(rank)];
+  }
+
+ private:
+  std::vector<double> cumulative_;
+  std::vector<std::int64_t> order_;
+};
+
+/// A made-up, pronounceable word for id `w`: consonant-vowel syllables of its base-90 digits ("dakoru").
+std::string made_up_word(std::int64_t w) {
+  static constexpr const char* kConsonants = "bdfghklmnprstvz";  // 15
+  static constexpr const char* kVowels = "aeiou";                 // 5: 75 syllables
+  std::string out;
+  std::int64_t rest = w;
+  do {
+    const std::int64_t syllable = rest % 75;
+    out += kConsonants[syllable / 5];
+    out += kVowels[syllable % 5];
+    rest /= 75;
+  } while (rest > 0);
+  if (out.size() < 4) out += kConsonants[(w * 7) % 15], out += kVowels[(w * 3) % 5];  // no two-letter words
+  return out;
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw ConfigError(what);
+}
+
+std::vector<std::int64_t> shuffled(std::int64_t n, Generator& g) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  for (std::int64_t i = n - 1; i > 0; --i) std::swap(v[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(g.below(i + 1))]);
+  return v;
+}
+
+}  // namespace
+
+Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progress) {
+  constexpr std::int64_t kMaxRows = std::int64_t{1} << 31;
+  check(o.labels >= 2 && o.labels < kMaxRows, "--labels: got " + std::to_string(o.labels) + ", expected 2 to 2^31 - 1");
+  check(o.train >= 1 && o.train < kMaxRows, "--train: got " + std::to_string(o.train) + ", expected 1 to 2^31 - 1");
+  check(o.test >= 1 && o.test < kMaxRows, "--test: got " + std::to_string(o.test) + ", expected 1 to 2^31 - 1");
+  check(std::isfinite(o.labels_per_query) && o.labels_per_query >= 1 && o.labels_per_query <= 1000,
+        "--labels-per-query: got " + std::to_string(o.labels_per_query) + ", expected 1 to 1000");
+  check(o.label_words >= 2 && o.label_words <= 100, "--label-words: got " + std::to_string(o.label_words) + ", expected 2 to 100");
+  check(o.query_words >= 1 && o.query_words <= 1000, "--query-words: got " + std::to_string(o.query_words) + ", expected 1 to 1000");
+  check(o.vocabulary == 0 || (o.vocabulary >= 100 && o.vocabulary < kMaxRows),
+        "--vocabulary: got " + std::to_string(o.vocabulary) + ", expected 0 (automatic) or 100 to 2^31 - 1");
+  check(std::isfinite(o.zipf) && o.zipf >= 0 && o.zipf <= 4, "--zipf: got " + std::to_string(o.zipf) + ", expected 0 to 4");
+  const std::int64_t vocabulary = o.vocabulary > 0 ? o.vocabulary : std::max<std::int64_t>(2000, 2 * o.labels);
+
+  Generator g(splitmix64_mix(o.seed ^ 0x5EED5EEDULL));
+  std::vector<std::string> words(static_cast<std::size_t>(vocabulary));
+  for (std::int64_t w = 0; w < vocabulary; ++w) words[static_cast<std::size_t>(w)] = made_up_word(w);
+  const ZipfDraw common_word(vocabulary, 1.1);
+
+  // Labels: a topic word from the rarer half of the vocabulary, then common words.
+  Dataset d;
+  std::vector<std::vector<std::int32_t>> label_words(static_cast<std::size_t>(o.labels));
+  d.label_text.reserve(static_cast<std::size_t>(o.labels));
+  const std::int64_t topic_start = vocabulary / 2;
+  for (std::int64_t l = 0; l < o.labels; ++l) {
+    auto& mine = label_words[static_cast<std::size_t>(l)];
+    mine.push_back(static_cast<std::int32_t>(topic_start + g.below(vocabulary - topic_start)));
+    while (static_cast<std::int64_t>(mine.size()) < o.label_words) mine.push_back(static_cast<std::int32_t>(common_word(g)));
+    std::string text;
+    for (const std::int32_t w : mine) text += (text.empty() ? "" : " ") + words[static_cast<std::size_t>(w)];
+    d.label_text.push_back(std::move(text));
+    if ((l & 0xFFFF) == 0 && progress.cancelled()) throw Cancelled();
+  }
+
+  const ZipfDraw popular_label(o.labels, o.zipf, shuffled(o.labels, g));
+  // 1 + geometric(p) labels with mean labels_per_query: p = 1 / labels_per_query (capped at the label count).
+  const double more = 1.0 - 1.0 / o.labels_per_query;
+  auto make_rows = [&](std::int64_t rows, std::vector<std::string>& texts, CsrMatrix& matrix, const std::string& task) {
+    matrix = CsrMatrix{};
+    matrix.cols = o.labels;
+    texts.reserve(static_cast<std::size_t>(rows));
+    progress.start(task, rows);
+    std::vector<std::int32_t> mine, text_words;
+    const std::vector<float> ones(1024, 1.0f);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      mine.clear();
+      std::int64_t count = 1;
+      while (count < std::min<std::int64_t>(o.labels, 1000) && g.uniform() < more) ++count;
+      for (int tries = 0; static_cast<std::int64_t>(mine.size()) < count && tries < 50 * count; ++tries) {
+        const auto l = static_cast<std::int32_t>(popular_label(g));
+        if (std::find(mine.begin(), mine.end(), l) == mine.end()) mine.push_back(l);
+      }
+      std::sort(mine.begin(), mine.end());
+      text_words.clear();
+      for (const std::int32_t l : mine) {
+        const auto& lw = label_words[static_cast<std::size_t>(l)];
+        text_words.push_back(lw[0]);
+        text_words.push_back(lw[static_cast<std::size_t>(1 + g.below(static_cast<std::int64_t>(lw.size()) - 1))]);
+      }
+      while (static_cast<std::int64_t>(text_words.size()) < o.query_words) text_words.push_back(static_cast<std::int32_t>(common_word(g)));
+      for (std::int64_t i = static_cast<std::int64_t>(text_words.size()) - 1; i > 0; --i)
+        std::swap(text_words[static_cast<std::size_t>(i)], text_words[static_cast<std::size_t>(g.below(i + 1))]);
+      std::string text;
+      for (const std::int32_t w : text_words) text += (text.empty() ? "" : " ") + words[static_cast<std::size_t>(w)];
+      texts.push_back(std::move(text));
+      matrix.append_row(mine, std::span<const float>(ones.data(), mine.size()));
+      if ((r & 0x3FFF) == 0) {
+        if (progress.cancelled()) throw Cancelled();
+        progress.update(r);
+      }
+    }
+    progress.update(rows);
+    progress.finish();
+  };
+  make_rows(o.train, d.train_text, d.train_labels, "training queries");
+  make_rows(o.test, d.test_text, d.test_labels, "test queries");
+  d.meta.name = "synthetic-" + std::to_string(o.labels);
+  d.meta.source = "xmc dataset build synthetic: " + std::to_string(o.labels) + " labels, " + std::to_string(o.train) + " training and " +
+                  std::to_string(o.test) + " test queries, " + std::to_string(o.labels_per_query) + " labels a query, zipf " + std::to_string(o.zipf) +
+                  ", seed " + std::to_string(o.seed);
+  d.meta.propensity = PropensityParams{0.6, 2.6};  // the XC repository's values for Amazon-derived sets
+  return d;
+}
+
+}  // namespace xmc
