@@ -145,6 +145,9 @@ OptionGroup evaluation_option_group() {
               [](const TrainConfig& c) { return json(c.eval_k); })
       .integer("eval.every", &TrainConfig::eval_every, 0, kNoMax, "Epochs between evaluations (0 = only at the end)")
       .integer("eval.top", &TrainConfig::eval_top, 1, 100000, "Predictions kept per test query")
+      .integer("eval.max_queries", &TrainConfig::eval_max_queries, 0, kNoMax,
+               "Evaluations before the last rank an even sample of at most this many test queries (the last ranks them all; "
+               "0 = all): for test sets of hundreds of thousands")
       .text("eval.index", &TrainConfig::eval_index, {},
             "How test queries search the labels: exact, hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on many labels, some recall lost)")
       .integer("checkpoint.every", &TrainConfig::checkpoint_every, 0, kNoMax, "Epochs between checkpoints (0 = only at the end)")

@@ -146,6 +146,29 @@ struct Trainer::Impl {
   /// stage whose processes train shards of the batch as batches of their own.
   std::unique_ptr<OverlappedGradientReducer> overlapped_reducer;
   EvaluationSetup eval_setup;
+  /// Every stride-th test query, its truth and filter rows: what evaluations before the last rank with
+  /// eval.max_queries (made once; its setup points into it).
+  struct TestSample {
+    TokenizedCorpus corpus;
+    CsrMatrix truth;
+    FilterPairs filter;
+    EvaluationSetup setup;
+    TestSample(const TokenizedCorpus& queries, const EvaluationSetup& full, std::int64_t most) : setup(full) {
+      const std::int64_t stride = (queries.size() + most - 1) / most;
+      truth.cols = full.truth->cols;
+      std::vector<FilterPair> pairs;
+      for (std::int64_t row = 0; row < queries.size(); row += stride) {
+        corpus.append(queries.tokens(row));
+        truth.append_row(full.truth->row_indices(row), full.truth->row_values(row));
+      }
+      for (const FilterPair& p : full.filter->pairs())
+        if (p.row % stride == 0) pairs.push_back({p.row / stride, p.label});
+      filter = FilterPairs(std::move(pairs));
+      setup.truth = &truth;
+      setup.filter = &filter;
+    }
+  };
+  std::unique_ptr<TestSample> test_sample;
   EvalResult last_eval;
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
   ReportOnlyProgress reporter;  ///< forwards to the caller's progress display for the current run()
@@ -558,7 +581,16 @@ struct Trainer::Impl {
     const RagOptions& rag_options = config.get<RagOptions>();
     const RagSource rag{.train_queries = &train_corpus, .train_labels = &dataset.train_labels, .top = rag_options.top,
                         .lambda = rag_options.lambda, .temperature = rag_options.temperature};
-    ModeEvaluation evaluation = evaluate_modes(*method, test_corpus, label_corpus, eval_setup, reporter, rag_options.use == "on" ? &rag : nullptr);
+    // Before the last evaluation, eval.max_queries ranks an even sample of the test queries. IRENE's modes
+    // score subsets by test row, so it always ranks them all.
+    const bool sampled = !final && config.eval_max_queries > 0 && test_corpus.size() > config.eval_max_queries && !method->builds_on_another_run();
+    if (sampled) {
+      if (!test_sample) test_sample = std::make_unique<TestSample>(test_corpus, eval_setup, config.eval_max_queries);
+      phase("evaluating on an even sample of " + std::to_string(test_sample->corpus.size()) + " of " + std::to_string(test_corpus.size()) +
+            " test queries (eval.max_queries; the last evaluation ranks them all)");
+    }
+    ModeEvaluation evaluation = evaluate_modes(*method, sampled ? test_sample->corpus : test_corpus, label_corpus, sampled ? test_sample->setup : eval_setup,
+                                               reporter, rag_options.use == "on" ? &rag : nullptr);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     const EvalResult& primary = evaluation.results.front();
     TrainEvent e;

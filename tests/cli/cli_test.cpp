@@ -557,6 +557,26 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   }
 }
 
+// eval.max_queries: evaluations before the last rank an even sample (every 3rd of 30 test queries here), and
+// say so; the last ranks them all, so the run's result is what it is without the option (training is the same).
+TEST(Cli, EvalMaxQueriesSamplesTheEvaluationsBeforeTheLastOnly) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string train = std::string(XMC_CLI_PATH) + " train --db " + (dir / "runs.sqlite").string() + " --set dataset=" + (dir / "data").string() +
+                            " --set encoder.dim=16 --set batch_size=16 --set epochs=3 --set lr=0.02 --set threads=1 --set eval.k=[1,3] --json";
+  const auto full = test::run_command(train);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const auto sampled = test::run_command(train + " --set eval.max_queries=10");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.output;
+  const std::string said = "evaluating on an even sample of 10 of 30 test queries (eval.max_queries; the last evaluation ranks them all)";
+  std::size_t times = 0;
+  for (std::size_t at = sampled.output.find(said); at != std::string::npos; at = sampled.output.find(said, at + 1)) ++times;
+  EXPECT_EQ(times, 2u) << "after epochs 1 and 2, not after the last:\n" << sampled.output;
+  EXPECT_EQ(full.output.find("even sample"), std::string::npos);
+  const auto a = nlohmann::json::parse(full.last_line()), b = nlohmann::json::parse(sampled.last_line());
+  for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"}) EXPECT_EQ(a[metric].get<double>(), b[metric].get<double>()) << metric;
+}
+
 // Dense and sparse together: xrlinear with xrlinear.dense_run ranks in its primary mode "fused" (the tree's
 // and the dense run's candidates under both scores) beside "tree"; predict and eval agree with training on
 // it; a dense run it cannot fuse with is refused by the key.
