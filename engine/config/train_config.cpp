@@ -167,7 +167,22 @@ OptionGroup evaluation_option_group() {
       .build();
 }
 
+namespace {
+
+/// For a method that trains no encoder by a loss (xrlinear), the keys that still shape its runs: the run's own,
+/// the evaluation's and checkpoints' (not the t-SNE of negatives it has none of), max_steps, and its own keys.
+bool applies_without_an_encoder(const ConfigKeyInfo& info) {
+  if (info.group == "Run") return info.key != "prefetch";
+  if (info.group == "Evaluation") return info.key.rfind("tsne.", 0) != 0;
+  return info.key == "max_steps" || info.applies_when.find("method=") != std::string::npos;
+}
+
+}  // namespace
+
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
+  const auto& methods = registered_method_infos();
+  const auto method = std::find_if(methods.begin(), methods.end(), [&](const MethodInfo& m) { return m.name == config.method; });
+  if (method != methods.end() && !method->trains_encoder && !applies_without_an_encoder(info)) return false;
   for (const KeyCondition& condition : key_conditions(info)) {
     const json value = option_key(condition.key).get(config);
     if (!value.is_string()) continue;

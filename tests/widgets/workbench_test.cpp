@@ -514,6 +514,18 @@ class WorkbenchTest : public QObject {
       form.resize(900, 1400);
       form.grab().save(QString::fromUtf8(keep) + "/launch-form-decoder.png");
     }
+    // xrlinear trains no encoder by a loss: its own keys (the fusion with a dense run among them), the run's and
+    // the evaluation's, and none of the encoder, loss, batching or optimiser keys.
+    form.set_field_text("method", "xrlinear");
+    for (const char* key : {"xrlinear.ngrams", "xrlinear.dense_run", "xrlinear.fusion_weight", "seed", "eval.k", "max_steps"})
+      QVERIFY2(form.field_shown(key), key);
+    for (const char* key : {"encoder.type", "encoder.template", "loss", "temperature", "lr", "batch_size", "epochs", "sampler.type", "tsne.every", "rag.use"})
+      QVERIFY2(!form.field_shown(key), key);
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      form.resize(900, 1000);
+      QCoreApplication::processEvents();  // the layout settles after the rows were hidden
+      form.grab().save(QString::fromUtf8(keep) + "/launch-form-xrlinear.png");
+    }
   }
 
   void theDeviceListSaysWhatEachDeviceIsWhileTheConfigTakesItsId() {
