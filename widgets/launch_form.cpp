@@ -18,8 +18,10 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <filesystem>
 
+#include "engine/config/component_info.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset_summary.h"
 #include "engine/session/devices.h"
@@ -288,6 +290,18 @@ void LaunchForm::show_applicable_keys() {
     group_shown[layout] = group_shown[layout] || shown;
   }
   for (const auto& [layout, shown] : group_shown) layout->parentWidget()->setVisible(shown);
+
+  // A method that trains in one process (xrlinear's liblinear rankers; a run built on another, as IRENE's) cannot
+  // be split across processes: the choice is held at 1 and says why, instead of failing at Start.
+  const auto& methods = registered_method_infos();
+  const auto method = std::find_if(methods.begin(), methods.end(), [&](const MethodInfo& m) { return m.name == chosen.method; });
+  const bool one_process = method != methods.end() && (!method->trains_encoder || method->base_run);
+  if (one_process) processes_->setValue(1);
+  processes_->setEnabled(!one_process);
+  processes_->setToolTip(one_process ? QString::fromStdString(chosen.method + " trains in one process")
+                                     : QString("Train with this many processes on this machine (data-parallel on Gloo): each takes a share of every "
+                                               "batch and of the cores, and the gradients are summed, so the run trains as one process would. "
+                                               "Pausing holds every process."));
 }
 
 bool LaunchForm::field_shown(const QString& key) const {

@@ -521,6 +521,14 @@ class WorkbenchTest : public QObject {
       QVERIFY2(form.field_shown(key), key);
     for (const char* key : {"encoder.type", "encoder.template", "loss", "temperature", "lr", "batch_size", "epochs", "sampler.type", "tsne.every", "rag.use"})
       QVERIFY2(!form.field_shown(key), key);
+    // It trains in one process: the choice of processes is held at 1 (and comes back for a method that can split).
+    auto* processes = form.findChild<QSpinBox*>("processes");
+    QVERIFY(processes);
+    QVERIFY(!processes->isEnabled());
+    QCOMPARE(form.processes(), 1);
+    form.set_field_text("method", "dexml");
+    QVERIFY(processes->isEnabled());
+    form.set_field_text("method", "xrlinear");
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       form.resize(900, 1000);
       QCoreApplication::processEvents();  // the layout settles after the rows were hidden
