@@ -9,7 +9,9 @@
 #   - one LoRA training step of a Qwen2.5-0.5B-shaped random decoder at 256 × 32 tokens, bf16: tokens/s and
 #     model-FLOPs utilisation, against bench/reference/decoder_step.py on the same GPU;
 #   - exact top-100 of 100k queries over 1M labels (d = 768) against the bare products;
-#   - balanced clustering of 2M × 768 rows into clusters of 16.
+#   - balanced clustering of 2M × 768 rows into clusters of 16;
+#   - every method trained through `xmc train --set device=cuda` on the demo WordNet (methods_on_gpu.sh), when
+#     datasets/demo/wordnet-20k travelled with the tree.
 # The project's other libraries (nlohmann-json, SQLiteCpp, CLI11, utf8proc, hnswlib, zlib, GoogleTest) are
 # taken from the machine, or from the .deb files that bench/gpu/stage_deps.sh put in .gpudeps/ (carried to a
 # machine that has none): they are unpacked into a private prefix. SMALL=1 runs everything tiny on the CPU
@@ -86,5 +88,10 @@ run "$python" "$here/bench/reference/decoder_step.py" --device $device --precisi
 run "$build/bench/gpu_bench" --device $device search $search_args
 # shellcheck disable=SC2086
 run "$build/bench/gpu_bench" --device $device clustering $cluster_args
+# Every method through `xmc train` on the GPU, when the demo data travelled with the tree (carry
+# datasets/demo/wordnet-20k, and datasets/tokenizers/qwen3 for the decoder).
+if [ "$small" != 1 ] && [ -f "$here/datasets/demo/wordnet-20k/dataset.json" ]; then
+  "$here/bench/gpu/methods_on_gpu.sh" "$build" cuda | grep '^{' | tee -a "$out" || failed_tests+=("methods_on_gpu")
+fi
 echo "results: $out"
 if [ ${#failed_tests[@]} -gt 0 ]; then echo "failed: ${failed_tests[*]}" >&2; exit 1; fi
