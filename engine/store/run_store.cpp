@@ -328,25 +328,19 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
     const std::uintmax_t bytes = std::filesystem::file_size(db_path, ec);
     store::check_intact(db, m.path_text, version, store::run_store_migrations(), /*quick_check=*/!ec && bytes <= kQuickCheckBytes);
   }
-  if (!m.read_only.empty()) {
+  if (!m.read_only.empty()) {  // read as it is: nothing to upgrade, no journal mode to switch
     if (version == 0)
       throw InputError(m.path_text, "is an empty file that cannot be written (" + m.read_only + "), not a run store");
     if (version < store::kSchemaVersion)
       throw InputError(m.path_text, "is a run store of an older schema (version " + std::to_string(version) +
                                         ") that cannot be written (" + m.read_only + ") to upgrade it; open it once from a writable folder");
-    store::migrate(db, m.path_text, store::run_store_migrations());  // refuses a newer schema by name; writes nothing here
-    try {
-      db.exec("PRAGMA foreign_keys = ON");
-    } catch (const SQLite::Exception& e) {
-      throw InputError(m.path_text, std::string("cannot set up the run store connection: ") + e.what());
-    }
-    return;
   }
-  // Migrations run with foreign keys off (the default), as SQLite's table-rebuild recipe requires.
+  // Migrations run with foreign keys off (the default), as SQLite's table-rebuild recipe requires. A read-only
+  // store is at this schema (above) or newer, which migrate() refuses by name: it writes nothing there.
   store::migrate(db, m.path_text, store::run_store_migrations());
 
   try {
-    if (db.execAndGet("PRAGMA journal_mode").getString() != "wal") {
+    if (m.read_only.empty() && db.execAndGet("PRAGMA journal_mode").getString() != "wal") {
       // The switch needs the file to itself; another process opening the new store at the same moment holds it
       // briefly, and this statement does not wait for it as others do: retry within the busy timeout.
       std::string mode;
@@ -363,7 +357,7 @@ RunStore::RunStore(const std::filesystem::path& db_path) : impl_(std::make_uniqu
         throw InputError(m.path_text, "cannot switch the run store to WAL journal mode (it stays in '" + mode +
                                           "' mode); keep the run store on a local disk");
     }
-    db.exec("PRAGMA synchronous = NORMAL");
+    if (m.read_only.empty()) db.exec("PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
   } catch (const SQLite::Exception& e) {
     throw InputError(m.path_text, std::string("cannot set up the run store connection: ") + e.what());
