@@ -18,9 +18,9 @@ std::string why_write_failed(const std::filesystem::path& file, std::uintmax_t b
            " bytes (ulimit -f, a quota)" + (bytes > 0 ? "; this file takes " + std::to_string(bytes) + " bytes or more" : std::string());
   const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
   struct statvfs fs {};
-  if (saved_errno == ENOSPC || saved_errno == EDQUOT ||
-      (::statvfs(folder.c_str(), &fs) == 0 && static_cast<std::uintmax_t>(fs.f_bavail) * fs.f_frsize < std::max<std::uintmax_t>(bytes, 1))) {
-    const std::uintmax_t free_bytes = ::statvfs(folder.c_str(), &fs) == 0 ? static_cast<std::uintmax_t>(fs.f_bavail) * fs.f_frsize : 0;
+  const bool known = ::statvfs(folder.c_str(), &fs) == 0;
+  const std::uintmax_t free_bytes = known ? static_cast<std::uintmax_t>(fs.f_bavail) * fs.f_frsize : 0;
+  if (saved_errno == ENOSPC || saved_errno == EDQUOT || (known && free_bytes < std::max<std::uintmax_t>(bytes, 1))) {
     return std::string(std::strerror(saved_errno == EDQUOT ? EDQUOT : ENOSPC)) + ": " + folder.string() + " has " + std::to_string(free_bytes) +
            " bytes free" + (bytes > 0 ? "; this file takes " + std::to_string(bytes) + " bytes or more" : std::string());
   }
