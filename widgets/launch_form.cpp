@@ -293,9 +293,8 @@ void LaunchForm::show_applicable_keys() {
 
   // A method that trains in one process (xrlinear's liblinear rankers; a run built on another, as IRENE's) cannot
   // be split across processes: the choice is held at 1 and says why, instead of failing at Start.
-  const auto& methods = registered_method_infos();
-  const auto method = std::find_if(methods.begin(), methods.end(), [&](const MethodInfo& m) { return m.name == chosen.method; });
-  const bool one_process = method != methods.end() && (!method->trains_encoder || method->base_run);
+  const MethodInfo* method = find_method_info(chosen.method);
+  const bool one_process = method != nullptr && (!method->trains_encoder || method->base_run);
   if (one_process) processes_->setValue(1);
   processes_->setEnabled(!one_process);
   processes_->setToolTip(one_process ? QString::fromStdString(chosen.method + " trains in one process")

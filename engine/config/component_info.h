@@ -79,5 +79,7 @@ const BatchOrderInfo& batch_order_info(const std::string& name);
 const std::vector<std::string>& registered_loss_names();
 /// The registered method named `name`; throws ConfigError naming the known methods.
 const MethodInfo& method_info(const std::string& name);
+/// The same, or null when no method has that name (a form field being typed).
+const MethodInfo* find_method_info(const std::string& name);
 
 }  // namespace xmc

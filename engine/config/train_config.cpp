@@ -180,9 +180,8 @@ bool applies_without_an_encoder(const ConfigKeyInfo& info) {
 }  // namespace
 
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
-  const auto& methods = registered_method_infos();
-  const auto method = std::find_if(methods.begin(), methods.end(), [&](const MethodInfo& m) { return m.name == config.method; });
-  if (method != methods.end() && !method->trains_encoder && !applies_without_an_encoder(info)) return false;
+  if (const MethodInfo* method = find_method_info(config.method); method != nullptr && !method->trains_encoder && !applies_without_an_encoder(info))
+    return false;
   for (const KeyCondition& condition : key_conditions(info)) {
     const json value = option_key(condition.key).get(config);
     if (!value.is_string()) continue;

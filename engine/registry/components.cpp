@@ -1,5 +1,6 @@
 // The registered components' torch-free side: their names, help and option groups, and every option group
 // of a run in the order --list-keys and the launch form show them.
+#include <algorithm>
 #include <map>
 
 #include "engine/config/component_info.h"
@@ -79,6 +80,12 @@ const BatchOrderInfo& batch_order_info(const std::string& name) {
 const MethodInfo& method_info(const std::string& name) {
   return find_by_name(registered_method_infos(), name,
                       [&](const std::string& known) { return "method: \"" + name + "\" is not a known method (" + known + ")"; });
+}
+
+const MethodInfo* find_method_info(const std::string& name) {
+  const auto& methods = registered_method_infos();
+  const auto it = std::find_if(methods.begin(), methods.end(), [&](const MethodInfo& m) { return m.name == name; });
+  return it == methods.end() ? nullptr : &*it;
 }
 
 const std::vector<OptionGroup>& registered_option_groups() {
