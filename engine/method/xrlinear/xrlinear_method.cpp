@@ -48,6 +48,14 @@ CsrMatrix tfidf_rows(const TfidfVectorizer& vectorizer, bool paired, const Token
   return vectorizer.features(own, 0, own.size());
 }
 
+/// Beam search's `top` labels and scores ([rows x top], row-major) of every row of `features`, rows split
+/// across the threads.
+void beam_rank_rows(const BeamSearch& search, const CsrMatrix& features, std::int64_t top, std::int64_t* labels, float* scores) {
+  at::parallel_for(0, features.rows, 64, [&](std::int64_t first, std::int64_t last) {
+    search.rank(features, first, last, top, labels + first * top, scores + first * top);
+  });
+}
+
 /// Beam search over the tf-idf rows of tokenized queries.
 class TreeRanker final : public QueryRanker {
  public:
@@ -57,12 +65,7 @@ class TreeRanker final : public QueryRanker {
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
     RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
-    const CsrMatrix features = tfidf_rows(vectorizer_, paired_, queries, begin, end);
-    auto* labels = out.labels.data_ptr<std::int64_t>();
-    auto* scores = out.scores.data_ptr<float>();
-    at::parallel_for(0, n, 64, [&](std::int64_t first, std::int64_t last) {
-      search_.rank(features, first, last, top, labels + first * top, scores + first * top);
-    });
+    beam_rank_rows(search_, tfidf_rows(vectorizer_, paired_, queries, begin, end), top, out.labels.data_ptr<std::int64_t>(), out.scores.data_ptr<float>());
     return out;
   }
   std::int64_t num_labels() const override { return static_cast<std::int64_t>(tree_.labels.size()); }
@@ -100,9 +103,7 @@ class FusedRanker final : public QueryRanker {
     const std::int64_t tree_top = options_.fusion_tree_top;
     std::vector<std::int64_t> tree_labels(static_cast<std::size_t>(n * tree_top), -1);
     std::vector<float> tree_scores(static_cast<std::size_t>(n * tree_top), 0.0f);
-    at::parallel_for(0, n, 64, [&](std::int64_t first, std::int64_t last) {
-      search_.rank(features, first, last, tree_top, tree_labels.data() + first * tree_top, tree_scores.data() + first * tree_top);
-    });
+    beam_rank_rows(search_, features, tree_top, tree_labels.data(), tree_scores.data());
     // The dense run's: its top labels with their scores, and its scores of the tree's candidates.
     torch::NoGradGuard no_grad;
     const torch::Tensor q = dense_.run.method->encode_queries(dense_.query_encoder, theirs, silent_progress(), "fusion").to(torch::kFloat32);
