@@ -62,6 +62,18 @@ struct Common {
   int warmup = 3;
 };
 
+/// Seconds of one call of `step` on `device`: common.warmup calls first, then the mean of common.steps, the
+/// device synchronised before and after.
+template <typename Step>
+double seconds_per_step(const Common& common, const torch::Device& device, Step&& step) {
+  for (int i = 0; i < common.warmup; ++i) step();
+  sync(device);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < common.steps; ++i) step();
+  sync(device);
+  return seconds_since(t0) / common.steps;
+}
+
 int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
                  std::int64_t max_len, const std::string& precision, double peak_tflops) {
   const torch::Device device(common.device);
@@ -106,12 +118,7 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
     optimizer.step();
     optimizer.zero_grad();
   };
-  for (int i = 0; i < common.warmup; ++i) step();
-  sync(device);
-  const auto t0 = Clock::now();
-  for (int i = 0; i < common.steps; ++i) step();
-  sync(device);
-  const double per_step = seconds_since(t0) / common.steps;
+  const double per_step = seconds_per_step(common, device, step);
   // Training FLOPs = 3 × forward; forward per token and layer: 2·(4h² + 2h·ff) for the products with weights
   // plus 4·len·h for the attention scores and their weighted sum.
   const double h = static_cast<double>(hidden), ff = 4.0 * h, len = static_cast<double>(max_len);
@@ -221,12 +228,7 @@ int decoder_step(const Common& common, const xmc::DecoderConfig& shape, std::int
     optimizer.step();
     optimizer.zero_grad();
   };
-  for (int i = 0; i < common.warmup; ++i) step();
-  sync(device);
-  const auto t0 = Clock::now();
-  for (int i = 0; i < common.steps; ++i) step();
-  sync(device);
-  const double per_step = seconds_since(t0) / common.steps;
+  const double per_step = seconds_per_step(common, device, step);
   // Forward per token: 2 × the weights it multiplies (q, o: h²; k, v: h × kv·head_dim; gate, up, down: h × I;
   // the vocabulary is only looked up) plus 4·len·h for attention's scores and weighted sum.
   const double h = static_cast<double>(config.hidden_size), kv = static_cast<double>(config.num_kv_heads * config.head_dim);
