@@ -46,7 +46,7 @@ class ZipfDraw {
   std::vector<std::int64_t> order_;
 };
 
-/// A made-up, pronounceable word for id `w`: consonant-vowel syllables of its base-90 digits ("dakoru").
+/// A made-up, pronounceable word for id `w`: consonant-vowel syllables of its base-75 digits ("dakoru").
 std::string made_up_word(std::int64_t w) {
   static constexpr const char* kConsonants = "bdfghklmnprstvz";  // 15
   static constexpr const char* kVowels = "aeiou";                 // 5: 75 syllables
@@ -66,11 +66,25 @@ void check(bool ok, const std::string& what) {
   if (!ok) throw ConfigError(what);
 }
 
+/// Fisher-Yates with the generator above (std::shuffle's order differs between standard libraries).
+template <typename T>
+void shuffle(std::vector<T>& v, Generator& g) {
+  for (std::int64_t i = static_cast<std::int64_t>(v.size()) - 1; i > 0; --i)
+    std::swap(v[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(g.below(i + 1))]);
+}
+
 std::vector<std::int64_t> shuffled(std::int64_t n, Generator& g) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  for (std::int64_t i = n - 1; i > 0; --i) std::swap(v[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(g.below(i + 1))]);
+  shuffle(v, g);
   return v;
+}
+
+/// The words of `ids`, separated by single spaces.
+std::string joined(const std::vector<std::int32_t>& ids, const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::int32_t w : ids) text += (text.empty() ? "" : " ") + words[static_cast<std::size_t>(w)];
+  return text;
 }
 
 }  // namespace
@@ -103,9 +117,7 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
     auto& mine = label_words[static_cast<std::size_t>(l)];
     mine.push_back(static_cast<std::int32_t>(topic_start + g.below(vocabulary - topic_start)));
     while (static_cast<std::int64_t>(mine.size()) < o.label_words) mine.push_back(static_cast<std::int32_t>(common_word(g)));
-    std::string text;
-    for (const std::int32_t w : mine) text += (text.empty() ? "" : " ") + words[static_cast<std::size_t>(w)];
-    d.label_text.push_back(std::move(text));
+    d.label_text.push_back(joined(mine, words));
     if ((l & 0xFFFF) == 0 && progress.cancelled()) throw Cancelled();
   }
 
@@ -135,11 +147,8 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
         text_words.push_back(lw[static_cast<std::size_t>(1 + g.below(static_cast<std::int64_t>(lw.size()) - 1))]);
       }
       while (static_cast<std::int64_t>(text_words.size()) < o.query_words) text_words.push_back(static_cast<std::int32_t>(common_word(g)));
-      for (std::int64_t i = static_cast<std::int64_t>(text_words.size()) - 1; i > 0; --i)
-        std::swap(text_words[static_cast<std::size_t>(i)], text_words[static_cast<std::size_t>(g.below(i + 1))]);
-      std::string text;
-      for (const std::int32_t w : text_words) text += (text.empty() ? "" : " ") + words[static_cast<std::size_t>(w)];
-      texts.push_back(std::move(text));
+      shuffle(text_words, g);
+      texts.push_back(joined(text_words, words));
       matrix.append_row(mine, std::span<const float>(ones.data(), mine.size()));
       if ((r & 0x3FFF) == 0) {
         if (progress.cancelled()) throw Cancelled();
