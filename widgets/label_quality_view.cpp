@@ -143,10 +143,6 @@ QStringList LabelQualityView::modes() const {
 
 QString LabelQualityView::mode() const { return mode_->currentText(); }
 
-void LabelQualityView::set_mode(const QString& mode) {
-  if (const int at = mode_->findText(mode); at >= 0) mode_->setCurrentIndex(at);
-}
-
 int LabelQualityView::label_column_width() const { return tail_->columnWidth(0); }
 int LabelQualityView::table_width() const { return tail_->viewport()->width(); }
 

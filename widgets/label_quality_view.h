@@ -35,8 +35,6 @@ class LabelQualityView : public QWidget {
   /// The inference modes offered (known once the run's test set was ranked) and the one shown.
   QStringList modes() const;
   QString mode() const;
-  /// Chooses the mode ranked next; compute() ranks with it. Unknown names are ignored.
-  void set_mode(const QString& mode);
   /// Width of the label column and of the whole table's viewport (the numbers must stay in view).
   int label_column_width() const;
   int table_width() const;
