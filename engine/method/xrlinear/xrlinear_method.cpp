@@ -346,12 +346,7 @@ class XrlinearMethod final : public Method {
     if (store_ == nullptr) throw Error("xrlinear fused with a dense run needs the run store holding it");
     auto side = std::make_unique<DenseSide>();
     side->run = load_trained_run(*store_, options_.dense_run, config_.device);
-    std::error_code ec;
-    if (!std::filesystem::equivalent(side->run.config.dataset, config_.dataset, ec))
-      throw ConfigError(key + " trained on " + side->run.config.dataset.string() + ", not on " + config_.dataset.string() +
-                        " (fusion adds scores of the same labels)");
-    if (side->run.method->builds_on_another_run())
-      throw ConfigError(key + " (" + side->run.method->name() + ") builds on another run itself: fuse with a dexml, ngame or unidec run");
+    check_fusable_dense_run(config_, side->run.config);  // checked before the run was recorded too; the store may have changed since
     torch::NoGradGuard no_grad;
     const TokenizedCorpus labels = side->run.method->tokenizer().tokenize(side->run.label_texts);
     for (InferenceMode& mode : side->run.method->inference_modes(labels, silent_progress())) {

@@ -1,5 +1,6 @@
 #include "engine/method/xrlinear/xrlinear_options.h"
 
+#include <filesystem>
 #include <limits>
 
 #include "engine/config/component_info.h"
@@ -9,6 +10,15 @@
 #include "engine/store/run_store.h"
 
 namespace xmc {
+
+void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense) {
+  const std::string key = "xrlinear.dense_run: run " + std::to_string(config.get<XrlinearOptions>().dense_run);
+  if (dense.method != "dexml" && dense.method != "ngame" && dense.method != "unidec")
+    throw ConfigError(key + " is a " + dense.method + " run; fuse with a dexml, ngame or unidec run");
+  std::error_code error;
+  if (!std::filesystem::equivalent(dense.dataset, config.dataset, error))
+    throw ConfigError(key + " trained on " + dense.dataset.string() + ", not on " + config.dataset.string() + " (fusion adds scores of the same labels)");
+}
 
 MethodInfo xrlinear_method_info() {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
@@ -69,15 +79,9 @@ MethodInfo xrlinear_method_info() {
             const std::string key = "xrlinear.dense_run: run " + std::to_string(id);
             const std::optional<RunInfo> dense = store.find_run(id);
             if (!dense) throw ConfigError("xrlinear.dense_run: there is no run " + std::to_string(id) + " in " + store.path().string());
-            const TrainConfig dense_config = parse_train_config(dense->config_json, "run " + std::to_string(id) + " config");
-            if (dense_config.method != "dexml" && dense_config.method != "ngame" && dense_config.method != "unidec")
-              throw ConfigError(key + " is a " + dense_config.method + " run; fuse with a dexml, ngame or unidec run");
+            check_fusable_dense_run(config, parse_train_config(dense->config_json, "run " + std::to_string(id) + " config"));
             if (dense->status != RunStatus::Completed)
               throw ConfigError(key + " is " + to_string(dense->status) + "; fuse with a completed run (continue it first)");
-            std::error_code error;
-            if (!std::filesystem::equivalent(dense_config.dataset, config.dataset, error))
-              throw ConfigError(key + " trained on " + dense_config.dataset.string() + ", not on " + config.dataset.string() +
-                                " (fusion adds scores of the same labels)");
           }};
 }
 

@@ -42,6 +42,12 @@ struct XrlinearOptions {
   BeamSearchOptions beam_search() const { return {.beam = beam, .transform = transform}; }
 };
 
+struct TrainConfig;
+
+/// Throws ConfigError naming xrlinear.dense_run when run `dense` (its config) cannot be fused into `config`'s run:
+/// not a dexml, ngame or unidec run, or trained on another dataset.
+void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense);
+
 /// xrlinear's registration: name, help and option group.
 MethodInfo xrlinear_method_info();
 
