@@ -114,6 +114,9 @@ class FusedRanker final : public QueryRanker {
     const torch::Tensor dense_labels = top_labels.to(torch::kCPU).contiguous();
     const torch::Tensor dense_scores = top_scores.to(torch::kCPU).contiguous();
     const std::int64_t dense_top = dense_labels.size(1);
+    const auto* dense_label_ids = dense_labels.data_ptr<std::int64_t>();
+    const auto* dense_label_scores = dense_scores.data_ptr<float>();
+    const auto* tree_label_dense_scores = at_tree.data_ptr<float>();
     auto* labels_out = out.labels.data_ptr<std::int64_t>();
     auto* scores_out = out.scores.data_ptr<float>();
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
@@ -123,14 +126,14 @@ class FusedRanker final : public QueryRanker {
         candidates.clear();
         dense.clear();
         for (std::int64_t j = 0; j < dense_top; ++j) {
-          candidates.push_back(dense_labels.data_ptr<std::int64_t>()[row * dense_top + j]);
-          dense.push_back(dense_scores.data_ptr<float>()[row * dense_top + j]);
+          candidates.push_back(dense_label_ids[row * dense_top + j]);
+          dense.push_back(dense_label_scores[row * dense_top + j]);
         }
         for (std::int64_t j = 0; j < tree_top; ++j) {
           const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
           if (label < 0 || std::find(candidates.begin(), candidates.end(), label) != candidates.end()) continue;
           candidates.push_back(label);
-          dense.push_back(at_tree.data_ptr<float>()[row * tree_top + j]);
+          dense.push_back(tree_label_dense_scores[row * tree_top + j]);
         }
         const std::vector<float> path = search_.path_scores(features, row, candidates);
         const std::vector<FusedLabel> fused = fuse_scores(candidates, path, dense, options_.fusion_weight, top);
