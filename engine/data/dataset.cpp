@@ -78,6 +78,26 @@ void require_rows(const CsrMatrix& m, std::int64_t rows, const fs::path& file, c
                                         std::to_string(rows));
 }
 
+/// A split's bank, checked against the split's row count and the other banks' m; null when it has none.
+std::shared_ptr<const ImageBank> load_split_images(const fs::path& dir, const std::string& split, std::int64_t rows, const std::string& rows_from,
+                                                   std::int64_t& dim) {
+  const fs::path bank_path = image_files::bank(dir, split);
+  std::error_code error;
+  if (!fs::exists(bank_path, error)) {
+    if (fs::exists(image_files::counts(dir, split), error))
+      throw InputError(image_files::counts(dir, split).string(), "counts images, but there is no " + bank_path.filename().string() + " beside it");
+    return nullptr;
+  }
+  auto bank = std::make_shared<const ImageBank>(ImageBank::open(bank_path, image_files::counts(dir, split)));
+  if (bank->rows() != rows)
+    throw InputError(bank_path.string(), "has " + std::to_string(bank->rows()) + " rows, but " + rows_from + " has " + std::to_string(rows));
+  if (dim != 0 && bank->dim() != dim)
+    throw InputError(bank_path.string(), "holds embeddings of " + std::to_string(bank->dim()) + " numbers, but the dataset's other banks hold " +
+                                             std::to_string(dim) + ": all come from one vision model");
+  dim = bank->dim();
+  return bank;
+}
+
 }  // namespace
 
 Dataset load_dataset(const fs::path& dir, DatasetLoadOptions options, Progress& progress) {
@@ -106,6 +126,12 @@ Dataset load_dataset(const fs::path& dir, DatasetLoadOptions options, Progress& 
     d.test_features = read_xc_sparse(dir / kTestFeatures, progress);
     require_rows(*d.test_features, d.num_test(), dir / kTestFeatures, std::string(kTestLabels));
     require_cols(*d.test_features, d.train_features->cols, dir / kTestFeatures, std::string(kTrainFeatures));
+  }
+  if (options.load_images && fs::is_directory(dir / image_files::kFolder)) {
+    std::int64_t dim = 0;
+    d.train_images = load_split_images(dir, "trn", d.num_train(), kTrainLabels, dim);
+    d.test_images = load_split_images(dir, "tst", d.num_test(), kTestLabels, dim);
+    d.label_images = load_split_images(dir, "lbl", num_labels, kLabelText, dim);
   }
   return d;
 }
@@ -143,6 +169,14 @@ void save_dataset(const Dataset& d, const fs::path& dir) {
   if (!d.test_filter.empty()) write_filter_pairs(dir / kTestFilter, d.test_filter);
   if (d.train_features) write_xc_sparse(dir / kTrainFeatures, *d.train_features);
   if (d.test_features) write_xc_sparse(dir / kTestFeatures, *d.test_features);
+  if (d.has_images()) {
+    fs::create_directories(dir / image_files::kFolder, ec);
+    if (ec) throw InputError((dir / image_files::kFolder).string(), "cannot create the image folder: " + ec.message());
+    const std::pair<const char*, const ImageBank*> banks[] = {
+        {"trn", d.train_images.get()}, {"tst", d.test_images.get()}, {"lbl", d.label_images.get()}};
+    for (const auto& [split, bank] : banks)
+      if (bank != nullptr) bank->save(image_files::bank(dir, split), image_files::counts(dir, split));
+  }
   // Written last: its presence marks a complete dataset.
   write_dataset_meta(dir, d.meta);
 }
@@ -152,6 +186,10 @@ std::string dataset_fingerprint(const fs::path& dir) {
   for (const char* name : {kTrainText, kTestText, kLabelText, kTrainLabels, kTestLabels, kTestFilter, kTrainFeatures,
                            kTestFeatures})
     if (fs::exists(dir / name)) hash.add_file(dir / name);
+  // Image banks count when present (a folder without them keeps the fingerprint it always had).
+  for (const char* split : image_files::kSplits)
+    for (const fs::path& file : {image_files::bank(dir, split), image_files::counts(dir, split)})
+      if (fs::exists(file)) hash.add_file(file);
   return hash.hex();
 }
 

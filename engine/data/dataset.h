@@ -5,8 +5,11 @@
 //   filter_labels_test.txt                  optional (row, label) pairs never to predict
 //   trn_X_Xf.txt, tst_X_Xf.txt              optional sparse BoW features (header "N F")
 //   dataset.json                            optional name, propensity A/B, source
+//   images/trn.npy, tst.npy, lbl.npy        optional image feature banks [rows, M, m] (engine/data/image_bank.h),
+//   images/<split>_count.npy                with optional counts, and images/<split>_files.txt listing image files
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "engine/core/progress.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/data/filter_pairs.h"
+#include "engine/data/image_bank.h"
 #include "engine/data/propensity.h"
 
 namespace xmc {
@@ -32,6 +36,9 @@ struct Dataset {
   CsrMatrix train_labels, test_labels;
   FilterPairs test_filter;
   std::optional<CsrMatrix> train_features, test_features;
+  /// Image feature banks, row for row with the texts; null for a split without one.
+  std::shared_ptr<const ImageBank> train_images, test_images, label_images;
+  bool has_images() const { return train_images || test_images || label_images; }
 
   std::int64_t num_train() const { return train_labels.rows; }
   std::int64_t num_test() const { return test_labels.rows; }
@@ -55,6 +62,7 @@ inline constexpr const char* kMeta = "dataset.json";
 
 struct DatasetLoadOptions {
   bool load_features = true;  ///< read trn/tst_X_Xf.txt when present
+  bool load_images = true;    ///< open images/*.npy when present (memory-mapped: cheap)
 };
 
 /// Loads and cross-checks a dataset folder: row counts of texts and matrices agree, test and train

@@ -8,6 +8,7 @@
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
+#include "engine/text/corpus_rows.h"
 #include "engine/method/grad_cache.h"
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/negatives_options.h"
@@ -37,13 +38,6 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
 }
 
 namespace {
-
-/// Rows [begin, end) of `corpus` as a corpus of their own.
-TokenizedCorpus corpus_rows(const TokenizedCorpus& corpus, std::int64_t begin, std::int64_t end) {
-  TokenizedCorpus part;
-  for (std::int64_t r = begin; r < end; ++r) part.append(corpus.tokens(r));
-  return part;
-}
 
 /// Rows [begin, end) of a label matrix.
 CsrMatrix matrix_rows(const CsrMatrix& matrix, std::int64_t begin, std::int64_t end) {

@@ -7,6 +7,7 @@
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
 #include "engine/method/checkpoint.h"
+#include "engine/model/image_fusion.h"
 
 namespace xmc {
 
@@ -27,7 +28,23 @@ TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const st
   run.method->build({}, run_dir);  // no texts: an encoder with a vocabulary of its own reads it from the run's folder
   load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), store.store_id(), run_id);
   run.method->module().eval();
+  if (image_fusion_for(run.config).max_images > 0) {
+    const auto bank = image_files::bank(run.config.dataset, "lbl");
+    std::error_code error;
+    if (std::filesystem::exists(bank, error)) {
+      run.label_images = std::make_shared<const ImageBank>(ImageBank::open(bank, image_files::counts(run.config.dataset, "lbl")));
+      if (run.label_images->rows() != static_cast<std::int64_t>(run.label_texts.size()))
+        throw InputError(bank.string(), "has " + std::to_string(run.label_images->rows()) + " rows, but the dataset has " +
+                                            std::to_string(run.label_texts.size()) + " labels");
+    }
+  }
   return run;
+}
+
+TokenizedCorpus TrainedRun::label_corpus() const {
+  TokenizedCorpus corpus = method->tokenizer().tokenize(label_texts);
+  if (label_images && label_images->rows() == corpus.size()) corpus.images = label_images;
+  return corpus;
 }
 
 TrainedRun load_trained_run(const std::filesystem::path& db_path, std::int64_t run_id, const std::string& device) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/data/image_bank.h"
 #include "engine/method/method.h"
 
 namespace xmc {
@@ -17,6 +18,11 @@ struct TrainedRun {
   TrainConfig config;
   std::unique_ptr<Method> method;
   std::vector<std::string> label_texts;  ///< the dataset's labels, in id order
+  /// The labels' image bank, when the run's encoder fuses images (images/lbl.npy); null otherwise.
+  std::shared_ptr<const ImageBank> label_images;
+
+  /// The dataset's labels as the run's encoder reads them: tokenized, with their images.
+  TokenizedCorpus label_corpus() const;
 };
 
 class RunStore;

@@ -319,7 +319,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   impl->store = std::make_unique<RunStore>(db_path);
   impl->run = load_trained_run(*impl->store, run_id, device);
   use_cpu_threads(impl->run.method->module(), at::get_num_threads());
-  const TokenizedCorpus labels = impl->run.method->tokenizer().tokenize(impl->run.label_texts);
+  const TokenizedCorpus labels = impl->run.label_corpus();
   {
     torch::NoGradGuard no_grad;
     impl->modes = impl->run.method->inference_modes(labels, progress);

@@ -1,15 +1,21 @@
 #pragma once
 // A corpus of texts turned into token ids once, up front; encoders build their batch tensors from rows
-// of it. Rows are stored back to back (CSR): tokens of text i are token_ids[offsets[i] .. offsets[i+1]).
+// of it (and, with image banks, their images). Rows are stored back to back (CSR): tokens of text i are token_ids[offsets[i] .. offsets[i+1]).
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace xmc {
 
+class ImageBank;
+
 struct TokenizedCorpus {
   std::vector<std::int64_t> offsets{0};  ///< size num_texts + 1
   std::vector<std::int32_t> token_ids;   ///< all tokens, text after text
+  /// The texts' image feature bank, row for row (engine/data/image_bank.h); null = texts only. Encoders with
+  /// image fusion read a row's images from it; rows appended later have none in it and must not be encoded.
+  std::shared_ptr<const ImageBank> images;
 
   std::int64_t size() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
   std::span<const std::int32_t> tokens(std::int64_t text) const {

@@ -23,6 +23,8 @@
 #include "engine/eval/metric_key.h"
 #include "engine/method/method_registry.h"
 #include "engine/model/encoder_factory.h"
+#include "engine/model/image_options.h"
+#include "engine/text/corpus_rows.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/store/run_files.h"
 #include "engine/method/checkpoint.h"
@@ -157,10 +159,12 @@ struct Trainer::Impl {
       const std::int64_t stride = (queries.size() + most - 1) / most;
       truth.cols = full.truth->cols;
       std::vector<FilterPair> pairs;
+      std::vector<std::int64_t> rows;
       for (std::int64_t row = 0; row < queries.size(); row += stride) {
-        corpus.append(queries.tokens(row));
+        rows.push_back(row);
         truth.append_row(full.truth->row_indices(row), full.truth->row_values(row));
       }
+      corpus = corpus_rows(queries, rows);
       for (const FilterPair& p : full.filter->pairs())
         if (p.row % stride == 0) pairs.push_back({p.row / stride, p.label});
       filter = FilterPairs(std::move(pairs));
@@ -358,7 +362,7 @@ struct Trainer::Impl {
     if (!setup.resume) torch::manual_seed(config.seed);
 
     phase("loading dataset");
-    dataset = load_dataset(config.dataset, {.load_features = false}, progress);
+    dataset = load_dataset(config.dataset, {.load_features = false, .load_images = config.get<ImageOptions>().max > 0}, progress);
     const auto fingerprint = dataset_fingerprint(config.dataset);
     if (!setup.expected_fingerprint.empty() && setup.expected_fingerprint != fingerprint)
       throw Error("dataset " + config.dataset.string() + " changed since run " + std::to_string(setup.run_id) + " started (fingerprint " +
@@ -377,6 +381,9 @@ struct Trainer::Impl {
     train_corpus = method->tokenizer().tokenize(dataset.train_text);
     test_corpus = method->tokenizer().tokenize(dataset.test_text);
     label_corpus = method->tokenizer().tokenize(dataset.label_text);
+    train_corpus.images = dataset.train_images;  // null without banks; only an encoder that fuses images reads them
+    test_corpus.images = dataset.test_images;
+    label_corpus.images = dataset.label_images;
     phase(method->description());
 
     std::vector<std::int64_t> labelled;

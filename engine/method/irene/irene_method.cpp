@@ -75,7 +75,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
 
     // The base run's classifier space: its mode that ranks by classifiers (ngame "classifier", unidec "clf").
     torch::NoGradGuard no_grad;
-    const TokenizedCorpus labels = base_.method->tokenizer().tokenize(base_.label_texts);
+    const TokenizedCorpus labels = base_.label_corpus();
     const auto modes = base_.method->inference_modes(labels, silent_progress());
     const auto clf = std::find_if(modes.begin(), modes.end(), [](const InferenceMode& m) { return m.metric_prefix == "clf"; });
     if (clf == modes.end())

@@ -1,5 +1,7 @@
 #include "engine/method/xrlinear/paired_tokenizer.h"
 
+#include "engine/text/corpus_rows.h"
+
 #include <string>
 
 #include "engine/core/error.h"
@@ -50,6 +52,7 @@ std::pair<TokenizedCorpus, TokenizedCorpus> split_paired(const TokenizedCorpus& 
     out.first.append(first);
     out.second.append(second);
   }
+  if (paired.images) out.second.images = corpus_rows(paired, begin, end).images;  // the dense encoder's, row for row
   return out;
 }
 

@@ -351,7 +351,7 @@ class XrlinearMethod final : public Method {
     side->run = load_trained_run(*store_, options_.dense_run, config_.device);
     check_fusable_dense_run(config_, side->run.config);  // checked before the run was recorded too; the store may have changed since
     torch::NoGradGuard no_grad;
-    const TokenizedCorpus labels = side->run.method->tokenizer().tokenize(side->run.label_texts);
+    const TokenizedCorpus labels = side->run.label_corpus();
     for (InferenceMode& mode : side->run.method->inference_modes(labels, silent_progress())) {
       if (mode.ranker || mode.subset || !mode.label_matrix.defined()) continue;
       side->mode = mode.name;

@@ -80,9 +80,12 @@ class EmbeddingsImpl : public torch::nn::Module {
     word_->weight[config.pad_token_id].zero_();
   }
 
-  torch::Tensor forward(const torch::Tensor& input_ids) {
+  /// `images` with `projection` (early fusion): projected images take the word embeddings' place at their
+  /// positions, and get the position and token-type embeddings and the LayerNorm as words do.
+  torch::Tensor forward(const torch::Tensor& input_ids, const BatchImages* images = nullptr, ImageProjectionImpl* projection = nullptr) {
     const auto positions = torch::arange(input_ids.size(1), input_ids.options().dtype(torch::kLong));
     torch::Tensor x = word_(input_ids);
+    if (images != nullptr && projection != nullptr) x = place_image_tokens(x, *images, *projection);
     if (!token_type_.is_empty()) x = x + token_type_->weight[0];  // token_type_ids are all 0
     x = x + position_(positions).unsqueeze(0);
     return dropout_(layer_norm_(x));
@@ -394,15 +397,31 @@ BertEncoderImpl::BertEncoderImpl(const BertConfig& config, const BertEncoderOpti
 
 torch::Device BertEncoderImpl::device() const { return embeddings_->word_weight().device(); }
 
+void BertEncoderImpl::attach_images(const ImageFusionOptions& options) {
+  if (image_projection_) throw ConfigError("bert encoder: images are already fused");
+  if (options.max_images <= 0) return;
+  if (options.image_dim < 1) throw ConfigError("bert encoder: an image projection needs the bank's embedding size, got " + std::to_string(options.image_dim));
+  if (options.kind == ImageFusionKind::early && options_.max_len + options.max_images > config_.max_position_embeddings)
+    throw ConfigError("images.max: " + std::to_string(options_.max_len) + " text tokens and " + std::to_string(options.max_images) +
+                      " image tokens exceed the model's max_position_embeddings " + std::to_string(config_.max_position_embeddings) +
+                      "; lower encoder.max_len");
+  image_fusion_ = options;
+  image_projection_ = register_module("image_projection", ImageProjection(options.image_dim, config_.hidden_size, device()));
+}
+
 BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const {
   const auto batch = static_cast<std::int64_t>(rows.size());
-  std::int64_t length = 1;
-  for (const std::int64_t row : rows) {
+  for (const std::int64_t row : rows)
     if (row < 0 || row >= corpus.size())
       throw ConfigError("bert encoder: row " + std::to_string(row) + " is outside the corpus (" +
                         std::to_string(corpus.size()) + " texts)");
-    length = std::max(length, std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(row).size()), options_.max_len));
-  }
+  BertBatch prepared;
+  prepared.images = gather_batch_images(corpus, rows, image_fusion_.max_images, image_fusion_.image_dim);
+  const bool early = image_fusion_.kind == ImageFusionKind::early;
+  std::int64_t length = 1;
+  for (std::size_t b = 0; b < rows.size(); ++b)
+    length = std::max(length, std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(rows[b]).size()), options_.max_len) +
+                                  (early ? prepared.images.per_row[b] : 0));
   torch::Tensor ids = torch::full({batch, length}, config_.pad_token_id, torch::kLong);
   torch::Tensor mask = torch::zeros({batch, length}, torch::kBool);
   std::int64_t* ids_data = ids.data_ptr<std::int64_t>();
@@ -421,20 +440,33 @@ BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<c
       ids_data[b * length + i] = id;
       mask_data[b * length + i] = true;
     }
+    if (early)  // the row's images right after its [SEP]: positions continue, the mask covers them
+      for (std::int64_t i = 0; i < prepared.images.per_row[static_cast<std::size_t>(b)]; ++i) mask_data[b * length + kept + i] = true;
   }
   const torch::Device target = device();
-  BertBatch prepared;
+  if (!prepared.images.empty()) {
+    torch::Tensor positions = torch::empty({prepared.images.rows.size(0)}, torch::kLong);
+    std::int64_t* at = positions.data_ptr<std::int64_t>();
+    std::int64_t n = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const std::int64_t text = std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(rows[static_cast<std::size_t>(b)]).size()), options_.max_len);
+      for (std::int64_t i = 0; i < prepared.images.per_row[static_cast<std::size_t>(b)]; ++i) at[n++] = text + i;
+    }
+    prepared.images.features = staged_to(prepared.images.features, target);
+    prepared.images.rows = staged_to(prepared.images.rows, target);
+    prepared.images.positions = staged_to(positions, target);
+  }
   prepared.input_ids = staged_to(ids, target);
   prepared.attention_mask = staged_to(mask, target);
   return prepared;
 }
 
-torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
+torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const BatchImages* images) {
   TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(),
               "BertEncoder::forward: input_ids and attention_mask must both be [B, L]");
   TORCH_CHECK(input_ids.size(1) <= config_.max_position_embeddings, "BertEncoder::forward: sequence length ",
               input_ids.size(1), " exceeds max_position_embeddings ", config_.max_position_embeddings);
-  torch::Tensor x = embeddings_->forward(input_ids);
+  torch::Tensor x = embeddings_->forward(input_ids, image_projection_ ? images : nullptr, image_projection_ ? image_projection_.get() : nullptr);
   const torch::Tensor keep = attention_mask.to(torch::kBool).view({input_ids.size(0), 1, 1, input_ids.size(1)});
   const torch::Tensor additive_mask =
       torch::zeros(keep.sizes(), x.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(x.scalar_type()));
@@ -458,7 +490,10 @@ torch::Tensor BertEncoderImpl::encode_input(const EncoderInput& input) {
   const auto& batch = dynamic_cast<const BertBatch&>(input);
   if (!batch.input_ids.defined()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
   const AutocastScope mixed_precision(device(), options_.autocast);
-  return pool(forward(batch.input_ids, batch.attention_mask), batch.attention_mask).to(torch::kFloat);
+  const bool early = image_fusion_.kind == ImageFusionKind::early;
+  torch::Tensor pooled = pool(forward(batch.input_ids, batch.attention_mask, early ? &batch.images : nullptr), batch.attention_mask);
+  if (image_projection_ && !early) pooled = add_pooled_images(pooled, batch.images, *image_projection_);
+  return pooled.to(torch::kFloat);
 }
 
 // ---- loading and saving ----
@@ -514,6 +549,7 @@ void save_bert_encoder(const BertEncoder& encoder, const BertConfig& config, con
   std::vector<TensorToWrite> tensors;
   for (const auto& item : encoder->named_parameters(/*recurse=*/true)) {
     const std::string& name = item.key();
+    if (name.rfind("image_projection.", 0) == 0) continue;  // not part of the text model
     keep_alive.push_back(item.value().detach().to(torch::kCPU, torch::kFloat).contiguous());
     const torch::Tensor& t = keep_alive.back();
     tensors.push_back({bert_detail::checkpoint_name(config.family, name), SafeDtype::F32, bert_detail::shape_of(t),

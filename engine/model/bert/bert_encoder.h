@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/model/encoder.h"
+#include "engine/model/image_fusion.h"
 
 namespace xmc {
 
@@ -68,9 +69,12 @@ struct BertEncoderOptions {
 
 /// One padded batch: input_ids [B, L] int64 (pad = config.pad_token_id), attention_mask [B, L] bool
 /// (true = real token), both on the encoder's device.
+/// With image fusion, `images` holds the rows' images: early fusion puts them after each text's [SEP]
+/// (their input_ids are padding there, their mask true), late fusion adds them after pooling.
 struct BertBatch final : EncoderInput {
   torch::Tensor input_ids;
   torch::Tensor attention_mask;
+  BatchImages images;
 };
 
 namespace bert_detail {
@@ -96,9 +100,17 @@ class BertEncoderImpl : public EncoderImpl {
   torch::Device device() const override;
 
   /// Truncates and pads rows of `corpus` into a batch (ConfigError on a token id outside the vocabulary).
+  /// max_len bounds the text; fused image tokens come on top of it.
   BertBatch make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const;
-  /// The last layer's hidden states [B, L, hidden_size] of a batch (input_ids [B, L], attention_mask [B, L]).
-  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  /// The last layer's hidden states [B, L, hidden_size] of a batch (input_ids [B, L], attention_mask [B, L]);
+  /// `images` (early fusion) replace the word embeddings at their positions.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const BatchImages* images = nullptr);
+
+  /// Fuses images from the corpus's bank from now on: registers "image_projection" (m -> hidden). Called once,
+  /// after the text model's weights are loaded (they never include it). ConfigError for a second call or m < 1.
+  void attach_images(const ImageFusionOptions& options);
+  /// The fusion in effect; max_images 0 when the encoder reads texts only.
+  const ImageFusionOptions& image_fusion() const { return image_fusion_; }
   /// Pools hidden states [B, L, H] with attention_mask [B, L] by options().pooling -> [B, H].
   torch::Tensor pool(const torch::Tensor& hidden, const torch::Tensor& attention_mask) const;
 
@@ -111,6 +123,8 @@ class BertEncoderImpl : public EncoderImpl {
   BertEncoderOptions options_;
   std::shared_ptr<bert_detail::EmbeddingsImpl> embeddings_;
   std::vector<std::shared_ptr<bert_detail::LayerImpl>> layers_;
+  ImageFusionOptions image_fusion_{.max_images = 0};
+  ImageProjection image_projection_{nullptr};
 };
 TORCH_MODULE(BertEncoder);
 
@@ -121,7 +135,8 @@ TORCH_MODULE(BertEncoder);
 BertEncoder load_bert_encoder(const std::filesystem::path& folder, const BertEncoderOptions& options = {});
 
 /// Writes `folder`/config.json and `folder`/model.safetensors (float32, Hugging Face BertModel or
-/// DistilBertModel names by config.family) so that load_bert_encoder() reads back the same module.
+/// DistilBertModel names by config.family) so that load_bert_encoder() reads back the same module (the text model:
+/// an image projection is not part of a Hugging Face BertModel and is left out).
 /// `config` must describe `encoder`'s architecture (ConfigError otherwise). Creates `folder` if needed.
 void save_bert_encoder(const BertEncoder& encoder, const BertConfig& config, const std::filesystem::path& folder);
 

@@ -5,6 +5,7 @@
 #include "engine/model/transformer_options.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/encoder_options.h"
+#include "engine/model/image_fusion.h"
 #include "engine/text/wordpiece_text_tokenizer.h"
 
 namespace xmc {
@@ -30,6 +31,9 @@ BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std:
     encoder = std::make_shared<BertEncoderImpl>(bert_config, options);
     description = "bert encoder, randomly initialised from " + (folder / "config.json").string();
   }
+  const ImageFusionOptions images = image_fusion_for(config);
+  encoder->attach_images(images);
+  description += describe_image_fusion(images);
   return {std::move(encoder), std::make_unique<WordPieceTextTokenizer>(WordPieceTokenizer::from_folder(folder, {.max_len = bert.max_len})), description};
 }
 

@@ -41,18 +41,43 @@ DecoderEncoderImpl::DecoderEncoderImpl(const DecoderConfig& config, const Decode
   norm_ = register_module("norm", RmsNorm(config_.hidden_size, config_.rms_norm_eps, !frozen, options_.device, held.dtype().toScalarType()));
 }
 
+void DecoderEncoderImpl::attach_images(const ImageFusionOptions& options, std::vector<std::int32_t> prefix) {
+  if (image_projection_) throw ConfigError("decoder encoder: images are already fused");
+  if (options.max_images <= 0) return;
+  if (options.image_dim < 1) throw ConfigError("decoder encoder: an image projection needs the bank's embedding size, got " + std::to_string(options.image_dim));
+  for (const std::int32_t id : prefix)
+    if (id < 0 || id >= config_.vocab_size) throw ConfigError("decoder encoder: the image prefix has token id " + std::to_string(id) + ", outside the vocabulary");
+  const auto extra = static_cast<std::int64_t>(prefix.size()) + options.max_images;
+  if (options.kind == ImageFusionKind::early && options_.max_len + extra > config_.max_position_embeddings)
+    throw ConfigError("images.max: " + std::to_string(options_.max_len) + " text tokens and " + std::to_string(extra) +
+                      " image tokens (prefix included) exceed the model's max_position_embeddings " + std::to_string(config_.max_position_embeddings));
+  image_fusion_ = options;
+  image_prefix_ = std::move(prefix);
+  image_projection_ = register_module("image_projection", ImageProjection(options.image_dim, config_.hidden_size, options_.device));
+}
+
 DecoderBatch DecoderEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const {
   const auto batch = static_cast<std::int64_t>(rows.size());
-  std::int64_t length = 1;
-  for (const std::int64_t row : rows) {
+  for (const std::int64_t row : rows)
     if (row < 0 || row >= corpus.size())
       throw ConfigError("decoder encoder: row " + std::to_string(row) + " is outside the corpus (" + std::to_string(corpus.size()) + " texts)");
-    length = std::max(length, std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(row).size()), options_.max_len));
+  DecoderBatch prepared;
+  prepared.images = gather_batch_images(corpus, rows, image_fusion_.max_images, image_fusion_.image_dim);
+  const bool early = image_fusion_.kind == ImageFusionKind::early;
+  const auto prefix = static_cast<std::int64_t>(image_prefix_.size());
+  auto images_of = [&](std::int64_t b) { return early ? prepared.images.per_row[static_cast<std::size_t>(b)] : std::int64_t{0}; };
+  std::int64_t length = 1;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::int64_t text = std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(rows[static_cast<std::size_t>(b)]).size()), options_.max_len);
+    length = std::max(length, text + (images_of(b) > 0 ? prefix + images_of(b) : 0));
   }
   torch::Tensor ids = torch::zeros({batch, length}, torch::kLong);
   torch::Tensor mask = torch::zeros({batch, length}, torch::kBool);
+  torch::Tensor positions = torch::empty({prepared.images.empty() ? 0 : prepared.images.rows.size(0)}, torch::kLong);
   std::int64_t* ids_data = ids.data_ptr<std::int64_t>();
   bool* mask_data = mask.data_ptr<bool>();
+  std::int64_t* position_data = positions.data_ptr<std::int64_t>();
+  std::int64_t placed = 0;
   for (std::int64_t b = 0; b < batch; ++b) {
     const auto tokens = corpus.tokens(rows[static_cast<std::size_t>(b)]);
     const auto size = static_cast<std::int64_t>(tokens.size());
@@ -60,29 +85,45 @@ DecoderBatch DecoderEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::
       throw ConfigError("decoder encoder: text " + std::to_string(rows[static_cast<std::size_t>(b)]) +
                         " has no tokens; a decoder's rows end with EOS (was the corpus made by its tokenizer?)");
     const std::int64_t kept = std::min(size, options_.max_len);
-    for (std::int64_t i = 0; i < kept; ++i) {
-      const std::int32_t id = (i == kept - 1 && kept < size) ? tokens.back() : tokens[static_cast<std::size_t>(i)];
+    std::int64_t at = 0;
+    auto put = [&](std::int32_t id) {
       if (id < 0 || id >= config_.vocab_size)
         throw ConfigError("decoder encoder: token id " + std::to_string(id) + " of text " + std::to_string(rows[static_cast<std::size_t>(b)]) +
                           " is outside the vocabulary (vocab_size " + std::to_string(config_.vocab_size) +
                           "); was the corpus tokenized with this model's tokenizer?");
-      ids_data[b * length + i] = id;
-      mask_data[b * length + i] = true;
+      ids_data[b * length + at] = id;
+      mask_data[b * length + at] = true;
+      ++at;
+    };
+    for (std::int64_t i = 0; i + 1 < kept; ++i) put(tokens[static_cast<std::size_t>(i)]);  // the text, cut to max_len − 1
+    if (images_of(b) > 0) {
+      for (const std::int32_t id : image_prefix_) put(id);
+      for (std::int64_t i = 0; i < images_of(b); ++i) {
+        position_data[placed++] = at;
+        mask_data[b * length + at] = true;  // its id stays 0: the projection replaces the embedding
+        ++at;
+      }
     }
+    put(tokens.back());  // EOS (the last token, also of a cut text)
   }
-  DecoderBatch prepared;
+  if (!prepared.images.empty()) {
+    prepared.images.features = staged_to(prepared.images.features, options_.device);
+    prepared.images.rows = staged_to(prepared.images.rows, options_.device);
+    prepared.images.positions = staged_to(positions, options_.device);
+  }
   prepared.input_ids = staged_to(ids, options_.device);
   prepared.attention_mask = staged_to(mask, options_.device);
   return prepared;
 }
 
-torch::Tensor DecoderEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
+torch::Tensor DecoderEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const BatchImages* images) {
   TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(),
               "DecoderEncoder::forward: input_ids and attention_mask must both be [B, L]");
   const std::int64_t batch = input_ids.size(0), length = input_ids.size(1);
   TORCH_CHECK(length <= config_.max_position_embeddings, "DecoderEncoder::forward: sequence length ", length,
               " exceeds max_position_embeddings ", config_.max_position_embeddings);
   torch::Tensor x = torch::embedding(embed_tokens_, input_ids).to(torch::kFloat);
+  if (images != nullptr && image_projection_) x = place_image_tokens(x, *images, *image_projection_);
   const auto [cos, sin] = rotary_tables(length, config_.head_dim, config_.rope_theta, x.device());
   // Key j is visible to query i when j <= i and j is a real token (right padding is never attended to).
   const torch::Tensor causal = torch::ones({length, length}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();
@@ -116,7 +157,10 @@ torch::Tensor DecoderEncoderImpl::encode_input(const EncoderInput& input) {
   const auto& batch = dynamic_cast<const DecoderBatch&>(input);
   if (!batch.input_ids.defined()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
   const AutocastScope mixed_precision(device(), options_.autocast);
-  return pool(forward(batch.input_ids, batch.attention_mask), batch.attention_mask).to(torch::kFloat);
+  const bool early = image_fusion_.kind == ImageFusionKind::early;
+  torch::Tensor pooled = pool(forward(batch.input_ids, batch.attention_mask, early ? &batch.images : nullptr), batch.attention_mask);
+  if (image_projection_ && !early) pooled = add_pooled_images(pooled, batch.images, *image_projection_);
+  return pooled.to(torch::kFloat);
 }
 
 std::vector<std::pair<std::string, torch::Tensor*>> DecoderEncoderImpl::base_weights() {

@@ -20,6 +20,7 @@
 #include "engine/model/decoder/decoder_config.h"
 #include "engine/model/decoder/decoder_layer.h"
 #include "engine/model/encoder.h"
+#include "engine/model/image_fusion.h"
 
 namespace xmc {
 
@@ -34,10 +35,12 @@ struct DecoderEncoderOptions {
   bool checkpointing = false;          ///< recompute each layer in backward (activation_checkpoint.h)
 };
 
-/// One right-padded batch: input_ids [B, L] int64 (padding 0), attention_mask [B, L] bool, on the device.
+/// One right-padded batch: input_ids [B, L] int64 (padding 0), attention_mask [B, L] bool, on the device. With
+/// early image fusion a row with images reads: its text, the image prefix's ids, one slot per image, EOS.
 struct DecoderBatch final : EncoderInput {
   torch::Tensor input_ids;
   torch::Tensor attention_mask;
+  BatchImages images;
 };
 
 class DecoderEncoderImpl : public EncoderImpl {
@@ -55,8 +58,15 @@ class DecoderEncoderImpl : public EncoderImpl {
   torch::Device device() const override { return options_.device; }
 
   DecoderBatch make_batch(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows) const;
-  /// The final normed hidden states [B, L, hidden] of a right-padded batch.
-  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  /// The final normed hidden states [B, L, hidden] of a right-padded batch; `images` (early fusion) replace the
+  /// token embeddings at their positions.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const BatchImages* images = nullptr);
+
+  /// Fuses images from the corpus's bank from now on: registers "image_projection" (m -> hidden, trained even
+  /// when the base is frozen). `prefix` is the tokenizer's ids of the text that introduces a row's images (ViXML:
+  /// " and its image:"). Called once, after the base weights are loaded. ConfigError for a second call.
+  void attach_images(const ImageFusionOptions& options, std::vector<std::int32_t> prefix);
+  const ImageFusionOptions& image_fusion() const { return image_fusion_; }
   /// Pools hidden [B, L, H] by options().pooling over attention_mask [B, L] -> [B, H].
   torch::Tensor pool(const torch::Tensor& hidden, const torch::Tensor& attention_mask) const;
 
@@ -74,6 +84,9 @@ class DecoderEncoderImpl : public EncoderImpl {
   torch::Tensor embed_tokens_;
   std::vector<DecoderLayer> layers_;
   RmsNorm norm_{nullptr};
+  ImageFusionOptions image_fusion_{.max_images = 0};
+  std::vector<std::int32_t> image_prefix_;
+  ImageProjection image_projection_{nullptr};
 };
 TORCH_MODULE(DecoderEncoder);
 

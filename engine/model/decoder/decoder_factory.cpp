@@ -20,6 +20,7 @@
 #include "engine/model/encoder_factory.h"
 #include "engine/model/encoder_options.h"
 #include "engine/model/hf_weights.h"
+#include "engine/model/image_fusion.h"
 #include "engine/model/transformer_options.h"
 #include "engine/text/prompted_tokenizer.h"
 
@@ -100,6 +101,15 @@ BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<s
   }
   if (options.lora.spec.rank > 0) check_base_identity(folder, run_dir);
 
+  const auto tokenizer_json = tokenizer_json_of(decoder.tokenizer.empty() ? folder : decoder.tokenizer);
+  ByteLevelBpe bpe = ByteLevelBpe::from_file(tokenizer_json);
+  if (bpe.vocab_size() > model_config.vocab_size)
+    throw InputError(tokenizer_json.string(), "gives ids up to " + std::to_string(bpe.vocab_size() - 1) + " but " + (folder / "config.json").string() +
+                                                  " has vocab_size " + std::to_string(model_config.vocab_size) + ": they belong to different models");
+  const std::int32_t eos = decoder_eos_id(bpe, tokenizer_json, model_config.eos_token_id, folder / "config.json");
+  const ImageFusionOptions images = image_fusion_for(config);
+  encoder->attach_images(images, bpe.encode(" and its image:"));  // ViXML's words before the image tokens
+
   std::int64_t trainable = 0;
   for (const auto& p : encoder->parameters()) trainable += p.numel();
   description += ", " + std::to_string(model_config.num_layers) + " layers, hidden " + std::to_string(model_config.hidden_size) + "; " +
@@ -107,12 +117,7 @@ BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<s
                  std::to_string(trainable) + " trained of " + std::to_string(static_cast<std::int64_t>(model_config.parameter_count())) +
                  " parameters";
 
-  const auto tokenizer_json = tokenizer_json_of(decoder.tokenizer.empty() ? folder : decoder.tokenizer);
-  ByteLevelBpe bpe = ByteLevelBpe::from_file(tokenizer_json);
-  if (bpe.vocab_size() > model_config.vocab_size)
-    throw InputError(tokenizer_json.string(), "gives ids up to " + std::to_string(bpe.vocab_size() - 1) + " but " + (folder / "config.json").string() +
-                                                  " has vocab_size " + std::to_string(model_config.vocab_size) + ": they belong to different models");
-  const std::int32_t eos = decoder_eos_id(bpe, tokenizer_json, model_config.eos_token_id, folder / "config.json");
+  description += describe_image_fusion(images);
   return {std::move(encoder), std::make_unique<PromptedTokenizer>(std::move(bpe), decoder.prompt_template, eos,
                                                                            std::min(options.max_len, model_config.max_position_embeddings)), description};
 }

@@ -7,6 +7,7 @@
 #include "engine/config/option_group_builder.h"
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
+#include "engine/model/image_options.h"
 #include "engine/model/transformer_options.h"
 
 namespace xmc {
@@ -75,7 +76,7 @@ EncoderInfo decoder_encoder_info() {
           })
           .build();
   return {"decoder", "a decoder-only LLM (Qwen2, Qwen3, Llama) from a local Hugging Face folder, with LoRA (byte-level BPE)",
-          {transformer_option_group(), std::move(decoder)}};
+          {transformer_option_group(), std::move(decoder), image_option_group()}};
 }
 
 }  // namespace xmc
