@@ -86,6 +86,9 @@ DatasetSummary summarize_dataset(const Dataset& d) {
   s.train_text = text_stats(d.train_text);
   s.test_text = text_stats(d.test_text);
   s.label_text = text_stats(d.label_text);
+  const std::pair<const char*, const ImageBank*> banks[] = {{"train", d.train_images.get()}, {"test", d.test_images.get()}, {"labels", d.label_images.get()}};
+  for (const auto& [split, bank] : banks)
+    if (bank != nullptr) s.images.emplace_back(split, image_coverage(*bank));
   return s;
 }
 
@@ -114,6 +117,12 @@ std::string to_json(const DatasetSummary& s) {
                       {"label_frequency_quantiles", quantiles},
                       {"labels_in_most_train_rows", dominant},
                       {"text_words", {{"train", text_json(s.train_text)}, {"test", text_json(s.test_text)}, {"labels", text_json(s.label_text)}}}};
+  if (!s.images.empty()) {
+    nlohmann::json images = nlohmann::json::object();
+    for (const auto& [split, c] : s.images)
+      images[split] = {{"rows", c.rows}, {"rows_with_images", c.rows_with_images}, {"images", c.images}, {"M", c.slots}, {"m", c.dim}};
+    j["images"] = images;
+  }
   return j.dump();
 }
 
@@ -152,6 +161,11 @@ std::string to_text(const DatasetSummary& s) {
   text_line("train text", s.train_text);
   text_line("test text", s.test_text);
   text_line("label text", s.label_text);
+  for (const auto& [split, c] : s.images)
+    add("images of %-18s %lld of %lld items have some (%.1f%%), %.2f per item; M = %lld slots of m = %lld numbers\n", split.c_str(),
+        static_cast<long long>(c.rows_with_images), static_cast<long long>(c.rows),
+        c.rows ? 100.0 * static_cast<double>(c.rows_with_images) / static_cast<double>(c.rows) : 0.0,
+        c.rows ? static_cast<double>(c.images) / static_cast<double>(c.rows) : 0.0, static_cast<long long>(c.slots), static_cast<long long>(c.dim));
   return out;
 }
 

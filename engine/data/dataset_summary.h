@@ -39,6 +39,8 @@ struct DatasetSummary {
   /// Train label frequency at the quantiles 0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.
   std::vector<std::pair<double, std::int64_t>> label_frequency_quantiles;
   TextLengthStats train_text, test_text, label_text;
+  /// Image banks (images/*.npy) per split, in the order train, test, labels; a split without one is absent.
+  std::vector<std::pair<std::string, ImageCoverage>> images;
 };
 
 DatasetSummary summarize_dataset(const Dataset& d);

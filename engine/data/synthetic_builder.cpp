@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,46 @@ std::string joined(const std::vector<std::int32_t>& ids, const std::vector<std::
   return text;
 }
 
+/// The second view: each item's looks as a tf-idf vector, randomly projected to m numbers (see the header).
+class LookProjection {
+ public:
+  static constexpr std::int64_t kNoiseLooks = 10;
+  LookProjection(std::int64_t labels, std::int64_t dim, std::uint64_t seed) : labels_(labels), dim_(dim), seed_(seed) {}
+
+  /// Counts the items each look appears in (call for every item before vectors are made).
+  void count(const std::vector<std::int64_t>& looks) {
+    for (const std::int64_t w : looks) ++document_frequency_[w];
+  }
+  void finish_counting(std::int64_t items) { items_ = items; }
+
+  /// `looks` (ids: labels' own 0..labels−1, noise labels..labels+99) -> m numbers, L2-normalised.
+  void embed(const std::vector<std::int64_t>& looks, float* out) const {
+    std::vector<double> v(static_cast<std::size_t>(dim_), 0.0);
+    for (const std::int64_t w : looks) {
+      const auto df = document_frequency_.find(w);
+      const double idf = std::log(static_cast<double>(items_ + 1) / static_cast<double>((df == document_frequency_.end() ? 0 : df->second) + 1)) + 1.0;
+      Generator column(splitmix64_mix(seed_ ^ (static_cast<std::uint64_t>(w) * 0x9E3779B97F4A7C15ULL)));
+      for (std::int64_t i = 0; i < dim_; i += 2) {  // Box-Muller: two Gaussians per pair of uniforms
+        const double radius = std::sqrt(-2.0 * std::log(1.0 - column.uniform()));
+        const double angle = 6.283185307179586 * column.uniform();
+        v[static_cast<std::size_t>(i)] += idf * radius * std::cos(angle);
+        if (i + 1 < dim_) v[static_cast<std::size_t>(i + 1)] += idf * radius * std::sin(angle);
+      }
+    }
+    double norm = 0;
+    for (const double x : v) norm += x * x;
+    norm = std::sqrt(norm) + 1e-12;
+    for (std::int64_t i = 0; i < dim_; ++i) out[i] = static_cast<float>(v[static_cast<std::size_t>(i)] / norm);
+  }
+  std::int64_t noise_look(Generator& g) const { return labels_ + g.below(kNoiseLooks); }
+
+ private:
+  std::int64_t labels_, dim_;
+  std::uint64_t seed_;
+  std::int64_t items_ = 0;
+  std::map<std::int64_t, std::int64_t> document_frequency_;
+};
+
 }  // namespace
 
 Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progress) {
@@ -101,6 +143,8 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
   check(o.vocabulary == 0 || (o.vocabulary >= 100 && o.vocabulary < kMaxRows),
         "--vocabulary: got " + std::to_string(o.vocabulary) + ", expected 0 (automatic) or 100 to 2^31 - 1");
   check(std::isfinite(o.zipf) && o.zipf >= 0 && o.zipf <= 4, "--zipf: got " + std::to_string(o.zipf) + ", expected 0 to 4");
+  check(o.image_dim >= 0 && o.image_dim <= 4096, "--image-dim: got " + std::to_string(o.image_dim) + ", expected 0 (no images) to 4096");
+  const bool images = o.image_dim > 0;
   const std::int64_t vocabulary = o.vocabulary > 0 ? o.vocabulary : std::max<std::int64_t>(2000, 2 * o.labels);
 
   Generator g(splitmix64_mix(o.seed ^ 0x5EED5EEDULL));
@@ -116,6 +160,7 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
   for (std::int64_t l = 0; l < o.labels; ++l) {
     auto& mine = label_words[static_cast<std::size_t>(l)];
     mine.push_back(static_cast<std::int32_t>(topic_start + g.below(vocabulary - topic_start)));
+    if (images && l % 2 == 1) mine[0] = label_words[static_cast<std::size_t>(l - 1)][0];  // twins share their topic
     while (static_cast<std::int64_t>(mine.size()) < o.label_words) mine.push_back(static_cast<std::int32_t>(common_word(g)));
     d.label_text.push_back(joined(mine, words));
     if ((l & 0xFFFF) == 0 && progress.cancelled()) throw Cancelled();
@@ -124,7 +169,12 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
   const ZipfDraw popular_label(o.labels, o.zipf, shuffled(o.labels, g));
   // 1 + geometric(p) labels with mean labels_per_query: p = 1 / labels_per_query (capped at the label count).
   const double more = 1.0 - 1.0 / o.labels_per_query;
-  auto make_rows = [&](std::int64_t rows, std::vector<std::string>& texts, CsrMatrix& matrix, const std::string& task) {
+  // The second view's looks of every item, drawn from a generator of their own (the texts stay as without images).
+  Generator look_draw(splitmix64_mix(o.seed ^ 0x1AA6E5ULL));
+  LookProjection projection(o.labels, o.image_dim, o.seed);
+  std::vector<std::vector<std::int64_t>> train_looks, test_looks, label_looks;
+  auto make_rows = [&](std::int64_t rows, std::vector<std::string>& texts, CsrMatrix& matrix, const std::string& task,
+                       std::vector<std::vector<std::int64_t>>& looks) {
     matrix = CsrMatrix{};
     matrix.cols = o.labels;
     texts.reserve(static_cast<std::size_t>(rows));
@@ -144,7 +194,13 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
       for (const std::int32_t l : mine) {
         const auto& lw = label_words[static_cast<std::size_t>(l)];
         text_words.push_back(lw[0]);
-        text_words.push_back(lw[static_cast<std::size_t>(1 + g.below(static_cast<std::int64_t>(lw.size()) - 1))]);
+        const auto other = lw[static_cast<std::size_t>(1 + g.below(static_cast<std::int64_t>(lw.size()) - 1))];
+        if (!images) text_words.push_back(other);  // with images the text names the topic only: twins look alike in it
+      }
+      if (images) {
+        looks.emplace_back(mine.begin(), mine.end());
+        looks.back().push_back(projection.noise_look(look_draw));
+        projection.count(looks.back());
       }
       while (static_cast<std::int64_t>(text_words.size()) < o.query_words) text_words.push_back(static_cast<std::int32_t>(common_word(g)));
       shuffle(text_words, g);
@@ -158,12 +214,28 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
     progress.update(rows);
     progress.finish();
   };
-  make_rows(o.train, d.train_text, d.train_labels, "training queries");
-  make_rows(o.test, d.test_text, d.test_labels, "test queries");
+  make_rows(o.train, d.train_text, d.train_labels, "training queries", train_looks);
+  make_rows(o.test, d.test_text, d.test_labels, "test queries", test_looks);
+  if (images) {
+    for (std::int64_t l = 0; l < o.labels; ++l) {
+      label_looks.push_back({l, projection.noise_look(look_draw)});
+      projection.count(label_looks.back());
+    }
+    projection.finish_counting(o.train + o.test + o.labels);
+    auto bank = [&](const std::vector<std::vector<std::int64_t>>& looks) {
+      std::vector<float> values(looks.size() * static_cast<std::size_t>(o.image_dim));
+      for (std::size_t i = 0; i < looks.size(); ++i) projection.embed(looks[i], values.data() + i * static_cast<std::size_t>(o.image_dim));
+      return std::make_shared<const ImageBank>(ImageBank::from_values(static_cast<std::int64_t>(looks.size()), 1, o.image_dim, std::move(values)));
+    };
+    d.train_images = bank(train_looks);
+    d.test_images = bank(test_looks);
+    d.label_images = bank(label_looks);
+  }
   d.meta.name = "synthetic-" + std::to_string(o.labels);
   d.meta.source = "xmc dataset build synthetic: " + std::to_string(o.labels) + " labels, " + std::to_string(o.train) + " training and " +
                   std::to_string(o.test) + " test queries, " + std::to_string(o.labels_per_query) + " labels a query, zipf " + std::to_string(o.zipf) +
-                  ", seed " + std::to_string(o.seed);
+                  ", seed " + std::to_string(o.seed) +
+                  (images ? ", images: m = " + std::to_string(o.image_dim) + " (twin labels told apart by their looks only)" : "");
   d.meta.propensity = PropensityParams{0.6, 2.6};  // the XC repository's values for Amazon-derived sets
   return d;
 }

@@ -9,6 +9,11 @@
 //               topic word and one more of its words, then common filler words up to query_words, shuffled
 // So a query shares words with each of its labels (the set is learnable) while common words are shared by
 // many labels and queries (it is not trivial). Train and test rows come from the same process.
+// With image_dim m > 0 the set gets a second view, as image banks (images/*.npy, one image per item) that carry
+// what the texts lack: labels come in twins that share their topic word, a query's text names only its labels'
+// topic words (so the text cannot tell twins apart), and each label has a "look" of its own. An item's image is
+// the tf-idf vector of its looks (a query: its labels'; a label: its own), plus one of 10 common noise looks,
+// mapped to m numbers by a fixed random Gaussian projection and L2-normalised.
 #include <cstdint>
 
 #include "engine/core/progress.h"
@@ -25,6 +30,7 @@ struct SyntheticBuildOptions {
   std::int64_t query_words = 10;  ///< words of a query's text at least (more when its labels need them)
   std::int64_t vocabulary = 0;    ///< made-up words; 0 = max(2000, 2 × labels)
   double zipf = 0.7;              ///< label popularity exponent (0.7: the most popular of 1.3M labels in ~10 % of the queries)
+  std::int64_t image_dim = 0;     ///< m of the second view's image banks; 0 = texts only
   std::uint64_t seed = 1;
 };
 
