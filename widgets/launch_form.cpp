@@ -24,6 +24,7 @@
 #include "engine/config/component_info.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset_summary.h"
+#include "engine/data/image_bank.h"
 #include "engine/session/devices.h"
 #include "engine/session/session.h"
 #include "widgets/file_dialogs.h"
@@ -280,11 +281,18 @@ void LaunchForm::show_applicable_keys() {
       }
     }
   }
+  // The images.* keys act only on a dataset with image banks: shown for one, hidden otherwise.
+  bool dataset_has_images = false;
+  try {
+    const std::string folder = dataset_->text().trimmed().toStdString();
+    dataset_has_images = !folder.empty() && dataset_image_dim(folder) > 0;
+  } catch (const std::exception&) {
+  }
   std::map<QFormLayout*, bool> group_shown;
   for (const auto& info : train_config_keys()) {
     const auto it = fields_.find(info.key);
     if (it == fields_.end()) continue;
-    const bool shown = key_applies(info, chosen);
+    const bool shown = key_applies(info, chosen) && (info.key.rfind("images.", 0) != 0 || dataset_has_images);
     QFormLayout* layout = field_groups_.at(info.key);
     layout->setRowVisible(it->second, shown);
     group_shown[layout] = group_shown[layout] || shown;

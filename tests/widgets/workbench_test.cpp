@@ -536,6 +536,30 @@ class WorkbenchTest : public QObject {
     }
   }
 
+  void theImageKeysAppearForADatasetWithImageBanks() {
+    QTemporaryDir dir;
+    xmc::Dataset d;
+    d.train_text = {"a", "b"};
+    d.test_text = {"a"};
+    d.label_text = {"x", "y"};
+    d.train_labels = xmc::csr_from_rows({{0}, {1}}, 2);
+    d.test_labels = xmc::csr_from_rows({{0}}, 2);
+    xmc::save_dataset(d, (dir.path() + "/texts").toStdString());
+    d.label_images = std::make_shared<const xmc::ImageBank>(xmc::ImageBank::from_values(2, 1, 4, std::vector<float>(8, 1.0f)));
+    xmc::save_dataset(d, (dir.path() + "/pictures").toStdString());
+
+    xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
+    form.show();
+    form.set_field_text("encoder.type", "bert");
+    form.set_dataset(dir.path() + "/texts");
+    QVERIFY(!form.field_shown("images.max"));
+    form.set_dataset(dir.path() + "/pictures");
+    QVERIFY(form.field_shown("images.max"));
+    QVERIFY(form.field_shown("images.fusion"));
+    form.set_field_text("encoder.type", "bow");  // the bow encoder fuses no images
+    QVERIFY(!form.field_shown("images.max"));
+  }
+
   void theDeviceListSaysWhatEachDeviceIsWhileTheConfigTakesItsId() {
     xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
     auto* device = form.findChild<QComboBox*>("device");

@@ -114,7 +114,8 @@ BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<s
   for (const auto& p : encoder->parameters()) trainable += p.numel();
   description += ", " + std::to_string(model_config.num_layers) + " layers, hidden " + std::to_string(model_config.hidden_size) + "; " +
                  (options.lora.spec.rank > 0 ? "LoRA r=" + std::to_string(options.lora.spec.rank) + " on " + decoder.lora_targets + ": " : "") +
-                 std::to_string(trainable) + " trained of " + std::to_string(static_cast<std::int64_t>(model_config.parameter_count())) +
+                 std::to_string(trainable) + " trained of " +
+                 std::to_string(static_cast<std::int64_t>(model_config.parameter_count()) + (images.max_images > 0 ? (images.image_dim + 1) * model_config.hidden_size : 0)) +
                  " parameters";
 
   description += describe_image_fusion(images);
