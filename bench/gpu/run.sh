@@ -51,7 +51,9 @@ else
     # liblinear and the reference BLAS it calls, linked statically: Debian picks its shared BLAS through
     # alternatives links that unpacking does not make, and that BLAS would pull in the Fortran runtime.
     extra_cmake+=(-DLIBLINEAR_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/liblinear.a"
-                  -DBLAS_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/blas/libblas.a")
+                  -DBLAS_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/blas/libblas.a"
+                  -DPNG_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libpng16.a" -DPNG_PNG_INCLUDE_DIR="$deps/usr/include"
+                  -DJPEG_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libjpeg.a" -DJPEG_INCLUDE_DIR="$deps/usr/include")
     extra_flags="-isystem $deps/usr/include"  # hnswlib is headers found on the include path, no CMake package
     export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi

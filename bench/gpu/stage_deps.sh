@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 folder="$here/.gpudeps"
 packages=(zlib1g-dev nlohmann-json3-dev libsqlitecpp-dev libsqlite3-dev libsqlite3-0 libcli11-dev libutf8proc-dev libutf8proc2
-          libhnswlib-dev libgtest-dev liblinear-dev libblas-dev)
+          libhnswlib-dev libgtest-dev liblinear-dev libblas-dev libpng-dev libjpeg62-turbo-dev)
 mkdir -p "$folder"
 rm -f "$folder"/*.deb
 # A folder that the _apt user cannot write to makes apt download as root with a warning: harmless.

@@ -23,6 +23,7 @@ void add_labels_commands(CLI::App& app, CommandContext& context);
 void add_sweep_command(CLI::App& app, CommandContext& context);
 void add_tokenize_command(CLI::App& app, CommandContext& context);
 void add_embed_command(CLI::App& app, CommandContext& context);
+void add_images_command(CLI::App& app, CommandContext& context);
 void add_export_command(CLI::App& app, CommandContext& context);
 
 }  // namespace xmc::cli

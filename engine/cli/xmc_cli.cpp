@@ -41,6 +41,7 @@ int run(int argc, char** argv, const std::vector<CommandRegistration>& extra) {
   add_sweep_command(app, context);
   add_tokenize_command(app, context);
   add_embed_command(app, context);
+  add_images_command(app, context);
   add_export_command(app, context);
   for (const auto& add : extra) add(app, context);
   try {
