@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPixmap>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -21,6 +22,7 @@
 #include "widgets/background_job.h"
 #include "widgets/qt_progress.h"
 #include "widgets/search_results_model.h"
+#include "widgets/thumbnails.h"
 #include "widgets/training_progress.h"
 
 namespace xmc::gui {
@@ -28,6 +30,8 @@ namespace xmc::gui {
 struct SearchPanel::LoadedRun {
   std::unique_ptr<Predictor> predictor;
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_by_text;
+  std::unordered_map<std::string, std::vector<std::string>> images_by_text;  ///< a dataset query's image files
+  std::shared_ptr<const std::vector<std::vector<std::string>>> label_images;  ///< by label id; null without lists
   QString error;
 };
 
@@ -84,6 +88,12 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   row->addWidget(compare_);
   row->addWidget(go);
   layout->addLayout(row);
+  // A dataset query's images (when the dataset lists image files), under the query line.
+  query_images_ = new QWidget;
+  auto* images_row = new QHBoxLayout(query_images_);
+  images_row->setContentsMargins(0, 0, 0, 0);
+  query_images_->setVisible(false);
+  layout->addWidget(query_images_);
   tables_layout_ = new QHBoxLayout;
   // Another run's ranking of the same query, beside this run's modes.
   other_box_ = new QWidget;
@@ -205,8 +215,14 @@ void SearchPanel::open_run(const QString& db, std::int64_t run) {
       const Session session(path);
       loaded->predictor = std::make_unique<Predictor>(session.open_predictor(run, "", *progress));
       // Index the dataset's queries so a typed dataset query shows its ground truth.
-      for (auto& [text, labels] : session.dataset_queries(run))
-        loaded->truth_by_text.emplace(QString::fromStdString(text).trimmed().toStdString(), std::move(labels));
+      auto queries = session.dataset_queries(run);
+      Session::DatasetImageFiles images = session.dataset_image_files(run);
+      for (std::size_t i = 0; i < queries.size(); ++i) {
+        const std::string text = QString::fromStdString(queries[i].first).trimmed().toStdString();
+        if (images.any() && i < images.queries.size() && !images.queries[i].empty()) loaded->images_by_text.emplace(text, std::move(images.queries[i]));
+        loaded->truth_by_text.emplace(text, std::move(queries[i].second));
+      }
+      if (images.any()) loaded->label_images = std::make_shared<const std::vector<std::vector<std::string>>>(std::move(images.labels));
     } catch (const std::exception& e) {
       if (!loaded->predictor) loaded->error = QString::fromUtf8(e.what());
     }
@@ -230,6 +246,9 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
   truth_ranks_.clear();
   top_rows_.clear();
   truth_by_text_ = std::move(loaded->truth_by_text);
+  images_by_text_ = std::move(loaded->images_by_text);
+  label_images_ = std::move(loaded->label_images);
+  show_query_images({});
   // Typing offers the dataset's queries that contain the text (train and test), to inspect their true
   // labels' ranks; choosing one searches it.
   QStringList dataset_queries;
@@ -261,7 +280,12 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
     title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     title->setMinimumWidth(0);
     auto* results = new SearchResultsModel(this);
+    results->set_label_images(label_images_);
     auto* table = make_results_view(results);
+    if (label_images_) {  // rows tall enough for a label's thumbnail
+      table->setIconSize(QSize(SearchResultsModel::kThumbnailSide, SearchResultsModel::kThumbnailSide));
+      table->verticalHeader()->setDefaultSectionSize(SearchResultsModel::kThumbnailSide + 4);
+    }
     column->addWidget(title);
     column->addWidget(table, 1);
     tables_layout_->addLayout(column, 1);
@@ -367,6 +391,8 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
     return;
   }
   const auto truth = truth_by_text_.find(text.trimmed().toStdString());  // as indexed: without outer spaces
+  const auto images = images_by_text_.find(text.trimmed().toStdString());
+  show_query_images(images == images_by_text_.end() ? std::vector<std::string>{} : images->second);
   highlighted_ = 0;
   added_ranks_.assign(tables_.size(), 0);
   truth_ranks_.assign(tables_.size(), {});
@@ -414,6 +440,37 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
     other_results_->set_results_by_text(result.other_ranked, truth_texts);
   }
   Q_EMIT search_finished(text);
+}
+
+void SearchPanel::show_query_images(const std::vector<std::string>& files) {
+  while (auto* item = query_images_->layout()->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  int shown = 0;
+  for (const auto& file : files) {
+    const QPixmap picture = thumbnail(QString::fromStdString(file), 2 * SearchResultsModel::kThumbnailSide);
+    if (picture.isNull()) continue;
+    auto* label = new QLabel;
+    label->setPixmap(picture);
+    label->setToolTip(QString::fromStdString(file));
+    query_images_->layout()->addWidget(label);
+    ++shown;
+  }
+  if (shown > 0) {
+    auto* caption = new QLabel(QString("the query's image%1").arg(shown == 1 ? "" : "s"));
+    caption->setStyleSheet("color: gray");
+    query_images_->layout()->addWidget(caption);
+    static_cast<QHBoxLayout*>(query_images_->layout())->addStretch(1);
+  }
+  query_images_->setVisible(shown > 0);
+}
+
+QStringList SearchPanel::query_image_files() const {
+  QStringList out;
+  for (auto* label : query_images_->findChildren<QLabel*>())
+    if (!label->pixmap().isNull()) out << label->toolTip();
+  return out;
 }
 
 std::int64_t SearchPanel::add_label(const QString& text) {

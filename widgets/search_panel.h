@@ -54,6 +54,8 @@ class SearchPanel : public QWidget {
 
   /// For tests and scripting: mode names shown, and the rows of a mode's table.
   QStringList modes() const;
+  /// The image files shown for the last searched query (a dataset query with images), in order.
+  QStringList query_image_files() const;
   QStringList result_texts(const QString& mode) const;
   /// Labels highlighted as ground truth in the last search.
   int highlighted_count() const { return highlighted_; }
@@ -95,6 +97,7 @@ class SearchPanel : public QWidget {
   void install(std::unique_ptr<LoadedRun> loaded);
   void start_search(const QString& text);
   void show_results(const QString& text, const SearchResult& result);
+  void show_query_images(const std::vector<std::string>& files);
 
   std::unique_ptr<Predictor> predictor_;
   QFuture<SearchResult> search_;              ///< the search running on predictor_ (at most one)
@@ -104,6 +107,9 @@ class SearchPanel : public QWidget {
   std::map<int, QFuture<LoadedRun*>> loads_;  ///< by load number
   int next_load_ = 0;
   std::unordered_map<std::string, std::vector<std::int32_t>> truth_by_text_;  ///< dataset query -> labels
+  std::unordered_map<std::string, std::vector<std::string>> images_by_text_;  ///< dataset query -> its image files
+  std::shared_ptr<const std::vector<std::vector<std::string>>> label_images_;  ///< label id -> its image files
+  QWidget* query_images_ = nullptr;
   QLabel* status_ = nullptr;
   QLineEdit* query_ = nullptr;
   QSpinBox* top_ = nullptr;

@@ -3,6 +3,8 @@
 #include <QColor>
 #include <QFont>
 
+#include "widgets/thumbnails.h"
+
 namespace xmc::gui {
 namespace {
 
@@ -60,6 +62,12 @@ void SearchResultsModel::clear() {
   endResetModel();
 }
 
+void SearchResultsModel::set_label_images(std::shared_ptr<const std::vector<std::vector<std::string>>> files) {
+  beginResetModel();
+  label_images_ = std::move(files);
+  endResetModel();
+}
+
 QStringList SearchResultsModel::top_texts() const {
   QStringList out;
   for (int r = 0; r < top_rows_; ++r) out << rows_[static_cast<std::size_t>(r)].text;
@@ -105,6 +113,13 @@ QVariant SearchResultsModel::data(const QModelIndex& index, int role) const {
       if (row.added) tip = "added label: " + tip;
       if (row.truth) tip = "ground truth: " + tip;
       return tip;
+    }
+    case Qt::DecorationRole: {
+      if (column != kLabel || !label_images_ || row.label < 0 || row.label >= static_cast<std::int64_t>(label_images_->size())) return {};
+      const auto& files = (*label_images_)[static_cast<std::size_t>(row.label)];
+      if (files.empty()) return {};
+      const QPixmap picture = thumbnail(QString::fromStdString(files.front()), kThumbnailSide);
+      return picture.isNull() ? QVariant() : QVariant(picture);
     }
     case kLabelIdRole:
       return QVariant::fromValue<qint64>(row.label);

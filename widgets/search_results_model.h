@@ -5,11 +5,13 @@
 // missed the top-k follow under a separator row, at their ranks, in italics. Ground-truth rows are green,
 // labels added in this session blue; every label cell's tooltip says what the row is and gives the whole
 // text. The model holds plain values (no engine types beyond LabelScore / LabelRank) and is filled once
-// per search with set_results().
+// per search with set_results(). With a dataset's image file lists, the label cell shows the label's first image.
 #include <QAbstractTableModel>
 #include <QString>
 #include <cstdint>
+#include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,9 @@ class SearchResultsModel : public QAbstractTableModel {
   /// The same for a run whose label ids are another run's: true labels are recognised by their text.
   void set_results_by_text(const std::vector<LabelScore>& top, const std::set<std::string>& truth_texts);
   void clear();
+  /// Each label's image files (by label id), for a thumbnail beside its text; null = none.
+  void set_label_images(std::shared_ptr<const std::vector<std::vector<std::string>>> files);
+  static constexpr int kThumbnailSide = 40;
 
   /// Rows of the top-k (the rows before the separator).
   int top_rows() const { return top_rows_; }
@@ -60,7 +65,8 @@ class SearchResultsModel : public QAbstractTableModel {
  private:
   std::vector<Row> rows_;
   int top_rows_ = 0;
-  std::int64_t num_ranked_ = 0;  ///< the labels a rank is out of (for the tooltips of missed true labels)
+  std::int64_t num_ranked_ = 0;
+  std::shared_ptr<const std::vector<std::vector<std::string>>> label_images_;  ///< the labels a rank is out of (for the tooltips of missed true labels)
 };
 
 }  // namespace xmc::gui

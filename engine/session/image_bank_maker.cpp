@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "engine/core/error.h"
-#include "engine/core/line_reader.h"
 #include "engine/data/image_bank.h"
+#include "engine/data/image_file_list.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/hf_weights.h"
 #include "engine/model/vision/image_preprocessing.h"
@@ -16,32 +16,6 @@
 
 namespace xmc {
 namespace {
-
-/// The list file: each line's image paths, resolved against the file's folder.
-std::vector<std::vector<std::filesystem::path>> read_image_list(const std::filesystem::path& list, std::int64_t max_images) {
-  std::vector<std::vector<std::filesystem::path>> items;
-  LineReader reader(list);
-  std::string_view view;
-  const std::filesystem::path base = list.parent_path();
-  while (reader.next(view)) {
-    std::string line(view);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::vector<std::filesystem::path> paths;
-    std::size_t start = 0;
-    while (start <= line.size()) {
-      const std::size_t tab = line.find('\t', start);
-      const std::string field = line.substr(start, tab == std::string::npos ? std::string::npos : tab - start);
-      if (!field.empty() && static_cast<std::int64_t>(paths.size()) < max_images) {
-        const std::filesystem::path path(field);
-        paths.push_back(path.is_absolute() ? path : base / path);
-      }
-      if (tab == std::string::npos) break;
-      start = tab + 1;
-    }
-    items.push_back(std::move(paths));
-  }
-  return items;
-}
 
 std::filesystem::path counts_path(const std::filesystem::path& out) {
   return out.parent_path() / (out.stem().string() + "_count.npy");
@@ -68,7 +42,7 @@ ImageEmbedSummary embed_image_list(const ImageEmbedOptions& options, Progress& p
                      "resizes to " + std::to_string(preprocessing.height) + " x " + std::to_string(preprocessing.width) + ", but config.json's image_size is " +
                          std::to_string(config.image_size));
 
-  const auto items = read_image_list(options.list, options.max_images);
+  const auto items = read_image_file_list(options.list, options.max_images);
   ImageEmbedSummary summary;
   summary.items = static_cast<std::int64_t>(items.size());
   summary.dim = config.hidden_size;

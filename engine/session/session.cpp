@@ -7,6 +7,7 @@
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
+#include "engine/data/image_file_list.h"
 #include "engine/analysis/projection_2d.h"
 #include "engine/eval/decile_bins.h"
 #include "engine/session/local_workers.h"
@@ -262,6 +263,35 @@ std::vector<std::pair<std::string, std::vector<std::int32_t>>> Session::dataset_
   };
   add(d.train_text, d.train_labels);
   add(d.test_text, d.test_labels);
+  return out;
+}
+
+bool Session::DatasetImageFiles::any() const {
+  for (const auto* split : {&queries, &labels})
+    for (const auto& files : *split)
+      if (!files.empty()) return true;
+  return false;
+}
+
+Session::DatasetImageFiles Session::dataset_image_files(std::int64_t run) const {
+  const TrainConfig config = parse_train_config(get_run(run).config_json, "run " + std::to_string(run) + " config");
+  const Dataset d = load_dataset(config.dataset, {.load_features = false, .load_images = false});
+  // A split's list, row for row with its texts (a short list leaves the rest without images; extra lines are ignored).
+  auto split = [&](const char* name, std::size_t rows, std::vector<std::vector<std::string>>& out) {
+    const auto list = image_files::file_list(config.dataset, name);
+    std::vector<std::vector<std::filesystem::path>> items;
+    std::error_code error;
+    if (std::filesystem::exists(list, error)) items = read_image_file_list(list);
+    for (std::size_t i = 0; i < rows; ++i) {
+      out.emplace_back();
+      if (i < items.size())
+        for (const auto& path : items[i]) out.back().push_back(path.string());
+    }
+  };
+  DatasetImageFiles out;
+  split("trn", d.train_text.size(), out.queries);
+  split("tst", d.test_text.size(), out.queries);
+  split("lbl", d.label_text.size(), out.labels);
   return out;
 }
 

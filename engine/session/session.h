@@ -127,6 +127,14 @@ class Session {
   // ---- datasets -----------------------------------------------------------------------------------
   /// Every training and test query text of run `run`'s dataset with its true labels (train rows first).
   std::vector<std::pair<std::string, std::vector<std::int32_t>>> dataset_queries(std::int64_t run) const;
+  /// The image files run `run`'s dataset lists (images/trn_files.txt, tst_files.txt, lbl_files.txt): for every
+  /// query in dataset_queries' order and every label, its files (none for an item without, or a split without a
+  /// list). For thumbnails; the files are not opened.
+  struct DatasetImageFiles {
+    std::vector<std::vector<std::string>> queries, labels;
+    bool any() const;
+  };
+  DatasetImageFiles dataset_image_files(std::int64_t run) const;
   static DatasetSummary summarize_dataset_folder(const std::filesystem::path& folder);
   static void build_wordnet_dataset_folder(const WordnetBuildOptions& options, const std::filesystem::path& out,
                                            Progress& progress = silent_progress());

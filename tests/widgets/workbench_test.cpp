@@ -27,6 +27,7 @@
 #include <QtTest/QtTest>
 
 #include "app/main_window.h"
+#include "widgets/search_results_model.h"
 #include "engine/data/dataset.h"
 #include "engine/core/error.h"
 #include "engine/session/session.h"
@@ -939,6 +940,54 @@ class WorkbenchTest : public QObject {
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       search.resize(1000, 600);
       QVERIFY(search.grab().save(QString(keep) + "/search-xrlinear.png"));
+    }
+  }
+
+  // A dataset that lists image files: the Search tab shows a dataset query's pictures under the query line and
+  // each ranked label's beside its text.
+  void theSearchTabShowsTheImagesADatasetLists() {
+    QTemporaryDir dir;
+    const std::filesystem::path data = dir.filePath("data").toStdString();
+    write_keyword_dataset(data);
+    std::filesystem::create_directories(data / "images" / "files");
+    QString label_list, query_list;
+    for (int l = 0; l < 8; ++l) {
+      QImage picture(60, 40, QImage::Format_RGB32);
+      picture.fill(QColor::fromHsv(l * 45, 200, 230));
+      const QString name = QString("files/label%1.png").arg(l);
+      QVERIFY(picture.save(QString::fromStdString((data / "images").string()) + "/" + name));
+      label_list += name + "\n";
+    }
+    for (int i = 0; i < 160; ++i) query_list += QString("files/label%1.png\tfiles/label%2.png\n").arg(i % 8).arg((i / 8) % 8);
+    std::ofstream(data / "images" / "lbl_files.txt") << label_list.toStdString();
+    std::ofstream(data / "images" / "trn_files.txt") << query_list.toStdString();
+    const QString db = dir.filePath("runs.sqlite");
+    const QString train = QString(XMC_CLI_PATH) + " train --db " + db + " --set threads=1 --set epochs=3 --set tsne.every=0 --set dataset=" +
+                          QString::fromStdString(data.string());
+    QCOMPARE(QProcess::execute("sh", {"-c", train + " >/dev/null 2>&1"}), 0);
+    xmc::gui::SearchPanel search;
+    QSignalSpy loaded(&search, &xmc::gui::SearchPanel::run_loaded);
+    search.open_run(db, 1);
+    QVERIFY(loaded.wait(60000));
+    QVERIFY(search_and_wait(&search, "key3 key2 filler4"));  // training row 19: labels 3 and 2
+    const QString images = QString::fromStdString((data / "images" / "files").string());
+    QCOMPARE(search.query_image_files(), (QStringList{images + "/label3.png", images + "/label2.png"}));
+    QTableView* view = nullptr;  // the mode's table (the compared run's, empty here, is another)
+    for (auto* table : search.findChildren<QTableView*>())
+      if (table->model()->rowCount() > 0) view = table;
+    QVERIFY(view);
+    const QModelIndex first_label = view->model()->index(0, xmc::gui::SearchResultsModel::kLabel);
+    const auto picture = view->model()->data(first_label, Qt::DecorationRole).value<QPixmap>();
+    QVERIFY(!picture.isNull());
+    QCOMPARE(picture.width(), xmc::gui::SearchResultsModel::kThumbnailSide);  // 60 x 40 scaled to fit 40 x 40
+    // A typed text that is no dataset query has no images.
+    QVERIFY(search_and_wait(&search, "key5 filler1 unseen"));
+    QVERIFY(search.query_image_files().isEmpty());
+    QVERIFY(search_and_wait(&search, "key3 key2 filler4"));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      search.resize(1000, 600);
+      QCoreApplication::processEvents();
+      QVERIFY(search.grab().save(QString(keep) + "/search-images.png"));
     }
   }
 
