@@ -24,7 +24,6 @@
 #include "engine/config/component_info.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset_summary.h"
-#include "engine/data/image_bank.h"
 #include "engine/session/devices.h"
 #include "engine/session/session.h"
 #include "widgets/file_dialogs.h"
@@ -282,12 +281,7 @@ void LaunchForm::show_applicable_keys() {
     }
   }
   // The images.* keys act only on a dataset with image banks: shown for one, hidden otherwise.
-  bool dataset_has_images = false;
-  try {
-    const std::string folder = dataset_->text().trimmed().toStdString();
-    dataset_has_images = !folder.empty() && dataset_image_dim(folder) > 0;
-  } catch (const std::exception&) {
-  }
+  const bool dataset_has_images = Session::dataset_folder_has_images(dataset_->text().trimmed().toStdString());
   std::map<QFormLayout*, bool> group_shown;
   for (const auto& info : train_config_keys()) {
     const auto it = fields_.find(info.key);

@@ -295,6 +295,14 @@ Session::DatasetImageFiles Session::dataset_image_files(std::int64_t run) const 
   return out;
 }
 
+bool Session::dataset_folder_has_images(const std::filesystem::path& folder) {
+  try {
+    return !folder.empty() && dataset_image_dim(folder) > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 DatasetSummary Session::summarize_dataset_folder(const std::filesystem::path& folder) {
   return summarize_dataset(load_dataset(folder, {.load_features = false}));
 }

@@ -136,6 +136,9 @@ class Session {
   };
   DatasetImageFiles dataset_image_files(std::int64_t run) const;
   static DatasetSummary summarize_dataset_folder(const std::filesystem::path& folder);
+  /// Whether `folder` has image banks (images/*.npy) for the images.* keys to act on; false for anything
+  /// unreadable (never throws: the launch form asks on every edit).
+  static bool dataset_folder_has_images(const std::filesystem::path& folder);
   static void build_wordnet_dataset_folder(const WordnetBuildOptions& options, const std::filesystem::path& out,
                                            Progress& progress = silent_progress());
   static void import_mulan_dataset_folder(const MulanImportOptions& options, const std::filesystem::path& out,
