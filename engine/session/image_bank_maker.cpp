@@ -1,11 +1,10 @@
 #include "engine/session/image_bank_maker.h"
 
-#include <ATen/Parallel.h>
-
 #include <chrono>
 #include <fstream>
 #include <thread>
 
+#include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
 #include "engine/data/image_bank.h"
 #include "engine/data/image_file_list.h"
@@ -29,7 +28,11 @@ ImageEmbedSummary embed_image_list(const ImageEmbedOptions& options, Progress& p
   if (options.out.extension() != ".npy") throw ConfigError("--out: " + options.out.string() + " should end in .npy (NumPy's format is written)");
   const auto started = std::chrono::steady_clock::now();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(options.threads > 0 ? static_cast<int>(options.threads) : cores);
+  const int threads = options.threads > 0 ? static_cast<int>(options.threads) : cores;
+  // A vision transformer is large matrix products: the BLAS's threads run them, LibTorch's pool stays on one
+  // (engine/model/cpu_thread_policy.h); decoding and resizing run on threads of their own.
+  at::set_num_threads(1);
+  set_blas_threads(threads);
   const torch::Device device = parse_device(options.device);
 
   const VisionConfig config = read_vision_config(options.model / "config.json");
@@ -73,18 +76,23 @@ ImageEmbedSummary embed_image_list(const ImageEmbedOptions& options, Progress& p
     torch::Tensor pixels = torch::empty({static_cast<std::int64_t>(end - begin), 3, side, side}, torch::kFloat);
     float* data = pixels.data_ptr<float>();
     std::vector<std::string> errors(end - begin);
-    // Decoding and resizing are the host's share: one image per task, across the cores.
-    at::parallel_for(0, static_cast<std::int64_t>(end - begin), 1, [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t k = lo; k < hi; ++k) {
+    // Decoding and resizing are the host's share: images dealt round-robin to `threads` workers.
+    const auto count = static_cast<std::int64_t>(end - begin);
+    auto work = [&](std::int64_t first) {
+      for (std::int64_t k = first; k < count; k += threads) {
         const Job& job = jobs[begin + static_cast<std::size_t>(k)];
         try {
           const std::vector<float> image = preprocess_image(read_image_file(*job.path), preprocessing);
           std::copy(image.begin(), image.end(), data + k * pixels_per_image);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
           errors[static_cast<std::size_t>(k)] = e.what();
         }
       }
-    });
+    };
+    std::vector<std::thread> workers;
+    for (int t = 1; t < std::min<std::int64_t>(threads, count); ++t) workers.emplace_back(work, t);
+    work(0);
+    for (auto& worker : workers) worker.join();
     for (std::size_t k = 0; k < errors.size(); ++k)
       if (!errors[k].empty())
         throw InputError(options.list.string(), static_cast<std::size_t>(jobs[begin + k].item) + 1, "image " + std::to_string(jobs[begin + k].slot + 1) + ": " + errors[k]);
