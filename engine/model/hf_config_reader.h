@@ -1,13 +1,35 @@
 #pragma once
 // Reads the keys of a Hugging Face config.json (plain C++): each error names the file and the key.
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
+#include "engine/core/bounded_json.h"
 #include "engine/core/error.h"
+#include "engine/core/json_file.h"
 
 namespace xmc {
+
+/// A config.json's text as a JSON object; InputError naming `source` for text that is not one.
+inline nlohmann::json parse_hf_config_object(const std::string& json_text, const std::string& source) {
+  nlohmann::json json;
+  try {
+    json = parse_bounded_json(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(source, std::string("bad JSON: ") + e.what());
+  }
+  if (!json.is_object()) throw InputError(source, "bad JSON: not a JSON object");
+  return json;
+}
+
+/// The text of a model folder's config.json; InputError naming it when it is missing.
+inline std::string read_hf_config_text(const std::filesystem::path& file) {
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
+  return read_whole_file(file);
+}
 
 class HfConfigReader {
  public:

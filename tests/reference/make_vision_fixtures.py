@@ -9,11 +9,13 @@ Run once, by hand, with Debian's python3-torch; the output is committed, the too
 """
 import json
 import os
-import struct
 import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_decoder_fixtures import write_safetensors  # noqa: E402  (the same file format, F32 here)
 
 CASES = {
     "vit": dict(model_type="vit", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, image_size=32,
@@ -127,23 +129,6 @@ def forward(c, w, pixels):
     return pooled[:, 0]
 
 
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        data = t.contiguous().to(torch.float32).numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {"format": "pt"}
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
-
-
 def main(out_dir):
     g = torch.Generator().manual_seed(20261127)
     for case, spec in CASES.items():
@@ -153,7 +138,7 @@ def main(out_dir):
         w = make_weights(c, g)
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(dict(c, architectures=["ViTModel" if case == "vit" else "SiglipVisionModel"]), f, indent=2)
-        write_safetensors(os.path.join(folder, "model.safetensors"), {spec["prefix"] + k: v for k, v in w.items()})
+        write_safetensors(os.path.join(folder, "model.safetensors"), {spec["prefix"] + k: v for k, v in w.items()}, "F32")
         pixels = torch.randn(2, 3, c["image_size"], c["image_size"], generator=g)
         with torch.no_grad():
             pooled = forward(c, w, pixels)

@@ -276,13 +276,7 @@ void BertConfig::validate(const std::string& source) const {
 }
 
 BertConfig parse_bert_config(const std::string& json_text, const std::string& source) {
-  nlohmann::json json;
-  try {
-    json = parse_bounded_json(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(source, std::string("bad JSON: ") + e.what());
-  }
-  if (!json.is_object()) throw InputError(source, "bad JSON: not a JSON object");
+  const nlohmann::json json = parse_hf_config_object(json_text, source);
   const HfConfigReader reader(json, source);
 
   BertConfig config;
@@ -328,9 +322,7 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
 }
 
 BertConfig read_bert_config(const std::filesystem::path& file) {
-  std::error_code error;
-  if (!std::filesystem::exists(file, error)) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
-  return parse_bert_config(read_whole_file(file), file.string());
+  return parse_bert_config(read_hf_config_text(file), file.string());
 }
 
 std::string bert_config_to_json(const BertConfig& config) {

@@ -29,13 +29,7 @@ void VisionConfig::validate(const std::string& source) const {
 }
 
 VisionConfig parse_vision_config(const std::string& json_text, const std::string& source) {
-  nlohmann::json json;
-  try {
-    json = parse_bounded_json(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(source, std::string("bad JSON: ") + e.what());
-  }
-  if (!json.is_object()) throw InputError(source, "bad JSON: not a JSON object");
+  const nlohmann::json json = parse_hf_config_object(json_text, source);
   const std::string type = json.contains("model_type") && json["model_type"].is_string() ? json["model_type"].get<std::string>() : "";
   VisionConfig config;
   nlohmann::json vision = json;
@@ -75,9 +69,7 @@ VisionConfig parse_vision_config(const std::string& json_text, const std::string
 }
 
 VisionConfig read_vision_config(const std::filesystem::path& file) {
-  std::error_code error;
-  if (!std::filesystem::exists(file, error)) throw InputError(file.string(), "cannot open (a Hugging Face model folder needs config.json)");
-  return parse_vision_config(read_whole_file(file), file.string());
+  return parse_vision_config(read_hf_config_text(file), file.string());
 }
 
 std::string vision_config_to_json(const VisionConfig& c) {
