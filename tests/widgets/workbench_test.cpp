@@ -557,6 +557,11 @@ class WorkbenchTest : public QObject {
     form.set_dataset(dir.path() + "/pictures");
     QVERIFY(form.field_shown("images.max"));
     QVERIFY(form.field_shown("images.fusion"));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      form.resize(900, 1300);
+      QCoreApplication::processEvents();
+      form.grab().save(QString::fromUtf8(keep) + "/launch-form-images.png");
+    }
     form.set_field_text("encoder.type", "bow");  // the bow encoder fuses no images
     QVERIFY(!form.field_shown("images.max"));
   }
