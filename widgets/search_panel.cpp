@@ -293,10 +293,11 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
     results_.push_back(results);
     latency_labels_.push_back(title);
   }
-  status_->setText(QString("Run %1: %2 labels; modes: %3. Ground-truth labels of dataset queries are green, labels you add blue.")
+  status_->setText(QString("Run %1: %2 labels; modes: %3. Ground-truth labels of dataset queries are green, labels you add blue.%4")
                        .arg(predictor_->run_id())
                        .arg(predictor_->num_labels())
-                       .arg(modes().join(", ")));
+                       .arg(modes().join(", "))
+                       .arg(predictor_->fuses_images() ? " The run fuses images: its labels are encoded with theirs, queries here with text alone." : ""));
   for (auto* w : findChildren<QWidget*>())
     if (qobject_cast<QLineEdit*>(w) || qobject_cast<QPushButton*>(w) || qobject_cast<QSpinBox*>(w)) w->setEnabled(true);
 }

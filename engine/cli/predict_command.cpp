@@ -50,6 +50,10 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
     if (!args->out.empty() && args->input.empty()) throw ConfigError("--out needs --input");
     require_existing_run_store(args->db);
     const Predictor predictor = Session(args->db).open_predictor(args->run, args->device, context.progress, args->index);
+    if (predictor.fuses_images())
+      std::fprintf(stderr, "note: run %lld fuses images: its labels are encoded with theirs, but queries given as text have none (the run's own "
+                           "evaluation read the test split's images), so a dataset query may rank lower here than there\n",
+                   static_cast<long long>(args->run));
     if (!args->text.empty()) {
       if (predictor.known_token_counts({args->text}).front() == 0)
         std::fprintf(stderr, "warning: no word of the query is in run %lld's vocabulary: the ranking below is the same for any such text\n",

@@ -435,6 +435,8 @@ std::int64_t Predictor::add_labels(const std::vector<std::string>& texts) {
 
 const std::string& Predictor::synthesized_by() const { return impl_->synthesized_by; }
 
+bool Predictor::fuses_images() const { return impl_->run.label_images != nullptr; }
+
 std::vector<AddedLabel> Predictor::added_labels() const { return impl_->store->added_labels(run_id()); }
 
 LabelRank Predictor::rank_of(const std::string& text, std::int64_t label, const std::string& mode) const {

@@ -90,6 +90,8 @@ class Predictor {
   std::int64_t add_labels(const std::vector<std::string>& texts);
   /// "embedding", the method of a run that synthesizes its added labels' classifiers itself (IRENE), or "<method> run N" (the run of such a method built on this one).
   const std::string& synthesized_by() const;
+  /// Whether the run's encoder fuses images (its labels are encoded with theirs); queries given as text have none.
+  bool fuses_images() const;
   /// The labels added to this run (its store rows), oldest first; their ids follow the dataset's labels.
   std::vector<AddedLabel> added_labels() const;
 
