@@ -230,6 +230,18 @@ ImageBank ImageBank::subset(std::span<const std::int64_t> rows) const {
   return from_values(static_cast<std::int64_t>(rows.size()), slots_, dim_, std::move(values), std::move(counts));
 }
 
+ImageBank ImageBank::rows_between(std::int64_t begin, std::int64_t end) const {
+  if (begin < 0 || end < begin || end > rows_)
+    throw ConfigError("image bank " + source_.string() + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") are outside its " +
+                      std::to_string(rows_) + " rows");
+  ImageBank out = *this;
+  out.rows_ = end - begin;
+  const std::size_t element = precision_ == Precision::float32 ? sizeof(float) : sizeof(std::uint16_t);
+  if (values_ != nullptr) out.values_ = values_ + static_cast<std::size_t>(begin * slots_ * dim_) * element;
+  if (!counts_.empty()) out.counts_.assign(counts_.begin() + begin, counts_.begin() + end);
+  return out;
+}
+
 void ImageBank::save(const std::filesystem::path& bank, const std::filesystem::path& counts) const {
   std::vector<float> values(static_cast<std::size_t>(rows_ * slots_ * dim_));
   for (std::int64_t r = 0; r < rows_; ++r)

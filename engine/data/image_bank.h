@@ -44,6 +44,8 @@ class ImageBank {
 
   /// Rows `rows` of this bank, in that order, as a bank in memory (float32).
   ImageBank subset(std::span<const std::int64_t> rows) const;
+  /// Rows [begin, end) as a view of this bank's values (no copy; it keeps them alive). ConfigError outside it.
+  ImageBank rows_between(std::int64_t begin, std::int64_t end) const;
   /// Writes the bank to `bank` (float32 '<f4', [rows, M, m]) and, when it has counts, `counts` ('<i4' [rows]);
   /// without counts an old `counts` file is removed, so the pair always agrees. Atomic per file.
   void save(const std::filesystem::path& bank, const std::filesystem::path& counts) const;

@@ -1,6 +1,5 @@
 #include "engine/text/corpus_rows.h"
 
-#include <numeric>
 #include <vector>
 
 #include "engine/data/image_bank.h"
@@ -15,9 +14,11 @@ TokenizedCorpus corpus_rows(const TokenizedCorpus& corpus, std::span<const std::
 }
 
 TokenizedCorpus corpus_rows(const TokenizedCorpus& corpus, std::int64_t begin, std::int64_t end) {
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(std::max<std::int64_t>(0, end - begin)));
-  std::iota(rows.begin(), rows.end(), begin);
-  return corpus_rows(corpus, rows);
+  TokenizedCorpus part;
+  for (std::int64_t r = begin; r < end; ++r) part.append(corpus.tokens(r));
+  // A range of a bank is a view of it: a shard of a million queries' images is not copied.
+  if (corpus.images) part.images = std::make_shared<const ImageBank>(corpus.images->rows_between(begin, end));
+  return part;
 }
 
 }  // namespace xmc

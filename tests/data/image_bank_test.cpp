@@ -131,6 +131,15 @@ TEST(ImageBank, SaveOpenAndSubsetRoundTrip) {
   bank.copy_image(3, 1, b);
   EXPECT_EQ(0, std::memcmp(a, b, sizeof a));
   EXPECT_EQ(part.listed_count(1), 2);
+
+  // A range is a view: the same values, row 0 of the view being row 2 of the bank.
+  const ImageBank view = back.rows_between(2, 4);
+  EXPECT_EQ(view.rows(), 2);
+  EXPECT_EQ(view.listed_count(0), 0);
+  view.copy_image(1, 1, a);
+  bank.copy_image(3, 1, b);
+  EXPECT_EQ(0, std::memcmp(a, b, sizeof a));
+  EXPECT_THROW(back.rows_between(3, 5), ConfigError);
 }
 
 TEST(ImageBank, MalformedBanksAreRefusedByName) {
