@@ -3,6 +3,7 @@
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
 #include "engine/data/image_bank.h"
+#include "engine/model/encoder.h"
 #include "engine/model/image_options.h"
 
 namespace xmc {
@@ -51,6 +52,13 @@ BatchImages gather_batch_images(const TokenizedCorpus& corpus, std::span<const s
     batch_rows[i] = taken[static_cast<std::size_t>(i)].first;
   }
   return out;
+}
+
+void stage_batch_images(BatchImages& images, const torch::Tensor& positions, const torch::Device& device) {
+  if (images.empty()) return;
+  images.features = staged_to(images.features, device);
+  images.rows = staged_to(images.rows, device);
+  images.positions = staged_to(positions, device);
 }
 
 ImageProjectionImpl::ImageProjectionImpl(std::int64_t image_dim, std::int64_t hidden, torch::Device device) {

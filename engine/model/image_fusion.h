@@ -45,6 +45,10 @@ struct BatchImages {
 BatchImages gather_batch_images(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows, std::int64_t max_images,
                                 std::int64_t image_dim);
 
+/// Moves a gathered batch's images to `device`, with `positions` ([N] int64, early fusion's places in the rows;
+/// empty for late fusion), as the encoders stage their token ids. Nothing to do for a batch without images.
+void stage_batch_images(BatchImages& images, const torch::Tensor& positions, const torch::Device& device);
+
 class ImageProjectionImpl : public torch::nn::Module {
  public:
   /// Linear m -> hidden, initialised as the encoders' own linear layers (N(0, 0.02²), bias 0).

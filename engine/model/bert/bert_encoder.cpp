@@ -444,9 +444,7 @@ BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<c
       const std::int64_t text = std::min<std::int64_t>(static_cast<std::int64_t>(corpus.tokens(rows[static_cast<std::size_t>(b)]).size()), options_.max_len);
       for (std::int64_t i = 0; i < prepared.images.per_row[static_cast<std::size_t>(b)]; ++i) at[n++] = text + i;
     }
-    prepared.images.features = staged_to(prepared.images.features, target);
-    prepared.images.rows = staged_to(prepared.images.rows, target);
-    prepared.images.positions = staged_to(positions, target);
+    stage_batch_images(prepared.images, positions, target);
   }
   prepared.input_ids = staged_to(ids, target);
   prepared.attention_mask = staged_to(mask, target);

@@ -106,11 +106,7 @@ DecoderBatch DecoderEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::
     }
     put(tokens.back());  // EOS (the last token, also of a cut text)
   }
-  if (!prepared.images.empty()) {
-    prepared.images.features = staged_to(prepared.images.features, options_.device);
-    prepared.images.rows = staged_to(prepared.images.rows, options_.device);
-    prepared.images.positions = staged_to(positions, options_.device);
-  }
+  stage_batch_images(prepared.images, positions, options_.device);
   prepared.input_ids = staged_to(ids, options_.device);
   prepared.attention_mask = staged_to(mask, options_.device);
   return prepared;
