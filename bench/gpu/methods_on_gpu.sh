@@ -4,7 +4,9 @@
 # P@1 and P@5 of the run's primary mode. The two devices should agree to within a couple of P@1 points (their
 # kernels differ, so not to the bit); a large gap means the CUDA path computes something else.
 # Runs: dexml (bow), ngame (bow, clustered batches), unidec (bow, hard negatives), the decoder encoder (tiny
-# random Qwen2 with LoRA, bf16 autocast; on GPUs only), and irene on a zero-shot split over a unidec base run.
+# random Qwen2 with LoRA, bf16 autocast; on GPUs only), irene on a zero-shot split over a unidec base run, and
+# (GPUs only, when bench/random_bert is built) image fusion on the two-view synthetic set of bench/images_two_views.sh:
+# a random BERT text only and with early fusion, the random Qwen2-shaped decoder with early fusion in bf16.
 # Needs datasets/demo/wordnet-20k (packaging/setup.sh demo) and, for the decoder, datasets/tokenizers/qwen3.
 # Usage: bench/gpu/methods_on_gpu.sh [build_dir] [devices...]   (default: build-cuda, devices cuda cpu)
 set -euo pipefail
@@ -59,3 +61,29 @@ for device in "${devices[@]}"; do
     echo "{\"run\":\"irene-zero-shot\",\"device\":\"$device\",\"error\":\"the unidec base run failed\"}"
   fi
 done
+
+# Images on the GPU: the set, encoders and settings of bench/images_two_views.sh (seed 1), whose CPU figures are in
+# bench/RESULTS.md; here the batch's images are staged to the device and projected there.
+if [ -x "$build/bench/random_bert" ] && [ -d datasets/tokenizers/qwen3 ]; then
+  for device in "${devices[@]}"; do
+    [ "$device" != cpu ] || continue
+    "$xmc" dataset build synthetic --labels 2000 --train 20000 --test 4000 --labels-per-query 1.5 --query-words 4 \
+      --image-dim 64 --seed 7 --out "$work/two-views" >/dev/null
+    "$build/bench/random_bert" --dataset "$work/two-views" --out "$work/bert" --layers 2 --hidden 128 --heads 4 >/dev/null
+    mkdir -p "$work/decoder"
+    cat >"$work/decoder/config.json" <<'JSON'
+{"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 151936, "hidden_size": 64, "intermediate_size": 128,
+ "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
+ "rope_theta": 1000000.0, "tie_word_embeddings": true, "hidden_act": "silu", "use_sliding_window": false}
+JSON
+    common=(--set dataset="$work/two-views" --set method=dexml --set loss=decoupled_softmax --set negatives=inbatch
+            --set temperature=0.05 --set batch_size=256 --set tsne.every=0 --set eval.every=0 --set 'eval.k=[1,3,5]'
+            --set encoder.dim=128 --set encoder.max_len=16 --set epochs=4 --set lr=0.001 --set seed=1)
+    bert=(--set encoder.type=bert --set encoder.path="$work/bert" --set encoder.dropout=0)
+    train images-bert-text "$device" "${common[@]}" "${bert[@]}" --set images.max=0
+    train images-bert-early "$device" "${common[@]}" "${bert[@]}" --set images.max=3 --set images.fusion=early
+    train images-decoder-early-bf16 "$device" "${common[@]}" --set encoder.type=decoder --set encoder.path="$work/decoder" \
+          --set encoder.tokenizer=datasets/tokenizers/qwen3 --set encoder.lora.rank=0 --set encoder.template="{text}" \
+          --set encoder.precision=bf16 --set images.max=3 --set images.fusion=early
+  done
+fi

@@ -61,7 +61,7 @@ else
     -DCMAKE_CXX_FLAGS="$extra_flags" -DXMC_BUILD_GUI=OFF -DXMC_WITH_FAISS=OFF "${extra_cmake[@]}" >/dev/null
   # Keep going past a failing file, so that one build shows every error a new LibTorch brings.
   keep_going=(); [ "$generator" = Ninja ] && keep_going=(-- -k 0)
-  cmake --build "$build" -j "$(nproc)" --target xmc gpu_test gpu_bench model_test loss_test search_test "${keep_going[@]}"
+  cmake --build "$build" -j "$(nproc)" --target xmc gpu_test gpu_bench random_bert model_test loss_test search_test "${keep_going[@]}"
   device=cuda
   step_args=""; batches="512 2048"; search_args=""; cluster_args=""
   decoder_args="--batch 256 --len 32"  # the Qwen2.5-0.5B shape (gpu_bench's defaults)
@@ -94,6 +94,15 @@ run "$build/bench/gpu_bench" --device $device clustering $cluster_args
 # datasets/demo/wordnet-20k, and datasets/tokenizers/qwen3 for the decoder).
 if [ "$small" != 1 ] && [ -f "$here/datasets/demo/wordnet-20k/dataset.json" ]; then
   "$here/bench/gpu/methods_on_gpu.sh" "$build" cuda | grep '^{' | tee -a "$out" || failed_tests+=("methods_on_gpu")
+fi
+# Where the encoder step's time goes (its kernels by total time), when the machine has Nsight Systems.
+if [ "$small" != 1 ] && command -v nsys >/dev/null; then
+  timeout 180 nsys profile -o "$out.encoder_step" --force-overwrite true --stats=true \
+    "$build/bench/gpu_bench" --device cuda encoder-step --batch 512 > "$out.encoder_step.txt" 2>&1 || true
+fi
+# `xmc images embed` (ViT-B/16 shape, random weights) against the PyTorch transcription, both on the GPU.
+if [ "$small" != 1 ]; then
+  DEVICE=cuda PYTHON="$python" "$here/bench/images_embed.sh" "$build" 512 2 | tee -a "$out.images" || failed_tests+=("images_embed")
 fi
 echo "results: $out"
 if [ ${#failed_tests[@]} -gt 0 ]; then echo "failed: ${failed_tests[*]}" >&2; exit 1; fi
