@@ -53,6 +53,7 @@ def main():
     p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--trace", help="write a Chrome trace of three more steps here (bench/gpu/trace_summary.py reads it)")
     args = p.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(1)
@@ -83,6 +84,15 @@ def main():
         step()
     sync()
     per_step = (time.perf_counter() - t0) / args.steps
+    if args.trace:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as profile:
+            for _ in range(3):
+                step()
+            sync()
+        profile.export_chrome_trace(args.trace)
     print(json.dumps({"bench": "encoder_step_pytorch", "device": args.device, "batch": args.batch, "layers": args.layers,
                       "hidden": args.hidden, "max_len": args.max_len, "precision": args.precision,
                       "step_s": round(per_step, 5), "queries_per_s": round(args.batch / per_step, 1)}))

@@ -13,9 +13,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include <torch/torch.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 
 #include "engine/index/exact_search.h"
 #include "engine/loss/losses.h"
@@ -60,6 +65,7 @@ struct Common {
   std::string device = torch::cuda::is_available() ? "cuda" : "cpu";
   int steps = 10;
   int warmup = 3;
+  std::string trace;  // a Chrome trace of three more steps, when set
 };
 
 /// Seconds of one call of `step` on `device`: common.warmup calls first, then the mean of common.steps, the
@@ -72,6 +78,28 @@ double seconds_per_step(const Common& common, const torch::Device& device, Step&
   for (int i = 0; i < common.steps; ++i) step();
   sync(device);
   return seconds_since(t0) / common.steps;
+}
+
+/// Profiles three calls of `step` (after the timed ones) and writes their Chrome trace to `path`: every
+/// kernel on the GPU and every operator on the host (bench/gpu/trace_summary.py reads it). LibTorch 2.x only.
+template <typename Step>
+void trace_steps(const std::string& path, const torch::Device& device, Step&& step) {
+  if (path.empty()) return;
+#if TORCH_VERSION_MAJOR >= 2
+  namespace profiler = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
+  for (int i = 0; i < 3; ++i) step();
+  sync(device);
+  profiler::disableProfiler()->save(path);
+#else
+  (void)device; (void)step;
+  std::fprintf(stderr, "gpu_bench: --trace needs LibTorch 2.x\n");
+#endif
 }
 
 int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
@@ -119,6 +147,7 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
     optimizer.zero_grad();
   };
   const double per_step = seconds_per_step(common, device, step);
+  trace_steps(common.trace, device, step);
   // Training FLOPs = 3 × forward; forward per token and layer: 2·(4h² + 2h·ff) for the products with weights
   // plus 4·len·h for the attention scores and their weighted sum.
   const double h = static_cast<double>(hidden), ff = 4.0 * h, len = static_cast<double>(max_len);
@@ -229,6 +258,7 @@ int decoder_step(const Common& common, const xmc::DecoderConfig& shape, std::int
     optimizer.zero_grad();
   };
   const double per_step = seconds_per_step(common, device, step);
+  trace_steps(common.trace, device, step);
   // Forward per token: 2 × the weights it multiplies (q, o: h²; k, v: h × kv·head_dim; gate, up, down: h × I;
   // the vocabulary is only looked up) plus 4·len·h for attention's scores and weighted sum.
   const double h = static_cast<double>(config.hidden_size), kv = static_cast<double>(config.num_kv_heads * config.head_dim);
@@ -257,6 +287,7 @@ int main(int argc, char** argv) {
   Common common;
   app.add_option("--device", common.device, "cuda or cpu (default: cuda when present)")->capture_default_str();
   app.add_option("--steps", common.steps, "Timed steps (repeats)")->capture_default_str();
+  app.add_option("--trace", common.trace, "encoder-step, decoder-step: write a Chrome trace of three more steps here (LibTorch 2.x)");
   app.require_subcommand(1);
   std::int64_t batch = 512, layers = 6, hidden = 768, heads = 12, max_len = 32;
   std::string precision = "bf16";
