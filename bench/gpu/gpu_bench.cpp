@@ -103,7 +103,7 @@ void trace_steps(const std::string& path, const torch::Device& device, Step&& st
 }
 
 int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
-                 std::int64_t max_len, const std::string& precision, double peak_tflops) {
+                 std::int64_t max_len, const std::string& precision, double peak_tflops, bool separate) {
   const torch::Device device(common.device);
   xmc::BertConfig config;
   config.num_layers = layers;
@@ -139,8 +139,20 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   const torch::Tensor positives = torch::eye(batch, torch::TensorOptions().dtype(torch::kBool).device(device));
   xmc::LossOptions loss_options;
   auto step = [&] {
-    const torch::Tensor q = torch::nn::functional::normalize(encoder->encode(corpus, queries), torch::nn::functional::NormalizeFuncOptions().dim(1));
-    const torch::Tensor l = torch::nn::functional::normalize(encoder->encode(corpus, labels), torch::nn::functional::NormalizeFuncOptions().dim(1));
+    // As the trainer runs it (DualEncoderTraining): queries and labels in one pass when the encoder joins
+    // them, else (--separate) one pass each.
+    const auto query_input = encoder->prepare_input(corpus, queries, /*for_training=*/true);
+    const auto label_input = encoder->prepare_input(corpus, labels, /*for_training=*/true);
+    const auto joined = separate ? nullptr : encoder->join_inputs(*query_input, *label_input);
+    torch::Tensor q, l;
+    if (joined) {
+      const torch::Tensor both = unit_rows(encoder->encode_input(*joined));
+      q = both.narrow(0, 0, batch);
+      l = both.narrow(0, batch, batch);
+    } else {
+      q = unit_rows(encoder->encode_input(*query_input));
+      l = unit_rows(encoder->encode_input(*label_input));
+    }
     const torch::Tensor loss = xmc::decoupled_softmax_loss(torch::matmul(q, l.t()), positives, loss_options);
     loss.backward();
     optimizer.step();
@@ -157,9 +169,9 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   const std::string about = describe(device);
   const double peak = peak_tflops > 0 ? peak_tflops : known_peak_tflops(about);
   std::printf("{\"bench\":\"encoder_step\",\"device\":\"%s\",\"peak_tflops\":%.0f,\"batch\":%lld,\"layers\":%lld,\"hidden\":%lld,\"max_len\":%lld,"
-              "\"precision\":\"%s\",\"step_s\":%.5f,\"queries_per_s\":%.1f,\"model_tflops\":%.2f,\"mfu\":%s}\n",
+              "\"precision\":\"%s\",\"passes\":%d,\"step_s\":%.5f,\"queries_per_s\":%.1f,\"model_tflops\":%.2f,\"mfu\":%s}\n",
               about.c_str(), peak, static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(hidden),
-              static_cast<long long>(max_len), precision.c_str(), per_step, static_cast<double>(batch) / per_step, achieved,
+              static_cast<long long>(max_len), precision.c_str(), separate ? 2 : 1, per_step, static_cast<double>(batch) / per_step, achieved,
               peak > 0 ? std::to_string(achieved / peak).c_str() : "null");
   return 0;
 }
@@ -299,6 +311,8 @@ int main(int argc, char** argv) {
   step_cmd->add_option("--heads", heads)->capture_default_str();
   step_cmd->add_option("--max-len", max_len)->capture_default_str();
   step_cmd->add_option("--precision", precision, "bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->capture_default_str();
+  bool separate = false;
+  step_cmd->add_flag("--separate", separate, "Encode queries and labels in two passes (the trainer joins them into one)");
   step_cmd->add_option("--peak-tflops", peak, "The device's dense bf16 peak for the utilisation (default: known by name for H100, H200, A100)");
   xmc::DecoderConfig decoder;
   decoder.num_layers = 24;
@@ -332,7 +346,7 @@ int main(int argc, char** argv) {
   cluster_cmd->add_option("--cluster-size", cluster_size)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*step_cmd) return encoder_step(common, batch, layers, hidden, heads, max_len, precision, peak);
+    if (*step_cmd) return encoder_step(common, batch, layers, hidden, heads, max_len, precision, peak, separate);
     if (*decoder_cmd) return decoder_step(common, decoder, decoder_batch, decoder_len, lora_rank, precision, checkpointing, peak);
     if (*search_cmd) return search(common, nq, m, d, k);
     return clustering(common, rows, d, cluster_size);

@@ -93,6 +93,7 @@ struct DualEncoderTraining::Prepared final : PreparedRows {
   LabelPool pool;
   std::shared_ptr<const EncoderInput> queries;
   std::shared_ptr<const EncoderInput> labels;
+  std::shared_ptr<const EncoderInput> joined;  // queries then labels in one pass, when the encoder can
 };
 
 std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& model, std::span<const std::int64_t> batch,
@@ -110,6 +111,7 @@ std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& mode
   } else {
     prepared->queries = model->prepare_input(context.train_corpus, batch);
     prepared->labels = model->prepare_input(context.label_corpus, prepared->pool.labels);
+    prepared->joined = model->join_inputs(*prepared->queries, *prepared->labels);
   }
   return prepared;
 }
@@ -128,8 +130,16 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
                                                  config_.get<NegativesOptions>().label_chunk);
     return {value, queries};
   }
-  const torch::Tensor queries = model->embed_input(*prepared.queries);
-  const torch::Tensor labels = model->embed_input(*prepared.labels);
+  torch::Tensor queries, labels;
+  if (prepared.joined) {
+    const torch::Tensor both = model->embed_input(*prepared.joined);
+    const auto query_count = static_cast<std::int64_t>(batch.size());
+    queries = both.narrow(0, 0, query_count);
+    labels = both.narrow(0, query_count, both.size(0) - query_count);
+  } else {
+    queries = model->embed_input(*prepared.queries);
+    labels = model->embed_input(*prepared.labels);
+  }
   const torch::Tensor batch_loss = loss(torch::matmul(queries, labels.t()), pool.positive_mask.to(context.device));
   const double value = batch_loss.item<double>();
   if (std::isfinite(value)) batch_loss.backward();

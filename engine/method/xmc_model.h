@@ -37,6 +37,10 @@ class XmcModelImpl : public torch::nn::Module {
     return encoder_->prepare_input(corpus, rows, /*for_training=*/true);
   }
   torch::Tensor embed_input(const EncoderInput& input) { return embed_encoded(encoder_->encode_input(input)); }
+  /// EncoderImpl::join_inputs: two inputs embedded in one pass, or nullptr.
+  std::shared_ptr<const EncoderInput> join_inputs(const EncoderInput& first, const EncoderInput& second) const {
+    return encoder_->join_inputs(first, second);
+  }
   /// The embedding of encoder outputs: g1(encoded), or normalize(encoded) without a DE head.
   torch::Tensor embed_encoded(const torch::Tensor& encoded);
   /// g1(Φ(rows of corpus)) without graph, in eval mode for the duration (a few rows for inspection).

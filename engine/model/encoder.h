@@ -39,6 +39,13 @@ class EncoderImpl : public torch::nn::Module {
                                                             bool for_training) const = 0;
   /// The device half: `input` must come from this encoder's prepare_input().
   virtual torch::Tensor encode_input(const EncoderInput& input) = 0;
+  /// `first` and `second` (both from prepare_input()) as one input whose encoding is `first`'s rows then
+  /// `second`'s, for a training step that encodes queries and labels with the same weights: one pass instead
+  /// of two halves the kernels a GPU runs and sums each weight's gradient once. nullptr when this encoder
+  /// cannot, or when joining would cost more than it saves (then encode them one after the other).
+  virtual std::shared_ptr<const EncoderInput> join_inputs(const EncoderInput& /*first*/, const EncoderInput& /*second*/) const {
+    return nullptr;
+  }
   virtual std::int64_t output_dim() const = 0;
   virtual torch::Device device() const = 0;
   /// Whether a CPU step of this encoder is mostly a few large matrix products (a transformer's), which the BLAS

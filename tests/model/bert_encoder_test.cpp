@@ -301,6 +301,26 @@ TEST(BertEncoder, PaddingDoesNotChangeAText) {
   }
 }
 
+TEST(BertEncoder, JoinedQueriesAndLabelsEncodeAsTheirSeparatePasses) {
+  // Queries of 12-16 tokens and labels of 10-14 from two corpora: one padded pass gives each row what its own
+  // pass gives (the padding is masked out), in order, queries first.
+  const TokenizedCorpus queries = make_corpus({12, 16, 14}, 7), labels = make_corpus({10, 14, 11, 13}, 9);
+  BertEncoder encoder = random_encoder(tiny_config(), 3);
+  torch::NoGradGuard no_grad;
+  const auto query_input = encoder->prepare_input(queries, all_rows(queries), true);
+  const auto label_input = encoder->prepare_input(labels, all_rows(labels), true);
+  const auto joined = encoder->join_inputs(*query_input, *label_input);
+  ASSERT_NE(joined, nullptr);
+  const torch::Tensor both = encoder->encode_input(*joined);
+  ASSERT_EQ(both.size(0), 7);
+  const torch::Tensor expected = torch::cat({encode_all(encoder, queries), encode_all(encoder, labels)});
+  EXPECT_TRUE(torch::allclose(both, expected, 1e-5, 1e-5)) << (both - expected).abs().max();
+
+  // Labels of 3 tokens beside queries of 16: padding them to 16 would add far more than a quarter: apart.
+  const TokenizedCorpus short_labels = make_corpus({3, 3, 3, 3}, 9);
+  EXPECT_EQ(encoder->join_inputs(*query_input, *encoder->prepare_input(short_labels, all_rows(short_labels), true)), nullptr);
+}
+
 TEST(BertEncoder, TruncatesLongTextsKeepingTheFinalSep) {
   BertEncoderOptions options;
   options.max_len = 8;

@@ -476,6 +476,23 @@ std::shared_ptr<const EncoderInput> BertEncoderImpl::prepare_input(const Tokeniz
   return std::make_shared<BertBatch>(make_batch(corpus, rows));
 }
 
+std::shared_ptr<const EncoderInput> BertEncoderImpl::join_inputs(const EncoderInput& first, const EncoderInput& second) const {
+  const auto& a = dynamic_cast<const BertBatch&>(first);
+  const auto& b = dynamic_cast<const BertBatch&>(second);
+  if (!a.input_ids.defined() || !b.input_ids.defined() || !a.images.empty() || !b.images.empty()) return nullptr;
+  const std::int64_t length = std::max(a.input_ids.size(1), b.input_ids.size(1));
+  const std::int64_t separate = a.input_ids.numel() + b.input_ids.numel();
+  const std::int64_t joined = (a.input_ids.size(0) + b.input_ids.size(0)) * length;
+  if (4 * joined > 5 * separate) return nullptr;
+  auto widened = [&](const torch::Tensor& t, std::int64_t fill) {
+    return t.size(1) == length ? t : torch::constant_pad_nd(t, {0, length - t.size(1)}, fill);
+  };
+  auto batch = std::make_shared<BertBatch>();
+  batch->input_ids = torch::cat({widened(a.input_ids, config_.pad_token_id), widened(b.input_ids, config_.pad_token_id)});
+  batch->attention_mask = torch::cat({widened(a.attention_mask, 0), widened(b.attention_mask, 0)});
+  return batch;
+}
+
 torch::Tensor BertEncoderImpl::encode_input(const EncoderInput& input) {
   const auto& batch = dynamic_cast<const BertBatch&>(input);
   if (!batch.input_ids.defined()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));

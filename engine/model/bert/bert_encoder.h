@@ -95,6 +95,9 @@ class BertEncoderImpl : public EncoderImpl {
   std::shared_ptr<const EncoderInput> prepare_input(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows,
                                                     bool for_training) const override;
   torch::Tensor encode_input(const EncoderInput& input) override;
+  /// Two text-only batches padded to the longer length and stacked, unless padding would add more than a
+  /// quarter to their tokens (a batch of short label titles beside long queries runs faster apart).
+  std::shared_ptr<const EncoderInput> join_inputs(const EncoderInput& first, const EncoderInput& second) const override;
   std::int64_t output_dim() const override { return config_.hidden_size; }
   bool large_products() const override { return true; }
   torch::Device device() const override;
