@@ -36,6 +36,7 @@
 #include "widgets/label_quality_view.h"
 #include "widgets/launch_form.h"
 #include "widgets/loss_plot.h"
+#include "widgets/evaluation_view.h"
 #include "widgets/metric_plot.h"
 #include "widgets/plot_export.h"
 #include "widgets/projector_view.h"
@@ -102,13 +103,13 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   live_layout->addLayout(header);
   auto* grid = new QGridLayout;
   loss_plot_ = new gui::LossPlot;
-  metric_plot_ = new gui::MetricPlot;
-  metric_plot_->setObjectName("live_metrics");
+  evaluation_view_ = new gui::EvaluationView;
+  metric_plot_ = evaluation_view_->chart();  // "live_metrics"
   decile_plot_ = new gui::DecilePlot;
   decile_plot_->setObjectName("live_deciles");
   tsne_plot_ = new gui::TsnePlot;
   grid->addWidget(loss_plot_, 0, 0);
-  grid->addWidget(metric_plot_, 0, 1);
+  grid->addWidget(evaluation_view_, 0, 1);
   // The decile bars, optionally beside another run's (the live run keeps updating its own).
   auto* decile_box = new QWidget;
   auto* decile_layout = new QVBoxLayout(decile_box);
@@ -381,11 +382,11 @@ void MainWindow::reset_live_view(const TrainConfig& config) {
   evaluations_seen_ = 0;
   loss_plot_->clear();
   live_points_.clear();
-  metric_plot_->clear();
+  evaluation_view_->clear();
   decile_plot_->clear();
   tsne_plot_->clear();  // the last run's query and its negatives are not this run's
   if (collapse_warning_) collapse_warning_->hide();
-  metric_plot_->set_milestones(milestone_marks(config));
+  evaluation_view_->set_milestones(milestone_marks(config));
   refresh_decile_overlay_choices();
   apply_decile_overlay();
 }
@@ -579,9 +580,9 @@ void MainWindow::show_run(std::int64_t run) {
     if (!(worker_->running() && worker_->run_id() == run))  // the run bar speaks of the run shown
       training_progress_->show_stored_run(planned_epochs(info, last_epoch), last_epoch, QString::fromStdString(to_string(info.status)));
     try {
-      metric_plot_->set_milestones(milestone_marks(parse_train_config(info.config_json, "run " + std::to_string(run))));
+      evaluation_view_->set_milestones(milestone_marks(parse_train_config(info.config_json, "run " + std::to_string(run))));
     } catch (const std::exception&) {
-      metric_plot_->set_milestones({});  // a config this version cannot read: no marks rather than wrong ones
+      evaluation_view_->set_milestones({});  // a config this version cannot read: no marks rather than wrong ones
     }
     refresh_decile_overlay_choices();
     apply_decile_overlay();
@@ -603,21 +604,9 @@ void MainWindow::show_run(std::int64_t run) {
 }
 
 void MainWindow::show_live_metrics() {
-  // The primary inference mode in solid curves; a method's other modes (NGAME's emb and clf, UniDEC's de
-  // and clf) overlaid as dashed and dotted curves of the same metrics, so modes compare at a glance.
-  // One series per mode (NGAME: the embedding's curve runs through M1 and M4, the fused ranking's starts
-  // at M4), never one line that joins two modes.
-  const auto modes = series_by_mode(live_points_);
-  metric_plot_->clear_comparisons();
-  if (modes.empty()) {
-    metric_plot_->set_run_label("this run");
-    metric_plot_->set_evaluations({});
-    return;
-  }
-  auto mode_label = [](const ModeSeries& s) { return s.mode.empty() ? QString("primary mode") : QString::fromStdString(s.mode) + " mode"; };
-  metric_plot_->set_run_label(modes.size() > 1 ? mode_label(modes.front()) : QString("this run"));
-  metric_plot_->set_evaluations(modes.front().points);
-  for (std::size_t m = 1; m < modes.size(); ++m) metric_plot_->add_comparison_run(mode_label(modes[m]), modes[m].points);
+  // One series per inference mode (NGAME: the embedding's curve runs through M1 and M4, the fused ranking's
+  // starts at M4), never one line that joins two modes; the view draws the modes and metrics the user chose.
+  evaluation_view_->set_modes(series_by_mode(live_points_));
 }
 
 void MainWindow::show_collapse_state(double epoch, double score_spread, double score_mean) {
@@ -850,7 +839,7 @@ void MainWindow::open_store() {
   follow_timer_->stop();
   loss_plot_->clear();
   live_points_.clear();
-  metric_plot_->clear();
+  evaluation_view_->clear();
   decile_plot_->clear();
   tsne_plot_->clear();
   compare_->set_runs(Session(options_.db.toStdString()), {});

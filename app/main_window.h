@@ -34,6 +34,7 @@ class LaunchForm;
 class QtProgress;
 class LossPlot;
 class MetricPlot;
+class EvaluationView;
 class RunsBrowser;
 class SearchPanel;
 class LabelQualityView;
@@ -127,7 +128,8 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_ = nullptr;
   gui::LaunchForm* launch_ = nullptr;
   gui::LossPlot* loss_plot_ = nullptr;
-  gui::MetricPlot* metric_plot_ = nullptr;
+  gui::EvaluationView* evaluation_view_ = nullptr;
+  gui::MetricPlot* metric_plot_ = nullptr;  // the evaluation view's one-chart layout (export)
   gui::DecilePlot* decile_plot_ = nullptr;
   gui::TsnePlot* tsne_plot_ = nullptr;
   gui::SearchPanel* search_ = nullptr;

@@ -76,7 +76,8 @@ MetricPlot::MetricPlot(QWidget* parent) : QCustomPlot(parent), run_label_(tr("th
   style::add_empty_note(this, tr("no evaluation yet"));
   QCPAxisRect* rect = axisRect();
   plotLayout()->insertRow(0);
-  plotLayout()->addElement(0, 0, style::make_title(this, tr("Evaluation")));
+  title_ = style::make_title(this, tr("Evaluation"));
+  plotLayout()->addElement(0, 0, title_);
   plotLayout()->setRowStretchFactor(0, 0.001);
   plotLayout()->setRowSpacing(0);
 
@@ -122,12 +123,25 @@ MetricPlot::MetricPlot(QWidget* parent) : QCustomPlot(parent), run_label_(tr("th
   refresh();
 }
 
-QSize MetricPlot::minimumSizeHint() const { return {440, 340}; }
-QSize MetricPlot::sizeHint() const { return {720, 440}; }
+QSize MetricPlot::minimumSizeHint() const { return compact_ ? QSize(260, 200) : QSize(440, 340); }
+QSize MetricPlot::sizeHint() const { return compact_ ? QSize(360, 260) : QSize(720, 440); }
+
+void MetricPlot::set_title(const QString& title) {
+  title_->setText(title);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void MetricPlot::show_only_metrics(const QStringList& metrics) {
+  only_metrics_ = metrics;
+  for (const QString& metric : metric_names()) set_metric_visible(metric, metrics.contains(metric));
+}
+
+void MetricPlot::sort_metrics(QStringList& metrics) {
+  std::stable_sort(metrics.begin(), metrics.end(), [](const QString& a, const QString& b) { return sort_key(a) < sort_key(b); });
+}
 
 bool MetricPlot::shown_by_default(const QString& metric) {
-  const auto family = split_metric(metric).first;
-  return family == QLatin1String("P") || family == QLatin1String("nDCG") || family == QLatin1String("PSP");
+  return metric == QLatin1String("P@1") || metric == QLatin1String("P@5") || metric == QLatin1String("PSP@5");
 }
 
 QCPGraph* MetricPlot::make_graph(const QString& metric, Qt::PenStyle style, const std::optional<QColor>& colour) {
@@ -187,9 +201,12 @@ MetricPlot::Series& MetricPlot::series(const QString& metric) {
   s.graph = make_graph(metric, Qt::SolidLine, run_colour_);
   s.toggle = new QAction(metric, this);
   s.toggle->setCheckable(true);
-  s.toggle->setChecked(shown_by_default(metric));
+  s.toggle->setChecked(only_metrics_ ? only_metrics_->contains(metric) : shown_by_default(metric));
   s.graph->setVisible(s.toggle->isChecked());
-  connect(s.toggle, &QAction::toggled, this, [this, metric](bool on) { set_metric_visible(metric, on); });
+  connect(s.toggle, &QAction::toggled, this, [this, metric](bool on) {
+    set_metric_visible(metric, on);
+    Q_EMIT metric_visibility_changed(metric, on);
+  });
   const auto pos = std::find_if(series_.begin(), series_.end(),
                                 [&](const Series& other) { return sort_key(metric) < sort_key(other.metric); });
   QAction* before = pos == series_.end() ? nullptr : pos->toggle;
@@ -300,7 +317,8 @@ void MetricPlot::set_metric_visible(const QString& metric, bool visible) {
 
 bool MetricPlot::metric_visible(const QString& metric) const {
   const Series* s = find_series(metric);
-  return s ? s->toggle->isChecked() : shown_by_default(metric);
+  if (s) return s->toggle->isChecked();
+  return only_metrics_ ? only_metrics_->contains(metric) : shown_by_default(metric);
 }
 
 QStringList MetricPlot::metric_names() const {
@@ -341,8 +359,10 @@ void MetricPlot::update_legend() {
     if (!has_data) continue;
     QString name = s.metric;
     // A value names one run's: left out when runs are coloured apart (the table has every run's).
+    // With modes or runs overlaid the value says whose it is (the solid curve's).
     if (!run_colour_ && !s.graph->data()->isEmpty() && width() >= kMinWidthForValues)
-      name += QStringLiteral("  ") + percent_text((s.graph->data()->constEnd() - 1)->value);
+      name += QStringLiteral("  ") + percent_text((s.graph->data()->constEnd() - 1)->value) +
+              (comparisons_.empty() ? QString() : QStringLiteral(" ") + run_label_);
     s.graph->setName(name);
     if (run_colour_) {
       // Runs have colours of their own: the metric's entry shows its line style and marker in grey, not the

@@ -1,7 +1,7 @@
 #pragma once
 // MetricPlot: evaluation metrics of a run against the epoch, in percent as papers report them.
-// One curve per metric (P@k, nDCG@k, PSP@k shown by default; PSnDCG@k, R@k and others one right click
-// away under "Show metrics"). A metric family shares a hue and k is told apart by marker shape, so
+// One curve per metric (P@1, P@5 and PSP@5 shown by default; every other metric one right click away under
+// "Show metrics"). A metric family shares a hue and k is told apart by marker shape, so
 // P@1/P@3/P@5 read as one family. Other runs can be overlaid for comparison as dashed curves in the same
 // colours; the legend then explains the line styles. Hovering a point shows its exact value.
 #include <QColor>
@@ -54,10 +54,17 @@ class MetricPlot : public QCustomPlot {
   /// Shows or hides a metric (and its curves in the overlaid runs); also reachable by right click.
   void set_metric_visible(const QString& metric, bool visible);
   bool metric_visible(const QString& metric) const;
+  /// Shows exactly `metrics`, now and for metrics that arrive later (instead of shown_by_default()).
+  void show_only_metrics(const QStringList& metrics);
+  /// The chart's title ("Evaluation" by default).
+  void set_title(const QString& title);
   /// Every metric seen so far, in display order (P, nDCG, PSP, PSnDCG, R, others; then by k).
   QStringList metric_names() const;
-  /// True for the families shown until the user decides otherwise: P@k, nDCG@k and PSP@k.
+  /// True for the metrics shown until the user decides otherwise: P@1, P@5 and PSP@5 (nDCG@1 equals P@1,
+  /// and a dozen curves read as none).
   static bool shown_by_default(const QString& metric);
+  /// Sorts metric names in display order (P, nDCG, PSP, PSnDCG, R, others; then by k).
+  static void sort_metrics(QStringList& metrics);
 
   /// The run's curve of `metric` (values in percent), nullptr when unknown. For tests and restyling.
   QCPGraph* metric_graph(const QString& metric) const;
@@ -67,6 +74,13 @@ class MetricPlot : public QCustomPlot {
 
   QSize minimumSizeHint() const override;
   QSize sizeHint() const override;
+  /// The smallest size at which one metric still reads (panels of the Evaluation view); the default is a
+  /// chart of many.
+  void set_compact(bool compact) { compact_ = compact; updateGeometry(); }
+
+ Q_SIGNALS:
+  /// The user (or show_only_metrics / set_metric_visible) showed or hid `metric`.
+  void metric_visibility_changed(const QString& metric, bool visible);
 
  private:
   struct Series {
@@ -102,6 +116,9 @@ class MetricPlot : public QCustomPlot {
   QMenu* metrics_menu_ = nullptr;
   std::vector<std::pair<double, QString>> milestone_list_;
   std::vector<QCPAbstractItem*> milestone_items_;  // a line and a label per mark
+  std::optional<QStringList> only_metrics_;  // show_only_metrics(): the chosen set replaces the defaults
+  QCPTextElement* title_ = nullptr;
+  bool compact_ = false;
 };
 
 }  // namespace xmc::gui

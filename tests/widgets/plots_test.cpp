@@ -2,6 +2,7 @@
 // export files a paper pipeline can read, and screenshots (XMC_SCREENSHOT_DIR, default a temp folder)
 // to look at.
 #include <QFile>
+#include <QLabel>
 #include <QPainter>
 #include <QPixmap>
 #include <QSvgRenderer>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "widgets/decile_plot.h"
+#include "widgets/evaluation_view.h"
 #include "widgets/loss_plot.h"
 #include "widgets/metric_plot.h"
 #include "widgets/plot_export.h"
@@ -210,6 +212,72 @@ class PlotsTest : public QObject {
     plot.set_throughput_visible(true);
     plot.replot();
     QVERIFY(!plot.throughput_log_scale());
+  }
+
+  void evaluation_view_draws_the_chosen_metrics_and_modes() {
+    // An NGAME-like run: the embedding mode evaluated at epochs 1-4 with eight metrics, the fused ranking
+    // (primary at the end) once at epoch 4.
+    auto points_of = [](const std::vector<double>& epochs, double base) {
+      std::vector<xmc::EvalPoint> points;
+      for (const double e : epochs)
+        for (const char* m : {"P@1", "P@3", "P@5", "nDCG@1", "nDCG@5", "PSP@1", "PSP@5", "R@10"})
+          points.push_back({.epoch = e, .metric = m, .value = base + 0.01 * e});
+      return points;
+    };
+    std::vector<xmc::ModeSeries> modes{{"fused", points_of({4}, 0.5)}, {"emb", points_of({1, 2, 3, 4}, 0.3)}};
+    EvaluationView view;
+    view.resize(1200, 700);
+    view.set_modes(modes);
+    // By default: P@1, P@5 and PSP@5 of the primary mode, in one chart.
+    QCOMPARE(view.chosen_metrics(), (QStringList{"P@1", "P@5", "PSP@5"}));
+    QCOMPARE(view.chosen_modes(), QStringList{"fused mode"});
+    QCOMPARE(view.mode_names(), (QStringList{"fused mode", "emb mode"}));
+    QCOMPARE(view.metric_names().size(), 8);
+    QCOMPARE(view.effective_layout(), EvaluationView::Layout::one_chart);
+    QVERIFY(view.panels().empty());
+    QCOMPARE(view.chart()->comparison_count(), 0);
+    QVERIFY(view.chart()->metric_visible("PSP@5") && !view.chart()->metric_visible("nDCG@1"));
+    QCOMPARE(view.chart()->metric_graph("P@1")->data()->at(0)->value, 54.0);  // the fused mode's 0.5 + 0.04
+
+    // Both modes: six curves are too many for one chart; a panel per metric, each with both modes.
+    view.set_mode_chosen("emb mode", true);
+    QCOMPARE(view.chosen_modes(), (QStringList{"fused mode", "emb mode"}));
+    QCOMPARE(view.effective_layout(), EvaluationView::Layout::panel_per_metric);
+    QCOMPARE(view.panels().size(), std::size_t{3});
+    for (MetricPlot* panel : view.panels()) {
+      QCOMPARE(panel->comparison_count(), 1);
+      QCOMPARE(panel->legend->itemCount(), 1);  // one metric per panel
+    }
+    QVERIFY(view.panels()[2]->metric_visible("PSP@5") && !view.panels()[2]->metric_visible("P@1"));
+    QCOMPARE(view.panels()[0]->comparison_graph("emb mode", "P@1")->dataCount(), 4);
+    auto* note = view.findChild<QLabel*>("evaluation_note");
+    QVERIFY(note && note->text().contains("fused mode: evaluated once, at epoch 4"));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      view.show();
+      QCoreApplication::processEvents();
+      QVERIFY(view.grab().save(QString(keep) + "/evaluation-panels.png"));
+    }
+
+    // One chart on request: the primary mode solid, the other overlaid, the legend's values named by mode.
+    view.set_layout(EvaluationView::Layout::one_chart);
+    QVERIFY(view.panels().empty());
+    QCOMPARE(view.chart()->comparison_count(), 1);
+    view.chart()->resize(900, 500);
+    view.chart()->replot();
+    QVERIFY2(view.chart()->metric_graph("P@1")->name().contains("fused mode"), qPrintable(view.chart()->metric_graph("P@1")->name()));
+    view.set_layout(EvaluationView::Layout::panel_per_mode);
+    QCOMPARE(view.panels().size(), std::size_t{2});
+    QCOMPARE(view.panels()[1]->legend->itemCount(), 3);
+
+    // A metric chosen from the chart's own right-click menu is the view's choice too, and choices outlive
+    // the run shown.
+    view.chart()->set_metric_visible("R@10", true);
+    QVERIFY(view.chosen_metrics().contains("R@10"));
+    view.set_metric_chosen("P@5", false);
+    view.set_modes({{"", points_of({1, 2}, 0.2)}});
+    QCOMPARE(view.chosen_metrics(), (QStringList{"P@1", "PSP@5", "R@10"}));
+    QCOMPARE(view.chosen_modes(), QStringList{"primary mode"});  // the modes chosen are not this run's
+    QCOMPARE(view.effective_layout(), EvaluationView::Layout::panel_per_mode);  // the user's layout stays
   }
 
   void metric_plot_shows_percent() {
