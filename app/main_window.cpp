@@ -80,6 +80,13 @@ std::vector<std::pair<double, QString>> milestone_marks(const TrainConfig& confi
   return marks;
 }
 
+/// What the t-SNE panel says until a snapshot comes, or why none will.
+QString tsne_note(const TrainConfig& config) {
+  if (takes_tsne_snapshots(config)) return "no t-SNE snapshot yet: runs take one at evaluations (tsne.every)";
+  if (config.tsne_every <= 0) return "this run takes no t-SNE snapshots (tsne.every = 0)";
+  return QString::fromStdString(config.method) + " takes no t-SNE snapshots: it trains no encoder on query batches";
+}
+
 }  // namespace
 
 MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(parent), options_(std::move(options)) {
@@ -88,6 +95,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   tabs_ = new QTabWidget;
 
   launch_ = new gui::LaunchForm(options_.presets_dir);
+  connect(launch_, &gui::LaunchForm::base_run_choices_needed, this, [this] { refresh_base_run_choices(); });
   tabs_->addTab(launch_, "Launch");
 
   // Live view: run header with progress, then the four plots.
@@ -387,6 +395,7 @@ void MainWindow::reset_live_view(const TrainConfig& config) {
   tsne_plot_->clear();  // the last run's query and its negatives are not this run's
   if (collapse_warning_) collapse_warning_->hide();
   evaluation_view_->set_milestones(milestone_marks(config));
+  tsne_plot_->set_empty_note(tsne_note(config));
   refresh_decile_overlay_choices();
   apply_decile_overlay();
 }
@@ -525,6 +534,7 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   worker_->wait();
   set_training_state(gui::LaunchForm::State::Idle);
   runs_->refresh();
+  refresh_base_run_choices();  // a finished run may be one to build on
   const auto info = Session(options_.db.toStdString()).find_run(run);
   const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
   refresh_decile_overlay_choices();
@@ -580,7 +590,9 @@ void MainWindow::show_run(std::int64_t run) {
     if (!(worker_->running() && worker_->run_id() == run))  // the run bar speaks of the run shown
       training_progress_->show_stored_run(planned_epochs(info, last_epoch), last_epoch, QString::fromStdString(to_string(info.status)));
     try {
-      evaluation_view_->set_milestones(milestone_marks(parse_train_config(info.config_json, "run " + std::to_string(run))));
+      const TrainConfig shown_config = parse_train_config(info.config_json, "run " + std::to_string(run));
+      evaluation_view_->set_milestones(milestone_marks(shown_config));
+      tsne_plot_->set_empty_note(tsne_note(shown_config));
     } catch (const std::exception&) {
       evaluation_view_->set_milestones({});  // a config this version cannot read: no marks rather than wrong ones
     }
@@ -601,6 +613,32 @@ void MainWindow::show_run(std::int64_t run) {
   } catch (const std::exception& e) {
     QMessageBox::warning(this, "Cannot show run", QString::fromUtf8(e.what()));
   }
+}
+
+void MainWindow::refresh_base_run_choices() {
+  // IRENE's base run: the finished runs of this store it can build on with the form's dataset, checked as a
+  // start checks them, so a wrong id is not the first thing the user learns of it.
+  TrainConfig config;
+  try {
+    config = launch_->config();
+  } catch (const std::exception&) {
+    config.method = launch_->field_text("method").toStdString();
+    config.dataset = launch_->dataset().toStdString();
+  }
+  std::vector<std::pair<std::int64_t, QString>> choices;
+  try {
+    for (const RunInfo& run : Session(options_.db.toStdString()).base_run_choices(config)) {
+      QString method;
+      try {
+        method = QString::fromStdString(nlohmann::json::parse(run.config_json).value("method", std::string()));
+      } catch (const std::exception&) {
+      }
+      choices.emplace_back(run.id, QString::fromStdString(run.name) + (method.isEmpty() ? QString() : " (" + method + ")"));
+    }
+  } catch (const std::exception&) {
+    return;  // an unreadable store: the field keeps what it has; Start reports the store's error
+  }
+  launch_->set_base_run_choices(choices);
 }
 
 void MainWindow::show_live_metrics() {

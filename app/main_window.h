@@ -122,6 +122,7 @@ class MainWindow : public QMainWindow {
   double show_stored_plots(const Session& session, std::int64_t run);
   /// Draws live_points_: the primary mode's metrics, the other inference modes' overlaid.
   void show_live_metrics();
+  void refresh_base_run_choices();
 
   WorkbenchOptions options_;
   gui::TrainingWorker* worker_ = nullptr;

@@ -1,6 +1,7 @@
 #include "widgets/launch_form.h"
 
 #include <QComboBox>
+#include <QSignalBlocker>
 #include <QDir>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -87,7 +88,15 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
     if (info.key == "dataset") continue;  // the dataset row above
     QWidget* editor = nullptr;
     const auto default_value = nlohmann::json::parse(info.default_value);
-    if (!info.choices.empty() || info.key == "device") {
+    if (info.key.size() > 9 && info.key.ends_with(".base_run")) {
+      // Another run's id: a list of the runs it can build on (set_run_choices), or any id typed.
+      auto* combo = new FocusWheelComboBox;
+      combo->setEditable(true);
+      combo->setInsertPolicy(QComboBox::NoInsert);
+      combo->setCurrentText(json_to_text(default_value));
+      connect(combo, &QComboBox::currentTextChanged, this, [this] { validate(); });
+      editor = combo;
+    } else if (!info.choices.empty() || info.key == "device") {
       auto* combo = new FocusWheelComboBox;
       if (info.key == "device") {
         // Devices show what they are (cores and memory, a GPU's name and memory); the config takes the id.
@@ -214,6 +223,8 @@ void LaunchForm::set_config(const TrainConfig& config) {
     if (auto* combo = qobject_cast<QComboBox*>(editor)) select_in_combo(combo, text);
     else if (auto* line = qobject_cast<QLineEdit*>(editor)) line->setText(text);
   }
+  name_from_config_ = QString::fromStdString(config.name);
+  method_shown_ = QString::fromStdString(config.method);
   if (!config.dataset.empty()) set_dataset(QString::fromStdString(config.dataset.string()));
   validate();
 }
@@ -235,7 +246,10 @@ QString LaunchForm::dataset() const { return dataset_->text(); }
 QString LaunchForm::field_text(const QString& key) const {
   const auto it = fields_.find(key.toStdString());
   if (it == fields_.end()) return key == "dataset" ? dataset_->text() : QString();
-  if (auto* combo = qobject_cast<QComboBox*>(it->second)) return combo->currentData().isValid() ? combo->currentData().toString() : combo->currentText();
+  if (auto* combo = qobject_cast<QComboBox*>(it->second)) {
+    if (combo->isEditable()) return combo->currentText().section(QLatin1Char(' '), 0, 0);  // "12 — unidec zs base": the id
+    return combo->currentData().isValid() ? combo->currentData().toString() : combo->currentText();
+  }
   return qobject_cast<QLineEdit*>(it->second)->text();
 }
 
@@ -313,6 +327,16 @@ bool LaunchForm::field_shown(const QString& key) const {
 }
 
 void LaunchForm::validate() {
+  // A name that came with a preset or a loaded run ("unidec zs base") does not carry over to another method.
+  if (const QString method = field_text(QStringLiteral("method")); method != method_shown_) {
+    method_shown_ = method;
+    Q_EMIT base_run_choices_needed();
+    if (!name_from_config_.isEmpty() && field_text(QStringLiteral("name")) == name_from_config_) {
+      name_from_config_.clear();
+      set_field_text(QStringLiteral("name"), QString());  // validates again
+      return;
+    }
+  }
   show_applicable_keys();
   try {
     const TrainConfig c = config();
@@ -327,9 +351,29 @@ void LaunchForm::validate() {
   }
 }
 
+void LaunchForm::set_base_run_choices(const std::vector<std::pair<std::int64_t, QString>>& runs) {
+  const QString key = field_text(QStringLiteral("method")) + QStringLiteral(".base_run");
+  const auto it = fields_.find(key.toStdString());
+  auto* combo = it == fields_.end() ? nullptr : qobject_cast<QComboBox*>(it->second);
+  if (!combo || !combo->isEditable()) return;
+  const QString current = field_text(key);
+  const QSignalBlocker quiet(combo);
+  combo->clear();
+  for (const auto& [id, description] : runs) combo->addItem(QString::number(id) + QStringLiteral(" — ") + description, QString::number(id));
+  const int index = combo->findData(current);
+  if (index >= 0) combo->setCurrentIndex(index);
+  else combo->setCurrentText(current == QLatin1String("0") && !runs.empty() ? combo->itemText(0) : current);  // unset: the newest
+  combo->lineEdit()->setPlaceholderText(runs.empty() ? tr("no finished run to build on with this dataset yet") : tr("a run id"));
+  combo->setToolTip(combo->toolTip().section(QStringLiteral("\n\nEligible"), 0, 0) +
+                    (runs.empty() ? tr("\n\nEligible runs: none in this store for this dataset (a completed ngame or unidec run on the same zero-shot split)")
+                                  : tr("\n\nEligible runs: %1 in this store").arg(runs.size())));
+  validate();
+}
+
 void LaunchForm::show_dataset_summary() {
   const QString folder = dataset_->text().trimmed();
   if (folder.isEmpty()) return;
+  Q_EMIT base_run_choices_needed();
   summary_->setPlainText("Reading " + folder + " …");
   auto* watcher = new QFutureWatcher<QString>(this);
   connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, folder] {

@@ -43,6 +43,10 @@ class LaunchForm : public QWidget {
   /// The value shown for `key` (tests and scripting).
   QString field_text(const QString& key) const;
   void set_field_text(const QString& key, const QString& text);
+  /// The runs the chosen method's "<method>.base_run" field offers (IRENE's), as (id, description), newest
+  /// first: its list, where the user can still type any id. An empty list says there is none to build on yet.
+  /// Does nothing when the chosen method builds on no run.
+  void set_base_run_choices(const std::vector<std::pair<std::int64_t, QString>>& runs);
   /// Whether `key`'s field is shown: false for keys of a method, encoder, sampler, ... not chosen.
   bool field_shown(const QString& key) const;
 
@@ -52,6 +56,8 @@ class LaunchForm : public QWidget {
   void pause_requested();
   void resume_requested();
   void stop_requested();
+  /// The dataset or the method changed: the runs a base-run field offers may have too.
+  void base_run_choices_needed();
 
  private:
   void load_presets(const QString& dir);
@@ -69,6 +75,8 @@ class LaunchForm : public QWidget {
   QLabel* error_ = nullptr;
   QPushButton *start_ = nullptr, *pause_ = nullptr, *resume_ = nullptr, *stop_ = nullptr, *sweep_ = nullptr;
   QStringList preset_paths_;
+  QString name_from_config_;  ///< the name a preset or loaded config put in the name field
+  QString method_shown_;      ///< the method the form was last validated for
 };
 
 }  // namespace xmc::gui

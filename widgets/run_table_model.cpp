@@ -24,8 +24,6 @@ namespace xmc::gui {
 
 namespace {
 
-/// The metrics of the metric columns kP1..kPsp5, as stored by the evaluator (fractions).
-constexpr std::array<const char*, 3> kMetricNames = {"P@1", "P@5", "PSP@5"};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QString qstr(const std::string& s) { return QString::fromStdString(s); }
@@ -80,6 +78,71 @@ QString first_line(const std::string& text) {
 }
 
 QString percent(double fraction) { return QString::number(fraction * 100.0, 'f', 2); }
+
+/// The dataset folder's name ("wordnet-20k"), or its path when it has none.
+QString dataset_name(const RunInfo& info) {
+  const QString path = qstr(info.dataset_path);
+  const QString name = QFileInfo(path.endsWith(QLatin1Char('/')) ? path.chopped(1) : path).fileName();
+  return name.isEmpty() ? path : name;
+}
+
+/// The run's config value at `key`, dotted through nested objects ("encoder.dim") or stored dotted; "—"
+/// when the config has no such key.
+QString config_value(const RunInfo& info, const QString& key_text) {
+  try {
+    const nlohmann::json config = nlohmann::json::parse(info.config_json);
+    const std::string key = key_text.toStdString();
+    const nlohmann::json* at = &config;
+    if (config.contains(key)) {
+      at = &config[key];
+    } else {
+      std::size_t start = 0;
+      while (at && start <= key.size()) {
+        const std::size_t dot = std::min(key.find('.', start), key.size());
+        const std::string part = key.substr(start, dot - start);
+        at = at->is_object() && at->contains(part) ? &(*at)[part] : nullptr;
+        start = dot + 1;
+      }
+    }
+    if (!at) return QStringLiteral("—");
+    return QString::fromStdString(at->is_string() ? at->get<std::string>() : at->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } catch (const nlohmann::json::exception&) {
+    return QStringLiteral("—");
+  }
+}
+
+/// A short, stable name of the run's config without its seed: runs that differ only in the seed share it.
+QString config_without_seed(const RunInfo& info) {
+  std::string text;
+  try {
+    nlohmann::json config = nlohmann::json::parse(info.config_json);
+    if (config.is_object()) config.erase("seed");
+    text = config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // keys sorted: order-free
+  } catch (const nlohmann::json::exception&) {
+    text = info.config_json;
+  }
+  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a: the same name in every session
+  for (const unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
+  return QStringLiteral("config %1").arg(hash & 0xffffffULL, 6, 16, QLatin1Char('0'));
+}
+
+/// Seconds from a run's creation to its last change of status, or to now while it is active; NaN when a
+/// time cannot be read.
+double duration_seconds(const RunInfo& info) {
+  const QDateTime created = QDateTime::fromString(qstr(info.created), Qt::ISODateWithMs);
+  const bool active = info.status == RunStatus::Running || info.status == RunStatus::Paused || info.status == RunStatus::Created;
+  const QDateTime end = active ? QDateTime::currentDateTimeUtc() : QDateTime::fromString(qstr(info.updated), Qt::ISODateWithMs);
+  if (!created.isValid() || !end.isValid()) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(created.msecsTo(end)) / 1000.0;
+}
+
+/// "45 s", "12 min 05 s", "3 h 04 min".
+QString duration_text(double seconds) {
+  const auto s = static_cast<qint64>(std::llround(std::max(0.0, seconds)));
+  if (s < 60) return QStringLiteral("%1 s").arg(s);
+  if (s < 3600) return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+  return QStringLiteral("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60, 2, 10, QLatin1Char('0'));
+}
 
 QString epoch_text(double epoch) { return QString::number(epoch, 'g', 4); }
 
@@ -153,8 +216,8 @@ bool RunTableModel::following() const { return timer_->isActive(); }
 void RunTableModel::set_metric_value(MetricValue which) {
   if (which == metric_value_) return;
   metric_value_ = which;
-  if (!rows_.empty()) Q_EMIT dataChanged(index(0, kP1), index(rowCount() - 1, kPsp5));
-  Q_EMIT headerDataChanged(Qt::Horizontal, kP1, kPsp5);
+  if (!rows_.empty()) Q_EMIT dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+  Q_EMIT headerDataChanged(Qt::Horizontal, 0, columnCount() - 1);
 }
 
 bool RunTableModel::reload(bool all_evaluations) {
@@ -195,21 +258,32 @@ void RunTableModel::load_rows(bool all_evaluations) {
       auto it = previous.find(info.id);
       fresh.push_back(make_row(std::move(info), it == previous.end() ? nullptr : &rows_[it->second], all_evaluations));
     }
+    // The config keys that tell the runs apart (seed aside), for naming seed groups.
+    std::map<std::string, std::set<std::string>> values;
+    for (const Row& row : fresh)
+      for (const auto& [key, value] : flat_config(row.info)) values[key].insert(value);
+    varying_keys_.clear();
+    for (const auto& [key, seen] : values) {
+      std::size_t with_key = 0;
+      for (const Row& row : fresh) with_key += flat_config(row.info).count(key);
+      if (seen.size() > 1 || with_key < fresh.size()) varying_keys_.push_back(key);
+    }
     apply(std::move(fresh));
   }
 }
 
 RunTableModel::Row RunTableModel::make_row(RunInfo info, const Row* previous, bool read_evaluations) const {
   Row row;
-  const bool reuse = !read_evaluations && previous != nullptr && !is_active(info.status) &&
+  const bool reuse = !read_evaluations && previous != nullptr && !is_active(info.status) && previous->metrics.size() == metric_keys_.size() &&
                      previous->info.updated == info.updated && previous->info.status == info.status;
   if (reuse) {
     row.metrics = previous->metrics;
   } else {
-    row.metrics.assign(kMetricNames.size(), MetricSummary{kNaN, kNaN, kNaN, kNaN});
+    row.metrics.assign(metric_keys_.size(), MetricSummary{kNaN, kNaN, kNaN, kNaN});
     for (const EvalPoint& p : store_->evaluations(info.id)) {
-      for (std::size_t m = 0; m < kMetricNames.size(); ++m) {
-        if (p.metric != kMetricNames[m]) continue;
+      metrics_seen_.insert(p.metric);
+      for (std::size_t m = 0; m < metric_keys_.size(); ++m) {
+        if (p.metric != metric_keys_[m]) continue;
         MetricSummary& s = row.metrics[m];
         s.final_value = p.value;  // evaluations come by step: the last one is the final one
         s.final_epoch = p.epoch;
@@ -270,7 +344,7 @@ void RunTableModel::apply(std::vector<Row> fresh) {
       } else {
         rows_[i] = std::move(fresh[j]);
         const int r = static_cast<int>(i);
-        Q_EMIT dataChanged(index(r, 0), index(r, kColumnCount - 1));
+        Q_EMIT dataChanged(index(r, 0), index(r, columnCount() - 1));
       }
       ++i;
       ++j;
@@ -329,7 +403,7 @@ bool RunTableModel::rename_run(std::int64_t run, const QString& name, QString* e
     Row& row = rows_[static_cast<std::size_t>(r)];
     if (auto info = store_->find_run(run)) row.info = std::move(*info);
     else row.info.name = trimmed.toStdString();
-    Q_EMIT dataChanged(index(r, 0), index(r, kColumnCount - 1));
+    Q_EMIT dataChanged(index(r, 0), index(r, columnCount() - 1));
   }
   return true;
 }
@@ -343,33 +417,43 @@ void RunTableModel::set_group_key(const QString& key) {
 QString RunTableModel::group_of(const RunInfo& info) const {
   if (group_key_.isEmpty()) return {};
   if (group_key_ == QLatin1String("method")) return method_of(info);
-  if (group_key_ == QLatin1String("dataset")) {
-    const QString path = qstr(info.dataset_path);
-    const QString name = QFileInfo(path.endsWith(QLatin1Char('/')) ? path.chopped(1) : path).fileName();
-    return name.isEmpty() ? path : name;
-  }
+  if (group_key_ == QLatin1String("dataset")) return dataset_name(info);
   if (group_key_ == QLatin1String("tag")) return info.tags.empty() ? QStringLiteral("—") : tags_text(info);
-  // A config key, dotted through nested objects ("encoder.dim") or stored dotted.
-  try {
-    const nlohmann::json config = nlohmann::json::parse(info.config_json);
-    const std::string key = group_key_.toStdString();
-    const nlohmann::json* at = &config;
-    if (config.contains(key)) {
-      at = &config[key];
-    } else {
-      std::size_t start = 0;
-      while (at && start <= key.size()) {
-        const std::size_t dot = std::min(key.find('.', start), key.size());
-        const std::string part = key.substr(start, dot - start);
-        at = at->is_object() && at->contains(part) ? &(*at)[part] : nullptr;
-        start = dot + 1;
-      }
+  if (group_key_ == QLatin1String(kSeedGroup)) {
+    // Runs that differ only in their seed share this name: what they are, and the values that set their
+    // config apart from the other runs' (a hash of it when there are many).
+    QStringList parts;
+    for (const QString& part : {method_of(info), dataset_name(info)})
+      if (!part.isEmpty()) parts.append(part);
+    const auto& config = flat_config(info);
+    QStringList values;
+    for (const std::string& key : varying_keys_) {
+      if (key == "method") continue;
+      const auto it = config.find(key);
+      values.append(qstr(key) + QLatin1Char('=') + (it == config.end() ? QStringLiteral("—") : qstr(it->second)));
     }
-    if (!at) return QStringLiteral("—");
-    return QString::fromStdString(at->is_string() ? at->get<std::string>() : at->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  } catch (const nlohmann::json::exception&) {
-    return QStringLiteral("—");
+    constexpr int kMostValuesNamed = 3;
+    if (values.size() > kMostValuesNamed) values = values.mid(0, kMostValuesNamed) << QStringLiteral("… ") + config_without_seed(info);
+    if (!values.isEmpty()) parts.append(values.join(QStringLiteral(", ")));
+    return parts.join(QStringLiteral(" · "));
   }
+  return config_value(info, group_key_);
+}
+
+const std::map<std::string, std::string>& RunTableModel::flat_config(const RunInfo& info) const {
+  if (const auto it = flat_configs_.find(info.id); it != flat_configs_.end()) return it->second;
+  std::map<std::string, std::string> flat;
+  try {
+    const nlohmann::json flattened = nlohmann::json::parse(info.config_json).flatten();
+    for (const auto& [pointer, value] : flattened.items()) {  // "/encoder/dim" → "encoder.dim"
+      std::string key = pointer.substr(pointer.empty() ? 0 : 1);
+      std::replace(key.begin(), key.end(), '/', '.');
+      if (key == "seed") continue;
+      flat[key] = value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return flat_configs_.emplace(info.id, std::move(flat)).first->second;
 }
 
 QString RunTableModel::method_of(const RunInfo& info) const {
@@ -418,7 +502,7 @@ bool RunTableModel::update_run(std::int64_t run, QString* error, const std::func
   const int r = row_of(run);
   if (r >= 0) {
     if (auto info = store_->find_run(run)) rows_[static_cast<std::size_t>(r)].info = std::move(*info);
-    Q_EMIT dataChanged(index(r, 0), index(r, kColumnCount - 1));
+    Q_EMIT dataChanged(index(r, 0), index(r, columnCount() - 1));
   }
   return true;
 }
@@ -445,11 +529,97 @@ bool RunTableModel::delete_run(std::int64_t run, QString* error) {
   return true;
 }
 
+QVariant RunTableModel::metric_cell(const Row& row, std::size_t slot, int role) const {
+  if (slot >= row.metrics.size() || slot >= metric_keys_.size()) return {};  // a column added before the rows were re-read
+  const MetricSummary& m = row.metrics[slot];
+  const QString name = qstr(metric_keys_[slot]);
+  const bool best = metric_value_ == MetricValue::Best;
+  const double value = best ? m.best_value : m.final_value;
+  switch (role) {
+    case Qt::DisplayRole: return std::isnan(value) ? QString() : percent(value);
+    case kSortRole: return std::isnan(value) ? -1.0 : value;
+    case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+    case Qt::ToolTipRole:
+      if (std::isnan(m.final_value)) return tr("%1: not evaluated yet").arg(name);
+      return tr("%1: final %2 % (epoch %3), best %4 % (epoch %5)")
+          .arg(name, percent(m.final_value), epoch_text(m.final_epoch), percent(m.best_value), epoch_text(m.best_epoch));
+    default: return {};
+  }
+}
+
+QVariant RunTableModel::extra_cell(const Row& row, const ExtraColumn& column, int role) const {
+  switch (column.kind) {
+    case ExtraColumn::Kind::metric: {
+      const auto it = std::find(metric_keys_.begin(), metric_keys_.end(), column.key.toStdString());
+      return metric_cell(row, static_cast<std::size_t>(it - metric_keys_.begin()), role);
+    }
+    case ExtraColumn::Kind::config: {
+      const QString value = config_value(row.info, column.key);
+      if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return value;
+      if (role == kSortRole) {  // numbers as numbers
+        bool ok = false;
+        const double number = value.toDouble(&ok);
+        return ok ? QVariant(number) : QVariant(value);
+      }
+      return {};
+    }
+    case ExtraColumn::Kind::duration: {
+      const double seconds = duration_seconds(row.info);
+      if (role == Qt::DisplayRole) return std::isnan(seconds) ? QString() : duration_text(seconds);
+      if (role == kSortRole) return std::isnan(seconds) ? -1.0 : seconds;
+      if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      return {};
+    }
+  }
+  return {};
+}
+
+bool RunTableModel::add_column(const ExtraColumn& column) {
+  if (std::find(extra_.begin(), extra_.end(), column) != extra_.end()) return false;
+  if (column.kind != ExtraColumn::Kind::duration && column.key.trimmed().isEmpty()) return false;
+  const int section = columnCount();
+  beginInsertColumns({}, section, section);
+  extra_.push_back(column);
+  const bool new_metric = column.kind == ExtraColumn::Kind::metric &&
+                          std::find(metric_keys_.begin(), metric_keys_.end(), column.key.toStdString()) == metric_keys_.end();
+  if (new_metric) metric_keys_.push_back(column.key.toStdString());
+  endInsertColumns();
+  if (new_metric) reload(true);  // every run's values of the new metric
+  return true;
+}
+
+bool RunTableModel::remove_column(int section) {
+  if (section < kColumnCount || section >= columnCount()) return false;
+  beginRemoveColumns({}, section, section);
+  extra_.erase(extra_.begin() + (section - kColumnCount));
+  endRemoveColumns();
+  return true;  // its metric stays read (a slot in Row::metrics): cheap, and re-adding it is instant
+}
+
+QString RunTableModel::metric_of_section(int section) const {
+  if (section >= kP1 && section <= kPsp5) return qstr(metric_keys_[static_cast<std::size_t>(section - kP1)]);
+  if (section >= kColumnCount && section < columnCount()) {
+    const ExtraColumn& extra = extra_[static_cast<std::size_t>(section - kColumnCount)];
+    if (extra.kind == ExtraColumn::Kind::metric) return extra.key;
+  }
+  return {};
+}
+
+double RunTableModel::metric_value_of(std::int64_t run, const QString& metric) const {
+  const int r = row_of(run);
+  const auto it = std::find(metric_keys_.begin(), metric_keys_.end(), metric.toStdString());
+  if (r < 0 || it == metric_keys_.end()) return kNaN;
+  const Row& row = rows_[static_cast<std::size_t>(r)];
+  const auto slot = static_cast<std::size_t>(it - metric_keys_.begin());
+  if (slot >= row.metrics.size()) return kNaN;
+  return metric_value_ == MetricValue::Best ? row.metrics[slot].best_value : row.metrics[slot].final_value;
+}
+
 int RunTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 
-int RunTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumnCount; }
+int RunTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumnCount + static_cast<int>(extra_.size()); }
 
 QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() < 0 || index.row() >= rowCount()) return {};
@@ -461,22 +631,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     return qstr(info.name) + QLatin1Char('\n') + qstr(info.dataset_path) + QLatin1Char('\n') + qstr(to_string(info.status)) +
            QLatin1Char('\n') + method_of(info) + QLatin1Char('\n') + tags_text(info) + QLatin1Char('\n') + qstr(info.notes);
 
-  if (column >= kP1 && column <= kPsp5) {
-    const MetricSummary& m = row.metrics[static_cast<std::size_t>(column - kP1)];
-    const bool best = metric_value_ == MetricValue::Best;
-    const double value = best ? m.best_value : m.final_value;
-    switch (role) {
-      case Qt::DisplayRole: return std::isnan(value) ? QString() : percent(value);
-      case kSortRole: return std::isnan(value) ? -1.0 : value;
-      case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
-      case Qt::ToolTipRole:
-        if (std::isnan(m.final_value)) return tr("%1: not evaluated yet").arg(QLatin1String(kMetricNames[static_cast<std::size_t>(column - kP1)]));
-        return tr("%1: final %2 % (epoch %3), best %4 % (epoch %5)")
-            .arg(QLatin1String(kMetricNames[static_cast<std::size_t>(column - kP1)]), percent(m.final_value),
-                 epoch_text(m.final_epoch), percent(m.best_value), epoch_text(m.best_epoch));
-      default: return {};
-    }
-  }
+  if (column >= kP1 && column <= kPsp5) return metric_cell(row, static_cast<std::size_t>(column - kP1), role);
+  if (column >= kColumnCount && column < columnCount()) return extra_cell(row, extra_[static_cast<std::size_t>(column - kColumnCount)], role);
 
   switch (column) {
     case kId:
@@ -549,6 +705,24 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return QAbstractTableModel::headerData(section, orientation, role);
   const bool best = metric_value_ == MetricValue::Best;
+  if (section >= kColumnCount && section < columnCount()) {
+    const ExtraColumn& extra = extra_[static_cast<std::size_t>(section - kColumnCount)];
+    if (role == Qt::DisplayRole) {
+      switch (extra.kind) {
+        case ExtraColumn::Kind::metric: return tr("%1 (%)").arg(extra.key);
+        case ExtraColumn::Kind::config: return extra.key;
+        case ExtraColumn::Kind::duration: return tr("Duration");
+      }
+    }
+    if (role == Qt::ToolTipRole) {
+      switch (extra.kind) {
+        case ExtraColumn::Kind::metric: return best ? tr("Best value over all evaluations, in %") : tr("Value at the last evaluation, in %");
+        case ExtraColumn::Kind::config: return tr("The run's config value of %1").arg(extra.key);
+        case ExtraColumn::Kind::duration: return tr("From creation to the last change of status (to now while running)");
+      }
+    }
+    return {};
+  }
   if (role == Qt::DisplayRole) {
     switch (section) {
       case kId: return tr("ID");

@@ -9,6 +9,9 @@
 // SQLite file) appear and update live; every refresh also marks runs whose owning process on this
 // host died as failed (Session::reap_orphaned_runs).
 //
+// Columns of the user's choosing follow the fixed ones (add_column): any metric (final or best, as P@1),
+// any config key, and the run's duration.
+//
 // The name column is editable: setData() renames the run in the store.
 // Everything runs on the thread that owns the model (SQLite reads of the run list are milliseconds).
 #include <QAbstractTableModel>
@@ -18,7 +21,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +40,14 @@ class RunTableModel : public QAbstractTableModel {
   enum Column { kId, kName, kStatus, kCreated, kMethod, kDataset, kDevice, kP1, kP5, kPsp5, kTags, kNotes, kLastError, kGroup, kColumnCount };
   /// Which value of an evaluation metric the metric columns show.
   enum class MetricValue { Final, Best };
+  /// A column the user added after the fixed ones.
+  struct ExtraColumn {
+    enum class Kind { metric, config, duration } kind = Kind::metric;
+    QString key;  ///< the metric ("nDCG@5") or the config key ("encoder.dim"); unused for the duration
+    bool operator==(const ExtraColumn& other) const { return kind == other.kind && key == other.key; }
+  };
+  /// The group key that gathers runs whose configs differ only in their seed (a published row: mean ± sd).
+  static constexpr const char* kSeedGroup = "seeds";
   /// data(index, kSortRole): a value that sorts naturally (numbers as numbers, times as ISO text;
   /// a missing metric sorts below every value).
   static constexpr int kSortRole = Qt::UserRole + 1;
@@ -78,8 +92,22 @@ class RunTableModel : public QAbstractTableModel {
   /// Groups runs by "method", "dataset", "tag" or any config key ("lr", "encoder.dim"; "" = no grouping):
   /// the Group column shows each run's value, and sorting by it keeps a group's runs together, newest first.
   void set_group_key(const QString& key);
+
+  /// Adds a column after the fixed ones (and the earlier added); false when it is already there.
+  bool add_column(const ExtraColumn& column);
+  /// Removes an added column (its section, >= kColumnCount); false for a fixed one.
+  bool remove_column(int section);
+  const std::vector<ExtraColumn>& extra_columns() const { return extra_; }
+  /// Every metric any listed run has reported, in no particular order (what a metric column can show).
+  std::vector<std::string> metrics_seen() const { return {metrics_seen_.begin(), metrics_seen_.end()}; }
+  /// The metric a section shows ("P@1" for kP1, the key of an added metric column); "" for other sections.
+  QString metric_of_section(int section) const;
+  /// The final or best (by metric_value()) value of `metric` in `run`, a fraction; NaN when the run never
+  /// reported it or `metric` is not a column.
+  double metric_value_of(std::int64_t run, const QString& metric) const;
   QString group_key() const { return group_key_; }
-  /// The run's value for the grouping ("—" when its config has no such key).
+  /// The run's value for the grouping ("—" when its config has no such key). For kSeedGroup: method,
+  /// dataset and the config values that differ between the listed runs ("lr=0.01"), seed aside.
   QString group_of(const RunInfo& info) const;
   /// Replaces the run's notes.
   bool set_notes(std::int64_t run, const QString& notes, QString* error = nullptr);
@@ -130,6 +158,11 @@ class RunTableModel : public QAbstractTableModel {
   std::unique_ptr<Session> store_;
   QString method_of(const RunInfo& info) const;                    ///< the method's name, from the config
   mutable std::unordered_map<std::int64_t, QString> method_cache_;  ///< by run id
+  /// A run's config flattened to dotted keys ("encoder.dim" → "64"), without its seed; by run id.
+  mutable std::unordered_map<std::int64_t, std::map<std::string, std::string>> flat_configs_;
+  const std::map<std::string, std::string>& flat_config(const RunInfo& info) const;
+  /// Config keys (seed aside) whose values differ between the listed runs: what tells seed groups apart.
+  std::vector<std::string> varying_keys_;
   QString group_key_;
   std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened
   std::vector<Row> rows_;
@@ -137,6 +170,12 @@ class RunTableModel : public QAbstractTableModel {
   MetricValue metric_value_ = MetricValue::Final;
   QString last_error_;
   mutable std::array<QIcon, 6> status_icons_;  ///< per RunStatus, made on first use
+  std::vector<std::string> metric_keys_{"P@1", "P@5", "PSP@5"};  ///< Row::metrics' order: kP1..kPsp5, then added metric columns
+  std::vector<ExtraColumn> extra_;
+  mutable std::set<std::string> metrics_seen_;
+  /// The row's summary of `metric_keys_[slot]` as a cell of `role`.
+  QVariant metric_cell(const Row& row, std::size_t slot, int role) const;
+  QVariant extra_cell(const Row& row, const ExtraColumn& column, int role) const;
 };
 
 }  // namespace xmc::gui

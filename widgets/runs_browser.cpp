@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "widgets/group_summary_model.h"
 #include "widgets/report_export.h"
 #include "widgets/run_table_model.h"
 #include "widgets/file_dialogs.h"
@@ -112,10 +113,12 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
 
   group_ = new QComboBox(this);
   group_->setEditable(true);
-  group_->addItems({QString(), QStringLiteral("method"), QStringLiteral("dataset"), QStringLiteral("tag"), QStringLiteral("lr"),
+  group_->addItems({QString(), QLatin1String(RunTableModel::kSeedGroup), QStringLiteral("method"), QStringLiteral("dataset"), QStringLiteral("tag"), QStringLiteral("lr"),
                     QStringLiteral("loss"), QStringLiteral("encoder.type")});
   group_->lineEdit()->setPlaceholderText(tr("group by…"));
-  group_->setToolTip(tr("Group the runs by method, dataset, tag or any config key (type it: temperature, encoder.dim, ...)"));
+  group_->setToolTip(tr("Group the runs by method, dataset, tag or any config key (type it: temperature, encoder.dim, ...);\n"
+                        "\"seeds\" gathers runs whose configs differ only in the seed. A summary under the table gives each\n"
+                        "group's mean ± sd over its completed runs."));
   connect(group_, &QComboBox::currentTextChanged, this, [this](const QString& key) { set_group_key(key); });
 
   view_ = new QTableView(this);
@@ -125,7 +128,9 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   view_->setColumnHidden(RunTableModel::kGroup, true);  // shown while grouping
   view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-  view_->setEditTriggers(QAbstractItemView::EditKeyPressed);  // double-click opens the run
+  // Double-click opens the run; a click on the current cell of the selected run edits its name, tags or notes.
+  view_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::SelectedClicked);
+  view_->setTextElideMode(Qt::ElideMiddle);  // sweep names differ at their end: "…[lr=0.001]" stays readable
   view_->setAlternatingRowColors(true);
   view_->setWordWrap(false);
   view_->verticalHeader()->hide();
@@ -134,6 +139,9 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   header->setSectionResizeMode(QHeaderView::Interactive);
   header->setStretchLastSection(true);
   header->setHighlightSections(false);
+  header->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(header, &QHeaderView::customContextMenuRequested, this,
+          [this, header](const QPoint& at) { column_menu(header->logicalIndexAt(at))->popup(header->mapToGlobal(at)); });
   view_->resizeColumnsToContents();
   const int name_width = view_->fontMetrics().horizontalAdvance(QLatin1Char('M')) * 16;
   if (view_->columnWidth(RunTableModel::kName) < name_width) view_->setColumnWidth(RunTableModel::kName, name_width);
@@ -189,9 +197,42 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   bottom->addStretch();
   bottom->addWidget(count_);
 
+  summary_ = new GroupSummaryModel(model_, proxy_, this);
+  summary_view_ = new QTableView(this);
+  summary_view_->setObjectName("group_summary");
+  summary_view_->setModel(summary_);
+  summary_view_->verticalHeader()->hide();
+  summary_view_->setTextElideMode(Qt::ElideMiddle);
+  summary_view_->horizontalHeader()->setStretchLastSection(false);
+  summary_view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  summary_title_ = new QLabel(this);
+  summary_title_->setWordWrap(true);
+  auto update_summary = [this] {
+    summary_->recompute();
+    const bool grouped = !model_->group_key().isEmpty();
+    summary_view_->setVisible(grouped);
+    summary_title_->setVisible(grouped);
+    if (!grouped) return;
+    summary_view_->resizeColumnsToContents();
+    summary_title_->setText(tr("Groups: mean ± sample sd of the %1 values over each group's completed runs")
+                                .arg(model_->metric_value() == RunTableModel::MetricValue::Best ? tr("best (chosen on the test split: optimistic)") : tr("final")));
+    const int rows = std::min(summary_->rowCount(), 6);
+    summary_view_->setFixedHeight(summary_view_->horizontalHeader()->height() + (rows + 1) * summary_view_->verticalHeader()->defaultSectionSize());
+  };
+  for (auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved, &QAbstractItemModel::columnsInserted,
+                      &QAbstractItemModel::columnsRemoved})
+    connect(proxy_, signal, this, update_summary);
+  connect(proxy_, &QAbstractItemModel::modelReset, this, update_summary);
+  connect(proxy_, &QAbstractItemModel::layoutChanged, this, update_summary);
+  connect(proxy_, &QAbstractItemModel::dataChanged, this, update_summary);
+  connect(model_, &QAbstractItemModel::headerDataChanged, this, update_summary);
+  update_summary();
+
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(bar);
   layout->addWidget(view_, 1);
+  layout->addWidget(summary_title_);
+  layout->addWidget(summary_view_);
   layout->addLayout(bottom);
 
   if (!model_->last_error().isEmpty()) show_error(model_->last_error());
@@ -236,6 +277,52 @@ void RunsBrowser::set_group_key(const QString& key) {
   } else {
     view_->sortByColumn(RunTableModel::kId, Qt::DescendingOrder);
   }
+}
+
+QMenu* RunsBrowser::column_menu(int section) {
+  delete column_menu_;
+  column_menu_ = new QMenu(this);
+  QMenu* menu = column_menu_;
+  for (int c = 0; c < model_->columnCount(); ++c) {
+    if (c == RunTableModel::kGroup || c == RunTableModel::kId) continue;  // the group follows the grouping; the id stays
+    QAction* a = menu->addAction(model_->headerData(c, Qt::Horizontal).toString());
+    a->setCheckable(true);
+    a->setChecked(!view_->isColumnHidden(c));
+    connect(a, &QAction::toggled, this, [this, c](bool on) {
+      view_->setColumnHidden(c, !on);
+      if (on) view_->resizeColumnToContents(c);
+    });
+  }
+  menu->addSeparator();
+  QMenu* metrics = menu->addMenu(tr("Add a metric column"));
+  std::vector<std::string> seen = model_->metrics_seen();
+  QStringList names;
+  for (const auto& m : seen) names.append(QString::fromStdString(m));
+  names.sort();
+  for (const QString& m : names) {
+    if (m.contains(QLatin1Char('/'))) continue;  // the per-mode copies ("emb/P@5"): the plain name is the headline
+    QAction* a = metrics->addAction(m);
+    bool shown = false;  // already a column
+    for (int c = 0; c < model_->columnCount(); ++c) shown = shown || model_->metric_of_section(c) == m;
+    a->setEnabled(!shown);
+    connect(a, &QAction::triggered, this, [this, m] { model_->add_column({RunTableModel::ExtraColumn::Kind::metric, m}); });
+  }
+  metrics->setEnabled(!metrics->isEmpty());
+  menu->addAction(tr("Add a config column…"), this, [this] {
+    bool ok = false;
+    const QString key = QInputDialog::getText(this, tr("Config column"), tr("Config key (e.g. lr, encoder.dim, negatives.kind):"),
+                                              QLineEdit::Normal, QString(), &ok).trimmed();
+    if (ok && !key.isEmpty()) model_->add_column({RunTableModel::ExtraColumn::Kind::config, key});
+  });
+  QAction* duration = menu->addAction(tr("Add the duration column"), this,
+                                      [this] { model_->add_column({RunTableModel::ExtraColumn::Kind::duration, {}}); });
+  duration->setEnabled(std::find(model_->extra_columns().begin(), model_->extra_columns().end(),
+                                 RunTableModel::ExtraColumn{RunTableModel::ExtraColumn::Kind::duration, {}}) == model_->extra_columns().end());
+  if (section >= RunTableModel::kColumnCount) {
+    const QString name = model_->headerData(section, Qt::Horizontal).toString();
+    menu->addAction(tr("Remove the column “%1”").arg(name), this, [this, section] { model_->remove_column(section); });
+  }
+  return menu;
 }
 
 void RunsBrowser::set_delete_confirmation(DeleteConfirmation confirm) {

@@ -3,6 +3,9 @@
 // them — Refresh, Follow (poll the store so runs written by other processes appear live), Rename,
 // Delete (after a confirmation naming the runs), Compare (two or more selected) and Export (the table,
 // or the selected run's scalars and metrics, as CSV). The metric columns show final or best values.
+// Right-clicking the header chooses the columns: hide or show any, add any metric, config key or the
+// duration. While the runs are grouped ("seeds" gathers runs that differ only in their seed), a summary
+// under the table gives each group's mean ± sd over its completed runs.
 //
 // The data lives in a RunTableModel (model()); the browser only displays it and wires the actions.
 // Store errors show in a line under the table, never as a modal dialog from a timer.
@@ -20,11 +23,13 @@ class QModelIndex;
 class QPushButton;
 class QSortFilterProxyModel;
 class QTableView;
+class QMenu;
 class QToolButton;
 
 namespace xmc::gui {
 
 class RunTableModel;
+class GroupSummaryModel;
 
 class RunsBrowser : public QWidget {
   Q_OBJECT
@@ -49,6 +54,12 @@ class RunsBrowser : public QWidget {
   /// Groups the table by "method", "dataset", "tag" or a config key ("" = no grouping): a Group column
   /// comes first and the rows are sorted by it.
   void set_group_key(const QString& key);
+  /// The per-group summary shown under the table while grouped.
+  GroupSummaryModel* group_summary() const { return summary_; }
+  QTableView* summary_view() const { return summary_view_; }
+  /// The header's column menu (show/hide every column, add a metric, config or duration column), as a
+  /// right click on the header shows it; `section` is the logical column clicked (-1: none).
+  QMenu* column_menu(int section);
   /// Replaces the delete confirmation (default: a QMessageBox naming the runs) — e.g. for tests.
   void set_delete_confirmation(DeleteConfirmation confirm);
   /// Writes the rows as shown (filtered, sorted) with a header line; false with `error` on failure.
@@ -97,6 +108,10 @@ class RunsBrowser : public QWidget {
   QComboBox* metric_value_ = nullptr;
   QLabel* count_ = nullptr;
   QLabel* message_ = nullptr;
+  GroupSummaryModel* summary_ = nullptr;
+  QTableView* summary_view_ = nullptr;
+  QLabel* summary_title_ = nullptr;
+  QMenu* column_menu_ = nullptr;
   DeleteConfirmation confirm_;
 };
 

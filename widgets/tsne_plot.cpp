@@ -83,7 +83,7 @@ QCPScatterStyle scatter_style(const GroupStyle& g) {
 
 TsnePlot::TsnePlot(QWidget* parent) : QCustomPlot(parent) {
   style::style_plot(this, tr("t-SNE of the negatives a query sees"));
-  style::add_empty_note(this, tr("no t-SNE snapshot yet: runs take one at evaluations (tsne.every)"));
+  empty_note_ = style::add_empty_note(this, tr("no t-SNE snapshot yet: runs take one at evaluations (tsne.every)"));
   QCPAxisRect* rect = axisRect();  // axisRect() finds only laid-out rects: keep the pointer
   subtitle_ = style::make_subtitle(this);
 
@@ -331,5 +331,12 @@ void TsnePlot::show_tooltip(QMouseEvent* event) {
   QToolTip::showText(event->globalPosition().toPoint(),
                      head + (text.isEmpty() ? QString() : QStringLiteral("<br>") + text.toHtmlEscaped()), this);
 }
+
+void TsnePlot::set_empty_note(const QString& text) {
+  empty_note_->setText(text);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TsnePlot::empty_note() const { return empty_note_->text(); }
 
 }  // namespace xmc::gui

@@ -28,6 +28,9 @@ class TsnePlot : public QCustomPlot {
   bool set_snapshot(const std::string& json, QString* error = nullptr);
   /// Removes the snapshot.
   void clear();
+  /// What the plot says while it has no snapshot (a run that takes none says why).
+  void set_empty_note(const QString& text);
+  QString empty_note() const;
 
   /// Number of groups with at least one point.
   int group_count() const;
@@ -66,6 +69,7 @@ class TsnePlot : public QCustomPlot {
   QCPTextElement* subtitle_ = nullptr;
   QCPLayoutGrid* side_ = nullptr;    // [legend; spacer] right of the map
   QCPLayoutGrid* bottom_ = nullptr;  // [spacer | legend | spacer] under the map
+  QCPItemText* empty_note_ = nullptr;
 };
 
 }  // namespace xmc::gui

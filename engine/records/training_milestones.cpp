@@ -8,13 +8,21 @@
 
 namespace xmc {
 
+bool takes_tsne_snapshots(const TrainConfig& config) {
+  const auto& method = method_info(config.method);
+  return config.tsne_every > 0 && method.trains_encoder && !method.base_run;
+}
+
 std::vector<TrainingMilestone> training_milestones(const TrainConfig& config) {
   std::map<std::int64_t, std::vector<std::string>> at;
-  // The batch order's marks (re-clustering), then the method's.
-  if (const auto& order = batch_order_info(config.get<QueryBatcherOptions>().type); order.milestones)
+  // The batch order's marks (re-clustering) where the method trains its own encoder on query batches (not
+  // IRENE, which builds on a finished run, nor xrlinear: their configs' batch order is never used), then the
+  // method's.
+  const auto& method = method_info(config.method);
+  if (const auto& order = batch_order_info(config.get<QueryBatcherOptions>().type); order.milestones && method.trains_encoder && !method.base_run)
     for (const EpochMark& mark : order.milestones(config)) at[mark.epoch].push_back(mark.label);
   // The method's own marks: its shortlist refreshes, its later stages (NGAME's M4).
-  if (const auto& method = method_info(config.method); method.milestones)
+  if (method.milestones)
     for (const EpochMark& mark : method.milestones(config)) at[mark.epoch].push_back(mark.label);
 
   std::vector<TrainingMilestone> out;

@@ -18,4 +18,8 @@ struct TrainingMilestone {
 /// In epoch order; refresh marks only where they are at most every other epoch and at most 20 of them.
 std::vector<TrainingMilestone> training_milestones(const TrainConfig& config);
 
+/// Whether a run of `config` takes t-SNE snapshots of a query's negatives: tsne.every > 0 and a method that
+/// trains its own encoder on query batches (IRENE, building on a finished run, and xrlinear take none).
+bool takes_tsne_snapshots(const TrainConfig& config);
+
 }  // namespace xmc

@@ -14,6 +14,7 @@
 #include "engine/records/evaluation_modes.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
+#include "engine/config/component_info.h"
 #include "engine/config/sweep_grid.h"
 #include "engine/train/training_run.h"
 
@@ -45,6 +46,19 @@ Session Session::open_existing(const std::filesystem::path& db_path) {
 
 std::vector<RunInfo> Session::list_runs() const { return store().list_runs(); }
 std::optional<RunInfo> Session::find_run(std::int64_t run) const { return store().find_run(run); }
+std::vector<RunInfo> Session::base_run_choices(const TrainConfig& config) const {
+  const MethodInfo& method = method_info(config.method);
+  std::vector<RunInfo> choices;
+  if (!method.base_run || !method.check_base_run) return choices;
+  for (RunInfo& run : store().list_runs()) {  // newest first
+    try {
+      method.check_base_run(config, parse_train_config(run.config_json, "run " + std::to_string(run.id) + " config"), to_string(run.status));
+      choices.push_back(std::move(run));
+    } catch (const std::exception&) {  // not one it can build on (or a config this version cannot read)
+    }
+  }
+  return choices;
+}
 RunInfo Session::get_run(std::int64_t run) const { return store().get_run(run); }
 void Session::rename_run(std::int64_t run, const std::string& name) { store().rename_run(run, name); }
 SweepInfo Session::create_sweep(const TrainConfig& base, const std::vector<SweepAxis>& axes, const std::string& name) {

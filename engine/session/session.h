@@ -58,6 +58,10 @@ class Session {
   // ---- runs ---------------------------------------------------------------------------------------
   std::vector<RunInfo> list_runs() const;
   std::optional<RunInfo> find_run(std::int64_t run) const;
+  /// The runs of this store that `config`'s method could build on (IRENE: finished ngame or unidec runs on
+  /// the same zero-shot split as config.dataset), newest first, each checked as a start would check it; empty
+  /// for a method that builds on no run.
+  std::vector<RunInfo> base_run_choices(const TrainConfig& config) const;
   RunInfo get_run(std::int64_t run) const;  ///< throws Error naming the run when there is none
   void rename_run(std::int64_t run, const std::string& name);
   /// The run's notes (replaced) and tags (RunStore::set_notes, add_tags, remove_tags).

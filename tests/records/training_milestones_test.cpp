@@ -49,6 +49,24 @@ TEST(TrainingMilestones, ShortlistRefreshesAreMarkedWhenNotEveryEpoch) {
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{4, "clusters, C = 16, shortlists"}, {8, "shortlists"}}));
 }
 
+TEST(TrainingMilestones, IreneHasNoBatchOrderMarks) {
+  // An IRENE config keeps the batch order of the preset it came from, but IRENE trains no encoder on query
+  // batches: no re-clustering marks.
+  TrainConfig c;
+  c.method = "irene";
+  c.epochs = 8;
+  c.edit<QueryBatcherOptions>().type = "cluster";
+  c.edit<ClusterBatchOptions>().start_epoch = 2;
+  c.edit<ClusterBatchOptions>().grow_at = {4};
+  EXPECT_TRUE(marks(c).empty());
+  EXPECT_FALSE(takes_tsne_snapshots(c)) << "nor t-SNE snapshots: no batches of its own";
+  c.method = "dexml";  // the same schedule for a method that trains its encoder is marked
+  EXPECT_FALSE(marks(c).empty());
+  EXPECT_TRUE(takes_tsne_snapshots(c));
+  c.tsne_every = 0;
+  EXPECT_FALSE(takes_tsne_snapshots(c));
+}
+
 TEST(TrainingMilestones, APlainRunHasNone) {
   TrainConfig c;  // dexml, random batches, in-batch negatives
   EXPECT_TRUE(marks(c).empty());

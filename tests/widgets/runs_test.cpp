@@ -12,6 +12,7 @@
 #include <QFile>
 #include <QFont>
 #include <QIcon>
+#include <QMenu>
 #include <QPixmap>
 #include <QPlainTextEdit>
 #include <QProcess>
@@ -33,6 +34,7 @@
 #include "engine/store/run_store.h"
 #include "widgets/compare_view.h"
 #include "widgets/decile_plot.h"
+#include "widgets/group_summary_model.h"
 #include "widgets/metric_plot.h"
 #include "widgets/report_export.h"
 #include "widgets/plot_export.h"
@@ -448,6 +450,91 @@ class RunsTest : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&browser));
     QVERIFY(browser.select_run(beta_));
     QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-browser.png")));
+  }
+
+  void seed_groups_summarise_mean_and_sd_and_columns_are_chosen() {
+    // Three completed seeds of one config (P@1 40, 42, 44 %: mean 42, sample sd 2), a fourth seed that failed
+    // (never averaged), and another lr.
+    const auto db = path("seeds.sqlite");
+    std::vector<std::int64_t> seeds;
+    {
+      xmc::RunStore store(db);
+      auto add = [&](const char* name, const std::string& config, double p1, double ndcg5, xmc::RunStatus status) {
+        const auto run = store.create_run({.name = name, .config_json = config});
+        store.add_evaluation(run, 1, 10, {{"P@1", p1}, {"P@5", p1 / 2}, {"PSP@5", p1 / 4}, {"nDCG@5", ndcg5}, {"emb/P@1", p1}});
+        store.set_status(run, status);
+        return run;
+      };
+      seeds.push_back(add("s1", R"({"method":"dexml","lr":0.001,"seed":1})", 0.40, 0.30, xmc::RunStatus::Completed));
+      seeds.push_back(add("s2", R"({"seed":2,"lr":0.001,"method":"dexml"})", 0.42, 0.33, xmc::RunStatus::Completed));  // keys in another order
+      seeds.push_back(add("s3", R"({"method":"dexml","lr":0.001,"seed":3})", 0.44, 0.36, xmc::RunStatus::Completed));
+      add("s4 failed", R"({"method":"dexml","lr":0.001,"seed":4})", 0.90, 0.90, xmc::RunStatus::Failed);
+      add("other lr", R"({"method":"dexml","lr":0.01,"seed":1})", 0.50, 0.20, xmc::RunStatus::Completed);
+    }
+    RunsBrowser browser(db);
+    RunTableModel* model = browser.model();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    browser.set_group_key(QLatin1String(RunTableModel::kSeedGroup));
+    const QString group = model->group_of(*model->run_info(seeds[0]));
+    QCOMPARE(group, QStringLiteral("dexml · lr=0.001"));  // named by what sets it apart; the seed left out
+    for (const auto run : seeds) QCOMPARE(model->group_of(*model->run_info(run)), group);
+    QCOMPARE(browser.summary_view()->isHidden(), false);
+    const auto* summary = browser.group_summary();
+    QCOMPARE(summary->rowCount(), 2);
+    const int row = summary->data(summary->index(0, 0)).toString() == group ? 0 : 1;
+    QCOMPARE(summary->data(summary->index(row, 1)).toString(), QStringLiteral("3 of 4"));
+    QCOMPARE(summary->headerData(2, Qt::Horizontal).toString(), QStringLiteral("P@1 (%, mean ± sd)"));
+    QCOMPARE(summary->data(summary->index(row, 2)).toString(), QStringLiteral("42.00 ± 2.00"));
+    QCOMPARE(summary->data(summary->index(1 - row, 2)).toString(), QStringLiteral("50.00 (1 run)"));
+
+    // Any metric as a column: the table and the summary gain it (nDCG@5 30, 33, 36: mean 33, sd 3).
+    QMenu* menu = browser.column_menu(-1);
+    QMenu* metrics = nullptr;
+    for (QAction* a : menu->actions())
+      if (a->menu() && a->text() == "Add a metric column") metrics = a->menu();
+    QVERIFY(metrics);
+    QAction* ndcg = nullptr;
+    for (QAction* a : metrics->actions()) {
+      QVERIFY2(!a->text().contains('/'), "per-mode copies are not offered");
+      if (a->text() == "nDCG@5") ndcg = a;
+      if (a->text() == "P@1") QVERIFY(!a->isEnabled());  // already a column
+    }
+    QVERIFY(ndcg && ndcg->isEnabled());
+    ndcg->trigger();
+    QCOMPARE(model->columnCount(), RunTableModel::kColumnCount + 1);
+    QCOMPARE(model->headerData(RunTableModel::kColumnCount, Qt::Horizontal).toString(), QStringLiteral("nDCG@5 (%)"));
+    QCOMPARE(model->data(model->index_of_run(seeds[1], RunTableModel::kColumnCount)).toString(), QStringLiteral("33.00"));
+    QCOMPARE(summary->columnCount(), 6);
+    QCOMPARE(summary->data(summary->index(row, 5)).toString(), QStringLiteral("33.00 ± 3.00"));
+
+    // A config key and the duration as columns; config values sort as numbers.
+    QVERIFY(model->add_column({RunTableModel::ExtraColumn::Kind::config, "lr"}));
+    QVERIFY(!model->add_column({RunTableModel::ExtraColumn::Kind::config, "lr"}));  // once
+    QVERIFY(model->add_column({RunTableModel::ExtraColumn::Kind::duration, {}}));
+    const int lr = RunTableModel::kColumnCount + 1, duration = RunTableModel::kColumnCount + 2;
+    QCOMPARE(model->data(model->index_of_run(seeds[0], lr)).toString(), QStringLiteral("0.001"));
+    QCOMPARE(model->data(model->index_of_run(seeds[0], lr), RunTableModel::kSortRole).toDouble(), 0.001);
+    QVERIFY(model->data(model->index_of_run(seeds[0], duration), RunTableModel::kSortRole).toDouble() >= 0);
+    QVERIFY(model->data(model->index_of_run(seeds[0], duration)).toString().endsWith(" s"));
+    // Hiding a fixed column, removing an added one.
+    QMenu* again = browser.column_menu(lr);
+    QAction* remove = nullptr;
+    for (QAction* a : again->actions()) {
+      if (a->text() == "Device") a->setChecked(false);
+      if (a->text().startsWith("Remove the column")) remove = a;
+    }
+    QVERIFY(browser.view()->isColumnHidden(RunTableModel::kDevice));
+    QVERIFY(remove);
+    remove->trigger();
+    QCOMPARE(model->columnCount(), RunTableModel::kColumnCount + 2);
+    QCOMPARE(model->headerData(lr, Qt::Horizontal).toString(), QStringLiteral("Duration"));
+
+    browser.resize(1250, 420);
+    browser.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&browser));
+    QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-seed-groups.png")));
+    browser.set_group_key(QString());
+    QVERIFY(browser.summary_view()->isHidden());
   }
 
   void delete_asks_with_the_run_name_and_removes_it() {

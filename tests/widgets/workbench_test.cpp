@@ -566,6 +566,74 @@ class WorkbenchTest : public QObject {
     QVERIFY(!form.field_shown("images.max"));
   }
 
+  void ireneOffersTheRunsItCanBuildOnAndDropsTheBaseRunsName() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    xmc::Dataset d;
+    d.train_text = {"a", "b"};
+    d.test_text = {"a"};
+    d.label_text = {"x", "y"};
+    d.train_labels = xmc::csr_from_rows({{0}, {1}}, 2);
+    d.test_labels = xmc::csr_from_rows({{0}}, 2);
+    const std::string split = (dir.path() + "/zs").toStdString(), plain = (dir.path() + "/plain").toStdString();
+    xmc::save_dataset(d, split);
+    xmc::save_dataset(d, plain);
+    std::ofstream(split + "/novel_labels.txt") << "1\n";  // what marks a zero-shot split
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    std::int64_t unidec = 0, ngame = 0;
+    {
+      xmc::RunStore store(options.db.toStdString());
+      auto add = [&](const char* name, const char* method, const std::string& dataset, xmc::RunStatus status) {
+        xmc::TrainConfig c;
+        c.method = method;
+        c.dataset = dataset;
+        const auto run = store.create_run({.name = name, .config_json = xmc::to_json(c), .dataset_path = dataset});
+        store.set_status(run, status);
+        return run;
+      };
+      unidec = add("unidec zs base", "unidec", split, xmc::RunStatus::Completed);
+      add("a dexml run", "dexml", split, xmc::RunStatus::Completed);          // no classifiers to build on
+      add("unfinished", "unidec", split, xmc::RunStatus::Failed);           // not completed
+      add("other data", "unidec", plain, xmc::RunStatus::Completed);        // another dataset
+      ngame = add("ngame zs base", "ngame", split, xmc::RunStatus::Completed);
+    }
+    xmc::app::MainWindow window(options);
+    auto* form = window.findChild<xmc::gui::LaunchForm*>();
+    QVERIFY(form);
+    // A base run's config loaded into the form, then IRENE chosen: the base run's name does not carry over.
+    xmc::TrainConfig base;
+    base.method = "unidec";
+    base.name = "unidec zs base";
+    form->set_config(base);
+    QCOMPARE(form->field_text("name"), QStringLiteral("unidec zs base"));
+    form->set_field_text("method", "irene");
+    QCOMPARE(form->field_text("name"), QString());
+    form->set_dataset(QString::fromStdString(split));
+    auto* base_run = window.findChild<QComboBox*>("irene.base_run");
+    QVERIFY(base_run && base_run->isEditable());
+    QCOMPARE(base_run->count(), 2);  // newest first
+    QCOMPARE(base_run->itemData(0).toString(), QString::number(ngame));
+    QCOMPARE(base_run->itemData(1).toString(), QString::number(unidec));
+    QVERIFY(base_run->itemText(1).contains("unidec zs base (unidec)"));
+    QCOMPARE(form->field_text("irene.base_run"), QString::number(ngame));  // unset: the newest is offered
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      window.resize(1300, 900);
+      window.show();
+      QCoreApplication::processEvents();
+      if (auto* area = form->findChild<QScrollArea*>()) area->ensureWidgetVisible(base_run);
+      QCoreApplication::processEvents();
+      window.grab().save(QString::fromUtf8(keep) + "/launch-form-irene.png");
+    }
+    base_run->setCurrentIndex(1);
+    QCOMPARE(form->field_text("irene.base_run"), QString::number(unidec));
+    base_run->setEditText("42");  // any id can still be typed
+    QCOMPARE(form->field_text("irene.base_run"), QStringLiteral("42"));
+    form->set_dataset(QString::fromStdString(plain));  // not a zero-shot split: nothing to build on
+    QCOMPARE(base_run->count(), 0);
+    QVERIFY(base_run->lineEdit()->placeholderText().contains("no finished run"));
+  }
+
   void theDeviceListSaysWhatEachDeviceIsWhileTheConfigTakesItsId() {
     xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
     auto* device = form.findChild<QComboBox*>("device");
