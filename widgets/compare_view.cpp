@@ -14,6 +14,12 @@
 #include <QToolButton>
 #include <QTabWidget>
 #include <QComboBox>
+#include <QSpinBox>
+#include <QFormLayout>
+#include <QDoubleSpinBox>
+#include <QDialogButtonBox>
+#include <QDialog>
+#include <QCheckBox>
 #include <QSignalBlocker>
 #include <QAction>
 #include <QMessageBox>
@@ -318,13 +324,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 
   auto* export_button = new QToolButton(this);
   export_button->setText(tr("Export the comparison"));
-  export_button->setToolTip(tr("Every chart and table of this view as one figure (PNG, SVG or PDF)"));
-  connect(export_button, &QToolButton::clicked, this, [this] {
-    const QString path = save_file_name(this, tr("Export the comparison"), QString(), tr("PNG image (*.png);;SVG vector image (*.svg);;PDF (*.pdf)"));
-    if (path.isEmpty()) return;
-    QString error;
-    if (!export_figure(this, path, &error)) QMessageBox::warning(this, tr("Cannot export the comparison"), error);
-  });
+  export_button->setToolTip(tr("The charts and table you choose, laid out afresh as one figure at a paper's width (PNG, SVG or PDF)"));
+  connect(export_button, &QToolButton::clicked, this, [this] { ask_and_export_figure(); });
   auto* title_row = new QHBoxLayout;
   title_row->addWidget(title_, 1);
   title_row->addWidget(export_button);
@@ -843,6 +844,81 @@ void CompareView::show_loss(const Session& session) {
   }
   loss_plot_->legend->setVisible(loss_plot_->graphCount() > 0);
   loss_plot_->replot();
+}
+
+QStringList CompareView::figure_panel_names() {
+  return {QStringLiteral("metric table"), QStringLiteral("metric curves"), QStringLiteral("decile bars"),
+          QStringLiteral("training loss"), QStringLiteral("scatter"), QStringLiteral("parallel coordinates")};
+}
+
+bool CompareView::export_comparison_figure(const QString& path, const QStringList& panels, const FigureOptions& options,
+                                           QString* error) const {
+  std::vector<FigurePanel> chosen;
+  for (const QString& name : panels) {
+    if (name == QLatin1String("metric table")) chosen.push_back({.table = model_});
+    else if (name == QLatin1String("metric curves")) chosen.push_back({.plot = metric_plot_});
+    else if (name == QLatin1String("decile bars")) chosen.push_back({.plot = decile_plot_});
+    else if (name == QLatin1String("training loss")) chosen.push_back({.plot = loss_plot_});
+    else if (name == QLatin1String("scatter")) chosen.push_back({.plot = scatter_plot_});
+    else if (name == QLatin1String("parallel coordinates")) chosen.push_back({.plot = parallel_plot_});
+    else {
+      if (error) *error = tr("cannot export '%1': no panel named '%2' (one of: %3)").arg(path, name, figure_panel_names().join(QStringLiteral(", ")));
+      return false;
+    }
+  }
+  return export_panels(chosen, options, path, error);
+}
+
+void CompareView::ask_and_export_figure() {
+  QDialog dialog(this);
+  dialog.setWindowTitle(tr("Export the comparison as a figure"));
+  auto* form = new QFormLayout(&dialog);
+  std::vector<QCheckBox*> boxes;
+  auto* panel_box = new QWidget(&dialog);
+  auto* panel_layout = new QVBoxLayout(panel_box);
+  panel_layout->setContentsMargins(0, 0, 0, 0);
+  const QStringList defaults{QStringLiteral("metric table"), QStringLiteral("metric curves"), QStringLiteral("decile bars"),
+                             QStringLiteral("training loss")};
+  for (const QString& name : figure_panel_names()) {
+    auto* box = new QCheckBox(name, panel_box);
+    box->setChecked(defaults.contains(name));
+    panel_layout->addWidget(box);
+    boxes.push_back(box);
+  }
+  form->addRow(tr("Panels"), panel_box);
+  auto* width = new QComboBox(&dialog);
+  width->addItem(tr("one column of a two-column paper (3.3 in)"), 3.3);
+  width->addItem(tr("both columns (7 in)"), 7.0);
+  width->addItem(tr("a slide (10 in)"), 10.0);
+  width->setCurrentIndex(1);
+  form->addRow(tr("Width"), width);
+  auto* columns = new QSpinBox(&dialog);
+  columns->setRange(1, 3);
+  columns->setValue(2);
+  form->addRow(tr("Plots per row"), columns);
+  auto* points = new QDoubleSpinBox(&dialog);
+  points->setRange(5, 14);
+  points->setSingleStep(0.5);
+  points->setValue(8);
+  points->setSuffix(tr(" pt"));
+  form->addRow(tr("Tick labels"), points);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  form->addRow(buttons);
+  if (dialog.exec() != QDialog::Accepted) return;
+  QStringList panels;
+  for (QCheckBox* box : boxes)
+    if (box->isChecked()) panels.append(box->text());
+  FigureOptions options;
+  options.width_inches = width->currentData().toDouble();
+  options.columns = columns->value();
+  options.font_points = points->value();
+  const QString path = save_file_name(this, tr("Export the comparison"), QStringLiteral("comparison.pdf"),
+                                      tr("PDF (*.pdf);;SVG vector image (*.svg);;PNG image (*.png)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!export_comparison_figure(path, panels, options, &error)) QMessageBox::warning(this, tr("Cannot export the comparison"), error);
 }
 
 }  // namespace xmc::gui

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "widgets/plot_export.h"
+
 class QAbstractItemModel;
 class QCPMarginGroup;
 class QComboBox;
@@ -64,6 +66,13 @@ class CompareView : public QWidget {
   /// The metric table as a file's text: "csv" (final values in %, a header of run names) or "latex" (a
   /// tabular with the best value of each row in bold, for a paper). Right-click on the table saves either.
   QString metric_table_text(const QString& format) const;
+  /// The panels a comparison figure can hold: "metric table", "metric curves", "decile bars", "training loss",
+  /// "scatter", "parallel coordinates".
+  static QStringList figure_panel_names();
+  /// Lays the named panels out afresh as one figure at `options`' physical size and type size (export_panels)
+  /// and writes it to `path` (.png, .svg, .pdf): what "Export the comparison" writes after asking which
+  /// panels, how wide and at what type size.
+  bool export_comparison_figure(const QString& path, const QStringList& panels, const FigureOptions& options, QString* error = nullptr) const;
   /// The config keys whose values differ between the shown runs (rows of the configuration table).
   QStringList config_difference_keys() const;
   /// The scatter of a config key (x) against a metric's final value in % (y), a point per run: choose
@@ -78,6 +87,8 @@ class CompareView : public QWidget {
   QStringList loss_kinds() const { return loss_kinds_; }
 
  private:
+  /// Asks which panels, how wide and at what type size, then for a file, and exports the figure.
+  void ask_and_export_figure();
   class MetricTableModel;
 
   void show_loss(const Session& session);

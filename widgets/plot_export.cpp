@@ -1,5 +1,8 @@
 #include "widgets/plot_export.h"
 
+#include <QAbstractItemModel>
+#include <QFontMetricsF>
+
 #include <QDir>
 #include <QFileInfo>
 #include <QMenu>
@@ -200,6 +203,175 @@ void add_export_menu(QCustomPlot* plot, QWidget* owner) {
     }
     menu.exec(plot->mapToGlobal(pos));
   });
+}
+
+namespace {
+
+// The figure is drawn in "layout pixels" of 1/96 in at the plots' own type sizes (tick labels at 9 pt), then
+// scaled to the physical size: the scale turns 9 pt into options.font_points.
+constexpr double kLayoutDpi = 96;
+constexpr double kPlotTickPoints = 9;
+constexpr double kGapPx = 10;
+
+double layout_scale(const FigureOptions& options) { return kPlotTickPoints / std::clamp(options.font_points, 4.0, 24.0); }
+
+int table_rows(const FigurePanel& p) { return p.table ? p.table->rowCount() + 1 : 0; }  // + the header
+
+double table_row_height() { return kPlotTickPoints / 72.0 * kLayoutDpi * 1.7; }
+
+struct PanelRect {
+  const FigurePanel* panel;
+  QRectF rect;  // layout pixels
+};
+
+/// Where each panel goes, in layout pixels, and the figure's layout size.
+std::vector<PanelRect> lay_out(const std::vector<FigurePanel>& panels, const FigureOptions& options, QSizeF* size) {
+  const double width = options.width_inches * kLayoutDpi * layout_scale(options);
+  const int columns = std::max(1, options.columns);
+  const double panel_width = (width - kGapPx * (columns - 1)) / columns;
+  const double panel_height = panel_width * std::clamp(options.aspect, 0.2, 2.0);
+  std::vector<PanelRect> out;
+  double y = 0;
+  for (const FigurePanel& p : panels)
+    if (p.table && !p.plot) {
+      const double h = table_rows(p) * table_row_height();
+      out.push_back({&p, QRectF(0, y, width, h)});
+      y += h + kGapPx;
+    }
+  int column = 0;
+  for (const FigurePanel& p : panels) {
+    if (!p.plot) continue;
+    out.push_back({&p, QRectF(column * (panel_width + kGapPx), y, panel_width, panel_height)});
+    if (++column == columns) {
+      column = 0;
+      y += panel_height + kGapPx;
+    }
+  }
+  if (column != 0) y += panel_height + kGapPx;
+  *size = QSizeF(width, std::max(1.0, y - kGapPx));
+  return out;
+}
+
+/// A table as a paper shows it: header in bold over a rule, cells right-aligned except the first column,
+/// bold where the model's FontRole is bold (the best value of a row).
+void draw_table(QPainter& painter, const QAbstractItemModel& model, const QRectF& rect) {
+  QFont font(QStringLiteral("DejaVu Sans"));
+  font.setPointSizeF(kPlotTickPoints);
+  QFont bold = font;
+  bold.setBold(true);
+  // The row names (the vertical header: "P@1") come first, as a column of their own.
+  const int rows = model.rowCount(), columns = model.columnCount() + 1;
+  auto text_at = [&](int r, int c) -> QString {  // r = -1: the header row
+    if (c == 0) return r < 0 ? QString() : model.headerData(r, Qt::Vertical).toString();
+    return r < 0 ? model.headerData(c - 1, Qt::Horizontal).toString() : model.index(r, c - 1).data().toString();
+  };
+  auto bold_at = [&](int r, int c) {
+    if (r < 0 || c == 0) return true;
+    const QVariant f = model.index(r, c - 1).data(Qt::FontRole);
+    return f.isValid() && f.value<QFont>().bold();
+  };
+  // Column widths from the text they hold; a narrow table is not spread across the page.
+  std::vector<double> widths(static_cast<std::size_t>(columns), 0);
+  const QFontMetricsF metrics(bold, painter.device());
+  for (int c = 0; c < columns; ++c)
+    for (int r = -1; r < rows; ++r) widths[static_cast<std::size_t>(c)] = std::max(widths[static_cast<std::size_t>(c)], metrics.horizontalAdvance(text_at(r, c)) + 16);
+  double total = 0;
+  for (const double w : widths) total += w;
+  const double stretch = std::min(total > 0 ? rect.width() / total : 1.0, 1.3);
+  for (double& w : widths) w *= stretch;
+  const double row = table_row_height();
+  painter.setPen(Qt::black);
+  double x = rect.left();
+  for (int c = 0; c < columns; ++c) {
+    const double w = widths[static_cast<std::size_t>(c)];
+    for (int r = -1; r < rows; ++r) {
+      const QRectF box(x + 4, rect.top() + (r + 1) * row, w - 8, row);
+      const QFont& f = bold_at(r, c) ? bold : font;
+      painter.setFont(f);
+      painter.drawText(box, (c == 0 ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter,
+                       QFontMetricsF(f, painter.device()).elidedText(text_at(r, c), Qt::ElideMiddle, box.width()));
+    }
+    x += w;
+  }
+  painter.drawLine(QPointF(rect.left(), rect.top() + row), QPointF(x, rect.top() + row));
+}
+
+void draw_panels(QCPPainter& painter, const std::vector<PanelRect>& rects) {
+  for (const PanelRect& p : rects) {
+    painter.save();
+    painter.translate(p.rect.topLeft());
+    if (p.panel->plot) {
+      p.panel->plot->toPainter(&painter, static_cast<int>(p.rect.width()), static_cast<int>(p.rect.height()));
+      p.panel->plot->replot(QCustomPlot::rpQueuedReplot);  // back to its on-screen layout
+    } else if (p.panel->table) {
+      draw_table(painter, *p.panel->table, QRectF(QPointF(0, 0), p.rect.size()));
+    }
+    painter.restore();
+  }
+}
+
+}  // namespace
+
+QSizeF figure_size_inches(const std::vector<FigurePanel>& panels, const FigureOptions& options) {
+  QSizeF size;
+  lay_out(panels, options, &size);
+  return size / (kLayoutDpi * layout_scale(options));
+}
+
+bool export_panels(const std::vector<FigurePanel>& panels, const FigureOptions& options, const QString& path, QString* error) {
+  const QString ext = export_extension(path, QObject::tr("the figure"), error);
+  if (ext.isEmpty()) return false;
+  if (panels.empty()) return fail(error, QObject::tr("cannot export '%1': no panel chosen").arg(path));
+  for (const FigurePanel& p : panels) p.plot ? p.plot->replot(QCustomPlot::rpImmediateRefresh) : void();
+  QSizeF layout_size;
+  const std::vector<PanelRect> rects = lay_out(panels, options, &layout_size);
+  const QSizeF inches = layout_size / (kLayoutDpi * layout_scale(options));
+  bool ok = false;
+  if (ext == QLatin1String("png")) {
+    const QSize pixels = (inches * options.png_dpi).toSize();
+    QImage image(pixels, QImage::Format_ARGB32);  // at 96 dpi while drawing: fonts in points size as in the layout
+    image.fill(Qt::white);
+    QCPPainter painter;
+    ok = painter.begin(&image);
+    if (ok) {
+      painter.setRenderHint(QPainter::Antialiasing);
+      painter.setRenderHint(QPainter::TextAntialiasing);
+      painter.scale(pixels.width() / layout_size.width(), pixels.height() / layout_size.height());
+      draw_panels(painter, rects);
+      ok = painter.end();
+      const int dots_per_meter = static_cast<int>(std::lround(options.png_dpi / 0.0254));
+      image.setDotsPerMeterX(dots_per_meter);  // the file says its physical size
+      image.setDotsPerMeterY(dots_per_meter);
+      ok = ok && image.save(path, "PNG");
+    }
+  } else if (ext == QLatin1String("svg")) {
+    QSvgGenerator generator;
+    const QSize size = (inches * kLayoutDpi).toSize();
+    set_up_svg(generator, path, size, static_cast<int>(kLayoutDpi), QStringLiteral("figure"));
+    QCPPainter painter;
+    ok = painter.begin(&generator);
+    if (ok) {
+      painter.setMode(QCPPainter::pmVectorized);
+      painter.scale(size.width() / layout_size.width(), size.height() / layout_size.height());
+      draw_panels(painter, rects);
+      ok = painter.end();
+    }
+  } else {
+    QPdfWriter writer(path);
+    writer.setCreator(QStringLiteral("XMC Workbench"));
+    writer.setResolution(static_cast<int>(kLayoutDpi));
+    writer.setPageSize(QPageSize(inches, QPageSize::Inch));
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0));
+    QCPPainter painter;
+    ok = painter.begin(&writer);
+    if (ok) {
+      painter.setMode(QCPPainter::pmVectorized);
+      painter.scale(writer.width() / layout_size.width(), writer.height() / layout_size.height());
+      draw_panels(painter, rects);
+      ok = painter.end();
+    }
+  }
+  return check_written(ok, ext, path, error);
 }
 
 }  // namespace xmc::gui

@@ -731,6 +731,59 @@ class RunsTest : public QObject {
     QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-four-runs.png")));
   }
 
+  void compare_exports_a_figure_laid_out_at_a_papers_width() {
+    // Four runs with losses and deciles; the figure is laid out afresh at 7 in (both columns of a paper).
+    const std::filesystem::path fig_db = path("figure-runs.sqlite");
+    std::vector<std::int64_t> ids;
+    {
+      xmc::RunStore store(fig_db);
+      for (int k = 1; k <= 4; ++k) {
+        const auto id = store.create_run({.name = "sweep [lr=0.00" + std::to_string(k) + "]", .dataset_path = dataset_.string()});
+        for (int e = 1; e <= 3; ++e)
+          store.add_evaluation(id, e, 10 * e, {{"P@1", 0.1 * k + 0.02 * e}, {"P@5", 0.05 * k + 0.01 * e}, {"PSP@5", 0.03 * k}});
+        store.add_decile_table(id, 3, "P@5", std::vector<double>(10, 0.02 * k));
+        for (int step = 1; step <= 20; ++step) store.add_scalars(id, {{step, step / 20.0, "loss", 2.0 / step + 0.1 * k, 1.0}});
+        store.set_status(id, xmc::RunStatus::Completed);
+        ids.push_back(id);
+      }
+    }
+    CompareView view;
+    view.set_runs(xmc::Session(fig_db), ids);
+    xmc::gui::FigureOptions options;  // 7 in, two plots a row, 8 pt ticks, 300 dpi
+    const QStringList panels{"metric table", "metric curves", "decile bars", "training loss"};
+    const QString png = tmp_.filePath("comparison.png"), pdf = tmp_.filePath("comparison.pdf"), svg = tmp_.filePath("comparison.svg");
+    QString error;
+    QVERIFY2(view.export_comparison_figure(png, panels, options, &error), qPrintable(error));
+    QVERIFY2(view.export_comparison_figure(pdf, panels, options, &error), qPrintable(error));
+    QVERIFY2(view.export_comparison_figure(svg, panels, options, &error), qPrintable(error));
+    // The PNG is 7 in at 300 dpi whatever the window's size, and says so.
+    QFile::remove(kShots + QStringLiteral("/compare-figure.png"));
+    QFile::copy(png, kShots + QStringLiteral("/compare-figure.png"));
+    QFile::remove(kShots + QStringLiteral("/compare-figure.svg"));
+    QFile::copy(svg, kShots + QStringLiteral("/compare-figure.svg"));
+    const QImage image(png);
+    QCOMPARE(image.width(), 2100);
+    QVERIFY(std::abs(image.dotsPerMeterX() - 300 / 0.0254) < 2);
+    // Two rows of plots at 0.75 of a half-width panel, under the table (metrics + header): taller than the
+    // plots alone, shorter than a page.
+    const double height_in = image.height() / 300.0;
+    QVERIFY2(height_in > 2 * 0.75 * 3.4 && height_in < 9, qPrintable(QString::number(height_in)));
+    // The PDF's page is the figure: 7 in = 504 pt wide.
+    QFile pdf_file(pdf);
+    QVERIFY(pdf_file.open(QIODevice::ReadOnly));
+    QVERIFY(pdf_file.readAll().contains("/MediaBox [0 0 504"));
+    // The SVG keeps the table and the plots' text as text.
+    QFile svg_file(svg);
+    QVERIFY(svg_file.open(QIODevice::ReadOnly));
+    const QByteArray text = svg_file.readAll();
+    QVERIFY(text.contains("PSP@5"));
+    QVERIFY(text.contains("lr=0.004 (#4)"));  // the runs as the view names them
+    // Nothing of the screen: the figure's pixels are white outside what was drawn (no grey window background).
+    QCOMPARE(image.pixelColor(image.width() - 1, image.height() - 1), QColor(Qt::white));
+    QVERIFY(!view.export_comparison_figure(png, {"heat map"}, options, &error));
+    QVERIFY2(error.contains("heat map") && error.contains("metric curves"), qPrintable(error));
+  }
+
   void html_report_is_self_contained() {
     const QString html_path = kShots + QStringLiteral("/report.html");
     QString error;
