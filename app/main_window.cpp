@@ -544,6 +544,9 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   if (sweep > 0) {
     // The sweep's runs side by side in the Runs tab, ready to compare; a stopped sweep says how to go on.
     runs_->set_filter_text(QString("sweep-%1").arg(sweep));
+    // ... and compared: the Compare view shows this sweep, not whatever was selected before it.
+    runs_->view()->selectAll();
+    if (const auto sweep_runs = runs_->selected_runs(); sweep_runs.size() >= 2) compare_->set_runs(Session(options_.db.toStdString()), sweep_runs);
     run_label_->setText(QString("Sweep %1 %2 — its runs are listed in the Runs tab (filter sweep-%1)%3")
                             .arg(sweep)
                             .arg(ok ? (status == "stopped" ? QString("stopped") : QString("finished")) : QString("had failures"))

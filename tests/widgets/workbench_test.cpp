@@ -27,6 +27,7 @@
 #include <QtTest/QtTest>
 
 #include "app/main_window.h"
+#include "widgets/compare_view.h"
 #include "widgets/search_results_model.h"
 #include "engine/data/dataset.h"
 #include "engine/core/error.h"
@@ -785,6 +786,10 @@ class WorkbenchTest : public QObject {
     QCOMPARE(store.list_runs().size(), std::size_t{4});
     for (const auto& run : store.list_runs()) QCOMPARE(run.tags, std::vector<std::string>{"sweep-" + std::to_string(sweep)});
     QCOMPARE(runs->proxy()->rowCount(), 4);
+    // The comparison shows the sweep just finished (not the selection before it).
+    auto* compare = window.findChild<xmc::gui::CompareView*>();
+    QVERIFY(compare);
+    QCOMPARE(compare->runs().size(), std::size_t{4});
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       window.resize(1400, 900);
       dialog.set_axes({xmc::parse_sweep_axis("lr=0.001, 0.003"), xmc::parse_sweep_axis("temperature=0.05,0.1")});
