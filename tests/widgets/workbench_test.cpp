@@ -55,6 +55,17 @@
 namespace {
 
 // Eight labels named by keywords; each query names two of them.
+/// Two training texts, one test text, two labels: the smallest dataset a form can be pointed at.
+xmc::Dataset two_label_dataset() {
+  xmc::Dataset d;
+  d.train_text = {"a", "b"};
+  d.test_text = {"a"};
+  d.label_text = {"x", "y"};
+  d.train_labels = xmc::csr_from_rows({{0}, {1}}, 2);
+  d.test_labels = xmc::csr_from_rows({{0}}, 2);
+  return d;
+}
+
 void write_keyword_dataset(const std::filesystem::path& dir) {
   xmc::Dataset d;
   d.meta.name = "keywords";
@@ -540,12 +551,7 @@ class WorkbenchTest : public QObject {
 
   void theImageKeysAppearForADatasetWithImageBanks() {
     QTemporaryDir dir;
-    xmc::Dataset d;
-    d.train_text = {"a", "b"};
-    d.test_text = {"a"};
-    d.label_text = {"x", "y"};
-    d.train_labels = xmc::csr_from_rows({{0}, {1}}, 2);
-    d.test_labels = xmc::csr_from_rows({{0}}, 2);
+    xmc::Dataset d = two_label_dataset();
     xmc::save_dataset(d, (dir.path() + "/texts").toStdString());
     d.label_images = std::make_shared<const xmc::ImageBank>(xmc::ImageBank::from_values(2, 1, 4, std::vector<float>(8, 1.0f)));
     xmc::save_dataset(d, (dir.path() + "/pictures").toStdString());
@@ -570,12 +576,7 @@ class WorkbenchTest : public QObject {
   void ireneOffersTheRunsItCanBuildOnAndDropsTheBaseRunsName() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
-    xmc::Dataset d;
-    d.train_text = {"a", "b"};
-    d.test_text = {"a"};
-    d.label_text = {"x", "y"};
-    d.train_labels = xmc::csr_from_rows({{0}, {1}}, 2);
-    d.test_labels = xmc::csr_from_rows({{0}}, 2);
+    xmc::Dataset d = two_label_dataset();
     const std::string split = (dir.path() + "/zs").toStdString(), plain = (dir.path() + "/plain").toStdString();
     xmc::save_dataset(d, split);
     xmc::save_dataset(d, plain);
