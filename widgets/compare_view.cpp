@@ -246,8 +246,15 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
       0, 0, new QCPTextElement(loss_plot_, tr("Training loss (smoothed)"), QFont(font().family(), 11, QFont::Bold)));
   loss_plot_->xAxis->setLabel(tr("step"));
   loss_plot_->yAxis->setLabel(tr("loss"));
+  // The runs' legend in a row of its own under the title, never over a panel's curves (stacked panels are short).
+  loss_plot_->axisRect()->insetLayout()->take(loss_plot_->legend);
+  plot_style::style_legend(loss_plot_->legend);
+  loss_plot_->plotLayout()->insertRow(1);
+  plot_style::add_centred_row(loss_plot_, 1, loss_plot_->legend);
+  loss_plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_style::keep_legend_fitting(loss_plot_, loss_plot_->legend, 4);
+  plot_style::keep_ticks_readable(loss_plot_);  // stacked panels are short: fewer ticks, never overlapping
   loss_plot_->legend->setVisible(false);  // shown once runs with a loss are drawn
-  loss_plot_->legend->setBrush(QColor(255, 255, 255, 220));
   loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   loss_plot_->setMinimumSize(320, 200);
   plot_style::add_empty_note(loss_plot_, tr("no training loss to show"));
@@ -799,7 +806,8 @@ void CompareView::show_loss(const Session& session) {
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     x->setLabel(k + 1 == kinds.size() ? tr("step") : QString());
-    y->setLabel(kinds[k].first == "loss" ? tr("loss") : tr("loss: %1").arg(qstr(kinds[k].first)));
+    // Stacked panels are short: the kind alone names the axis ("triplet"), the title says it is the loss.
+    y->setLabel(kinds.size() == 1 ? tr("loss") : qstr(kinds[k].first));
     loss_kinds_ << qstr(kinds[k].first);
     std::vector<double> all;
     double max_step = 0;

@@ -55,6 +55,17 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   style::add_empty_note(this, tr("no training steps yet"));
   main_rect_ = axisRect();
   title_ = style::make_title(this, tr("Training loss"));
+  reset_gaps();
+  clipped_note_ = new QCPItemText(this);
+  clipped_note_->setClipToAxisRect(false);
+  clipped_note_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  clipped_note_->position->setAxisRect(main_rect_);
+  clipped_note_->position->setCoords(0.01, 0.01);
+  clipped_note_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  clipped_note_->setFont(style::font(this, 9));
+  clipped_note_->setColor(QColor(0x66, 0x66, 0x66));
+  clipped_note_->setSelectable(false);
+  clipped_note_->setVisible(false);
 
   // Main rect: loss (left) and learning rate (right) against the step.
   style::style_axis(xAxis, tr("step"));
@@ -217,8 +228,35 @@ double LossPlot::x_of(const Record& r) const {
   }
 }
 
+void LossPlot::reset_gaps() {
+  last_x_.fill(std::numeric_limits<double>::quiet_NaN());
+  last_interval_.fill(std::numeric_limits<double>::quiet_NaN());
+}
+
 void LossPlot::draw_record(const Record& r) {
   const double x = x_of(r);
+  if (x_axis_ == XAxis::WallTime && r.series >= 0 && r.series < 5) {
+    // A gap in wall time ten times the usual interval (and over two seconds): a NaN point breaks the line there.
+    constexpr double kGapFactor = 10, kMinGapMinutes = 2.0 / 60.0;
+    const auto s = static_cast<std::size_t>(r.series);
+    const double interval = x - last_x_[s];
+    if (std::isfinite(interval) && std::isfinite(last_interval_[s]) && interval > kMinGapMinutes &&
+        interval > kGapFactor * std::max(last_interval_[s], 1e-6)) {
+      const double mid = last_x_[s] + interval / 2, gap = std::numeric_limits<double>::quiet_NaN();
+      switch (r.series) {
+        case 0: raw_->addData(mid, gap), smoothed_->addData(mid, gap); break;
+        case 1: m4_raw_->addData(mid, gap), m4_smoothed_->addData(mid, gap); break;
+        case 2: lr_->addData(mid, gap); break;
+        case 3: throughput_->addData(mid, gap); break;
+        case 4: m4_throughput_->addData(mid, gap); break;
+        default: break;
+      }
+    } else if (std::isfinite(interval)) {
+      last_interval_[s] = interval;
+    }
+    if (std::isfinite(interval) && !std::isfinite(last_interval_[s])) last_interval_[s] = interval;
+    last_x_[s] = x;
+  }
   switch (r.series) {
     case 0: add_loss(raw_, smoothed_, ema_, x, r.value); break;
     case 1: add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, r.value); break;
@@ -266,6 +304,7 @@ void LossPlot::append_point(const xmc::ScalarPoint& point) {
 void LossPlot::set_x_axis(XAxis axis) {
   x_axis_ = axis;
   for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
+  reset_gaps();
   ema_ = {};
   m4_ema_ = {};
   for (const Record& r : records_) draw_record(r);
@@ -295,6 +334,7 @@ void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
 void LossPlot::clear() {
   for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
   records_.clear();
+  reset_gaps();
   first_wall_ = std::numeric_limits<double>::quiet_NaN();
   m4_step_ = -1;
   ema_ = {};
@@ -303,6 +343,8 @@ void LossPlot::clear() {
   refresh_timer_.stop();
   refresh();
 }
+
+QString LossPlot::clipped_note() const { return clipped_note_->visible() ? clipped_note_->text() : QString(); }
 
 std::size_t LossPlot::point_count() const {
   return static_cast<std::size_t>(raw_->dataCount()) + static_cast<std::size_t>(m4_raw_->dataCount());
@@ -335,6 +377,11 @@ void LossPlot::resmooth() {
     keys.reserve(p.raw->dataCount());
     values.reserve(p.raw->dataCount());
     for (const auto& d : *p.raw->data()) {
+      if (std::isnan(d.value)) {  // a break in the line (a wall-time gap, a NaN loss) breaks the smoothed one too
+        keys.append(d.key);
+        values.append(d.value);
+        continue;
+      }
       if (!std::isfinite(d.value)) continue;
       keys.append(d.key);
       values.append(p.ema->next(d.value, ema_weight_));
@@ -474,11 +521,21 @@ void LossPlot::rescale() {
       for (double v : scratch_)
         if (v > 0) smallest = std::min(smallest, v);
       if (smallest == std::numeric_limits<double>::max()) smallest = 1e-3;
-      yAxis->setRange(std::min(std::max(lo, smallest), hi) / 1.3, std::max(hi, smallest) * 1.3);
+      const double top = *std::max_element(scratch_.begin(), scratch_.end());  // a log axis has room for every loss
+      yAxis->setRange(std::min(std::max(lo, smallest), hi) / 1.3, std::max(top, smallest) * 1.3);
     } else {
       yAxis->setRange(lower, hi + pad);
     }
   }
+  // Say what the cut leaves out: losses above the top of the axis (the first steps', usually).
+  int above = 0;
+  double highest = 0;
+  for (const double v : scratch_)
+    if (v > yAxis->range().upper) ++above, highest = std::max(highest, v);
+  clipped_note_->setVisible(above > 0);
+  if (above > 0)
+    clipped_note_->setText((above == 1 ? tr("▲ 1 loss above the axis, up to %1") : tr("▲ %1 losses above the axis, up to %2").arg(above))
+                               .arg(highest, 0, 'g', 4) + tr(" (right-click › log axis shows all)"));
 
   bool ok = false;
   const QCPRange lr = lr_->data()->valueRange(ok);

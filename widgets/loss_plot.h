@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 // LossPlot: the live training-loss chart. Raw loss (thin, light) and its exponential moving average
 // (bold) against the optimiser step, the learning-rate schedule on the right axis, and — once the run
 // reports it — throughput (queries/s) in a strip below that shares the step axis. NGAME's M4 classifier
@@ -50,6 +51,9 @@ class LossPlot : public QCustomPlot {
 
   /// Number of loss points drawn (training loss and M4 classifier loss, non-finite ones included).
   std::size_t point_count() const;
+  /// What the loss axis leaves out above its top ("▲ 3 losses above the axis, up to 12.5 …"); "" when nothing.
+  QString clipped_note() const;
+
 
   /// EMA weight of the smoothed curves, in [0, 1); negative (the default) = automatic: the averaging
   /// window grows with the run (≈ 1/25 of its points, in powers of two) up to 50 points (weight 0.98), so
@@ -114,6 +118,12 @@ class LossPlot : public QCustomPlot {
   double x_of(const Record& r) const;
   QString x_label() const;
   void draw_record(const Record& r);
+  /// Wall-time axis: the x of each series' last point and the interval before it, so that a pause many times
+  /// longer (an evaluation, a checkpoint) breaks the line instead of joining across it.
+  std::array<double, 5> last_x_{}, last_interval_{};
+  void reset_gaps();
+  /// "N losses above the axis": the loss axis keeps the 1st–98th percentile and says what it leaves out.
+  QCPItemText* clipped_note_ = nullptr;
   QAction* log_action_ = nullptr;
   double ema_weight_ = 0.5;  // weight the smoothed curves were computed with
   bool throughput_visible_ = true;

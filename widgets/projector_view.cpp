@@ -1,11 +1,15 @@
 #include "widgets/projector_view.h"
 
+#include "widgets/qt_progress.h"
+#include "widgets/training_progress.h"
+
 #include <QComboBox>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QProgressBar>
 #include <QSpinBox>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -54,10 +58,25 @@ ProjectorView::ProjectorView(QWidget* parent) : QWidget(parent) {
   search_->setClearButtonEnabled(true);
   compute_ = new QPushButton(tr("Project"));
   compute_->setEnabled(false);
-  for (QWidget* w : std::initializer_list<QWidget*>{what_, method_, new QLabel(tr("points")), sample_, label_, search_, compute_}) bar->addWidget(w);
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setVisible(false);
+  connect(cancel_, &QPushButton::clicked, this, [this] { cancel(); });
+  // t-SNE takes at most 5000 points: the box says so instead of silently taking fewer.
+  connect(method_, &QComboBox::currentIndexChanged, this, [this] { sample_->setMaximum(sample_limit()); });
+  for (QWidget* w : std::initializer_list<QWidget*>{what_, method_, new QLabel(tr("points")), sample_, label_, search_, compute_, cancel_}) bar->addWidget(w);
   bar->setStretchFactor(label_, 1);
   bar->setStretchFactor(search_, 1);
   layout->addLayout(bar);
+  // t-SNE of a few thousand points takes a minute: a bar with the iterations done and an ETA.
+  bar_ = new QProgressBar;
+  bar_->setObjectName("projector_progress");
+  bar_->setVisible(false);
+  layout->addWidget(bar_);
+  progress_ = new QtProgress(this);
+  connect(progress_, &QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
+    TrainingProgress::show_counts(bar_, done, total);
+    bar_->setFormat(task + " — %v/%m" + (eta >= 0 ? "  " + TrainingProgress::format_eta(eta) : QString()));
+  });
   plot_ = new QCustomPlot;
   plot_style::style_plot(plot_, tr("Projector"));
   plot_style::add_empty_note(plot_, tr("not computed yet"));
@@ -111,15 +130,26 @@ void ProjectorView::compute(const QString& what, const QString& method) {
   options.method = method_->currentData().toString().toStdString();
   options.sample = sample_->value();
   compute_->setEnabled(false);
-  header_->setText(tr("Run %1: projecting…").arg(run_));
+  header_->setText(projection_ ? tr("Run %1: projecting… (the plot shows the previous projection until it is done)").arg(run_)
+                               : tr("Run %1: projecting…").arg(run_));
+  progress_->reset();
+  bar_->setRange(0, 0);
+  bar_->setFormat(tr("opening the run…"));
+  bar_->setVisible(true);
+  cancel_->setVisible(true);
+  cancel_->setEnabled(true);
   const std::int64_t run = run_;
+  QtProgress* progress = progress_;
   job_ = run_in_background<Projection>(
-      this, [db = db_.toStdString(), run, options] { return Session(db).projection(run, options); },
+      this, [db = db_.toStdString(), run, options, progress] { return Session(db).projection(run, options, *progress); },
       [this, run](std::unique_ptr<Projection> projection, const QString& error) {
         compute_->setEnabled(true);
+        bar_->setVisible(false);
+        cancel_->setVisible(false);
         if (run != run_) return;  // another run was opened meanwhile
         if (!projection) {
-          header_->setText(tr("Run %1: %2").arg(run).arg(error));
+          header_->setText(progress_->cancelled() ? tr("Run %1: projection cancelled%2").arg(run).arg(projection_ ? tr(" — the plot shows the previous one") : QString())
+                                                  : tr("Run %1: %2").arg(run).arg(error));
           return;
         }
         projection_ = std::move(projection);
@@ -129,6 +159,17 @@ void ProjectorView::compute(const QString& what, const QString& method) {
 }
 
 void ProjectorView::set_search_text(const QString& text) { search_->setText(text); }
+
+void ProjectorView::cancel() {
+  if (!job_.isRunning()) return;
+  progress_->cancel();
+  cancel_->setEnabled(false);
+  bar_->setFormat(tr("cancelling…"));
+}
+
+bool ProjectorView::computing() const { return job_.isRunning(); }
+
+int ProjectorView::sample_limit() const { return method_->currentData().toString() == QLatin1String("tsne") ? 5000 : 20000; }
 
 int ProjectorView::set_positives_of(const QString& label_text) {
   label_->setText(label_text);

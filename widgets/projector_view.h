@@ -13,10 +13,13 @@ class QComboBox;
 class QCustomPlot;
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 
 namespace xmc::gui {
+
+class QtProgress;
 
 class ProjectorView : public QWidget {
   Q_OBJECT
@@ -34,6 +37,11 @@ class ProjectorView : public QWidget {
   void set_search_text(const QString& text);
   /// Queries: the label (by its text) whose positives are drawn in red; returns how many points are.
   int set_positives_of(const QString& label_text);
+  /// Stops a computation in flight (the Cancel button): the previous projection stays, the header says so.
+  void cancel();
+  bool computing() const;
+  /// The points box's limit: 5000 for t-SNE (exact t-SNE is n² in time and memory), 20000 for PCA.
+  int sample_limit() const;
 
  Q_SIGNALS:
   void computed();
@@ -53,6 +61,9 @@ class ProjectorView : public QWidget {
   QLineEdit* label_ = nullptr;   ///< queries: the label whose positives are red
   QLineEdit* search_ = nullptr;
   QPushButton* compute_ = nullptr;
+  QPushButton* cancel_ = nullptr;
+  QProgressBar* bar_ = nullptr;   ///< while computing: the task, done of total and its ETA
+  QtProgress* progress_ = nullptr;
   QCustomPlot* plot_ = nullptr;
 };
 

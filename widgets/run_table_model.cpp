@@ -716,7 +716,7 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
     }
     if (role == Qt::ToolTipRole) {
       switch (extra.kind) {
-        case ExtraColumn::Kind::metric: return best ? tr("Best value over all evaluations, in %") : tr("Value at the last evaluation, in %");
+        case ExtraColumn::Kind::metric: return best ? tr("Best value over all evaluations, in % — the epoch picked on the test split: optimistic") : tr("Value at the last evaluation, in %");
         case ExtraColumn::Kind::config: return tr("The run's config value of %1").arg(extra.key);
         case ExtraColumn::Kind::duration: return tr("From creation to the last change of status (to now while running)");
       }
@@ -743,7 +743,7 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
     }
   }
   if (role == Qt::ToolTipRole && section >= kP1 && section <= kPsp5) {
-    return best ? tr("Best value over all evaluations of the run, in %")
+    return best ? tr("Best value over all evaluations of the run, in % — the epoch picked on the test split: optimistic")
                 : tr("Value at the run's last evaluation, in %");
   }
   return {};

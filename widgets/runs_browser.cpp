@@ -105,8 +105,9 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
 
   metric_value_ = new QComboBox(this);
   metric_value_->addItem(tr("Final metrics"));
-  metric_value_->addItem(tr("Best metrics"));
-  metric_value_->setToolTip(tr("Metric columns: value at the last evaluation, or the best over all evaluations"));
+  metric_value_->addItem(tr("Best metrics (picked on test)"));
+  metric_value_->setToolTip(tr("Metric columns: value at the last evaluation, or the best over all evaluations —\n"
+                               "the best epoch is picked on the test split itself, so it is optimistic: report final values"));
   connect(metric_value_, &QComboBox::currentIndexChanged, this, [this](int i) {
     model_->set_metric_value(i == 1 ? RunTableModel::MetricValue::Best : RunTableModel::MetricValue::Final);
   });

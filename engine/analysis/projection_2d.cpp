@@ -16,8 +16,8 @@ std::vector<float> project_2d(const std::vector<float>& points, std::int64_t n, 
   torch::NoGradGuard no_grad;
   const torch::Tensor x = torch::from_blob(const_cast<float*>(points.data()), {n, dim}, torch::kFloat32).to(torch::kFloat64);
   torch::Tensor xy;
-  progress.start(method == "tsne" ? "t-SNE of the points" : "PCA of the points", 1);
   if (method == "pca") {
+    progress.start("PCA of the points", 1);
     const torch::Tensor centred = x - x.mean(0, true);
     const torch::Tensor covariance = centred.t().mm(centred) / static_cast<double>(std::max<std::int64_t>(1, n - 1));
     const auto [values, vectors] = torch::linalg_eigh(covariance, "L");  // eigenvalues ascending
@@ -26,18 +26,21 @@ std::vector<float> project_2d(const std::vector<float>& points, std::int64_t n, 
     xy = centred.mm(top);
     if (k < 2) xy = torch::cat({xy, torch::zeros({n, 1}, xy.options())}, 1);
   } else if (method == "tsne") {
+    TsneOptions options;
+    progress.start("t-SNE of the points", options.iterations);
     if (n < 4) {
       xy = torch::zeros({n, 2}, torch::kFloat64);  // nothing to arrange
     } else {
-      TsneOptions options;
       options.seed = seed;
       options.perplexity = std::min(30.0, static_cast<double>(n - 1) / 3.0);
+      options.progress = &progress;  // iterations as they go; a cancel stops between them
       xy = tsne_2d(x.to(torch::kFloat32), options).to(torch::kFloat64);
     }
+    progress.update(options.iterations);
   } else {
     throw ConfigError("projection method: got \"" + method + "\", expected pca or tsne");
   }
-  progress.update(1);
+  if (method == "pca") progress.update(1);
   progress.finish();
   const torch::Tensor out = xy.to(torch::kFloat32).contiguous();
   return {out.data_ptr<float>(), out.data_ptr<float>() + out.numel()};

@@ -133,7 +133,12 @@ torch::Tensor tsne_2d(const torch::Tensor& points, const TsneOptions& options) {
   torch::Tensor y = initial_map(n, options.seed);
   torch::Tensor update = torch::zeros_like(y);
   torch::Tensor gains = torch::ones_like(y);
+  constexpr std::int64_t kReportEvery = 10;  // iterations between progress reports and cancellation checks
   for (std::int64_t iteration = 0; iteration < options.iterations; ++iteration) {
+    if (options.progress != nullptr && iteration % kReportEvery == 0) {
+      if (options.progress->cancelled()) throw Cancelled();
+      options.progress->update(iteration);
+    }
     const bool early = iteration < exaggerated_iterations;
     const torch::Tensor& target = early ? p_exaggerated : p;
     const double momentum = early ? 0.5 : 0.8;

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "engine/core/progress.h"
+
 namespace xmc {
 
 struct TsneOptions {
@@ -22,6 +24,9 @@ struct TsneOptions {
   std::uint64_t seed = 1;           ///< seeds the initial map Y ~ N(0, 1e-4 I)
   double early_exaggeration = 12;   ///< P is multiplied by this for the first quarter of the iterations
   double learning_rate = 0;         ///< 0 = automatic: max(n / 12, 50)
+  /// Told the iterations done (its task started by the caller with `iterations` units); asked whether to
+  /// stop every few iterations (throws xmc::Cancelled). Null: neither.
+  Progress* progress = nullptr;
 };
 
 /// The 2-D map of `points` ([n, d], any floating dtype, any device; n ≤ 2,000 is the intended range):

@@ -98,6 +98,33 @@ TEST(Tsne, HandlesTinyInputs) {
   EXPECT_THROW(tsne_2d(torch::full({4, 3}, std::nanf("")), {}), std::exception);
 }
 
+TEST(Tsne, ReportsItsIterationsAndStopsWhenCancelled) {
+  // Counts what it is told; asks to stop once it has heard of iteration 100.
+  struct Recorder final : Progress {
+    std::vector<std::int64_t> done;
+    std::int64_t stop_after = -1;
+    void start(std::string_view, std::int64_t) override {}
+    void update(std::int64_t d) override { done.push_back(d); }
+    void finish() override {}
+    bool cancelled() const override { return stop_after >= 0 && !done.empty() && done.back() >= stop_after; }
+  };
+  const torch::Tensor points = torch::randn({40, 5}, torch::TensorOptions().dtype(torch::kFloat32));
+  Recorder recorder;
+  TsneOptions options;
+  options.iterations = 200;
+  options.progress = &recorder;
+  tsne_2d(points, options);
+  ASSERT_EQ(recorder.done.size(), std::size_t{20});  // every 10 iterations
+  EXPECT_EQ(recorder.done.front(), 0);
+  EXPECT_EQ(recorder.done.back(), 190);
+  EXPECT_TRUE(std::is_sorted(recorder.done.begin(), recorder.done.end()));
+  Recorder stopper;
+  stopper.stop_after = 100;
+  options.progress = &stopper;
+  EXPECT_THROW(tsne_2d(points, options), Cancelled);
+  EXPECT_EQ(stopper.done.back(), 100);  // stopped at the next check, not at the end
+}
+
 // ---- the negatives snapshot ---------------------------------------------------------------------
 
 std::map<std::string, std::vector<std::int64_t>> groups_of(const json& snapshot) {

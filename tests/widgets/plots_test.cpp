@@ -214,6 +214,36 @@ class PlotsTest : public QObject {
     QVERIFY(!plot.throughput_log_scale());
   }
 
+  void loss_plot_breaks_lines_at_wall_time_gaps_and_says_what_its_axis_cuts() {
+    // 30 steps a second apart, a 10-minute evaluation, 10 more steps; the first loss is 100, the rest near 1.
+    std::vector<xmc::ScalarPoint> points;
+    for (int step = 1; step <= 40; ++step) {
+      const double wall = 1000.0 + step + (step > 30 ? 600.0 : 0.0);
+      points.push_back({step, step / 10.0, "loss", step == 1 ? 100.0 : 1.0 + 0.01 * step, wall});
+      points.push_back({step, step / 10.0, "lr", 0.001, wall});
+      points.push_back({step, step / 10.0, "samples_per_s", 500.0, wall});
+    }
+    LossPlot plot;
+    plot.set_series(points);
+    plot.replot();
+    auto gaps = [&] {
+      int n = 0;
+      for (const auto& d : *plot.lr_graph()->data()) n += std::isnan(d.value) ? 1 : 0;
+      return n;
+    };
+    QCOMPARE(gaps(), 0);  // by step, the pause does not show
+    plot.set_x_axis(LossPlot::XAxis::WallTime);
+    QCOMPARE(gaps(), 1);  // by wall time, the line stops before the pause and starts again after it
+    plot.set_x_axis(LossPlot::XAxis::Step);
+    QCOMPARE(gaps(), 0);
+    // The loss axis keeps the 1st–98th percentile: the first step's 100 is above it, and the plot says so.
+    QVERIFY(plot.yAxis->range().upper < 100);
+    QVERIFY2(plot.clipped_note().contains("1 loss above the axis, up to 100"), qPrintable(plot.clipped_note()));
+    plot.set_log_scale(true);
+    plot.replot();
+    QVERIFY(plot.clipped_note().isEmpty());  // the log axis shows every loss
+  }
+
   void evaluation_view_draws_the_chosen_metrics_and_modes() {
     // An NGAME-like run: the embedding mode evaluated at epochs 1-4 with eight metrics, the fused ranking
     // (primary at the end) once at epoch 4.

@@ -17,6 +17,7 @@
 #include <QLineEdit>
 #include <QCompleter>
 #include <QSpinBox>
+#include <QProgressBar>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QScrollBar>
@@ -363,8 +364,16 @@ class WorkbenchTest : public QObject {
     }
     projector->set_search_text("key5");
     QCOMPARE(projector->highlighted_count(), 1);
+    auto* points = projector->findChild<QSpinBox*>();
+    QVERIFY(points);
+    QCOMPARE(points->value(), 20000);
+    auto* progress_bar = projector->findChild<QProgressBar*>("projector_progress");
+    QVERIFY(progress_bar && progress_bar->isHidden());
     projector->compute("queries", "tsne");
+    QCOMPARE(points->value(), 5000);  // t-SNE's limit, shown in the box rather than applied silently
+    QCOMPARE(points->maximum(), projector->sample_limit());
     QVERIFY(projected.wait(60000));
+    QVERIFY(progress_bar->isHidden());  // shown while it ran, gone when done
     QCOMPARE(projector->projection()->points.size(), std::size_t{24});
     QCOMPARE(projector->set_positives_of("key3 topic"), 3);
     // A label or a search that finds nothing says so.
