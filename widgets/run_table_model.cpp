@@ -1,5 +1,7 @@
 #include "widgets/run_table_model.h"
 
+#include "engine/records/evaluation_modes.h"
+
 #include <sys/stat.h>
 
 #include <QColor>
@@ -150,7 +152,7 @@ QString epoch_text(double epoch) { return QString::number(epoch, 'g', 4); }
 
 bool RunTableModel::Row::operator==(const Row& other) const {
   const auto same_number = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
-  if (metrics.size() != other.metrics.size()) return false;
+  if (metrics.size() != other.metrics.size() || mode != other.mode) return false;
   for (std::size_t i = 0; i < metrics.size(); ++i) {
     const MetricSummary& a = metrics[i];
     const MetricSummary& b = other.metrics[i];
@@ -278,9 +280,12 @@ RunTableModel::Row RunTableModel::make_row(RunInfo info, const Row* previous, bo
                      previous->info.updated == info.updated && previous->info.status == info.status;
   if (reuse) {
     row.metrics = previous->metrics;
+    row.mode = previous->mode;
   } else {
     row.metrics.assign(metric_keys_.size(), MetricSummary{kNaN, kNaN, kNaN, kNaN});
-    for (const EvalPoint& p : store_->evaluations(info.id)) {
+    const std::vector<EvalPoint> points = store_->evaluations(info.id);
+    row.mode = final_primary_mode(points);
+    for (const EvalPoint& p : points) {
       metrics_seen_.insert(p.metric);
       for (std::size_t m = 0; m < metric_keys_.size(); ++m) {
         if (p.metric != metric_keys_[m]) continue;
@@ -678,6 +683,12 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     case kMethod:
       if (role == Qt::DisplayRole || role == kSortRole || role == Qt::ToolTipRole) return method_of(info);
       break;
+    case kMode:
+      if (role == Qt::DisplayRole || role == kSortRole) return qstr(row.mode);
+      if (role == Qt::ToolTipRole)
+        return row.mode.empty() ? tr("No named inference mode (not evaluated yet, or stored before modes were named)")
+                                : tr("The metric columns are the %1 mode's: the run's primary mode at its last evaluation").arg(qstr(row.mode));
+      break;
     case kTags:
       if (role == Qt::DisplayRole || role == Qt::EditRole || role == kSortRole) return tags_text(info);
       if (role == Qt::ToolTipRole) return tr("Tags, separated by commas (double-click or F2 on this cell to edit)");
@@ -732,6 +743,7 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
       case kMethod: return tr("Method");
       case kDataset: return tr("Dataset");
       case kDevice: return tr("Device");
+      case kMode: return tr("Mode");
       case kP1: return tr("P@1 (%)");
       case kP5: return tr("P@5 (%)");
       case kPsp5: return tr("PSP@5 (%)");

@@ -1,7 +1,8 @@
 #pragma once
 // RunTableModel: the runs of one run store file (through a Session) as a table (one row per run, newest first).
 //
-// Columns: id, name, status, created, dataset, device, P@1, P@5, PSP@5 (from the run's evaluations,
+// Columns: id, name, status, created, dataset, device, mode (whose numbers the metric columns are: the run's
+// primary inference mode at its last evaluation), P@1, P@5, PSP@5 (from the run's evaluations,
 // shown in % as papers do; final or best value, see set_metric_value) and last error. refresh()
 // re-reads the store and updates rows in place (insert / remove / dataChanged, never a reset when the
 // list keeps its order), so views keep their selection and scroll position. Follow mode polls the
@@ -37,7 +38,7 @@ namespace xmc::gui {
 class RunTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { kId, kName, kStatus, kCreated, kMethod, kDataset, kDevice, kP1, kP5, kPsp5, kTags, kNotes, kLastError, kGroup, kColumnCount };
+  enum Column { kId, kName, kStatus, kCreated, kMethod, kDataset, kDevice, kMode, kP1, kP5, kPsp5, kTags, kNotes, kLastError, kGroup, kColumnCount };
   /// Which value of an evaluation metric the metric columns show.
   enum class MetricValue { Final, Best };
   /// A column the user added after the fixed ones.
@@ -138,6 +139,7 @@ class RunTableModel : public QAbstractTableModel {
   struct Row {
     RunInfo info;
     std::vector<MetricSummary> metrics;  ///< one per metric column
+    std::string mode;                    ///< the primary mode at the last evaluation ("" when unnamed)
     bool operator==(const Row& other) const;
   };
 

@@ -442,7 +442,7 @@ class RunsTest : public QObject {
     QVERIFY2(browser.export_table_csv(csv, &error), qPrintable(error));
     const QStringList lines = lines_of(csv);
     QVERIFY(lines.size() >= 4);  // header + 3 runs (the failed run's error has a quoted line break)
-    QVERIFY(lines.front().startsWith(QStringLiteral("ID,Name,Status,Created,Method,Dataset,Device,P@1 (%),P@5 (%),PSP@5 (%),Tags,Notes,Last error")));
+    QVERIFY(lines.front().startsWith(QStringLiteral("ID,Name,Status,Created,Method,Dataset,Device,Mode,P@1 (%),P@5 (%),PSP@5 (%),Tags,Notes,Last error")));
     QVERIFY(lines.join(QLatin1Char('\n')).contains(QStringLiteral("\"gamma, \"\"quoted\"\"\"")));
 
     browser.resize(1250, 300);
@@ -461,7 +461,8 @@ class RunsTest : public QObject {
       xmc::RunStore store(db);
       auto add = [&](const char* name, const std::string& config, double p1, double ndcg5, xmc::RunStatus status) {
         const auto run = store.create_run({.name = name, .config_json = config});
-        store.add_evaluation(run, 1, 10, {{"P@1", p1}, {"P@5", p1 / 2}, {"PSP@5", p1 / 4}, {"nDCG@5", ndcg5}, {"emb/P@1", p1}});
+        store.add_evaluation(run, 1, 10, {{"P@1", p1}, {"P@5", p1 / 2}, {"PSP@5", p1 / 4}, {"nDCG@5", ndcg5}, {"emb/P@1", p1},
+                                          {"emb/P@5", p1 / 2}, {"emb/PSP@5", p1 / 4}, {"emb/nDCG@5", ndcg5}, {"clf/P@1", p1 / 3}});
         store.set_status(run, status);
         return run;
       };
@@ -477,6 +478,9 @@ class RunsTest : public QObject {
     browser.set_group_key(QLatin1String(RunTableModel::kSeedGroup));
     const QString group = model->group_of(*model->run_info(seeds[0]));
     QCOMPARE(group, QStringLiteral("dexml · lr=0.001"));  // named by what sets it apart; the seed left out
+    // The metric columns say whose numbers they are: the mode whose copies are the plain metrics (emb, not clf).
+    QCOMPARE(model->data(model->index_of_run(seeds[0], RunTableModel::kMode)).toString(), QStringLiteral("emb"));
+    QCOMPARE(model->headerData(RunTableModel::kMode, Qt::Horizontal).toString(), QStringLiteral("Mode"));
     for (const auto run : seeds) QCOMPARE(model->group_of(*model->run_info(run)), group);
     QCOMPARE(browser.summary_view()->isHidden(), false);
     const auto* summary = browser.group_summary();
