@@ -74,8 +74,7 @@ ProjectorView::ProjectorView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(bar_);
   progress_ = new QtProgress(this);
   connect(progress_, &QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
-    TrainingProgress::show_counts(bar_, done, total);
-    bar_->setFormat(task + " — %v/%m" + (eta >= 0 ? "  " + TrainingProgress::format_eta(eta) : QString()));
+    TrainingProgress::show_task(bar_, task, done, total, eta);
   });
   plot_ = new QCustomPlot;
   plot_style::style_plot(plot_, tr("Projector"));

@@ -113,18 +113,15 @@ QString config_value(const RunInfo& info, const QString& key_text) {
   }
 }
 
-/// A short, stable name of the run's config without its seed: runs that differ only in the seed share it.
-QString config_without_seed(const RunInfo& info) {
-  std::string text;
-  try {
-    nlohmann::json config = nlohmann::json::parse(info.config_json);
-    if (config.is_object()) config.erase("seed");
-    text = config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // keys sorted: order-free
-  } catch (const nlohmann::json::exception&) {
-    text = info.config_json;
-  }
-  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a: the same name in every session
-  for (const unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
+/// A short, stable name of a config flattened without its seed (RunTableModel::flat_config): runs that differ
+/// only in the seed share it.
+QString config_hash(const std::map<std::string, std::string>& flat) {
+  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the sorted keys and values: the same name in every session
+  auto mix = [&hash](const std::string& text) {
+    for (const unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
+    hash = (hash ^ 0xffu) * 1099511628211ULL;  // a separator no UTF-8 text holds
+  };
+  for (const auto& [key, value] : flat) mix(key), mix(value);
   return QStringLiteral("config %1").arg(hash & 0xffffffULL, 6, 16, QLatin1Char('0'));
 }
 
@@ -260,16 +257,7 @@ void RunTableModel::load_rows(bool all_evaluations) {
       auto it = previous.find(info.id);
       fresh.push_back(make_row(std::move(info), it == previous.end() ? nullptr : &rows_[it->second], all_evaluations));
     }
-    // The config keys that tell the runs apart (seed aside), for naming seed groups.
-    std::map<std::string, std::set<std::string>> values;
-    for (const Row& row : fresh)
-      for (const auto& [key, value] : flat_config(row.info)) values[key].insert(value);
-    varying_keys_.clear();
-    for (const auto& [key, seen] : values) {
-      std::size_t with_key = 0;
-      for (const Row& row : fresh) with_key += flat_config(row.info).count(key);
-      if (seen.size() > 1 || with_key < fresh.size()) varying_keys_.push_back(key);
-    }
+    if (group_key_ == QLatin1String(kSeedGroup)) update_varying_keys(fresh);
     apply(std::move(fresh));
   }
 }
@@ -415,6 +403,7 @@ bool RunTableModel::rename_run(std::int64_t run, const QString& name, QString* e
 
 void RunTableModel::set_group_key(const QString& key) {
   group_key_ = key.trimmed();
+  if (group_key_ == QLatin1String(kSeedGroup)) update_varying_keys(rows_);  // kept current by every reload while grouped
   Q_EMIT headerDataChanged(Qt::Horizontal, kGroup, kGroup);
   if (!rows_.empty()) Q_EMIT dataChanged(index(0, kGroup), index(rowCount() - 1, kGroup));
 }
@@ -438,11 +427,25 @@ QString RunTableModel::group_of(const RunInfo& info) const {
       values.append(qstr(key) + QLatin1Char('=') + (it == config.end() ? QStringLiteral("—") : qstr(it->second)));
     }
     constexpr int kMostValuesNamed = 3;
-    if (values.size() > kMostValuesNamed) values = values.mid(0, kMostValuesNamed) << QStringLiteral("… ") + config_without_seed(info);
+    if (values.size() > kMostValuesNamed) values = values.mid(0, kMostValuesNamed) << QStringLiteral("… ") + config_hash(config);
     if (!values.isEmpty()) parts.append(values.join(QStringLiteral(", ")));
     return parts.join(QStringLiteral(" · "));
   }
   return config_value(info, group_key_);
+}
+
+void RunTableModel::update_varying_keys(const std::vector<Row>& rows) {
+  // A key varies when two runs hold different values for it, or some run lacks it.
+  std::map<std::string, std::pair<std::set<std::string>, std::size_t>> seen;  // key -> (values, runs holding it)
+  for (const Row& row : rows)
+    for (const auto& [key, value] : flat_config(row.info)) {
+      auto& [values, holders] = seen[key];
+      values.insert(value);
+      ++holders;
+    }
+  varying_keys_.clear();
+  for (const auto& [key, entry] : seen)
+    if (entry.first.size() > 1 || entry.second < rows.size()) varying_keys_.push_back(key);
 }
 
 const std::map<std::string, std::string>& RunTableModel::flat_config(const RunInfo& info) const {

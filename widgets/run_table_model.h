@@ -164,7 +164,9 @@ class RunTableModel : public QAbstractTableModel {
   mutable std::unordered_map<std::int64_t, std::map<std::string, std::string>> flat_configs_;
   const std::map<std::string, std::string>& flat_config(const RunInfo& info) const;
   /// Config keys (seed aside) whose values differ between the listed runs: what tells seed groups apart.
+  /// Computed only while grouping by kSeedGroup.
   std::vector<std::string> varying_keys_;
+  void update_varying_keys(const std::vector<Row>& rows);
   QString group_key_;
   std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened
   std::vector<Row> rows_;

@@ -64,8 +64,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(loading_);
   load_progress_ = new QtProgress(this);
   connect(load_progress_, &QtProgress::progressed, this, [this](const QString& task, qint64 done, qint64 total, double eta) {
-    TrainingProgress::show_counts(loading_, done, total);
-    loading_->setFormat(task + " — %v/%m" + (eta >= 0 ? "  " + TrainingProgress::format_eta(eta) : QString()));
+    TrainingProgress::show_task(loading_, task, done, total, eta);
   });
   auto* row = new QHBoxLayout;
   query_ = new QLineEdit;

@@ -179,6 +179,11 @@ void TrainingProgress::show_counts(QProgressBar* bar, qint64 done, qint64 total)
   bar->setValue(static_cast<int>(std::min<qint64>(done, INT_MAX)));
 }
 
+void TrainingProgress::show_task(QProgressBar* bar, const QString& task, qint64 done, qint64 total, double eta_seconds) {
+  show_counts(bar, done, total);
+  bar->setFormat(task + " — %v/%m" + (eta_seconds >= 0 ? "  " + format_eta(eta_seconds) : QString()));
+}
+
 bool TrainingProgress::is_step_task(const QString& task) {
   // The trainer names each stage's epochs "<stage label> i/n": "epoch 2/5", NGAME's "M1 epoch 1/5".
   static const QRegularExpression epoch_task(QStringLiteral("^(.+ )?epoch \\d+/\\d+$"));

@@ -44,6 +44,8 @@ class TrainingProgress : public QWidget {
   /// Shows `done` of `total` work units on `bar` (counts past INT_MAX clamped; total 0 = unknown
   /// length, a busy indicator). For every bar fed by a QtProgress.
   static void show_counts(QProgressBar* bar, qint64 done, qint64 total);
+  /// show_counts() with the text "task — done/total  ETA …": a QtProgress::progressed() on a bar of its own.
+  static void show_task(QProgressBar* bar, const QString& task, qint64 done, qint64 total, double eta_seconds);
 
   /// For tests and scripting: the text each bar shows and its ETA label.
   QString run_text() const;

@@ -138,12 +138,14 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   }
   const torch::Tensor positives = torch::eye(batch, torch::TensorOptions().dtype(torch::kBool).device(device));
   xmc::LossOptions loss_options;
+  int passes = 0;  // what the last step made: 1 when the encoder joined queries and labels
   auto step = [&] {
     // As the trainer runs it (DualEncoderTraining): queries and labels in one pass when the encoder joins
     // them, else (--separate) one pass each.
     const auto query_input = encoder->prepare_input(corpus, queries, /*for_training=*/true);
     const auto label_input = encoder->prepare_input(corpus, labels, /*for_training=*/true);
     const auto joined = separate ? nullptr : encoder->join_inputs(*query_input, *label_input);
+    passes = joined ? 1 : 2;
     torch::Tensor q, l;
     if (joined) {
       const torch::Tensor both = unit_rows(encoder->encode_input(*joined));
@@ -171,7 +173,7 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   std::printf("{\"bench\":\"encoder_step\",\"device\":\"%s\",\"peak_tflops\":%.0f,\"batch\":%lld,\"layers\":%lld,\"hidden\":%lld,\"max_len\":%lld,"
               "\"precision\":\"%s\",\"passes\":%d,\"step_s\":%.5f,\"queries_per_s\":%.1f,\"model_tflops\":%.2f,\"mfu\":%s}\n",
               about.c_str(), peak, static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(hidden),
-              static_cast<long long>(max_len), precision.c_str(), separate ? 2 : 1, per_step, static_cast<double>(batch) / per_step, achieved,
+              static_cast<long long>(max_len), precision.c_str(), passes, per_step, static_cast<double>(batch) / per_step, achieved,
               peak > 0 ? std::to_string(achieved / peak).c_str() : "null");
   return 0;
 }
