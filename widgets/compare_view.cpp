@@ -479,14 +479,23 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::s
 }  // namespace
 
 void CompareView::show_config_differences(const Session& session) {
-  std::vector<std::map<std::string, std::string>> configs;  // by run, in column order
+  std::vector<std::map<std::string, std::string>> configs;  // by run, in column order: the values used
+  std::vector<std::map<std::string, std::string>> chosen;     // by run: how a value it chose while training is shown
   for (std::int64_t id : runs_) {
     std::map<std::string, std::string> flat;
+    std::map<std::string, std::string> chose;
     try {
       flatten(nlohmann::json::parse(session.get_run(id).config_json), "", flat);
+      // What the run used is what it is compared (and plotted) by; the cell says it was chosen.
+      for (const ChosenSetting& c : session.chosen_settings(id)) {
+        const auto configured = flat.find(c.key);
+        chose[c.key] = chosen_value_text(c, configured == flat.end() ? std::string() : configured->second);
+        flat[c.key] = QString::number(c.value, 'g', 6).toStdString();
+      }
     } catch (const std::exception&) {
     }
     configs.push_back(std::move(flat));
+    chosen.push_back(std::move(chose));
   }
   std::set<std::string> keys;
   for (const auto& c : configs)
@@ -515,8 +524,12 @@ void CompareView::show_config_differences(const Session& session) {
     config_table_->setVerticalHeaderItem(r, new QTableWidgetItem(qstr(differing[static_cast<std::size_t>(r)])));
     for (int c = 0; c < static_cast<int>(runs_.size()); ++c) {
       const auto& config = configs[static_cast<std::size_t>(c)];
-      const auto it = config.find(differing[static_cast<std::size_t>(r)]);
-      auto* item = new QTableWidgetItem(it == config.end() ? QStringLiteral("—") : qstr(it->second));
+      const std::string& key = differing[static_cast<std::size_t>(r)];
+      const auto it = config.find(key);
+      QString text = it == config.end() ? QStringLiteral("—") : qstr(it->second);
+      const auto& chose = chosen[static_cast<std::size_t>(c)];
+      if (const auto was = chose.find(key); was != chose.end()) text = qstr(was->second);
+      auto* item = new QTableWidgetItem(text);
       item->setToolTip(item->text());
       item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
       config_table_->setItem(r, c, item);

@@ -14,6 +14,7 @@
 #include <QTextDocument>
 #include <QTextFrame>
 #include <QUrl>
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -278,6 +279,12 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
     const nlohmann::json config = nlohmann::json::parse(r.config_json.empty() ? std::string("{}") : r.config_json);
     std::vector<std::pair<std::string, std::string>> rows;
     flatten(config, "", rows);
+    // A value the run chose while training is shown as used, beside the configured one.
+    for (const ChosenSetting& chosen : chosen_settings(d.scalars)) {
+      const auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& kv) { return kv.first == chosen.key; });
+      if (row != rows.end()) row->second = chosen_value_text(chosen, row->second);
+      else rows.emplace_back(chosen.key, chosen_value_text(chosen, std::string()));
+    }
     if (config.is_object() && config.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("Empty configuration."));
     else s += key_value_table(rows);
   } catch (const std::exception&) {

@@ -464,6 +464,21 @@ const std::map<std::string, std::string>& RunTableModel::flat_config(const RunIn
   return flat_configs_.emplace(info.id, std::move(flat)).first->second;
 }
 
+std::vector<ChosenSetting> RunTableModel::chosen_settings_of(const RunInfo& info) const {
+  if (const auto it = ended_chosen_settings_.find(info.id); it != ended_chosen_settings_.end() && it->second.first == info.status)
+    return it->second.second;
+  if (!store_) return {};
+  std::vector<ChosenSetting> chosen;
+  try {
+    chosen = store_->chosen_settings(info.id);
+  } catch (const std::exception&) {
+    return {};  // a store that cannot be read now: the next refresh says why
+  }
+  const bool ended = info.status == RunStatus::Completed || info.status == RunStatus::Failed || info.status == RunStatus::Stopped;
+  if (ended) ended_chosen_settings_[info.id] = {info.status, chosen};
+  return chosen;
+}
+
 QString RunTableModel::method_of(const RunInfo& info) const {
   // A run's config never changes: parsed once per run, not at every paint.
   if (const auto it = method_cache_.find(info.id); it != method_cache_.end()) return it->second;
@@ -563,6 +578,14 @@ QVariant RunTableModel::extra_cell(const Row& row, const ExtraColumn& column, in
     }
     case ExtraColumn::Kind::config: {
       const QString value = config_value(row.info, column.key);
+      const std::string key = column.key.toStdString();
+      for (const ChosenSetting& chosen : chosen_settings_of(row.info)) {
+        if (chosen.key != key) continue;  // the value the run used, not the one it was given
+        if (role == Qt::DisplayRole || role == Qt::ToolTipRole)
+          return QString::fromStdString(chosen_value_text(chosen, value == QStringLiteral("—") ? std::string() : value.toStdString()));
+        if (role == kSortRole) return chosen.value;
+        return {};
+      }
       if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return value;
       if (role == kSortRole) {  // numbers as numbers
         bool ok = false;

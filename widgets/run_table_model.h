@@ -163,6 +163,9 @@ class RunTableModel : public QAbstractTableModel {
   /// A run's config flattened to dotted keys ("encoder.dim" → "64"), without its seed; by run id.
   mutable std::unordered_map<std::int64_t, std::map<std::string, std::string>> flat_configs_;
   const std::map<std::string, std::string>& flat_config(const RunInfo& info) const;
+  /// Config values the run chose while training; read again while it runs and whenever its status changes.
+  std::vector<ChosenSetting> chosen_settings_of(const RunInfo& info) const;
+  mutable std::unordered_map<std::int64_t, std::pair<RunStatus, std::vector<ChosenSetting>>> ended_chosen_settings_;
   /// Config keys (seed aside) whose values differ between the listed runs: what tells seed groups apart.
   /// Computed only while grouping by kSeedGroup.
   std::vector<std::string> varying_keys_;

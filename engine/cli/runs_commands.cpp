@@ -148,6 +148,18 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
       const RunInfo r = session.get_run(*id);
       nlohmann::json j = run_json(r);
       j["config"] = nlohmann::json::parse(r.config_json);
+      // Values the run chose while training, which it used instead of the configured ones.
+      nlohmann::json chosen = nlohmann::json::object();
+      const nlohmann::json flat_config = j["config"].is_object() ? j["config"].flatten() : nlohmann::json::object();
+      for (const ChosenSetting& c : session.chosen_settings(*id)) {
+        std::string pointer = "/" + c.key;
+        std::replace(pointer.begin(), pointer.end(), '.', '/');
+        const nlohmann::json configured = flat_config.contains(pointer) ? flat_config[pointer]
+                                          : j["config"].is_object() && j["config"].contains(c.key) ? j["config"][c.key]
+                                                                                                  : nlohmann::json();
+        chosen[c.key] = {{"value", c.value}, {"configured", configured}, {"step", c.step}};
+      }
+      j["chosen_settings"] = chosen;
       nlohmann::json metrics = nlohmann::json::object();
       double last_epoch = -1;
       const auto evaluations = without_primary_copies(session.evaluations(*id));

@@ -72,6 +72,9 @@ struct TrainContext {
   torch::Tensor& stale_query_embeddings;        ///< [num_train x d] embeddings of the last pass, for clustering
   Progress& progress;                           ///< reports work between steps (encoding, clustering)
   std::function<void(const std::string&)> phase;  ///< announces a phase ("refreshing hard-negative shortlists")
+  /// Records a config value the run chose for itself (unidec.concat_weight on held-out queries): stored beside
+  /// the configured one and shown with it (engine/records/chosen_settings.h).
+  std::function<void(const std::string& key, double value)> chose;
 };
 
 /// The outcome of one training step on one batch.

@@ -23,6 +23,7 @@ struct TrainEvent {
     Evaluation,  ///< metrics (fractions) and decile-wise P@5 after an epoch
     Checkpoint,  ///< a checkpoint of `step` is being written to `message` (subscribers record every step before it first)
     Restored,    ///< training continues from a checkpoint at `step` and `epoch`: anything recorded after them is void
+    SettingChosen,  ///< the run chose a config value while training: message = the key, value (chosen_settings.h)
     Snapshot,    ///< a t-SNE of one query's negatives (also stored): message = its JSON (analysis/negatives_snapshot.h)
     Finished,    ///< the run completed (metrics = final evaluation)
     Stopped,     ///< the user stopped the run; a checkpoint to resume from was written
@@ -36,6 +37,7 @@ struct TrainEvent {
   double loss = 0;
   double lr = 0;
   double samples_per_s = 0;
+  double value = 0;              ///< SettingChosen: the value chosen for the key in `message`
   bool classifier_stage = false; ///< Step of NGAME's stage M4: `loss` is the classifier loss ("m4_loss")
   std::string stage;             ///< the method's stage of a Step/EpochEnd ("encoder", "m1", "m4")
   std::string loss_series = "loss";  ///< the scalar key a Step's loss is stored under

@@ -108,6 +108,9 @@ std::vector<ScalarPoint> Session::scalars(std::int64_t run, const std::string& k
   return store().scalars(run, key, after_step);
 }
 std::vector<std::string> Session::scalar_keys(std::int64_t run) const { return store().scalar_keys(run); }
+std::vector<ChosenSetting> Session::chosen_settings(std::int64_t run) const {
+  return xmc::chosen_settings(store().scalars_with_prefix(run, kChosenSettingPrefix));
+}
 std::vector<EvalPoint> Session::evaluations(std::int64_t run) const { return store().evaluations(run); }
 std::vector<DecileTable> Session::decile_tables(std::int64_t run, const std::string& metric) const { return store().decile_tables(run, metric); }
 std::vector<double> Session::latest_decile_table(std::int64_t run, const std::string& metric) const {

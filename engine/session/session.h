@@ -17,6 +17,7 @@
 #include "engine/data/wordnet_builder.h"
 #include "engine/session/predictor.h"
 #include "engine/session/run_handle.h"
+#include "engine/records/chosen_settings.h"
 #include "engine/records/run_records.h"
 #include "engine/session/label_quality.h"
 #include "engine/session/projection.h"
@@ -79,6 +80,8 @@ class Session {
   /// Scalars of `key` ("" = all keys) recorded after step `after_step` (-1 = all), in step order.
   std::vector<ScalarPoint> scalars(std::int64_t run, const std::string& key = {}, std::int64_t after_step = -1) const;
   std::vector<std::string> scalar_keys(std::int64_t run) const;
+  /// Config values the run chose while training (engine/records/chosen_settings.h), by key.
+  std::vector<ChosenSetting> chosen_settings(std::int64_t run) const;
   std::vector<EvalPoint> evaluations(std::int64_t run) const;
   std::vector<DecileTable> decile_tables(std::int64_t run, const std::string& metric = {}) const;
   std::vector<double> latest_decile_table(std::int64_t run, const std::string& metric) const;

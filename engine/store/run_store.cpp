@@ -645,6 +645,29 @@ std::vector<ScalarPoint> RunStore::scalars(std::int64_t run, const std::string& 
   });
 }
 
+std::vector<ScalarPoint> RunStore::scalars_with_prefix(std::int64_t run, const std::string& prefix) const {
+  if (prefix.empty() || static_cast<unsigned char>(prefix.back()) == 0xFF)
+    throw Error("run store " + impl_->path_text + ": scalars_with_prefix needs a prefix not ending in byte 0xFF");
+  std::string end = prefix;  // the first string after every key that starts with prefix
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  return m.read("reading scalars of run " + std::to_string(run), [&] {
+    std::vector<ScalarPoint> points;
+    StatementUse s(m.statement("SELECT step, epoch, key, value, wall_time FROM scalars"
+                               " WHERE run = ?1 AND key >= ?2 AND key < ?3 ORDER BY step, rowid"));
+    s->bind(1, run);
+    s->bind(2, prefix);
+    s->bind(3, end);
+    while (s->executeStep()) {
+      points.push_back(ScalarPoint{s->getColumn(0).getInt64(), s->getColumn(1).getDouble(),
+                                   s->getColumn(2).getString(), real_or_nan(s->getColumn(3)),
+                                   s->getColumn(4).getDouble()});
+    }
+    return points;
+  });
+}
+
 std::vector<std::string> RunStore::scalar_keys(std::int64_t run) const {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);

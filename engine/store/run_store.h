@@ -92,6 +92,9 @@ class RunStore {
                                    std::int64_t after_step = -1) const;
   /// Distinct scalar keys recorded for the run, sorted.
   std::vector<std::string> scalar_keys(std::int64_t run) const;
+  /// Points whose key starts with `prefix` (non-empty), by step then insertion order; a range of the
+  /// (run, key, step) index, so cheap however many steps the run logged.
+  std::vector<ScalarPoint> scalars_with_prefix(std::int64_t run, const std::string& prefix) const;
 
   /// Records one evaluation's metrics in one transaction.
   void add_evaluation(std::int64_t run, double epoch, std::int64_t step,

@@ -1,5 +1,7 @@
 #include "engine/train/run_recorder.h"
 
+#include "engine/records/chosen_settings.h"
+
 namespace xmc {
 
 RunRecorder::RunRecorder(RunStore& store, std::int64_t run_id) : store_(store), run_id_(run_id) {}
@@ -46,6 +48,10 @@ void RunRecorder::record(const TrainEvent& e) {
       store_.add_scalars(run_id_, {{e.step, e.epoch, "score_spread", e.score_spread, RunStore::now_seconds()},
                                    {e.step, e.epoch, "score_mean", e.score_mean, RunStore::now_seconds()},
                                    {e.step, e.epoch, "eval_seconds", e.seconds, RunStore::now_seconds()}});
+      break;
+    case Kind::SettingChosen:
+      flush();
+      store_.add_scalars(run_id_, {{e.step, e.epoch, kChosenSettingPrefix + e.message, e.value, RunStore::now_seconds()}});
       break;
     case Kind::Snapshot:
       store_.add_tsne_snapshot(run_id_, e.epoch, e.query, e.message);

@@ -225,7 +225,15 @@ struct Trainer::Impl {
                         .label_pool_rng = label_pool_rng,
                         .stale_query_embeddings = state.last_embeddings,
                         .progress = reporter,
-                        .phase = [this](const std::string& m) { phase(m); }};
+                        .phase = [this](const std::string& m) { phase(m); },
+                        .chose = [this](const std::string& key, double value) {
+                          TrainEvent e;
+                          e.kind = TrainEvent::Kind::SettingChosen;
+                          e.message = key;
+                          e.value = value;
+                          e.epoch = epoch_now();
+                          publish(e);
+                        }};
   }
 
   std::size_t stage_index(const std::string& name) const {
@@ -421,9 +429,7 @@ struct Trainer::Impl {
       TrainEvent restored;
       restored.kind = TrainEvent::Kind::Restored;
       restored.step = state.step;
-      const std::size_t index = stage_index(state.stage);
-      restored.epoch = epoch_offset(index) + static_cast<double>(state.epoch) +
-                       (state.epoch_batches.empty() ? 0.0 : static_cast<double>(state.batch_in_epoch) / static_cast<double>(state.epoch_batches.size()));
+      restored.epoch = epoch_now();
       publish(restored);
     }
     last_checkpoint_step = state.step;
@@ -702,6 +708,12 @@ struct Trainer::Impl {
     std::int64_t before = 0;
     for (std::size_t i = 0; i < index; ++i) before += stages[i].epochs;
     return static_cast<double>(before);
+  }
+
+  /// Where the run is on the whole run's epoch axis: the current stage's offset, its epoch and batch.
+  double epoch_now() const {
+    return epoch_offset(stage_index(state.stage)) + static_cast<double>(state.epoch) +
+           (state.epoch_batches.empty() ? 0.0 : static_cast<double>(state.batch_in_epoch) / static_cast<double>(state.epoch_batches.size()));
   }
 
   /// Trains stage `index` from state.epoch/batch_in_epoch to its end; returns false when max_steps stopped it.

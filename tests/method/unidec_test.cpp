@@ -13,6 +13,7 @@
 #include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
 #include "engine/method/trained_run.h"
+#include "engine/records/chosen_settings.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
 #include "engine/store/run_store.h"
@@ -390,6 +391,12 @@ TEST(Unidec, HeldOutQueriesChooseTheConcatWeightAndTheRunKeepsIt) {
   EXPECT_EQ(at_step, config.epochs * 10);
   EXPECT_NE(choice.find("of 100 held-out training queries"), std::string::npos) << choice;  // 25 % of 400
   const double chosen = std::stod(choice.substr(std::string("UniDEC: concat weight ").size()));
+  // The value used is stored beside the configured 0.55, at the step it was chosen.
+  const std::vector<ChosenSetting> stored = chosen_settings(RunStore(dir / "runs.sqlite").scalars(run.run_id()));
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].key, "unidec.concat_weight");
+  EXPECT_DOUBLE_EQ(stored[0].value, chosen);
+  EXPECT_EQ(stored[0].step, at_step);
 
   // Three quarters of the queries train: 300 per epoch in batches of 32 (the last of 12) → 10 steps per epoch (13 with all 400).
   EXPECT_EQ(RunStore(dir / "runs.sqlite").scalars(run.run_id(), "loss").size(), static_cast<std::size_t>(config.epochs * 10));
@@ -455,6 +462,13 @@ TEST(Unidec, AResumedRunHoldsOutTheSameQueriesAndChoosesTheSameWeight) {
   };
   EXPECT_FALSE(choice(dir / "a.sqlite", whole.run_id()).empty());
   EXPECT_EQ(choice(dir / "a.sqlite", whole.run_id()), choice(dir / "b.sqlite", first.run_id()));
+  // The resumed run stored its choice once, equal to the uninterrupted run's.
+  const auto stored_a = chosen_settings(RunStore(dir / "a.sqlite").scalars(whole.run_id()));
+  const auto stored_b = chosen_settings(RunStore(dir / "b.sqlite").scalars(first.run_id()));
+  ASSERT_EQ(stored_a.size(), 1u);
+  ASSERT_EQ(stored_b.size(), 1u);
+  EXPECT_EQ(stored_a[0].value, stored_b[0].value);
+  EXPECT_EQ(RunStore(dir / "b.sqlite").scalars(first.run_id(), "chosen/unidec.concat_weight").size(), 1u);
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
   for (const LogLine& l : RunStore(dir / "a.sqlite").log(whole.run_id()))
     EXPECT_EQ(l.message.find("snapshot skipped"), std::string::npos) << l.message;

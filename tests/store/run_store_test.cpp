@@ -468,6 +468,18 @@ TEST_F(RunStoreTest, ScalarsRoundTripFilterAndFollow) {
   EXPECT_EQ(lr_after[0].value, inf);
   EXPECT_TRUE(store.scalars(id, "loss", 2).empty());
   EXPECT_TRUE(store.scalars(id, "accuracy").empty());
+
+  // A key prefix: "sys/" takes "sys/a" and "sys/b", not "sys" or "sys0" (the next byte after '/') or "syt".
+  const std::int64_t other = store.create_run(new_run("prefixes"));
+  store.add_scalars(other, {{3, 1.5, "sys", 1, 103.0}, {3, 1.5, "sys/b", 2, 103.0}, {4, 2.0, "sys0", 3, 104.0},
+                         {4, 2.0, "sys/a", 4, 104.0}, {4, 2.0, "syt", 5, 104.0}});
+  const auto sys = store.scalars_with_prefix(other, "sys/");
+  ASSERT_EQ(sys.size(), 2u);
+  EXPECT_EQ(sys[0].key, "sys/b");  // step order
+  EXPECT_EQ(sys[1].key, "sys/a");
+  EXPECT_TRUE(store.scalars_with_prefix(other, "loss/").empty());
+  EXPECT_TRUE(store.scalars_with_prefix(id, "sys/").empty());  // another run's
+  EXPECT_THROW(store.scalars_with_prefix(other, ""), xmc::Error);
   EXPECT_EQ(store.scalar_keys(id), (std::vector<std::string>{"loss", "lr"}));
 }
 

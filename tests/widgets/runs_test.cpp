@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/data/csr_matrix.h"
@@ -539,6 +540,53 @@ class RunsTest : public QObject {
     QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-seed-groups.png")));
     browser.set_group_key(QString());
     QVERIFY(browser.summary_view()->isHidden());
+  }
+
+  void a_value_chosen_while_training_is_shown_as_used() {
+    // Two seeds of a UniDEC config with concat_weight 0.5 whose held-out queries chose w = 1 and w = 0.3.
+    const auto db = path("chosen.sqlite");
+    std::vector<std::int64_t> runs;
+    {
+      xmc::RunStore store(db);
+      for (const auto& [seed, w, p1] : {std::tuple{1, 1.0, 0.60}, std::tuple{2, 0.3, 0.50}}) {
+        const auto run = store.create_run(
+            {.name = "unidec seed " + std::to_string(seed),
+             .config_json = R"({"method":"unidec","seed":)" + std::to_string(seed) + R"(,"unidec":{"concat_weight":0.5,"concat_holdout":0.1}})"});
+        store.add_scalars(run, {{40, 2.0, "loss", 1.0, 1.7e9}, {40, 2.0, "chosen/unidec.concat_weight", w, 1.7e9}});
+        store.add_evaluation(run, 2, 40, {{"P@1", p1}, {"P@5", p1 / 2}});
+        store.set_status(run, xmc::RunStatus::Completed);
+        runs.push_back(run);
+      }
+    }
+    // The Runs table's config column: the value used, with the configured one beside it; sorted by the used one.
+    RunsBrowser browser(db);
+    RunTableModel* model = browser.model();
+    QVERIFY(model->add_column({RunTableModel::ExtraColumn::Kind::config, "unidec.concat_weight"}));
+    const int column = RunTableModel::kColumnCount;
+    QCOMPARE(model->data(model->index_of_run(runs[0], column)).toString(), QStringLiteral("1 (chosen while training; configured 0.5)"));
+    QCOMPARE(model->data(model->index_of_run(runs[1], column)).toString(), QStringLiteral("0.3 (chosen while training; configured 0.5)"));
+    QCOMPARE(model->data(model->index_of_run(runs[1], column), RunTableModel::kSortRole).toDouble(), 0.3);
+    // What the user asked for is what makes seeds one group, whatever each seed chose.
+    browser.set_group_key(QLatin1String(RunTableModel::kSeedGroup));
+    QCOMPARE(model->group_of(*model->run_info(runs[0])), model->group_of(*model->run_info(runs[1])));
+
+    // Compare: the key differs by what was used, and the scatter plots the used values.
+    CompareView view;
+    view.set_runs(xmc::Session(db), runs);
+    QVERIFY(view.config_difference_keys().contains(QStringLiteral("unidec.concat_weight")));
+    view.set_scatter(QStringLiteral("unidec.concat_weight"), QStringLiteral("P@1"));
+    QCOMPARE(view.scatter_points().size(), std::size_t{2});
+    QCOMPARE(view.scatter_points()[0].first, 1.0);
+    QCOMPARE(view.scatter_points()[1].first, 0.3);
+
+    // The report's configuration table.
+    const QString html_path = tmp_.filePath(QStringLiteral("chosen.html"));
+    QString error;
+    QVERIFY2(xmc::gui::export_run_report_html(db, runs[0], html_path, &error), qPrintable(error));
+    QFile f(html_path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString html = QString::fromUtf8(f.readAll());
+    QVERIFY2(html.contains(QStringLiteral("<code>unidec.concat_weight</code></td><td>1 (chosen while training; configured 0.5)</td>")), qPrintable(html));
   }
 
   void delete_asks_with_the_run_name_and_removes_it() {

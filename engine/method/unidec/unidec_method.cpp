@@ -339,6 +339,7 @@ class UnidecMethod final : public Method {
     context.progress.finish();
     chosen_concat_weight_ = tally.best(config_.get<UnidecOptions>().concat_weight);
     model_->set_concat_weight(chosen_concat_weight_);
+    context.chose("unidec.concat_weight", chosen_concat_weight_);
     // The whole curve, so that a reader sees how flat it is: "w 0: 1.412, 0.1: 1.425, ...".
     std::string curve;
     const std::vector<double> scores = tally.scores();
