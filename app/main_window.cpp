@@ -16,6 +16,7 @@
 #include <QComboBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QDateTime>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -520,6 +521,11 @@ void MainWindow::on_event(const TrainEvent& e) {
     }
     case TrainEvent::Kind::Snapshot:
       if (shown) tsne_plot_->set_snapshot(e.message);
+      break;
+    case TrainEvent::Kind::SystemUse:
+      if (!shown) break;
+      for (const auto& [key, value] : e.metrics)
+        loss_plot_->append_point({e.step, e.epoch, key, value, static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0});
       break;
     case TrainEvent::Kind::Checkpoint:
       statusBar()->showMessage("writing the checkpoint: " + QString::fromStdString(e.message), 5000);

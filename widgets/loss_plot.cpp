@@ -101,6 +101,26 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   throughput_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
   connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), tp_x, qOverload<const QCPRange&>(&QCPAxis::setRange));
 
+  // The system-use strip, in the same place when chosen instead: memory (left) and CPU cores (right).
+  system_rect_ = new QCPAxisRect(this);
+  system_rect_->setVisible(false);
+  QCPAxis* sys_x = system_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* sys_memory = system_rect_->axis(QCPAxis::atLeft);
+  QCPAxis* sys_cpu = system_rect_->addAxis(QCPAxis::atRight);
+  style::style_axis(sys_x, tr("step"));
+  style::style_axis(sys_memory, tr("memory (GB)"));
+  style::style_axis(sys_cpu, tr("CPU cores"));
+  sys_x->setTicker(QSharedPointer<QCPAxisTicker>(new style::IntegerTicker));
+  sys_x->setNumberFormat(QStringLiteral("f"));
+  sys_x->setNumberPrecision(0);
+  for (QCPAxis* a : {sys_memory, sys_cpu}) {
+    a->ticker()->setTickCount(2);
+    a->setSubTicks(false);
+  }
+  sys_cpu->grid()->setVisible(false);
+  system_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+  connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), sys_x, qOverload<const QCPRange&>(&QCPAxis::setRange));
+
   raw_ = addGraph(xAxis, yAxis);
   raw_->setName(tr("loss"));
   raw_->setPen(pen(QColor(0x56, 0xB4, 0xE9, 150), 1));
@@ -120,6 +140,12 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   m4_throughput_ = addGraph(tp_x, tp_y);
   m4_throughput_->setName(tr("M4 throughput"));
   m4_throughput_->setPen(pen(style::kGreen, 1.5));
+  memory_ = addGraph(sys_x, sys_memory);
+  memory_->setName(tr("memory (GB)"));
+  memory_->setPen(pen(style::kPurple, 1.5));  // never beside throughput (purple too): one strip or the other
+  cpu_ = addGraph(sys_x, sys_cpu);
+  cpu_->setName(tr("CPU cores busy"));
+  cpu_->setPen(pen(style::kOrange, 1.5, Qt::DashLine));
 
   // Legend in its own row under the plot, so it never covers a curve.
   main_rect_->insetLayout()->take(legend);
@@ -195,11 +221,20 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   connect(log_action_, &QAction::toggled, this, &LossPlot::set_log_scale);
   addAction(log_action_);
 
-  throughput_action_ = new QAction(tr("Show throughput"), this);
-  throughput_action_->setCheckable(true);
-  throughput_action_->setChecked(true);
-  connect(throughput_action_, &QAction::toggled, this, &LossPlot::set_throughput_visible);
-  addAction(throughput_action_);
+  auto* strip_menu = new QMenu(tr("Strip below"), this);
+  auto* strip_choices = new QActionGroup(this);
+  const std::pair<QString, Strip> strips[] = {{tr("throughput"), Strip::Throughput},
+                                              {tr("memory and CPU of the training process"), Strip::SystemUse},
+                                              {tr("none"), Strip::None}};
+  for (const auto& [label, strip] : strips) {
+    QAction* choice = strip_menu->addAction(label);
+    choice->setCheckable(true);
+    choice->setChecked(strip == strip_);
+    strip_choices->addAction(choice);
+    connect(choice, &QAction::triggered, this, [this, s = strip] { set_strip(s); });
+    strip_actions_[static_cast<std::size_t>(strip)] = choice;
+  }
+  addAction(strip_menu->menuAction());
   add_export_menu(this, this);
 
   refresh_timer_.setSingleShot(true);
@@ -235,7 +270,7 @@ void LossPlot::reset_gaps() {
 
 void LossPlot::draw_record(const Record& r) {
   const double x = x_of(r);
-  if (x_axis_ == XAxis::WallTime && r.series >= 0 && r.series < 5) {
+  if (x_axis_ == XAxis::WallTime && r.series >= 0 && r.series < static_cast<int>(last_x_.size())) {
     // A gap in wall time ten times the usual interval (and over two seconds): a NaN point breaks the line there.
     constexpr double kGapFactor = 10, kMinGapMinutes = 2.0 / 60.0;
     const auto s = static_cast<std::size_t>(r.series);
@@ -249,6 +284,8 @@ void LossPlot::draw_record(const Record& r) {
         case 2: lr_->addData(mid, gap); break;
         case 3: throughput_->addData(mid, gap); break;
         case 4: m4_throughput_->addData(mid, gap); break;
+        case 5: memory_->addData(mid, gap); break;
+        case 6: cpu_->addData(mid, gap); break;
         default: break;
       }
     } else if (std::isfinite(interval)) {
@@ -263,6 +300,8 @@ void LossPlot::draw_record(const Record& r) {
     case 2: lr_->addData(x, r.value); break;
     case 3: throughput_->addData(x, r.value); break;
     case 4: m4_throughput_->addData(x, r.value); break;
+    case 5: memory_->addData(x, r.value); break;
+    case 6: cpu_->addData(x, r.value); break;
     default: break;
   }
 }
@@ -292,6 +331,10 @@ void LossPlot::append_point(const xmc::ScalarPoint& point) {
     if (std::isfinite(point.value) && point.value >= 0) series = 2;
   } else if (point.key == "samples_per_s") {
     if (usable(point.value)) series = point.step == m4_step_ ? 4 : 3;
+  } else if (point.key == "system/memory_gb") {
+    if (std::isfinite(point.value) && point.value >= 0) series = 5;
+  } else if (point.key == "system/cpu_cores") {
+    if (std::isfinite(point.value) && point.value >= 0) series = 6;
   }
   if (series < 0) return;
   const double wall = point.wall_time > 0 ? point.wall_time : std::numeric_limits<double>::quiet_NaN();
@@ -303,17 +346,18 @@ void LossPlot::append_point(const xmc::ScalarPoint& point) {
 
 void LossPlot::set_x_axis(XAxis axis) {
   x_axis_ = axis;
-  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
+  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_}) g->data()->clear();
   reset_gaps();
   ema_ = {};
   m4_ema_ = {};
   for (const Record& r : records_) draw_record(r);
   const QString label = x_label();
-  xAxis->setLabel(throughput_shown_ ? QString() : label);  // with the strip shown, the axis is named once, below it
+  xAxis->setLabel(strip_shown_ ? QString() : label);  // with the strip shown, the axis is named once, below it
   throughput_rect_->axis(QCPAxis::atBottom)->setLabel(label);
+  system_rect_->axis(QCPAxis::atBottom)->setLabel(label);
   // Steps are whole numbers; epochs and minutes are not.
   const bool whole = axis == XAxis::Step;
-  for (QCPAxis* a : {xAxis, throughput_rect_->axis(QCPAxis::atBottom)}) {
+  for (QCPAxis* a : {xAxis, throughput_rect_->axis(QCPAxis::atBottom), system_rect_->axis(QCPAxis::atBottom)}) {
     a->setTicker(whole ? QSharedPointer<QCPAxisTicker>(new style::IntegerTicker) : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     a->setNumberFormat(whole ? QStringLiteral("f") : QStringLiteral("g"));
     a->setNumberPrecision(whole ? 0 : 4);
@@ -332,7 +376,7 @@ void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
 }
 
 void LossPlot::clear() {
-  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_}) g->data()->clear();
+  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_}) g->data()->clear();
   records_.clear();
   reset_gaps();
   first_wall_ = std::numeric_limits<double>::quiet_NaN();
@@ -404,10 +448,14 @@ void LossPlot::set_log_scale(bool on) {
   refresh();
 }
 
-void LossPlot::set_throughput_visible(bool visible) {
-  throughput_visible_ = visible;
-  if (throughput_action_->isChecked() != visible) throughput_action_->setChecked(visible);
+void LossPlot::set_strip(Strip strip) {
+  strip_ = strip;
+  if (QAction* a = strip_actions_[static_cast<std::size_t>(strip)]; a && !a->isChecked()) a->setChecked(true);
   refresh();
+}
+
+QCPAxisRect* LossPlot::strip_rect(Strip strip) const {
+  return strip == Strip::Throughput ? throughput_rect_ : strip == Strip::SystemUse ? system_rect_ : nullptr;
 }
 
 void LossPlot::schedule_refresh() {
@@ -428,15 +476,19 @@ void LossPlot::refresh() {
   replot(QCustomPlot::rpQueuedReplot);
 }
 
-// Title / loss rect / [throughput strip] / legend, top to bottom.
+// Title / loss rect / [strip: throughput or system use] / legend, top to bottom.
 void LossPlot::arrange_layout() {
-  const bool show = throughput_visible_ && !(throughput_->data()->isEmpty() && m4_throughput_->data()->isEmpty()) &&
-                    height() >= kMinHeightForStrip;
+  const bool has_data = strip_ == Strip::Throughput ? !(throughput_->data()->isEmpty() && m4_throughput_->data()->isEmpty())
+                        : strip_ == Strip::SystemUse ? !(memory_->data()->isEmpty() && cpu_->data()->isEmpty())
+                                                     : false;
+  const bool show = has_data && height() >= kMinHeightForStrip;
+  QCPAxisRect* const strip = show ? strip_rect(strip_) : nullptr;
   QCPLayoutGrid* layout = plotLayout();
-  if (show == throughput_shown_ && layout->hasElement(0, 0) && layout->element(0, 0) == title_) return;
   const QList<QCPLayoutElement*> present = layout->elements(false);
+  if (show == strip_shown_ && (!strip || present.contains(strip)) && layout->hasElement(0, 0) && layout->element(0, 0) == title_) return;
   for (QCPLayoutElement* e : {static_cast<QCPLayoutElement*>(title_), static_cast<QCPLayoutElement*>(main_rect_),
-                              static_cast<QCPLayoutElement*>(throughput_rect_), static_cast<QCPLayoutElement*>(legend_row_)})
+                              static_cast<QCPLayoutElement*>(throughput_rect_), static_cast<QCPLayoutElement*>(system_rect_),
+                              static_cast<QCPLayoutElement*>(legend_row_)})
     if (present.contains(e)) layout->take(e);
   layout->simplify();
   int row = 0;
@@ -444,27 +496,29 @@ void LossPlot::arrange_layout() {
   layout->setRowStretchFactor(row++, 0.001);
   layout->addElement(row, 0, main_rect_);
   layout->setRowStretchFactor(row++, 1);
-  if (show) {
-    layout->addElement(row, 0, throughput_rect_);
+  if (strip) {
+    layout->addElement(row, 0, strip);
     layout->setRowStretchFactor(row++, 0.3);
   }
   layout->addElement(row, 0, legend_row_);
   layout->setRowStretchFactor(row, 0.001);
   layout->setRowSpacing(0);
-  throughput_rect_->setVisible(show);
+  throughput_rect_->setVisible(strip == throughput_rect_);
+  system_rect_->setVisible(strip == system_rect_);
   // With the strip shown, the step axis is labelled once, at the bottom.
   xAxis->setTickLabels(!show);
   xAxis->setLabel(show ? QString() : x_label());
-  throughput_shown_ = show;
+  strip_shown_ = show;
 }
 
 // The legend lists only curves that have data, always in the same order.
 void LossPlot::update_legend() {
-  const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_};
+  const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_};
   QList<QCPGraph*> wanted;
   for (QCPGraph* g : order) {
     const bool has_data = !g->data()->isEmpty();
-    const bool shown = (g != throughput_ && g != m4_throughput_) || throughput_shown_;
+    const bool in_throughput = g == throughput_ || g == m4_throughput_, in_system = g == memory_ || g == cpu_;
+    const bool shown = (!in_throughput && !in_system) || (strip_shown_ && (in_throughput ? strip_ == Strip::Throughput : strip_ == Strip::SystemUse));
     if (has_data && shown) wanted.append(g);
   }
   bool same = legend->itemCount() == wanted.size();
@@ -563,6 +617,12 @@ void LossPlot::rescale() {
     tp_y->setRange(tp_lo / 1.5, tp_hi * 1.5);
   else
     tp_y->setRange(0, tp_hi > 0 ? tp_hi * 1.12 : 1);
+  // System use from 0: memory to its top, CPU to at least one core.
+  bool has_memory = false, has_cpu = false;
+  const QCPRange memory = memory_->data()->valueRange(has_memory);
+  const QCPRange cpu = cpu_->data()->valueRange(has_cpu);
+  memory_->valueAxis()->setRange(0, has_memory && memory.upper > 0 ? memory.upper * 1.15 : 1);
+  cpu_->valueAxis()->setRange(0, std::max(1.0, has_cpu ? cpu.upper * 1.15 : 1.0));
   rescaling_ = false;
 }
 

@@ -2,15 +2,16 @@
 #include <array>
 // LossPlot: the live training-loss chart. Raw loss (thin, light) and its exponential moving average
 // (bold) against the optimiser step, the learning-rate schedule on the right axis, and — once the run
-// reports it — throughput (queries/s) in a strip below that shares the step axis. NGAME's M4 classifier
-// loss ("m4_loss") gets its own pair of curves. The strip is left out while the plot is too low to show
-// both readably.
+// reports it — throughput (queries/s) in a strip below that shares the step axis, or instead the training
+// process's memory (GB) and CPU cores busy (the "system/..." samples). NGAME's M4 classifier loss
+// ("m4_loss") gets its own pair of curves. The strip is left out while the plot is too low to show both
+// readably.
 //
 // Feed it either live (append(), up to ~50 calls/s: data is added at once, redraws are coalesced to at
 // most 10/s) or from the run store (set_series()). The view follows the data: x spans all steps, the loss
 // axis spans the typical range (1st–98th percentile, so the huge first-step losses do not flatten the
 // rest). Dragging or wheel-zooming freezes the view; a double click resumes following. Right click
-// exports (PNG/SVG/PDF) and toggles the throughput strip.
+// exports (PNG/SVG/PDF) and chooses what the strip shows.
 #include <QTimer>
 #include <limits>
 #include <cstddef>
@@ -35,7 +36,8 @@ class LossPlot : public QCustomPlot {
   /// `epoch` (fractional) and `wall_time` (seconds since the Unix epoch; NaN = now) place it on the other x axes.
   void append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss = false,
               double epoch = std::numeric_limits<double>::quiet_NaN(), double wall_time = std::numeric_limits<double>::quiet_NaN());
-  /// One stored scalar: keys "loss", "m4_loss", "lr" and "samples_per_s" are drawn, others ignored.
+  /// One stored scalar: keys "loss", "m4_loss", "lr", "samples_per_s", "system/memory_gb" and
+  /// "system/cpu_cores" are drawn, others ignored.
   /// Use it to follow a run through Session::scalars(run, "", after_step).
   void append_point(const xmc::ScalarPoint& point);
   /// Replaces everything with the run store's scalars (ordered by step) and redraws at once.
@@ -68,9 +70,19 @@ class LossPlot : public QCustomPlot {
   /// The EMA weight in use.
   double smoothing() const { return ema_weight_; }
 
-  /// Shows or hides the throughput strip (shown by default once throughput data exist).
-  void set_throughput_visible(bool visible);
-  bool throughput_visible() const { return throughput_visible_; }
+  /// What the strip under the loss shows (once it has data): throughput (the default), the training process's
+  /// memory and CPU use, or nothing. Also in the right-click menu.
+  enum class Strip { Throughput, SystemUse, None };
+  void set_strip(Strip strip);
+  Strip strip() const { return strip_; }
+  /// Throughput in the strip, or no strip.
+  void set_throughput_visible(bool visible) { set_strip(visible ? Strip::Throughput : Strip::None); }
+  bool throughput_visible() const { return strip_ == Strip::Throughput; }
+  /// Whether a strip is laid out now (chosen, with data, and the plot high enough).
+  bool strip_shown() const { return strip_shown_; }
+  /// The system-use strip's curves: resident memory (GB, left axis) and CPU cores busy (right axis).
+  QCPGraph* memory_graph() const { return memory_; }
+  QCPGraph* cpu_graph() const { return cpu_; }
 
   /// The curves, for tests and for callers that want to restyle them.
   QCPGraph* raw_loss_graph() const { return raw_; }
@@ -110,7 +122,7 @@ class LossPlot : public QCustomPlot {
   XAxis x_axis_ = XAxis::Step;
   /// Every point as appended, so the curves can be redrawn against another x axis.
   struct Record {
-    int series;  // 0 loss, 1 M4 loss, 2 lr, 3 throughput, 4 M4 throughput
+    int series;  // 0 loss, 1 M4 loss, 2 lr, 3 throughput, 4 M4 throughput, 5 memory, 6 CPU cores
     double step, epoch, wall, value;
   };
   std::vector<Record> records_;
@@ -120,20 +132,23 @@ class LossPlot : public QCustomPlot {
   void draw_record(const Record& r);
   /// Wall-time axis: the x of each series' last point and the interval before it, so that a pause many times
   /// longer (an evaluation, a checkpoint) breaks the line instead of joining across it.
-  std::array<double, 5> last_x_{}, last_interval_{};
+  std::array<double, 7> last_x_{}, last_interval_{};
   void reset_gaps();
   /// "N losses above the axis": the loss axis keeps the 1st–98th percentile and says what it leaves out.
   QCPItemText* clipped_note_ = nullptr;
   QAction* log_action_ = nullptr;
   double ema_weight_ = 0.5;  // weight the smoothed curves were computed with
-  bool throughput_visible_ = true;
-  bool throughput_shown_ = false;  // whether the strip is in the layout now
+  Strip strip_ = Strip::Throughput;
+  bool strip_shown_ = false;       // whether the chosen strip is in the layout now
+  /// The strip's rect for a choice (throughput_rect_ or system_rect_; null for none).
+  QCPAxisRect* strip_rect(Strip strip) const;
   bool follow_data_ = true;        // false once the user drags or zooms
   bool rescaling_ = false;         // rescale() is setting the ranges
   Ema ema_, m4_ema_;
   QCPTextElement* title_ = nullptr;
   QCPAxisRect* main_rect_ = nullptr;  // loss and learning rate (QCustomPlot::axisRect() only finds laid-out rects)
   QCPAxisRect* throughput_rect_ = nullptr;
+  QCPAxisRect* system_rect_ = nullptr;
   QCPLayoutGrid* legend_row_ = nullptr;
   QCPGraph* raw_ = nullptr;
   QCPGraph* smoothed_ = nullptr;
@@ -142,8 +157,10 @@ class LossPlot : public QCustomPlot {
   QCPGraph* lr_ = nullptr;
   QCPGraph* throughput_ = nullptr;
   QCPGraph* m4_throughput_ = nullptr;
+  QCPGraph* memory_ = nullptr;
+  QCPGraph* cpu_ = nullptr;
   std::int64_t m4_step_ = -1;  // step of the last stored M4 loss: its samples_per_s is M4's
-  QAction* throughput_action_ = nullptr;
+  std::array<QAction*, 3> strip_actions_{};  // by Strip
   QTimer refresh_timer_;
   std::vector<double> scratch_;  // reused by rescale()
 };

@@ -255,6 +255,8 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
   }
   if (!r.notes.empty()) run_rows.emplace_back("notes", r.notes);
   if (!r.last_error.empty()) run_rows.emplace_back("last error", r.last_error);
+  if (const std::string use = system_use_text(summarize_system_use(d.scalars)); !use.empty())
+    run_rows.emplace_back("system use", use + " (the training process)");
   for (const Artifact& a : d.artifacts) run_rows.emplace_back("artifact: " + a.kind, a.path);
   s += key_value_table(run_rows, false);
 

@@ -479,6 +479,21 @@ std::vector<ChosenSetting> RunTableModel::chosen_settings_of(const RunInfo& info
   return chosen;
 }
 
+SystemUse RunTableModel::system_use_of(const RunInfo& info) const {
+  if (const auto it = ended_system_use_.find(info.id); it != ended_system_use_.end() && it->second.first == info.status)
+    return it->second.second;
+  if (!store_) return {};
+  SystemUse use;
+  try {
+    use = store_->system_use(info.id);
+  } catch (const std::exception&) {
+    return {};  // a store that cannot be read now: the next refresh says why
+  }
+  const bool ended = info.status == RunStatus::Completed || info.status == RunStatus::Failed || info.status == RunStatus::Stopped;
+  if (ended) ended_system_use_[info.id] = {info.status, use};
+  return use;
+}
+
 QString RunTableModel::method_of(const RunInfo& info) const {
   // A run's config never changes: parsed once per run, not at every paint.
   if (const auto it = method_cache_.find(info.id); it != method_cache_.end()) return it->second;
@@ -594,6 +609,16 @@ QVariant RunTableModel::extra_cell(const Row& row, const ExtraColumn& column, in
       }
       return {};
     }
+    case ExtraColumn::Kind::system: {
+      const SystemUse use = system_use_of(row.info);
+      const std::optional<double> value = column.key == QLatin1String(kPeakMemory) ? use.peak_memory_gb : use.mean_cpu_cores;
+      // printf's rounding, as the tooltip's and the report's text (system_use_text).
+      if (role == Qt::DisplayRole) return value ? QString::asprintf(column.key == QLatin1String(kPeakMemory) ? "%.2f" : "%.1f", *value) : QString();
+      if (role == Qt::ToolTipRole && value) return QString::fromStdString(system_use_text(use));
+      if (role == kSortRole) return value ? *value : -1.0;
+      if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      return {};
+    }
     case ExtraColumn::Kind::duration: {
       const double seconds = duration_seconds(row.info);
       if (role == Qt::DisplayRole) return std::isnan(seconds) ? QString() : duration_text(seconds);
@@ -608,6 +633,7 @@ QVariant RunTableModel::extra_cell(const Row& row, const ExtraColumn& column, in
 bool RunTableModel::add_column(const ExtraColumn& column) {
   if (std::find(extra_.begin(), extra_.end(), column) != extra_.end()) return false;
   if (column.kind != ExtraColumn::Kind::duration && column.key.trimmed().isEmpty()) return false;
+  if (column.kind == ExtraColumn::Kind::system && column.key != QLatin1String(kPeakMemory) && column.key != QLatin1String(kMeanCpu)) return false;
   const int section = columnCount();
   beginInsertColumns({}, section, section);
   extra_.push_back(column);
@@ -749,6 +775,7 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
         case ExtraColumn::Kind::metric: return tr("%1 (%)").arg(extra.key);
         case ExtraColumn::Kind::config: return extra.key;
         case ExtraColumn::Kind::duration: return tr("Duration");
+        case ExtraColumn::Kind::system: return extra.key == QLatin1String(kPeakMemory) ? tr("Peak memory (GB)") : tr("CPU cores (mean)");
       }
     }
     if (role == Qt::ToolTipRole) {
@@ -756,6 +783,9 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
         case ExtraColumn::Kind::metric: return best ? tr("Best value over all evaluations, in % — the epoch picked on the test split: optimistic") : tr("Value at the last evaluation, in %");
         case ExtraColumn::Kind::config: return tr("The run's config value of %1").arg(extra.key);
         case ExtraColumn::Kind::duration: return tr("From creation to the last change of status (to now while running)");
+        case ExtraColumn::Kind::system:
+          return extra.key == QLatin1String(kPeakMemory) ? tr("The training process's largest resident memory, in GiB (the workbench's own when it trained the run)")
+                                                         : tr("CPU seconds per wall second of the training process, sampled every 10 s: 2.0 = two cores busy throughout");
       }
     }
     return {};

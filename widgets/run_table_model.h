@@ -43,10 +43,15 @@ class RunTableModel : public QAbstractTableModel {
   enum class MetricValue { Final, Best };
   /// A column the user added after the fixed ones.
   struct ExtraColumn {
-    enum class Kind { metric, config, duration } kind = Kind::metric;
-    QString key;  ///< the metric ("nDCG@5") or the config key ("encoder.dim"); unused for the duration
+    enum class Kind { metric, config, duration, system } kind = Kind::metric;
+    /// The metric ("nDCG@5"), the config key ("encoder.dim"), or for system use kPeakMemory or kMeanCpu;
+    /// unused for the duration.
+    QString key;
     bool operator==(const ExtraColumn& other) const { return kind == other.kind && key == other.key; }
   };
+  /// System-use columns' keys: the training process's peak memory (GB) and mean CPU cores busy.
+  static constexpr const char* kPeakMemory = "peak_memory_gb";
+  static constexpr const char* kMeanCpu = "mean_cpu_cores";
   /// The group key that gathers runs whose configs differ only in their seed (a published row: mean ± sd).
   static constexpr const char* kSeedGroup = "seeds";
   /// data(index, kSortRole): a value that sorts naturally (numbers as numbers, times as ISO text;
@@ -166,6 +171,9 @@ class RunTableModel : public QAbstractTableModel {
   /// Config values the run chose while training; read again while it runs and whenever its status changes.
   std::vector<ChosenSetting> chosen_settings_of(const RunInfo& info) const;
   mutable std::unordered_map<std::int64_t, std::pair<RunStatus, std::vector<ChosenSetting>>> ended_chosen_settings_;
+  /// The training process's use of the machine; read again while it runs, kept once it has ended.
+  SystemUse system_use_of(const RunInfo& info) const;
+  mutable std::unordered_map<std::int64_t, std::pair<RunStatus, SystemUse>> ended_system_use_;
   /// Config keys (seed aside) whose values differ between the listed runs: what tells seed groups apart.
   /// Computed only while grouping by kSeedGroup.
   std::vector<std::string> varying_keys_;

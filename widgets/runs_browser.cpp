@@ -319,6 +319,12 @@ QMenu* RunsBrowser::column_menu(int section) {
                                       [this] { model_->add_column({RunTableModel::ExtraColumn::Kind::duration, {}}); });
   duration->setEnabled(std::find(model_->extra_columns().begin(), model_->extra_columns().end(),
                                  RunTableModel::ExtraColumn{RunTableModel::ExtraColumn::Kind::duration, {}}) == model_->extra_columns().end());
+  for (const auto& [key, text] : {std::pair{RunTableModel::kPeakMemory, tr("Add the peak memory column")},
+                                  std::pair{RunTableModel::kMeanCpu, tr("Add the CPU use column")}}) {
+    const RunTableModel::ExtraColumn column{RunTableModel::ExtraColumn::Kind::system, QLatin1String(key)};
+    QAction* a = menu->addAction(text, this, [this, column] { model_->add_column(column); });
+    a->setEnabled(std::find(model_->extra_columns().begin(), model_->extra_columns().end(), column) == model_->extra_columns().end());
+  }
   if (section >= RunTableModel::kColumnCount) {
     const QString name = model_->headerData(section, Qt::Horizontal).toString();
     menu->addAction(tr("Remove the column “%1”").arg(name), this, [this, section] { model_->remove_column(section); });

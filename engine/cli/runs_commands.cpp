@@ -160,6 +160,12 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         chosen[c.key] = {{"value", c.value}, {"configured", configured}, {"step", c.step}};
       }
       j["chosen_settings"] = chosen;
+      // What the training process used of the machine (null where it was never sampled).
+      const SystemUse use = session.system_use(*id);
+      auto optional = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+      j["system_use"] = {{"peak_memory_gb", optional(use.peak_memory_gb)},
+                         {"mean_cpu_cores", optional(use.mean_cpu_cores)},
+                         {"max_cpu_cores", optional(use.max_cpu_cores)}};
       nlohmann::json metrics = nlohmann::json::object();
       double last_epoch = -1;
       const auto evaluations = without_primary_copies(session.evaluations(*id));

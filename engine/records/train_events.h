@@ -23,6 +23,7 @@ struct TrainEvent {
     Evaluation,  ///< metrics (fractions) and decile-wise P@5 after an epoch
     Checkpoint,  ///< a checkpoint of `step` is being written to `message` (subscribers record every step before it first)
     Restored,    ///< training continues from a checkpoint at `step` and `epoch`: anything recorded after them is void
+    SystemUse,   ///< a sample of the training process's CPU and memory use: metrics = ("system/cpu_cores", ...)
     SettingChosen,  ///< the run chose a config value while training: message = the key, value (chosen_settings.h)
     Snapshot,    ///< a t-SNE of one query's negatives (also stored): message = its JSON (analysis/negatives_snapshot.h)
     Finished,    ///< the run completed (metrics = final evaluation)
@@ -43,7 +44,7 @@ struct TrainEvent {
   std::string loss_series = "loss";  ///< the scalar key a Step's loss is stored under
   std::int64_t query = -1;       ///< Snapshot: the training query it is centred on
   std::string message;
-  std::vector<std::pair<std::string, double>> metrics;  ///< the primary inference mode's (unprefixed)
+  std::vector<std::pair<std::string, double>> metrics;  ///< the primary inference mode's (unprefixed); SystemUse: its samples
   std::vector<std::pair<std::string, double>> mode_metrics;  ///< Evaluation: every mode's, the primary's too, as "emb/P@5"
   std::vector<std::pair<std::string, std::vector<double>>> decile_tables;  ///< Evaluation: every decile-wise metric
   std::array<double, 10> deciles{};  ///< decile-wise P@5 (bin 1 = head) with Evaluation/Finished

@@ -6,6 +6,7 @@
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
+#include "engine/core/process_usage.h"
 #include "engine/data/dataset.h"
 #include "engine/data/image_file_list.h"
 #include "engine/analysis/projection_2d.h"
@@ -108,6 +109,7 @@ std::vector<ScalarPoint> Session::scalars(std::int64_t run, const std::string& k
   return store().scalars(run, key, after_step);
 }
 std::vector<std::string> Session::scalar_keys(std::int64_t run) const { return store().scalar_keys(run); }
+SystemUse Session::system_use(std::int64_t run) const { return summarize_system_use(store().scalars_with_prefix(run, kSystemUsePrefix)); }
 std::vector<ChosenSetting> Session::chosen_settings(std::int64_t run) const {
   return xmc::chosen_settings(store().scalars_with_prefix(run, kChosenSettingPrefix));
 }

@@ -19,6 +19,7 @@
 #include "engine/session/run_handle.h"
 #include "engine/records/chosen_settings.h"
 #include "engine/records/run_records.h"
+#include "engine/records/system_use.h"
 #include "engine/session/label_quality.h"
 #include "engine/session/projection.h"
 #include "engine/config/sweep_grid.h"
@@ -82,6 +83,8 @@ class Session {
   std::vector<std::string> scalar_keys(std::int64_t run) const;
   /// Config values the run chose while training (engine/records/chosen_settings.h), by key.
   std::vector<ChosenSetting> chosen_settings(std::int64_t run) const;
+  /// The training process's peak memory and CPU use (engine/records/system_use.h).
+  SystemUse system_use(std::int64_t run) const;
   std::vector<EvalPoint> evaluations(std::int64_t run) const;
   std::vector<DecileTable> decile_tables(std::int64_t run, const std::string& metric = {}) const;
   std::vector<double> latest_decile_table(std::int64_t run, const std::string& metric) const;

@@ -49,6 +49,12 @@ void RunRecorder::record(const TrainEvent& e) {
                                    {e.step, e.epoch, "score_mean", e.score_mean, RunStore::now_seconds()},
                                    {e.step, e.epoch, "eval_seconds", e.seconds, RunStore::now_seconds()}});
       break;
+    case Kind::SystemUse: {
+      const double now = RunStore::now_seconds();
+      for (const auto& [key, value] : e.metrics) pending_.push_back({e.step, e.epoch, key, value, now});
+      flush_if_due();
+      break;
+    }
     case Kind::SettingChosen:
       flush();
       store_.add_scalars(run_id_, {{e.step, e.epoch, kChosenSettingPrefix + e.message, e.value, RunStore::now_seconds()}});

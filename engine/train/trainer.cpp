@@ -17,6 +17,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
+#include "engine/core/process_usage.h"
 #include "engine/core/splitmix64.h"
 #include "engine/data/dataset.h"
 #include "engine/distributed/communicator.h"
@@ -176,6 +177,7 @@ struct Trainer::Impl {
   EvalResult last_eval;
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
   ReportOnlyProgress reporter;  ///< forwards to the caller's progress display for the current run()
+  ProcessUsageSampler system_use;  ///< this process's CPU and memory, published every 10 s and at epoch ends
 
   // t-SNE snapshots of one query's negatives: its row, the batches of the last finished epoch (not part of
   // checkpoints: state.epoch_batches is cleared at each epoch end) and evaluations made so far.
@@ -204,6 +206,17 @@ struct Trainer::Impl {
   }
 
   void phase(const std::string& message) { publish_kind(TrainEvent::Kind::Phase, message); }
+
+  /// Publishes a sample of this process's use of the machine when one is due (or `force`), placed at `epoch`.
+  void publish_system_use(double epoch, bool force) {
+    auto sample = system_use.sample(force);
+    if (sample.empty()) return;
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::SystemUse;
+    e.epoch = epoch;
+    e.metrics = std::move(sample);
+    publish(e);
+  }
 
   void wait_while_paused() {
     if (!paused.load()) return;
@@ -823,6 +836,7 @@ struct Trainer::Impl {
         e.lr = base_lrs.empty() ? 0 : base_lrs[0] * factor;
         e.samples_per_s = seconds > 0 ? static_cast<double>(batch.size()) / seconds : 0;
         publish(e);
+        publish_system_use(e.epoch, false);
         progress.update(state.batch_in_epoch + 1);
       }
       progress.finish();
@@ -833,6 +847,7 @@ struct Trainer::Impl {
       end.stage = stage.name;
       end.samples_per_s = epoch_seconds > 0 ? static_cast<double>(samples) / epoch_seconds : 0;
       publish(end);
+      publish_system_use(end.epoch, true);
       state.batch_in_epoch = 0;
       snapshot_batches = std::move(state.epoch_batches);
       state.epoch_batches.clear();
@@ -854,6 +869,7 @@ struct Trainer::Impl {
     reporter.target = &progress;
     try {
       publish_kind(TrainEvent::Kind::Started);
+      system_use.sample();  // starts the CPU clock
       prepare(progress);
       for (std::size_t index = stage_index(state.stage); index < stages.size(); index = stage_index(state.stage)) {
         if (!train_stage(index, progress)) {
@@ -885,6 +901,7 @@ struct Trainer::Impl {
     } catch (const StopRequested&) {
       progress.finish();
       checkpoint();
+      publish_system_use(epoch_now(), true);
       TrainEvent e;
       e.kind = TrainEvent::Kind::Stopped;
       e.message = "stopped at step " + std::to_string(state.step) + " (checkpoint written)";
@@ -908,6 +925,7 @@ struct Trainer::Impl {
   }
 
   TrainResult finish(const EvalResult& result, RunOutcome outcome) {
+    publish_system_use(epoch_now(), true);  // the peak, the final evaluation's included
     TrainEvent e;
     e.kind = outcome == RunOutcome::Completed ? TrainEvent::Kind::Finished : TrainEvent::Kind::Stopped;
     e.metrics = result.metrics;

@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/model/bert/bert_encoder.h"
+#include "engine/records/system_use.h"
 #include "engine/store/run_store.h"
 #include "engine/method/method.h"
 #include "engine/method/method_registry.h"
@@ -94,6 +95,17 @@ TEST(Training, DexmlLearnsAndRecordsTheRun) {
   const RunInfo info = store.get_run(run.run_id());
   EXPECT_EQ(info.status, RunStatus::Completed);
   EXPECT_EQ(store.scalars(run.run_id(), "loss").size(), 52u);
+  // The process's use of the machine: a sample at each of the 4 epochs' ends and one at the finish (the run is
+  // shorter than the 10 s between periodic ones), memory at least what the model needs, some CPU used.
+  const auto memory = store.scalars(run.run_id(), "system/memory_gb");
+  EXPECT_GE(memory.size(), 5u);
+  EXPECT_EQ(store.scalars(run.run_id(), "system/cpu_cores").size(), memory.size());
+  for (const ScalarPoint& p : memory) EXPECT_GT(p.value, 0.01) << p.step;
+  EXPECT_EQ(memory.back().step, 52);
+  const SystemUse use = summarize_system_use(store.scalars_with_prefix(run.run_id(), "system/"));
+  ASSERT_TRUE(use.peak_memory_gb && use.mean_cpu_cores);
+  EXPECT_GE(*use.peak_memory_gb, memory.back().value);
+  EXPECT_GT(*use.mean_cpu_cores, 0.0);
   const auto deciles = store.latest_decile_table(run.run_id(), "P@5");
   ASSERT_EQ(deciles.size(), 10u);
   double sum = 0;

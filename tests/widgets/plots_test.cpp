@@ -214,6 +214,61 @@ class PlotsTest : public QObject {
     QVERIFY(!plot.throughput_log_scale());
   }
 
+  void loss_plot_strip_shows_the_training_process_memory_and_cpu() {
+    // 40 steps; the process sampled every 10 steps: memory 1.0, 1.5, 2.0, 2.5 GB, 1.8 CPU cores busy.
+    std::vector<xmc::ScalarPoint> points;
+    for (int step = 1; step <= 40; ++step) {
+      points.push_back({step, step / 10.0, "loss", 2.0 - step / 40.0, 1000.0 + step});
+      points.push_back({step, step / 10.0, "samples_per_s", 500.0, 1000.0 + step});
+      if (step % 10 == 0) {
+        points.push_back({step, step / 10.0, "system/cpu_cores", 1.8, 1000.0 + step});
+        points.push_back({step, step / 10.0, "system/memory_gb", 0.5 + step / 20.0, 1000.0 + step});
+        points.push_back({step, step / 10.0, "system/peak_memory_gb", 3.0, 1000.0 + step});  // a number, not a curve
+      }
+    }
+    LossPlot plot;
+    plot.resize(720, 440);
+    plot.set_series(points);
+    plot.replot();
+    QCOMPARE(plot.memory_graph()->dataCount(), 4);
+    QCOMPARE(plot.cpu_graph()->dataCount(), 4);
+    QCOMPARE(plot.memory_graph()->data()->at(3)->value, 2.5);
+    QCOMPARE(plot.strip(), LossPlot::Strip::Throughput);  // throughput by default
+    auto legend_names = [&] {
+      QStringList names;
+      for (int i = 0; i < plot.legend->itemCount(); ++i)
+        if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i))) names << item->plottable()->name();
+      return names;
+    };
+    QVERIFY(legend_names().contains(QStringLiteral("throughput")));
+    QVERIFY(!legend_names().contains(QStringLiteral("memory (GB)")));
+    plot.set_strip(LossPlot::Strip::SystemUse);
+    plot.replot();
+    QVERIFY(plot.strip_shown());
+    QVERIFY(legend_names().contains(QStringLiteral("memory (GB)")));
+    QVERIFY(legend_names().contains(QStringLiteral("CPU cores busy")));
+    QVERIFY(!legend_names().contains(QStringLiteral("throughput")));
+    // Axes from 0 over every sample: memory to above 2.5 GB, CPU to above 1.8 cores; x shared with the loss.
+    QVERIFY(plot.memory_graph()->valueAxis()->range().lower == 0 && plot.memory_graph()->valueAxis()->range().upper > 2.5);
+    QVERIFY(plot.cpu_graph()->valueAxis()->range().upper > 1.8);
+    QCOMPARE(plot.memory_graph()->keyAxis()->range(), plot.xAxis->range());
+    screenshot(plot, QStringLiteral("loss_system_use"));
+    plot.set_x_axis(LossPlot::XAxis::WallTime);  // the samples move with the x axis
+    QCOMPARE(plot.memory_graph()->data()->at(0)->key, 9.0 / 60.0);
+    plot.set_strip(LossPlot::Strip::None);
+    plot.replot();
+    QVERIFY(!plot.strip_shown());
+    QVERIFY(!legend_names().contains(QStringLiteral("memory (GB)")));
+    // A run never sampled (stored before this version): the strip stays out rather than empty.
+    LossPlot old;
+    old.resize(720, 440);
+    std::vector<xmc::ScalarPoint> unsampled(points.begin(), points.begin() + 2);
+    old.set_series(unsampled);
+    old.set_strip(LossPlot::Strip::SystemUse);
+    old.replot();
+    QVERIFY(!old.strip_shown());
+  }
+
   void loss_plot_breaks_lines_at_wall_time_gaps_and_says_what_its_axis_cuts() {
     // 30 steps a second apart, a 10-minute evaluation, 10 more steps; the first loss is 100, the rest near 1.
     std::vector<xmc::ScalarPoint> points;

@@ -589,6 +589,49 @@ class RunsTest : public QObject {
     QVERIFY2(html.contains(QStringLiteral("<code>unidec.concat_weight</code></td><td>1 (chosen while training; configured 0.5)</td>")), qPrintable(html));
   }
 
+  void system_use_shows_in_columns_and_the_report() {
+    // A run whose process peaked at 3.5 GB and kept 1 core busy for 10 s, then 4 for 20 s: 90/30 = 3 on average.
+    const auto db = path("system.sqlite");
+    std::int64_t sampled = 0, unsampled = 0;
+    {
+      xmc::RunStore store(db);
+      sampled = store.create_run({.name = "sampled", .config_json = R"({"method":"dexml"})"});
+      store.add_scalars(sampled, {{1, 0.1, "system/cpu_cores", 2.0, 100}, {1, 0.1, "system/peak_memory_gb", 1.0, 100},
+                                  {5, 0.5, "system/cpu_cores", 1.0, 110}, {5, 0.5, "system/peak_memory_gb", 3.5, 110},
+                                  {9, 1.0, "system/cpu_cores", 4.0, 130}, {9, 1.0, "system/memory_gb", 2.0, 130}});
+      store.set_status(sampled, xmc::RunStatus::Completed);
+      unsampled = store.create_run({.name = "older", .config_json = R"({"method":"dexml"})"});
+      store.set_status(unsampled, xmc::RunStatus::Completed);
+    }
+    RunsBrowser browser(db);
+    RunTableModel* model = browser.model();
+    QMenu* menu = browser.column_menu(-1);
+    QStringList offered;
+    for (QAction* a : menu->actions()) offered << a->text();
+    QVERIFY2(offered.contains(QStringLiteral("Add the peak memory column")) && offered.contains(QStringLiteral("Add the CPU use column")),
+             qPrintable(offered.join(", ")));
+    for (QAction* a : menu->actions())
+      if (a->text() == QStringLiteral("Add the peak memory column") || a->text() == QStringLiteral("Add the CPU use column")) a->trigger();
+    const int memory = RunTableModel::kColumnCount, cpu = RunTableModel::kColumnCount + 1;
+    QCOMPARE(model->headerData(memory, Qt::Horizontal).toString(), QStringLiteral("Peak memory (GB)"));
+    QCOMPARE(model->headerData(cpu, Qt::Horizontal).toString(), QStringLiteral("CPU cores (mean)"));
+    QCOMPARE(model->data(model->index_of_run(sampled, memory)).toString(), QStringLiteral("3.50"));
+    QCOMPARE(model->data(model->index_of_run(sampled, cpu)).toString(), QStringLiteral("3.0"));
+    QCOMPARE(model->data(model->index_of_run(sampled, cpu), RunTableModel::kSortRole).toDouble(), 3.0);
+    QCOMPARE(model->data(model->index_of_run(unsampled, memory)).toString(), QString());
+    QCOMPARE(model->data(model->index_of_run(unsampled, memory), RunTableModel::kSortRole).toDouble(), -1.0);
+    QVERIFY(!model->add_column({RunTableModel::ExtraColumn::Kind::system, "gpu_use"}));  // no such column
+
+    const QString html_path = tmp_.filePath(QStringLiteral("system.html"));
+    QString error;
+    QVERIFY2(xmc::gui::export_run_report_html(db, sampled, html_path, &error), qPrintable(error));
+    QFile f(html_path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString html = QString::fromUtf8(f.readAll());
+    QVERIFY2(html.contains(QStringLiteral("<td class=\"key\">system use</td><td>peak memory 3.50 GB, 3.0 CPU cores busy on average (4.0 at most) (the training process)</td>")),
+             qPrintable(html.mid(html.indexOf(QStringLiteral("system use")) - 40, 300)));
+  }
+
   void delete_asks_with_the_run_name_and_removes_it() {
     RunsBrowser browser(db_);
     const std::int64_t doomed = xmc::RunStore(db_).create_run({.name = "doomed run"});

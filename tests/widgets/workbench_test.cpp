@@ -199,6 +199,9 @@ class WorkbenchTest : public QObject {
     // The live view filled while training ran.
     auto* loss = window.findChild<xmc::gui::LossPlot*>();
     QVERIFY(loss->point_count() >= 3 * 10);  // 160 queries / 16 = 10 steps per epoch
+    // The process's memory and CPU came live too: at least a sample at each epoch's end.
+    QVERIFY(loss->memory_graph()->dataCount() >= 3);
+    QVERIFY(loss->cpu_graph()->dataCount() >= 3);
     auto* tsne = window.findChild<xmc::gui::TsnePlot*>();
     // With 8 labels every label is within the 50 nearest, so the map shows the query and all 8 labels,
     // split into positives and hard negatives (in or missed by the batch).
