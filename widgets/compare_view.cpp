@@ -33,6 +33,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,6 +53,15 @@
 namespace xmc::gui {
 
 namespace {
+
+/// "encoder.dim" -> "256": every leaf of a config, nested objects joined by dots, values as JSON text.
+void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
+    return;
+  }
+  out[prefix] = j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -333,8 +343,16 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   export_button->setText(tr("Export the comparison"));
   export_button->setToolTip(tr("The charts and table you choose, laid out afresh as one figure at a paper's width (PNG, SVG or PDF)"));
   connect(export_button, &QToolButton::clicked, this, [this] { ask_and_export_figure(); });
+  seed_button_ = new QToolButton(this);
+  seed_button_->setText(tr("Seeds: mean ± sd"));
+  seed_button_->setCheckable(true);
+  seed_button_->setEnabled(false);
+  connect(seed_button_, &QToolButton::toggled, this, [this](bool on) {
+    if (on != seed_bands_) set_seed_bands(on);
+  });
   auto* title_row = new QHBoxLayout;
   title_row->addWidget(title_, 1);
+  title_row->addWidget(seed_button_);
   title_row->addWidget(export_button);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(title_row);
@@ -352,6 +370,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   QStringList notes;
   std::vector<MetricTableModel::Run> columns;
   std::vector<std::vector<EvalPoint>> evaluations;
+  std::vector<CurveRun> curve_runs;
   std::vector<std::int64_t> shown;
   QStringList run_names;
   std::unordered_set<std::int64_t> seen;
@@ -378,6 +397,18 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
           v.best_epoch = p.epoch;
         }
       }
+      CurveRun curve;
+      curve.colour = column.colour;
+      curve.evaluations = points;
+      try {
+        nlohmann::json config = nlohmann::json::parse(info->config_json);
+        if (config.is_object()) config.erase("seed"), config.erase("name");
+        curve.seedless_config = config.dump();
+        flatten(config, "", curve.seedless_flat);
+      } catch (const std::exception&) {
+        curve.seedless_config = "run " + std::to_string(id);  // unreadable: a group of its own
+      }
+      curve_runs.push_back(std::move(curve));
       columns.push_back(std::move(column));
       evaluations.push_back(std::move(points));
       shown.push_back(id);
@@ -396,25 +427,20 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
       columns[i].label = tr("%1 (#%2)").arg(rest.isEmpty() ? run_names[i] : rest).arg(columns[i].id);
     }
 
-  // The metric curves: the first run solid, the others dashed; only the table's headline metrics by default.
-  metric_plot_->clear();
-  const std::size_t overlaid = std::min<std::size_t>(columns.size(), kMaxOverlaidRuns);
-  if (!columns.empty()) {
-    // One colour per run, as in the table, the decile bars and the losses; metric families by line style.
-    metric_plot_->set_run_colour(columns.front().colour);
-    metric_plot_->set_run_label(columns.front().label);
-    metric_plot_->set_evaluations(evaluations.front());
-    for (std::size_t i = 1; i < overlaid; ++i) metric_plot_->add_comparison_run(columns[i].label, evaluations[i], columns[i].colour);
-    // Two runs of nine curves each are unreadable: start with the runs table's headline metrics (P@1, P@5,
-    // PSP@5); the others are one right click away.
-    const QStringList headline = {QStringLiteral("P@1"), QStringLiteral("P@5"), QStringLiteral("PSP@5")};
-    const QStringList names = metric_plot_->metric_names();
-    const bool has_headline = std::any_of(headline.begin(), headline.end(), [&](const QString& m) { return names.contains(m); });
-    if (has_headline)
-      for (const QString& m : names) metric_plot_->set_metric_visible(m, headline.contains(m));
-  }
-  if (columns.size() > overlaid)
-    notes << tr("The curves show the first %1 of the %2 runs.").arg(overlaid).arg(columns.size());
+  // The metric curves: a run (or a seed group) per colour; only the table's headline metrics by default.
+  for (std::size_t i = 0; i < curve_runs.size(); ++i) curve_runs[i].label = columns[i].label;
+  curve_runs_ = std::move(curve_runs);
+  const std::vector<std::vector<std::size_t>> groups = seed_groups();
+  const bool grouped = groups.size() < curve_runs_.size();
+  seed_button_->setEnabled(grouped);
+  seed_button_->setToolTip(grouped ? tr("Draw each group of runs that differ only in their seed as its mean ± sd")
+                                   : tr("No two of these runs differ only in their seed"));
+  draw_metric_curves(/*headline_metrics=*/true);
+  const std::size_t curves = seed_bands_ && grouped ? groups.size() : curve_runs_.size();
+  if (curves > static_cast<std::size_t>(kMaxOverlaidRuns))
+    notes << (seed_bands_ && grouped ? tr("The curves show the first %1 of the %2 seed groups.") : tr("The curves show the first %1 of the %2 runs."))
+                 .arg(kMaxOverlaidRuns)
+                 .arg(curves);
 
   // Decile bars: P@5 of the first DecilePlot::kMaxRuns runs side by side (the first run's metric when it
   // has no P@5 table).
@@ -465,18 +491,99 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
   note_->setVisible(!notes.isEmpty());
 }
 
-namespace {
-
-/// "encoder.dim" -> "256": every leaf of a config, nested objects joined by dots, values as JSON text.
-void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
-  if (j.is_object() && !j.empty()) {
-    for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
-    return;
+std::vector<std::vector<std::size_t>> CompareView::seed_groups() const {
+  std::vector<std::vector<std::size_t>> groups;
+  std::map<std::string, std::size_t> by_config;
+  for (std::size_t i = 0; i < curve_runs_.size(); ++i) {
+    const auto [it, fresh] = by_config.emplace(curve_runs_[i].seedless_config, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
   }
-  out[prefix] = j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return groups;
 }
 
-}  // namespace
+QString CompareView::seed_group_label(const std::vector<std::size_t>& group, const std::vector<std::vector<std::size_t>>& groups) const {
+  // Named by the config values that set it apart from the other groups ("lr=0.001"); else by its first run.
+  const auto& flat = curve_runs_[group.front()].seedless_flat;
+  QStringList apart;
+  for (const auto& [key, value] : flat) {
+    bool differs = false;
+    for (const auto& other : groups) {
+      const auto& theirs = curve_runs_[other.front()].seedless_flat;
+      const auto it = theirs.find(key);
+      differs = differs || it == theirs.end() || it->second != value;
+    }
+    if (differs && apart.size() < 3) apart << qstr(key + "=" + value);
+  }
+  QString name = apart.isEmpty() ? curve_runs_[group.front()].label : apart.join(QStringLiteral(", "));
+  if (group.size() > 1) name += tr(" — %1 seeds").arg(group.size());
+  return name;
+}
+
+QStringList CompareView::seed_group_labels() const {
+  QStringList labels;
+  const auto groups = seed_groups();
+  for (const auto& g : groups) labels << seed_group_label(g, groups);
+  return labels;
+}
+
+void CompareView::set_seed_bands(bool on) {
+  seed_bands_ = on;
+  if (seed_button_->isChecked() != on) seed_button_->setChecked(on);
+  draw_metric_curves(/*headline_metrics=*/false);
+}
+
+void CompareView::draw_metric_curves(bool headline_metrics) {
+  metric_plot_->clear();  // the plot keeps which metrics are shown
+  if (curve_runs_.empty()) return;
+  struct Curve {
+    QString label;
+    QColor colour;
+    std::vector<EvalPoint> mean, sd;
+  };
+  std::vector<Curve> curves;
+  const auto groups = seed_groups();
+  if (seed_bands_ && groups.size() < curve_runs_.size()) {
+    for (const auto& group : groups) {
+      // Mean and sample sd by (metric, epoch) over the group's runs that have the point (a seed that failed
+      // early adds nothing after its last evaluation).
+      std::map<std::pair<std::string, double>, std::vector<double>> values;
+      for (const std::size_t i : group)
+        for (const EvalPoint& p : curve_runs_[i].evaluations)
+          if (std::isfinite(p.value)) values[{p.metric, p.epoch}].push_back(p.value);
+      Curve c{seed_group_label(group, groups), curve_runs_[group.front()].colour, {}, {}};
+      for (const auto& [key, v] : values) {
+        const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+        c.mean.push_back({key.second, 0, key.first, mean});
+        if (v.size() < 2) continue;
+        double squares = 0;
+        for (const double x : v) squares += (x - mean) * (x - mean);
+        c.sd.push_back({key.second, 0, key.first, std::sqrt(squares / static_cast<double>(v.size() - 1))});
+      }
+      auto by_epoch = [](const EvalPoint& a, const EvalPoint& b) { return a.epoch < b.epoch; };
+      std::stable_sort(c.mean.begin(), c.mean.end(), by_epoch);
+      std::stable_sort(c.sd.begin(), c.sd.end(), by_epoch);
+      curves.push_back(std::move(c));
+    }
+  } else {
+    for (const CurveRun& r : curve_runs_) curves.push_back({r.label, r.colour, r.evaluations, {}});
+  }
+  const std::size_t overlaid = std::min<std::size_t>(curves.size(), kMaxOverlaidRuns);
+  // One colour per run (or group), as in the table, the decile bars and the losses; metric families by line style.
+  metric_plot_->set_run_colour(curves.front().colour);
+  metric_plot_->set_run_label(curves.front().label);
+  metric_plot_->set_evaluations(curves.front().mean);
+  for (std::size_t i = 1; i < overlaid; ++i) metric_plot_->add_comparison_run(curves[i].label, curves[i].mean, curves[i].colour);
+  for (std::size_t i = 0; i < overlaid; ++i)
+    if (!curves[i].sd.empty()) metric_plot_->set_band(curves[i].label, curves[i].sd);
+  if (!headline_metrics) return;
+  // Two runs of nine curves each are unreadable: start with the runs table's headline metrics (P@1, P@5,
+  // PSP@5); the others are one right click away.
+  const QStringList names = metric_plot_->metric_names();
+  const QStringList headline = {QStringLiteral("P@1"), QStringLiteral("P@5"), QStringLiteral("PSP@5")};
+  if (std::any_of(headline.begin(), headline.end(), [&](const QString& m) { return names.contains(m); }))
+    for (const QString& m : names) metric_plot_->set_metric_visible(m, headline.contains(m));
+}
 
 void CompareView::show_config_differences(const Session& session) {
   std::vector<std::map<std::string, std::string>> configs;  // by run, in column order: the values used
@@ -689,8 +796,12 @@ void CompareView::update_scatter() {
   if (log) scatter_plot_->xAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   scatter_plot_->rescaleAxes();
   const QCPRange x = scatter_plot_->xAxis->range(), y = scatter_plot_->yAxis->range();
-  if (log)
-    scatter_plot_->xAxis->setRange(x.lower / 1.5, x.upper * 1.5);
+  if (log) {
+    // At least 1.7 decades: under 1.6 QCustomPlot's log ticker falls back to linear steps, which crowd the
+    // right end of a log axis ("0.0075 0.01 0.0125" overprinting).
+    const double factor = std::max(1.5, std::sqrt(std::pow(10.0, 1.7) / (x.upper / x.lower)));
+    scatter_plot_->xAxis->setRange(x.lower / factor, x.upper * factor);
+  }
   else if (numeric)  // a tenth of the spread around the points (learning rates are thousandths)
     scatter_plot_->xAxis->setRange(x.lower - pad_of(x), x.upper + pad_of(x));
   else

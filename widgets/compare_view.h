@@ -10,6 +10,7 @@
 // Every chart gives a run the same colour as its column in the table.
 // The plots overlay at most kMaxOverlaidRuns runs and the decile bars as many as DecilePlot::kMaxRuns; the view says so
 // when it leaves runs out. The table always shows every run.
+#include <QColor>
 #include <QStringList>
 #include <QWidget>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/records/run_records.h"
 #include "widgets/plot_export.h"
 
 class QAbstractItemModel;
@@ -29,6 +31,7 @@ class QTableWidget;
 class QLabel;
 class QSplitter;
 class QTableView;
+class QToolButton;
 
 namespace xmc {
 class Session;
@@ -86,6 +89,15 @@ class CompareView : public QWidget {
   /// The loss panels, one per kind of loss ("triplet", "unidec supcon", ...), top to bottom.
   QStringList loss_kinds() const { return loss_kinds_; }
 
+  /// Seeds together: the metric curves draw each group of runs whose configs differ only in their seed as
+  /// its mean, in a shaded band of ± the sample sd (a group of one is its run's curve). The toggle above the
+  /// curves is enabled when some group has two runs or more.
+  void set_seed_bands(bool on);
+  bool seed_bands() const { return seed_bands_; }
+  /// The groups' names as the curves' legend shows them ("lr=0.001 — 3 seeds"), in column order of their
+  /// first runs; one per run when no two runs share a config.
+  QStringList seed_group_labels() const;
+
  private:
   /// Asks which panels, how wide and at what type size, then for a file, and exports the figure.
   void ask_and_export_figure();
@@ -98,6 +110,23 @@ class CompareView : public QWidget {
   /// Each shown run's value of config key `key` as a number (NaN where its config lacks the key); nullopt
   /// when a run's value is not a number.
   std::optional<std::vector<double>> numeric_config_values(const std::string& key) const;
+
+  /// Draws the metric curves: one per run, or per seed group with seed_bands_ (from the cached runs);
+  /// `headline_metrics` shows P@1, P@5 and PSP@5 only, else the metrics shown stay.
+  void draw_metric_curves(bool headline_metrics);
+  struct CurveRun {
+    QString label;
+    QColor colour;
+    std::vector<EvalPoint> evaluations;
+    std::string seedless_config;  ///< the config without seed and name: equal for seeds of one setting
+    std::map<std::string, std::string> seedless_flat;  ///< the same, flattened, to name groups by what differs
+  };
+  std::vector<CurveRun> curve_runs_;  ///< in column order
+  /// Runs (indices into curve_runs_) by seed group, groups in order of their first run.
+  std::vector<std::vector<std::size_t>> seed_groups() const;
+  QString seed_group_label(const std::vector<std::size_t>& group, const std::vector<std::vector<std::size_t>>& groups) const;
+  bool seed_bands_ = false;
+  QToolButton* seed_button_ = nullptr;
 
   std::vector<std::int64_t> runs_;
   MetricTableModel* model_ = nullptr;

@@ -255,7 +255,65 @@ void MetricPlot::add_comparison_run(const QString& run_label, const std::vector<
   refresh();
 }
 
+void MetricPlot::set_band(const QString& run_label, const std::vector<xmc::EvalPoint>& spread) {
+  remove_bands(run_label);
+  std::optional<QColor> colour = run_colour_;
+  auto curve_of = [&](const QString& metric) -> QCPGraph* {
+    if (run_label == run_label_) return metric_graph(metric);
+    for (const auto& c : comparisons_)
+      if (c.label == run_label) colour = c.colour;
+    return comparison_graph(run_label, metric);
+  };
+  for (const auto& p : spread) {
+    const QString metric = QString::fromStdString(p.metric);
+    QCPGraph* curve = curve_of(metric);
+    if (!curve || !std::isfinite(p.value)) continue;
+    const auto at = curve->data()->findBegin(p.epoch, false);
+    if (at == curve->data()->constEnd() || std::abs(at->key - p.epoch) > 1e-9) continue;
+    auto band = std::find_if(bands_.begin(), bands_.end(), [&](const Band& b) { return b.run == run_label && b.metric == metric; });
+    if (band == bands_.end()) {
+      Band b{run_label, metric, addGraph(), addGraph()};
+      const QColor fill = colour.value_or(curve->pen().color());
+      for (QCPGraph* edge : {b.lower, b.upper}) {
+        edge->setPen(Qt::NoPen);
+        edge->setName(QString());
+        edge->setVisible(curve->visible());
+        edge->setSelectable(QCP::stNone);
+        edge->setLayer(QStringLiteral("grid"));  // under every curve
+      }
+      QColor translucent = fill;
+      translucent.setAlpha(45);
+      b.upper->setBrush(translucent);
+      b.upper->setChannelFillGraph(b.lower);
+      bands_.push_back(b);
+      band = bands_.end() - 1;
+    }
+    band->lower->addData(p.epoch, at->value - 100 * p.value);
+    band->upper->addData(p.epoch, at->value + 100 * p.value);
+  }
+  refresh();
+}
+
+std::pair<QCPGraph*, QCPGraph*> MetricPlot::band_graphs(const QString& run_label, const QString& metric) const {
+  for (const Band& b : bands_)
+    if (b.run == run_label && b.metric == metric) return {b.lower, b.upper};
+  return {nullptr, nullptr};
+}
+
+void MetricPlot::remove_bands(const QString& run_label) {
+  for (auto it = bands_.begin(); it != bands_.end();) {
+    if (!run_label.isNull() && it->run != run_label) {
+      ++it;
+      continue;
+    }
+    removeGraph(it->upper);
+    removeGraph(it->lower);
+    it = bands_.erase(it);
+  }
+}
+
 void MetricPlot::clear_comparisons() {
+  remove_bands(QString());  // every band: the plotted run's too (its label may change with the next runs)
   for (auto& c : comparisons_) {
     for (auto& [metric, graph] : c.graphs) removeGraph(graph);
     removeGraph(c.legend_key);
@@ -312,6 +370,8 @@ void MetricPlot::set_metric_visible(const QString& metric, bool visible) {
   for (auto& c : comparisons_)
     for (auto& [name, graph] : c.graphs)
       if (name == metric) graph->setVisible(visible);
+  for (Band& b : bands_)
+    if (b.metric == metric) b.lower->setVisible(visible), b.upper->setVisible(visible);
   refresh();
 }
 

@@ -37,6 +37,12 @@ class MetricPlot : public QCustomPlot {
   /// by marker. Called before adding the run; the comparison overload takes its run's colour.
   void set_run_colour(const QColor& colour);
   void add_comparison_run(const QString& run_label, const std::vector<xmc::EvalPoint>& points, const QColor& colour);
+  /// A shaded band of ± `spread` (fractions, by metric and epoch) around the curves of `run_label` — the
+  /// plotted run's label or an overlaid run's: seeds' mean ± sd. Call after the run's curves are set; replaces
+  /// that run's earlier bands. A point of `spread` at an epoch the curve lacks is left out.
+  void set_band(const QString& run_label, const std::vector<xmc::EvalPoint>& spread);
+  /// The band around `run_label`'s curve of `metric`: its lower and upper edges (percent), nullptr when none.
+  std::pair<QCPGraph*, QCPGraph*> band_graphs(const QString& run_label, const QString& metric) const;
   /// Removes every overlaid run.
   void clear_comparisons();
   /// Removes everything (curves of the run and of the overlaid runs).
@@ -95,6 +101,15 @@ class MetricPlot : public QCustomPlot {
     std::vector<std::pair<QString, QCPGraph*>> graphs;  // metric → curve
     QCPGraph* legend_key = nullptr;                     // data-less curve explaining the line style
   };
+
+  struct Band {
+    QString run;
+    QString metric;
+    QCPGraph* lower = nullptr;
+    QCPGraph* upper = nullptr;  // filled down to `lower`
+  };
+  std::vector<Band> bands_;
+  void remove_bands(const QString& run_label);
 
   Series& series(const QString& metric);
   const Series* find_series(const QString& metric) const;

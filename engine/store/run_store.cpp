@@ -596,7 +596,11 @@ std::vector<RunInfo> RunStore::runs_of_methods(const std::vector<std::string>& m
   });
 }
 
-void RunStore::add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points) {
+void RunStore::add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points) { write_scalars(run, points, false); }
+
+void RunStore::replace_scalars(std::int64_t run, const std::vector<ScalarPoint>& points) { write_scalars(run, points, true); }
+
+void RunStore::write_scalars(std::int64_t run, const std::vector<ScalarPoint>& points, bool replace) {
   Impl& m = *impl_;
   if (points.empty()) return;
   std::lock_guard lock(m.mutex);
@@ -607,6 +611,13 @@ void RunStore::add_scalars(std::int64_t run, const std::vector<ScalarPoint>& poi
         "INSERT INTO scalars (run, step, epoch, key, value, wall_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
     for (std::size_t i = 0; i < points.size(); ++i) {
       const ScalarPoint& p = points[i];
+      if (replace && !p.key.empty()) {
+        StatementUse drop(m.statement("DELETE FROM scalars WHERE run = ?1 AND key = ?2 AND step = ?3"));
+        drop->bind(1, run);
+        drop->bind(2, p.key);
+        drop->bind(3, p.step);
+        drop->exec();
+      }
       if (p.key.empty())
         throw Error("run store " + m.path_text + ": cannot add scalars to run " + std::to_string(run) + ": point " +
                     std::to_string(i) + " (step " + std::to_string(p.step) +

@@ -86,6 +86,9 @@ class RunStore {
 
   /// Appends points in one transaction (all or none); throws on an empty key or a missing run.
   void add_scalars(std::int64_t run, const std::vector<ScalarPoint>& points);
+  /// The same, each point replacing those of its key at its step: a value sampled again at one step (a
+  /// process's memory at an epoch's end and again after the final evaluation) is kept once, the later.
+  void replace_scalars(std::int64_t run, const std::vector<ScalarPoint>& points);
   /// Points of `key` ("" = every key) with step > after_step, by step then insertion order.
   /// To follow a live run, poll with after_step = the last step already seen for that key.
   std::vector<ScalarPoint> scalars(std::int64_t run, const std::string& key = {},
@@ -146,6 +149,8 @@ class RunStore {
   static double now_seconds();
 
  private:
+  void write_scalars(std::int64_t run, const std::vector<ScalarPoint>& points, bool replace);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -50,9 +50,12 @@ void RunRecorder::record(const TrainEvent& e) {
                                    {e.step, e.epoch, "eval_seconds", e.seconds, RunStore::now_seconds()}});
       break;
     case Kind::SystemUse: {
+      // Sampled at most every 10 s, but the last epoch's end and the finish share a step: the later wins.
+      flush();
       const double now = RunStore::now_seconds();
-      for (const auto& [key, value] : e.metrics) pending_.push_back({e.step, e.epoch, key, value, now});
-      flush_if_due();
+      std::vector<ScalarPoint> points;
+      for (const auto& [key, value] : e.metrics) points.push_back({e.step, e.epoch, key, value, now});
+      store_.replace_scalars(run_id_, points);
       break;
     }
     case Kind::SettingChosen:

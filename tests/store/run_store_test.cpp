@@ -480,6 +480,13 @@ TEST_F(RunStoreTest, ScalarsRoundTripFilterAndFollow) {
   EXPECT_TRUE(store.scalars_with_prefix(other, "loss/").empty());
   EXPECT_TRUE(store.scalars_with_prefix(id, "sys/").empty());  // another run's
   EXPECT_THROW(store.scalars_with_prefix(other, ""), xmc::Error);
+  // Replacing: a key sampled again at a step keeps the later value; other keys and steps stay.
+  store.replace_scalars(other, {{4, 2.0, "sys/a", 40, 105.0}, {5, 2.5, "sys/a", 50, 106.0}});
+  const auto replaced = store.scalars(other, "sys/a");
+  ASSERT_EQ(replaced.size(), 2u);
+  EXPECT_EQ(replaced[0].value, 40);
+  EXPECT_EQ(replaced[1].value, 50);
+  EXPECT_EQ(store.scalars(other, "sys/b").size(), 1u);
   EXPECT_EQ(store.scalar_keys(id), (std::vector<std::string>{"loss", "lr"}));
 }
 

@@ -589,6 +589,58 @@ class RunsTest : public QObject {
     QVERIFY2(html.contains(QStringLiteral("<code>unidec.concat_weight</code></td><td>1 (chosen while training; configured 0.5)</td>")), qPrintable(html));
   }
 
+  void compare_draws_seeds_as_mean_and_sd_bands() {
+    // Three seeds of lr 0.001 (P@1 at epoch 1: 30, 30, 33 %: mean 31, sd √3; at epoch 2: 40, 42, 44: mean 42,
+    // sd 2) and one run of lr 0.01.
+    const auto db = path("bands.sqlite");
+    std::vector<std::int64_t> ids;
+    {
+      xmc::RunStore store(db);
+      auto add = [&](const std::string& config, double p1_first, double p1_last) {
+        const auto run = store.create_run({.name = "dexml bands", .config_json = config});
+        store.add_evaluation(run, 1, 10, {{"P@1", p1_first}, {"P@5", p1_first / 2}});
+        store.add_evaluation(run, 2, 20, {{"P@1", p1_last}, {"P@5", p1_last / 2}});
+        store.set_status(run, xmc::RunStatus::Completed);
+        ids.push_back(run);
+      };
+      add(R"({"method":"dexml","lr":0.001,"seed":1,"name":"a"})", 0.30, 0.40);
+      add(R"({"method":"dexml","lr":0.01,"seed":1,"name":"b"})", 0.20, 0.25);
+      add(R"({"seed":2,"lr":0.001,"method":"dexml","name":"c"})", 0.30, 0.42);
+      add(R"({"method":"dexml","lr":0.001,"seed":3,"name":"d"})", 0.33, 0.44);
+    }
+    CompareView view;
+    view.set_runs(xmc::Session(db), ids);
+    QCOMPARE(view.seed_group_labels(), (QStringList{QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("lr=0.01")}));
+    xmc::gui::MetricPlot* plot = view.metric_plot();
+    QCOMPARE(plot->comparison_count(), 3);  // one curve per run until asked
+    QVERIFY(!view.seed_bands());
+    view.set_seed_bands(true);
+    QCOMPARE(plot->comparison_count(), 1);  // the lr=0.01 run beside the group
+    QCPGraph* mean = plot->metric_graph(QStringLiteral("P@1"));
+    QCOMPARE(mean->dataCount(), 2);
+    QCOMPARE(mean->data()->at(0)->value, 31.0);
+    QCOMPARE(mean->data()->at(1)->value, 42.0);
+    const auto [lower, upper] = plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@1"));
+    QVERIFY(lower && upper);
+    QVERIFY(std::abs(lower->data()->at(0)->value - (31.0 - std::sqrt(3.0))) < 1e-9);
+    QVERIFY(std::abs(upper->data()->at(0)->value - (31.0 + std::sqrt(3.0))) < 1e-9);
+    QVERIFY(std::abs(lower->data()->at(1)->value - 40.0) < 1e-9);
+    QVERIFY(std::abs(upper->data()->at(1)->value - 44.0) < 1e-9);
+    QVERIFY(upper->channelFillGraph() == lower);
+    QCOMPARE(plot->band_graphs(QStringLiteral("lr=0.01"), QStringLiteral("P@1")).first, nullptr);  // one run: no band
+    // The band follows its metric's visibility.
+    plot->set_metric_visible(QStringLiteral("P@5"), false);
+    QVERIFY(!plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@5")).first->visible());
+    view.resize(1300, 820);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCoreApplication::processEvents();
+    QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-seed-bands.png")));
+    view.set_seed_bands(false);
+    QCOMPARE(plot->comparison_count(), 3);
+    QCOMPARE(plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@1")).first, nullptr);
+  }
+
   void system_use_shows_in_columns_and_the_report() {
     // A run whose process peaked at 3.5 GB and kept 1 core busy for 10 s, then 4 for 20 s: 90/30 = 3 on average.
     const auto db = path("system.sqlite");
