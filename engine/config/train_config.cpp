@@ -177,11 +177,23 @@ bool applies_without_an_encoder(const ConfigKeyInfo& info) {
   return info.key == "max_steps" || info.applies_when.find("method=") != std::string::npos;
 }
 
+/// For a method built on another run (IRENE), whose encoder, tokenizer and training data pipeline are that run's:
+/// not the keys that shape an encoder, its loss, its negatives or its batches, nor the t-SNE of negatives, nor
+/// several processes (it trains in one).
+bool applies_on_another_run(const ConfigKeyInfo& info) {
+  static const char* const kBaseRunsGroups[] = {"Encoder", "Bag-of-words encoder", "Transformer encoder", "Decoder encoder", "Images",
+                                                "Loss",    "Negatives",            "Batching",            "Clustered batches", "Distributed"};
+  for (const char* group : kBaseRunsGroups)
+    if (info.group == group) return false;
+  return info.key.rfind("tsne.", 0) != 0;
+}
+
 }  // namespace
 
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
-  if (const MethodInfo* method = find_method_info(config.method); method != nullptr && !method->trains_encoder && !applies_without_an_encoder(info))
-    return false;
+  const MethodInfo* method = find_method_info(config.method);
+  if (method != nullptr && !method->trains_encoder && !applies_without_an_encoder(info)) return false;
+  if (method != nullptr && method->base_run && !info.group.empty() && !applies_on_another_run(info)) return false;
   for (const KeyCondition& condition : key_conditions(info)) {
     const json value = option_key(condition.key).get(config);
     if (!value.is_string()) continue;

@@ -633,6 +633,13 @@ TEST(Training, KeysApplyOnlyToTheChosenComponents) {
   apply_config_overrides(c, {"method=depsl", "negatives=inbatch"});
   EXPECT_TRUE(applies("psl.positives", c));
   for (const char* key : {"psl.hard_negatives", "unidec.lambda", "hard.per_query"}) EXPECT_FALSE(applies(key, c)) << key;
+  // IRENE takes its encoder, tokenizer and batches from its base run: it trains its generator by lr, epochs and
+  // batches, and nothing of an encoder, a loss, negatives, a sampler, several processes or a t-SNE of negatives.
+  apply_config_overrides(c, {"method=irene"});
+  for (const char* key : {"lr", "epochs", "batch_size", "seed", "eval.k", "irene.heads", "irene.base_run"}) EXPECT_TRUE(applies(key, c)) << key;
+  for (const char* key : {"encoder.dim", "encoder.min_count", "encoder.bag", "loss", "temperature", "negatives", "sampler.type", "distributed.backend",
+                          "tsne.every"})
+    EXPECT_FALSE(applies(key, c)) << key;
 }
 
 }  // namespace xmc
