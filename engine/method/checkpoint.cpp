@@ -10,6 +10,7 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/write_failure.h"
 #include "engine/method/method_state.h"
 #include "engine/core/zip_integrity.h"
 
@@ -166,7 +167,9 @@ void save_checkpoint(const std::filesystem::path& path, MethodState& method, tor
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError(temp.string(), std::string("cannot create the checkpoint's temporary file: ") + std::strerror(errno));
   int write_error = 0;
+  std::uintmax_t archive_bytes = 0;  // the whole archive's size, written or not: what the disk would have to hold
   const auto write_all = [&](const void* data, std::size_t size) -> std::size_t {
+    archive_bytes += size;
     const auto* bytes = static_cast<const char*>(data);
     for (std::size_t done = 0; write_error == 0 && done < size;) {
       const ssize_t n = ::write(fd, bytes + done, size - done);
@@ -187,8 +190,8 @@ void save_checkpoint(const std::filesystem::path& path, MethodState& method, tor
   if (::close(fd) != 0 && write_error == 0) write_error = errno;
   if (write_error != 0) {
     std::error_code ec;
-    std::filesystem::remove(temp, ec);
-    throw InputError(path.string(), std::string("cannot write the checkpoint: ") + std::strerror(write_error) +
+    std::filesystem::remove(temp, ec);  // first: the free space below is what the disk has without it
+    throw InputError(path.string(), "cannot write the checkpoint: " + why_write_failed(path, archive_bytes, write_error) +
                                         " (the previous checkpoint, if any, is kept)");
   }
   durable_rename(temp, path);

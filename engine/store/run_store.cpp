@@ -180,6 +180,11 @@ struct RunStore::Impl {
       body();
       txn.commit();
     } catch (const SQLite::Exception& e) {
+      // "database or disk is full" says neither which: the file system's free space says (the transaction
+      // rolled back, so the store holds what it held before).
+      if (e.getErrorCode() == SQLITE_FULL)
+        throw Error("run store " + path_text + ": " + what + " failed: " + e.what() + " (" + why_write_failed(path, 0, ENOSPC) +
+                    "); the store is as it was before this write");
       fail(what, e);
     }
   }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "engine/store/run_store.h"
@@ -234,6 +235,115 @@ TEST(StorageFaults, ExportsAndTheStoreUnderAFileSizeLimitNameTheFileAndTheCause)
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(db.string() + ": cannot read the run store: disk I/O error (File too large"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("is not a run store"), std::string::npos) << r.output;
+}
+
+}  // namespace xmc
+
+namespace xmc {
+namespace {
+
+/// Runs shell scripts with a small tmpfs of their own mounted at `folder` (a real file system that fills up,
+/// where the tests above only limit the file size): in a private mount namespace, as root or as a user mapped
+/// to root. Empty `how()` when this machine allows neither: the tests then skip, saying so.
+class FullDisk {
+ public:
+  explicit FullDisk(std::filesystem::path folder) : folder_(std::move(folder)) {
+    std::filesystem::create_directories(folder_);
+    for (const char* wrapper : {"unshare --mount sh -c ", "unshare --user --map-root-user --mount sh -c "}) {
+      if (test::run_command(std::string(wrapper) + "'mount -t tmpfs -o size=64k tmpfs " + folder_.string() + "' 2>/dev/null").exit_code == 0) {
+        how_ = wrapper;
+        break;
+      }
+    }
+  }
+  const std::string& how() const { return how_; }
+  /// `script` (sh) after mounting a tmpfs of `kib` KiB at the folder; it is gone when the script ends.
+  test::CommandResult run(int kib, const std::string& script) const {
+    const std::string body = "set -u; mount -t tmpfs -o size=" + std::to_string(kib) + "k tmpfs " + folder_.string() + " || exit 99; " + script;
+    std::string quoted;  // body in single quotes for sh -c
+    for (const char c : body) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return test::run_command(how_ + "'" + quoted + "'");
+  }
+
+ private:
+  std::filesystem::path folder_;
+  std::string how_;
+};
+
+/// The lines after the line "[name]" of a script's output, up to the next line that starts with '['.
+std::string section(const std::string& output, const std::string& name) {
+  std::istringstream lines(output);
+  std::string line, text;
+  bool inside = false;
+  while (std::getline(lines, line)) {
+    if (inside && !line.empty() && line.front() == '[') break;
+    if (inside) text += line + "\n";
+    if (line == "[" + name + "]") inside = true;
+  }
+  return text;
+}
+
+}  // namespace
+
+// A full file system (a real one: a small tmpfs), where the tests above use a file-size limit. The checkpoint
+// that does not fit is a one-line error naming it, the cause and the space there is; the run is stored as
+// failed, nothing temporary stays, and once there is room it restarts and completes. When the store itself
+// cannot grow, the error names the store and the free space, and the store stays whole. An export that does
+// not fit leaves no file.
+TEST(StorageFaults, AFullFileSystemIsANamedErrorAndTheRunsSurvive) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 9, 400, 120, /*noise_words=*/4000);
+  const FullDisk disk(dir / "full");
+  if (disk.how().empty()) GTEST_SKIP() << "this machine lets this process mount no tmpfs (no mount namespace)";
+  const std::string full = (dir / "full").string(), db = full + "/runs.sqlite", xmc = std::string(XMC_CLI_PATH);
+  const std::string train = xmc + " train --db " + db + " --set dataset=" + (dir / "data").string() +
+                            " --set encoder.dim=64 --set epochs=2 --set threads=1";
+  // 700 KiB: the store and the vocabulary fit, the checkpoint's tables (4000 words × 64 floats, twice) do not.
+  const test::CommandResult checkpoint = disk.run(
+      700, "echo '[train]'; " + train + " 2>&1; echo \"[exit $?]\"; echo '[left]'; find " + full + " -name '*.tmp*'; echo '[show]'; " + xmc +
+               " runs --db " + db + " show 1 --json 2>&1 | tail -1; mount -o remount,size=64m " + full + "; echo '[restart]'; " + xmc +
+               " train --db " + db + " --resume 1 --restart 2>&1 | tail -1; echo \"[exit2 $?]\"");
+  ASSERT_NE(checkpoint.exit_code, 99) << checkpoint.output;
+  const std::string trained = section(checkpoint.output, "train");
+  EXPECT_NE(trained.find("checkpoint.pt: cannot write the checkpoint: No space left on device: " + full + "/runs.sqlite.artifacts/1 has "),
+            std::string::npos) << checkpoint.output;
+  EXPECT_NE(trained.find("bytes free; this file takes "), std::string::npos) << trained;
+  EXPECT_EQ(trained.find("terminate called"), std::string::npos) << trained;
+  EXPECT_NE(checkpoint.output.find("[exit 1]"), std::string::npos) << checkpoint.output;
+  EXPECT_EQ(section(checkpoint.output, "left"), "") << "temporaries left behind";
+  const nlohmann::json shown = nlohmann::json::parse(section(checkpoint.output, "show"), nullptr, false);
+  ASSERT_TRUE(shown.is_object()) << checkpoint.output;
+  EXPECT_EQ(shown.value("status", ""), "failed");
+  EXPECT_NE(shown.value("last_error", "").find("No space left on device"), std::string::npos) << shown.dump();
+  EXPECT_NE(section(checkpoint.output, "restart").find("run 1 completed"), std::string::npos) << checkpoint.output;
+  EXPECT_NE(checkpoint.output.find("[exit2 0]"), std::string::npos) << checkpoint.output;
+
+  // The store fills while steps are recorded (no checkpoints, 50 epochs of batches of 8): the write that does
+  // not fit is refused as a whole, the run fails naming the store and the space, and the store stays sound.
+  const test::CommandResult store = disk.run(
+      300, "echo '[train]'; " + xmc + " train --db " + db + " --set dataset=" + (dir / "data").string() +
+               " --set encoder.dim=8 --set epochs=50 --set batch_size=8 --set threads=1 --set checkpoint.every=0 --set eval.every=0 2>&1 | tail -1;"
+               " mount -o remount,size=64m " + full + "; echo '[list]'; " + xmc + " runs --db " + db + " list 2>&1");
+  ASSERT_NE(store.exit_code, 99) << store.output;
+  EXPECT_NE(section(store.output, "train").find("run store " + db + ": adding "), std::string::npos) << store.output;
+  EXPECT_NE(section(store.output, "train").find("database or disk is full (No space left on device: " + full + " has "), std::string::npos)
+      << store.output;
+  EXPECT_NE(section(store.output, "train").find("the store is as it was before this write"), std::string::npos) << store.output;
+  EXPECT_NE(section(store.output, "list").find("failed"), std::string::npos) << store.output;  // readable, the failure recorded
+
+  // Exports on a full file system (another store, on the roomy test folder): named, and nothing is left there.
+  const auto roomy = dir / "roomy.sqlite";
+  ASSERT_EQ(test::run_command(xmc + " train --db " + roomy.string() + " --set dataset=" + (dir / "data").string() +
+                              " --set encoder.dim=16 --set epochs=1 --set threads=1 --set eval.every=0")
+                .exit_code,
+            0);
+  const test::CommandResult exported = disk.run(
+      4, "echo '[predict]'; " + xmc + " predict --db " + roomy.string() + " --run 1 --top 9 --input " + (dir / "data" / "tst.raw.txt").string() +
+              " --out " + full + "/pred.txt 2>&1 | tail -1; echo '[left]'; ls -A " + full);
+  ASSERT_NE(exported.exit_code, 99) << exported.output;
+  EXPECT_NE(section(exported.output, "predict").find(full + "/pred.txt: write failed: No space left on device: " + full + " has "),
+            std::string::npos) << exported.output;
+  EXPECT_EQ(section(exported.output, "left"), "") << exported.output;
 }
 
 }  // namespace xmc
