@@ -6,6 +6,8 @@
 #include <fstream>
 #include <vector>
 
+#include <zlib.h>
+
 #include "engine/core/crc32.h"
 #include "engine/core/error.h"
 #include "engine/core/regular_file.h"
@@ -19,9 +21,53 @@ std::uint64_t little_endian(const unsigned char* p, int bytes) {
   return v;
 }
 
+/// Raw deflate (zip method 8), streamed: feed() gives each inflated piece to `take`.
+class Inflater {
+ public:
+  explicit Inflater(bool active) : active_(active) {
+    if (active_ && inflateInit2(&stream_, -MAX_WBITS) != Z_OK) throw Error("zlib: cannot start inflating");
+  }
+  ~Inflater() {
+    if (active_) inflateEnd(&stream_);
+  }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+  /// False when the bytes are not deflate data, or the stream ends before `last` or does not end with it.
+  template <class Take>
+  bool feed(const char* data, std::size_t size, bool last, Take&& take) {
+    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    stream_.avail_in = static_cast<uInt>(size);
+    int status = Z_OK;
+    do {
+      stream_.next_out = reinterpret_cast<Bytef*>(out_.data());
+      stream_.avail_out = static_cast<uInt>(out_.size());
+      const uInt in_before = stream_.avail_in;
+      status = inflate(&stream_, Z_NO_FLUSH);
+      if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) return false;
+      const std::size_t produced = out_.size() - stream_.avail_out;
+      if (produced == 0 && stream_.avail_in == in_before && status != Z_STREAM_END) break;  // no progress: wants more input
+      take(out_.data(), produced);
+      if (status == Z_STREAM_END) break;
+    } while (stream_.avail_out == 0 || stream_.avail_in > 0);
+    if (status == Z_STREAM_END) return last && stream_.avail_in == 0;
+    return !last;
+  }
+
+ private:
+  bool active_;
+  z_stream stream_{};
+  std::array<char, 1 << 16> out_{};
+};
+
 }  // namespace
 
 std::int64_t verify_zip_entries(const std::filesystem::path& path) {
+  std::vector<std::pair<std::string, std::string>> none;
+  return verify_zip_entries(path, [](const std::string&) { return false; }, none);
+}
+
+std::int64_t verify_zip_entries(const std::filesystem::path& path, const std::function<bool(const std::string&)>& keep,
+                                std::vector<std::pair<std::string, std::string>>& kept) {
   require_regular_file(path);
   const std::string name = path.string();
   std::ifstream in(path, std::ios::binary);
@@ -91,19 +137,34 @@ std::int64_t verify_zip_entries(const std::filesystem::path& path) {
       x += 4 + length;
     }
     at += 46 + name_length + extra_length + comment_length;
-    if (method != 0) continue;  // compressed entries are checked by whoever inflates them (checkpoints store, never compress)
+    // LibTorch stores tensors and deflates some of its code entries (the larger module classes): both are checked.
+    if (method != 0 && method != 8) throw damaged("entry " + entry_name + " uses compression method " + std::to_string(method) + ", which LibTorch never writes");
     const std::vector<unsigned char> header = read_at(local, 30);
     if (little_endian(header.data(), 4) != 0x04034b50) throw damaged("entry " + entry_name + " has no local header where the directory says");
     std::uint64_t data = local + 30 + little_endian(header.data() + 26, 2) + little_endian(header.data() + 28, 2);
     if (data > size || compressed > size - data) throw damaged("entry " + entry_name + " runs past the end of the file");
     in.seekg(static_cast<std::streamoff>(data));
+    const bool keeping = keep(entry_name);
+    if (keeping && uncompressed > (1u << 20)) throw damaged("entry " + entry_name + " is " + std::to_string(uncompressed) + " bytes, far more than such an entry holds");
+    if (keeping) kept.emplace_back(entry_name, std::string());
     std::uint32_t running = 0;
+    std::uint64_t inflated_bytes = 0;
+    Inflater inflater(method == 8);
     for (std::uint64_t left = compressed; left > 0;) {
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk.size()));
       if (!in.read(chunk.data(), static_cast<std::streamsize>(n))) throw damaged("entry " + entry_name + " cannot be read");
-      running = crc32_update(running, chunk.data(), n);
       left -= n;
+      const auto take = [&](const char* bytes, std::size_t count) {
+        inflated_bytes += count;
+        if (inflated_bytes > uncompressed) throw damaged("entry " + entry_name + " holds more than the " + std::to_string(uncompressed) + " bytes its directory record gives");
+        running = crc32_update(running, bytes, count);
+        if (keeping) kept.back().second.append(bytes, count);
+      };
+      if (method == 0) take(chunk.data(), n);
+      else if (!inflater.feed(chunk.data(), n, left == 0, take)) throw damaged("entry " + entry_name + " does not inflate (its compressed bytes changed)");
     }
+    if (inflated_bytes != uncompressed)
+      throw damaged("entry " + entry_name + " holds " + std::to_string(inflated_bytes) + " bytes, not the " + std::to_string(uncompressed) + " its directory record gives");
     if (running != crc) throw damaged("entry " + entry_name + " fails its CRC-32 check (its bytes changed after it was written)");
   }
   return static_cast<std::int64_t>(entries);

@@ -1,9 +1,13 @@
 #pragma once
 // Every byte of a zip archive's entries against the CRC-32 the archive stores for it (plain C++). LibTorch's
-// checkpoints are zip archives of stored (uncompressed) entries, and its reader does not check those CRCs: a byte
-// flipped on disk loaded as good.
+// checkpoints are zip archives of stored tensors and of code entries it stores or deflates, and its reader does
+// not check those CRCs: a byte flipped on disk loaded as good. Deflated entries are inflated and checked too.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace xmc {
 
@@ -11,5 +15,10 @@ namespace xmc {
 /// Throws InputError naming the file: "is damaged: entry NAME fails its CRC-32 check", a truncated archive, a
 /// record out of place.
 std::int64_t verify_zip_entries(const std::filesystem::path& path);
+
+/// The same, keeping the bytes of the stored entries whose name `keep` accepts (each at most 1 MiB, else refused
+/// as damaged) in `kept` as (name, bytes), in archive order: what a reader examines before another parser sees it.
+std::int64_t verify_zip_entries(const std::filesystem::path& path, const std::function<bool(const std::string&)>& keep,
+                                std::vector<std::pair<std::string, std::string>>& kept);
 
 }  // namespace xmc

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/core/archive_module_code.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/pickle_shape.h"
 #include "engine/core/write_failure.h"
 #include "engine/method/method_state.h"
 #include "engine/core/zip_integrity.h"
@@ -197,24 +199,66 @@ void save_checkpoint(const std::filesystem::path& path, MethodState& method, tor
   durable_rename(temp, path);
 }
 
+namespace {
+
+/// What LibTorch said when it could not read an archive, without its backtrace and in at most two lines: the
+/// TorchScript compiler (torch::jit::ErrorReport, not a c10::Error) reports damaged module code with a quote of it.
+std::string torch_said(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
+  std::string out;
+  std::size_t lines = 0, start = 0;
+  while (start < text.size() && lines < 2) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    out += (lines++ ? " " : "") + line.substr(line.find_first_not_of(" \t"));
+  }
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';  // damaged bytes, quoted
+  return out;
+}
+
+}  // namespace
+
+void check_torch_archive(const std::filesystem::path& path) {
+  const auto is_pickle = [](const std::string& entry) { return entry.size() >= 3 && entry.compare(entry.size() - 3, 3, "pkl") == 0; };
+  std::vector<std::pair<std::string, std::string>> kept, code;
+  // Every byte against its CRC-32 (LibTorch's reader checks none), keeping what LibTorch would parse.
+  verify_zip_entries(path, [&](const std::string& entry) { return is_archive_module_code(entry) || is_pickle(entry); }, kept);
+  for (auto& [entry, bytes] : kept) {
+    if (is_pickle(entry)) check_pickle_shape(path.string(), entry, bytes);  // its unpickler trusts the stack
+    else code.emplace_back(std::move(entry), std::move(bytes));
+  }
+  check_archive_module_code(path.string(), code);  // the code it would compile: declarations only
+}
+
 TrainingState read_checkpoint_state(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
+  check_torch_archive(path);
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path.string());
     return read_state(archive);
-  } catch (const c10::Error& e) {
-    throw InputError(path.string(), std::string("not a readable checkpoint: ") + e.what_without_backtrace());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path.string(), "not a readable checkpoint: " + torch_said(e));
   }
 }
 
 TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& method, std::int64_t num_labels, const std::string& store_id,
                               std::int64_t run_id) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
-  verify_zip_entries(path);  // a regular file, and every byte against the CRC-32 stored with it: LibTorch's reader does not check them
+  check_torch_archive(path);
+  torch::serialize::InputArchive archive;
   try {
-    torch::serialize::InputArchive archive;
     archive.load_from(path.string());
+  } catch (const std::exception& e) {  // the archive's structure or its modules' code: damage the CRCs could not see
+    throw InputError(path.string(), "not a readable checkpoint: " + torch_said(e));
+  }
+  try {
     TrainingState state;
     try {
       state = read_state(archive);
@@ -240,12 +284,15 @@ TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& me
     at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle: shares the global state
     generator.set_state(rng);
     return state;
-  } catch (const c10::Error& e) {
-    throw InputError(path.string(), std::string("checkpoint does not match the model: ") + e.what_without_backtrace());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path.string(), "checkpoint does not match the model: " + torch_said(e));
   }
 }
 
 bool load_optimizer_state(const std::filesystem::path& path, torch::optim::Optimizer& optimizer) {
+  check_torch_archive(path);
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path.string());
@@ -254,8 +301,10 @@ bool load_optimizer_state(const std::filesystem::path& path, torch::optim::Optim
     archive.read("optimizer", optimizer_archive);
     optimizer.load(optimizer_archive);
     return true;
-  } catch (const c10::Error& e) {
-    throw InputError(path.string(), std::string("optimiser state does not match the model: ") + e.what_without_backtrace());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path.string(), "optimiser state does not match the model: " + torch_said(e));
   }
 }
 

@@ -31,6 +31,10 @@ struct TrainingState {
 /// `optimizer` may be null (no stage in progress).
 void save_checkpoint(const std::filesystem::path& path, MethodState& method, torch::optim::Optimizer* optimizer, const TrainingState& state);
 
+/// Refuses, naming the file, a LibTorch archive (a checkpoint, a saved tensor) whose bytes fail their CRC-32s or
+/// whose module code is more than declarations (engine/core/archive_module_code.h): LibTorch would crash on some.
+void check_torch_archive(const std::filesystem::path& path);
+
 /// Reads only the training state.
 TrainingState read_checkpoint_state(const std::filesystem::path& path);
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/method/checkpoint.h"
 #include "engine/core/utf8.h"
 #include "engine/data/dataset.h"
 #include "engine/index/rag_options.h"
@@ -177,6 +178,7 @@ struct Predictor::Impl {
     std::error_code error;
     if (std::filesystem::exists(saved, error) && std::filesystem::last_write_time(saved, error) > checkpoint_time) {
       try {
+        check_torch_archive(saved);  // a cache, but read by LibTorch: damage it cannot survive is refused first
         torch::load(vectors, saved.string());
         if (vectors.dim() != 2 || vectors.size(0) != dataset.num_train() || vectors.size(1) != modes[rag_base].label_matrix.size(1)) vectors = torch::Tensor();
       } catch (const std::exception&) {
