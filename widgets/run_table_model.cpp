@@ -464,34 +464,33 @@ const std::map<std::string, std::string>& RunTableModel::flat_config(const RunIn
   return flat_configs_.emplace(info.id, std::move(flat)).first->second;
 }
 
-std::vector<ChosenSetting> RunTableModel::chosen_settings_of(const RunInfo& info) const {
-  if (const auto it = ended_chosen_settings_.find(info.id); it != ended_chosen_settings_.end() && it->second.first == info.status)
-    return it->second.second;
-  if (!store_) return {};
-  std::vector<ChosenSetting> chosen;
+namespace {
+
+/// What `read` gives for a run, kept in `cache` once the run has ended (until its status changes again: a
+/// stopped run continued); read anew while it runs. Empty when the store cannot be read now (the next refresh
+/// says why).
+template <class Value, class Read>
+Value kept_once_ended(std::unordered_map<std::int64_t, std::pair<RunStatus, Value>>& cache, const RunInfo& info, Session* store, Read&& read) {
+  if (const auto it = cache.find(info.id); it != cache.end() && it->second.first == info.status) return it->second.second;
+  if (!store) return {};
+  Value value;
   try {
-    chosen = store_->chosen_settings(info.id);
+    value = read(*store);
   } catch (const std::exception&) {
-    return {};  // a store that cannot be read now: the next refresh says why
+    return {};
   }
-  const bool ended = info.status == RunStatus::Completed || info.status == RunStatus::Failed || info.status == RunStatus::Stopped;
-  if (ended) ended_chosen_settings_[info.id] = {info.status, chosen};
-  return chosen;
+  if (info.status == RunStatus::Completed || info.status == RunStatus::Failed || info.status == RunStatus::Stopped) cache[info.id] = {info.status, value};
+  return value;
+}
+
+}  // namespace
+
+std::vector<ChosenSetting> RunTableModel::chosen_settings_of(const RunInfo& info) const {
+  return kept_once_ended(ended_chosen_settings_, info, store_.get(), [&](Session& s) { return s.chosen_settings(info.id); });
 }
 
 SystemUse RunTableModel::system_use_of(const RunInfo& info) const {
-  if (const auto it = ended_system_use_.find(info.id); it != ended_system_use_.end() && it->second.first == info.status)
-    return it->second.second;
-  if (!store_) return {};
-  SystemUse use;
-  try {
-    use = store_->system_use(info.id);
-  } catch (const std::exception&) {
-    return {};  // a store that cannot be read now: the next refresh says why
-  }
-  const bool ended = info.status == RunStatus::Completed || info.status == RunStatus::Failed || info.status == RunStatus::Stopped;
-  if (ended) ended_system_use_[info.id] = {info.status, use};
-  return use;
+  return kept_once_ended(ended_system_use_, info, store_.get(), [&](Session& s) { return s.system_use(info.id); });
 }
 
 QString RunTableModel::method_of(const RunInfo& info) const {
