@@ -398,6 +398,7 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
         }
       }
       CurveRun curve;
+      curve.id = id;
       curve.colour = column.colour;
       curve.evaluations = points;
       try {
@@ -524,6 +525,9 @@ QStringList CompareView::seed_group_labels() const {
   QStringList labels;
   const auto groups = seed_groups();
   for (const auto& g : groups) labels << seed_group_label(g, groups);
+  // Names from at most three keys can coincide (groups set apart by a fourth); the curves are kept by name.
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    if (labels.count(labels[static_cast<int>(i)]) > 1) labels[static_cast<int>(i)] += tr(" (#%1)").arg(curve_runs_[groups[i].front()].id);
   return labels;
 }
 
@@ -544,14 +548,16 @@ void CompareView::draw_metric_curves(bool headline_metrics) {
   std::vector<Curve> curves;
   const auto groups = seed_groups();
   if (seed_bands_ && groups.size() < curve_runs_.size()) {
-    for (const auto& group : groups) {
+    const QStringList labels = seed_group_labels();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const auto& group = groups[g];
       // Mean and sample sd by (metric, epoch) over the group's runs that have the point (a seed that failed
       // early adds nothing after its last evaluation).
       std::map<std::pair<std::string, double>, std::vector<double>> values;
       for (const std::size_t i : group)
         for (const EvalPoint& p : curve_runs_[i].evaluations)
           if (std::isfinite(p.value)) values[{p.metric, p.epoch}].push_back(p.value);
-      Curve c{seed_group_label(group, groups), curve_runs_[group.front()].colour, {}, {}};
+      Curve c{labels[static_cast<int>(g)], curve_runs_[group.front()].colour, {}, {}};
       for (const auto& [key, v] : values) {
         const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
         c.mean.push_back({key.second, 0, key.first, mean});

@@ -115,6 +115,7 @@ class CompareView : public QWidget {
   /// `headline_metrics` shows P@1, P@5 and PSP@5 only, else the metrics shown stay.
   void draw_metric_curves(bool headline_metrics);
   struct CurveRun {
+    std::int64_t id = 0;
     QString label;
     QColor colour;
     std::vector<EvalPoint> evaluations;

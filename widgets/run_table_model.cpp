@@ -220,7 +220,13 @@ void RunTableModel::set_metric_value(MetricValue which) {
 }
 
 bool RunTableModel::reload(bool all_evaluations) {
-  if (store_ && store_replaced()) store_.reset();  // a new file at the same path: read it, not the old one
+  if (store_ && store_replaced()) {  // a new file at the same path: read it, not the old one, nor what was kept of it
+    store_.reset();
+    ended_chosen_settings_.clear();
+    ended_system_use_.clear();
+    flat_configs_.clear();
+    method_cache_.clear();
+  }
   if (!store_ && !open_store()) return false;
   try {
     load_rows(all_evaluations);
@@ -591,6 +597,7 @@ QVariant RunTableModel::extra_cell(const Row& row, const ExtraColumn& column, in
       return metric_cell(row, static_cast<std::size_t>(it - metric_keys_.begin()), role);
     }
     case ExtraColumn::Kind::config: {
+      if (role != Qt::DisplayRole && role != Qt::ToolTipRole && role != kSortRole) return {};
       const QString value = config_value(row.info, column.key);
       const std::string key = column.key.toStdString();
       for (const ChosenSetting& chosen : chosen_settings_of(row.info)) {
@@ -609,13 +616,14 @@ QVariant RunTableModel::extra_cell(const Row& row, const ExtraColumn& column, in
       return {};
     }
     case ExtraColumn::Kind::system: {
+      if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+      if (role != Qt::DisplayRole && role != Qt::ToolTipRole && role != kSortRole) return {};
       const SystemUse use = system_use_of(row.info);
       const std::optional<double> value = column.key == QLatin1String(kPeakMemory) ? use.peak_memory_gb : use.mean_cpu_cores;
       // printf's rounding, as the tooltip's and the report's text (system_use_text).
       if (role == Qt::DisplayRole) return value ? QString::asprintf(column.key == QLatin1String(kPeakMemory) ? "%.2f" : "%.1f", *value) : QString();
       if (role == Qt::ToolTipRole && value) return QString::fromStdString(system_use_text(use));
       if (role == kSortRole) return value ? *value : -1.0;
-      if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
       return {};
     }
     case ExtraColumn::Kind::duration: {

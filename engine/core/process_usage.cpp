@@ -28,19 +28,28 @@ ProcessUsage process_usage() {
 
 ProcessUsageSampler::ProcessUsageSampler(std::chrono::milliseconds interval) : interval_(interval) {}
 
-std::vector<std::pair<std::string, double>> ProcessUsageSampler::sample(bool force) {
+std::vector<std::pair<std::string, double>> ProcessUsageSampler::sample(bool force, bool replacing) {
   const auto now = std::chrono::steady_clock::now();
   if (started_ && !force && now - last_time_ < interval_) return {};
   const ProcessUsage usage = process_usage();
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::vector<std::pair<std::string, double>> out;
   const std::string prefix = kSystemUsePrefix;
+  if (started_ && replacing) {  // measured from where the replaced sample was
+    last_time_ = before_last_time_;
+    last_cpu_seconds_ = before_last_cpu_seconds_;
+  }
   const double wall = std::chrono::duration<double>(now - last_time_).count();
-  if (started_ && wall > 0) out.emplace_back(prefix + "cpu_cores", (usage.cpu_seconds - last_cpu_seconds_) / wall);
+  if (started_ && wall > 0) {
+    out.emplace_back(prefix + "cpu_cores", (usage.cpu_seconds - last_cpu_seconds_) / wall);
+    out.emplace_back(prefix + "cpu_seconds_span", wall);
+  }
   if (started_ || force) {
     out.emplace_back(prefix + "memory_gb", usage.memory_bytes / kGiB);
     out.emplace_back(prefix + "peak_memory_gb", usage.peak_memory_bytes / kGiB);
   }
+  before_last_time_ = started_ ? last_time_ : now;
+  before_last_cpu_seconds_ = started_ ? last_cpu_seconds_ : usage.cpu_seconds;
   started_ = true;
   last_time_ = now;
   last_cpu_seconds_ = usage.cpu_seconds;

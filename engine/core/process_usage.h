@@ -23,20 +23,22 @@ ProcessUsage process_usage();
 inline constexpr const char* kSystemUsePrefix = "system/";
 
 /// Turns samples of process_usage() at most every `interval` apart into scalars: "system/cpu_cores" (CPU
-/// seconds per wall second since the previous sample: 2 = two cores busy throughout), "system/memory_gb" and
-/// "system/peak_memory_gb" (GiB).
+/// seconds per wall second since the previous sample: 2 = two cores busy throughout) with "system/cpu_seconds_span"
+/// (the wall seconds that rate covers, its weight in a mean), "system/memory_gb" and "system/peak_memory_gb" (GiB).
 class ProcessUsageSampler {
  public:
   explicit ProcessUsageSampler(std::chrono::milliseconds interval = std::chrono::seconds(10));
   /// The scalars (key, value) when `interval` has passed since the last sample (or `force`); empty otherwise.
   /// The first call only starts the clock unless forced (a CPU rate needs two samples; memory is given).
-  std::vector<std::pair<std::string, double>> sample(bool force = false);
+  /// `replacing`: this sample takes the last one's place (stored at the same step), so its CPU rate covers the
+  /// time since the sample before that one.
+  std::vector<std::pair<std::string, double>> sample(bool force = false, bool replacing = false);
 
  private:
   std::chrono::milliseconds interval_;
   bool started_ = false;
-  std::chrono::steady_clock::time_point last_time_;
-  double last_cpu_seconds_ = 0;
+  std::chrono::steady_clock::time_point last_time_, before_last_time_;
+  double last_cpu_seconds_ = 0, before_last_cpu_seconds_ = 0;
 };
 
 }  // namespace xmc

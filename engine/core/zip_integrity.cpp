@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <fstream>
 #include <vector>
 
@@ -43,6 +44,7 @@ class Inflater {
       stream_.avail_out = static_cast<uInt>(out_.size());
       const uInt in_before = stream_.avail_in;
       status = inflate(&stream_, Z_NO_FLUSH);
+      if (status == Z_MEM_ERROR) throw std::bad_alloc();
       if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) return false;
       const std::size_t produced = out_.size() - stream_.avail_out;
       if (produced == 0 && stream_.avail_in == in_before && status != Z_STREAM_END) break;  // no progress: wants more input
@@ -67,7 +69,7 @@ std::int64_t verify_zip_entries(const std::filesystem::path& path) {
 }
 
 std::int64_t verify_zip_entries(const std::filesystem::path& path, const std::function<bool(const std::string&)>& keep,
-                                std::vector<std::pair<std::string, std::string>>& kept) {
+                                std::vector<std::pair<std::string, std::string>>& kept, std::map<std::string, std::uint64_t>* sizes) {
   require_regular_file(path);
   const std::string name = path.string();
   std::ifstream in(path, std::ios::binary);
@@ -139,6 +141,11 @@ std::int64_t verify_zip_entries(const std::filesystem::path& path, const std::fu
     at += 46 + name_length + extra_length + comment_length;
     // LibTorch stores tensors and deflates some of its code entries (the larger module classes): both are checked.
     if (method != 0 && method != 8) throw damaged("entry " + entry_name + " uses compression method " + std::to_string(method) + ", which LibTorch never writes");
+    // Deflate cannot shrink data more than 1032 to 1: a larger declared size is damage, and inflating it is bounded.
+    if (method == 8 && uncompressed / 1032 > compressed + 1)
+      throw damaged("entry " + entry_name + " claims " + std::to_string(uncompressed) + " bytes from " + std::to_string(compressed) + " deflated ones");
+    if (method == 0 && uncompressed != compressed) throw damaged("entry " + entry_name + " is stored, yet its two sizes differ");
+    if (sizes) (*sizes)[entry_name] = uncompressed;
     const std::vector<unsigned char> header = read_at(local, 30);
     if (little_endian(header.data(), 4) != 0x04034b50) throw damaged("entry " + entry_name + " has no local header where the directory says");
     std::uint64_t data = local + 30 + little_endian(header.data() + 26, 2) + little_endian(header.data() + 28, 2);

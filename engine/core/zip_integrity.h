@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,10 @@ namespace xmc {
 /// record out of place.
 std::int64_t verify_zip_entries(const std::filesystem::path& path);
 
-/// The same, keeping the bytes of the stored entries whose name `keep` accepts (each at most 1 MiB, else refused
-/// as damaged) in `kept` as (name, bytes), in archive order: what a reader examines before another parser sees it.
+/// The same, keeping the bytes of the entries whose name `keep` accepts (each at most 1 MiB, else refused as
+/// damaged) in `kept` as (name, bytes), in archive order — what a reader examines before another parser sees
+/// it — and, when `sizes` is given, every entry's size (inflated) by name.
 std::int64_t verify_zip_entries(const std::filesystem::path& path, const std::function<bool(const std::string&)>& keep,
-                                std::vector<std::pair<std::string, std::string>>& kept);
+                                std::vector<std::pair<std::string, std::string>>& kept, std::map<std::string, std::uint64_t>* sizes = nullptr);
 
 }  // namespace xmc

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <map>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -225,11 +226,23 @@ std::string torch_said(const std::exception& e) {
 void check_torch_archive(const std::filesystem::path& path) {
   const auto is_pickle = [](const std::string& entry) { return entry.size() >= 3 && entry.compare(entry.size() - 3, 3, "pkl") == 0; };
   std::vector<std::pair<std::string, std::string>> kept, code;
+  std::map<std::string, std::uint64_t> sizes;
   // Every byte against its CRC-32 (LibTorch's reader checks none), keeping what LibTorch would parse.
-  verify_zip_entries(path, [&](const std::string& entry) { return is_archive_module_code(entry) || is_pickle(entry); }, kept);
+  verify_zip_entries(path, [&](const std::string& entry) { return is_archive_module_code(entry) || is_pickle(entry); }, kept, &sizes);
   for (auto& [entry, bytes] : kept) {
-    if (is_pickle(entry)) check_pickle_shape(path.string(), entry, bytes);  // its unpickler trusts the stack
-    else code.emplace_back(std::move(entry), std::move(bytes));
+    if (!is_pickle(entry)) {
+      code.emplace_back(std::move(entry), std::move(bytes));
+      continue;
+    }
+    // Its unpickler trusts the stack, and reads a storage as numel elements whatever its record holds.
+    const std::string folder = entry.substr(0, entry.size() - 4) + "/";  // archive/data.pkl's storages are archive/data/<key>
+    for (const PickledStorage& storage : check_pickle_shape(path.string(), entry, bytes)) {
+      const auto record = sizes.find(folder + storage.key);
+      if (record == sizes.end()) throw InputError(path.string(), "is damaged: " + entry + " names storage " + storage.key + ", which the archive lacks");
+      if (storage.numel > record->second / storage.element_bytes())
+        throw InputError(path.string(), "is damaged: " + entry + " reads storage " + storage.key + " as " + std::to_string(storage.numel) + " " + storage.type +
+                                            " elements, but its record holds " + std::to_string(record->second) + " bytes");
+    }
   }
   check_archive_module_code(path.string(), code);  // the code it would compile: declarations only
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "engine/core/process_usage.h"
 
@@ -11,6 +12,11 @@ namespace xmc {
 SystemUse summarize_system_use(const std::vector<ScalarPoint>& scalars) {
   const std::string peak_key = std::string(kSystemUsePrefix) + "peak_memory_gb";
   const std::string cpu_key = std::string(kSystemUsePrefix) + "cpu_cores";
+  const std::string span_key = std::string(kSystemUsePrefix) + "cpu_seconds_span";
+  // The wall seconds each step's CPU rate covers, where stored; else the time since the previous rate.
+  std::map<std::int64_t, double> spans;
+  for (const ScalarPoint& p : scalars)
+    if (p.key == span_key && std::isfinite(p.value) && p.value > 0) spans[p.step] = p.value;
   SystemUse use;
   double weighted = 0, weights = 0, previous_wall = std::nan(""), first_rate = std::nan("");
   for (const ScalarPoint& p : scalars) {
@@ -20,7 +26,8 @@ SystemUse summarize_system_use(const std::vector<ScalarPoint>& scalars) {
     } else if (p.key == cpu_key) {
       ++use.samples;
       use.max_cpu_cores = std::max(use.max_cpu_cores.value_or(0.0), p.value);
-      const double since = p.wall_time - previous_wall;
+      const auto span = spans.find(p.step);
+      const double since = span != spans.end() ? span->second : p.wall_time - previous_wall;
       if (std::isfinite(since) && since > 0) {
         weighted += p.value * since;
         weights += since;

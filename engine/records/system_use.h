@@ -17,8 +17,9 @@ struct SystemUse {
   std::size_t samples = 0;               ///< CPU samples behind the means
 };
 
-/// From a run's scalars (others ignored). The CPU mean weighs each sample by the time since the previous one
-/// (a sample at an epoch's end may cover a second, a periodic one ten); a run never sampled gives nothing.
+/// From a run's scalars (others ignored). The CPU mean weighs each sample by the wall seconds it covers (its
+/// "system/cpu_seconds_span"; in runs that did not store one, the time since the previous sample): a sample at an
+/// epoch's end may cover a second, a periodic one ten, the first after a resume only its own process's time.
 SystemUse summarize_system_use(const std::vector<ScalarPoint>& scalars);
 
 /// "peak memory 1.23 GB, 1.9 CPU cores busy on average (2.0 at most)"; "" when nothing was sampled.

@@ -178,6 +178,7 @@ struct Trainer::Impl {
   std::vector<std::pair<std::string, EvalResult>> last_modes;  ///< every mode of the last evaluation, primary first
   ReportOnlyProgress reporter;  ///< forwards to the caller's progress display for the current run()
   ProcessUsageSampler system_use;  ///< this process's CPU and memory, published every 10 s and at epoch ends
+  std::int64_t last_system_use_step = -1;  ///< the step of the last sample published
 
   // t-SNE snapshots of one query's negatives: its row, the batches of the last finished epoch (not part of
   // checkpoints: state.epoch_batches is cleared at each epoch end) and evaluations made so far.
@@ -209,8 +210,11 @@ struct Trainer::Impl {
 
   /// Publishes a sample of this process's use of the machine when one is due (or `force`), placed at `epoch`.
   void publish_system_use(double epoch, bool force) {
-    auto sample = system_use.sample(force);
+    // A sample at the step of the last one (the finish after the last epoch's end) replaces it in the store, so
+    // its CPU rate spans both intervals.
+    auto sample = system_use.sample(force, /*replacing=*/state.step == last_system_use_step);
     if (sample.empty()) return;
+    last_system_use_step = state.step;
     TrainEvent e;
     e.kind = TrainEvent::Kind::SystemUse;
     e.epoch = epoch;

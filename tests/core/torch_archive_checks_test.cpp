@@ -91,7 +91,7 @@ TEST(PickleShape, PicklesAsLibTorchWritesThemPass) {
 
 TEST(PickleShape, ABrokenStackIsRefusedWhereItBreaks) {
   // The constants.pkl that crashed LibTorch 1.13's unpickler: REDUCE on an empty stack.
-  EXPECT_EQ(pickle_refusal(std::string("\x80\x02RK", 4)), "ckpt.pt: is damaged: its pickle archive/data.pkl at byte 3: REDUCE pops more than the stack holds");
+  EXPECT_EQ(pickle_refusal(std::string("\x80\x02RK", 4)), "ckpt.pt: is damaged: its pickle archive/data.pkl at byte 2: REDUCE pops more than the stack holds");
   EXPECT_NE(pickle_refusal(std::string("\x80\x02h\x05.", 5)).find("BINGET of nothing stored"), std::string::npos);
   EXPECT_NE(pickle_refusal(std::string("\x80\x02).)", 5)).find("bytes after STOP"), std::string::npos);
   EXPECT_NE(pickle_refusal(std::string("\x80\x02)", 3)).find("no STOP"), std::string::npos);
@@ -102,6 +102,28 @@ TEST(PickleShape, ABrokenStackIsRefusedWhereItBreaks) {
   EXPECT_NE(pickle_refusal(std::string("\x80\x02)(b.", 6)).find("BUILD pops a mark"), std::string::npos);
   EXPECT_NE(pickle_refusal(std::string("\x80\x02}(K\x01u.", 8)).find("SETITEMS of an odd number of items"), std::string::npos);
   EXPECT_NE(pickle_refusal("3\n").find("no PROTO opcode first"), std::string::npos);
+}
+
+TEST(PickleShape, StorageRecordsAreReportedAndMemoIdsKeepTheirOrder) {
+  // A tensor's persistent id as LibTorch pickles it: ("storage", torch.FloatStorage, "0", "cpu", 16).
+  const std::string storage = std::string("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x10tQ.", 54);
+  const std::vector<PickledStorage> storages = check_pickle_shape("ckpt.pt", "archive/data.pkl", storage);
+  ASSERT_EQ(storages.size(), 1u);
+  EXPECT_EQ(storages[0].key, "0");
+  EXPECT_EQ(storages[0].type, "FloatStorage");
+  EXPECT_EQ(storages[0].numel, 16u);
+  EXPECT_EQ(storages[0].element_bytes(), 4u);
+  // The same with its key a path, its count negative, or not a storage record at all.
+  std::string up = storage;
+  up.replace(up.find("X\x01\x00\x00\x00" "0"), 6, std::string("X\x02\x00\x00\x00..", 7));
+  EXPECT_NE(pickle_refusal(up).find("a storage key \"..\" that is not a record name"), std::string::npos) << pickle_refusal(up);
+  std::string negative = storage;
+  negative.replace(negative.find("K\x10"), 2, std::string("J\xff\xff\xff\xff", 5));
+  EXPECT_NE(pickle_refusal(negative).find("a storage of -1 elements"), std::string::npos) << pickle_refusal(negative);
+  EXPECT_NE(pickle_refusal(std::string("\x80\x02K\x01Q.", 6)).find("a persistent id that is not a storage record"), std::string::npos);
+  // A memo id LibTorch never writes (it numbers from 0): its reader would size a table of 2^32 values.
+  EXPECT_NE(pickle_refusal(std::string("\x80\x02)r\xff\xff\xff\xff.", 9)).find("LONG_BINPUT of memo id 4294967295 past the 0 stored"), std::string::npos);
+  EXPECT_EQ(pickle_refusal(std::string("\x80\x02)q\x00q\x00.", 8)), "");  // stored again under its own id
 }
 
 TEST(ZipEntries, DeflatedEntriesAreInflatedAndChecked) {

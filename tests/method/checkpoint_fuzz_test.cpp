@@ -2,11 +2,13 @@
 // checkpoint, bytes of its entries changed (the pickled archive structure, the TorchScript code of its
 // modules, constants, tensor data), each entry's CRC-32 set to match the changed bytes, then loaded as a resume
 // and a prediction load it. The one outcome allowed besides loading is an xmc::Error naming the file; any other
-// exception escaping or a crash is a finding. Deterministic: mutation i draws from seed i, so a finding
-// reproduces (XMC_CHECKPOINT_FUZZ_VERBOSE=1 prints each mutation before it is loaded).
+// exception escaping or a crash is a finding. Mutation i draws from seed i (XMC_CHECKPOINT_FUZZ_VERBOSE=1 prints
+// each before it is loaded); the checkpoint itself is a fresh run's, and LibTorch names some of its archive
+// entries by addresses, so a finding is reproduced from the bytes it printed rather than from the seed alone.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -157,6 +159,30 @@ TEST(CheckpointFuzz, DamageTheChecksumsCannotSeeIsRefusedByNameNeverACrash) {
       EXPECT_NE(std::string(e.what()).find(checkpoint.string()), std::string::npos) << "mutation " << i << " (" << what << "): " << e.what();
     } catch (const std::exception& e) {
       ADD_FAILURE() << "mutation " << i << " (" << what << ") escaped as " << typeid(e).name() << ": " << e.what();
+    }
+  }
+  // A storage read as more elements than its record holds: LibTorch would read past the record's bytes.
+  {
+    const auto pickle = std::find_if(entries.begin(), entries.end(), [](const ZipEntry& e) { return e.name.size() > 9 && e.name.ends_with("/data.pkl"); });
+    ASSERT_NE(pickle, entries.end());
+    std::string bytes = original;
+    // The first storage's location "cpu", its memo put, then its count as one byte (BININT1).
+    const std::size_t location = bytes.find(std::string("X\x03\x00\x00\x00" "cpu", 8), pickle->data);
+    ASSERT_NE(location, std::string::npos);
+    std::size_t count = location + 8;
+    if (bytes[count] == 'q') count += 2;
+    ASSERT_EQ(bytes[count], 'K');
+    ASSERT_LT(count + 1, pickle->data + pickle->size);
+    bytes[count + 1] = '\xff';  // 255 elements
+    const std::uint32_t crc = crc32_update(0, bytes.data() + pickle->data, pickle->size);
+    put32(bytes, pickle->local_crc, crc);
+    put32(bytes, pickle->central_crc, crc);
+    std::ofstream(checkpoint, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      (void)load_checkpoint(checkpoint, *trained.method, labels);
+      ADD_FAILURE() << "a storage of 255 elements over a smaller record was loaded";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("elements, but its record holds"), std::string::npos) << e.what();
     }
   }
   // Most damage is seen; some (a changed tensor value, a comment in the code) is not damage a loader can know.

@@ -23,6 +23,15 @@ TEST(SystemUse, PeakMemoryAndTimeWeightedCpu) {
   EXPECT_EQ(system_use_text(use), "peak memory 2.25 GB, 1.4 CPU cores busy on average (4.0 at most)");
 }
 
+TEST(SystemUse, StoredSpansWeighTheMeanAcrossAResume) {
+  // 2 cores for 10 s, then the run waited a day to be resumed, then 1 core for 30 s: (2·10 + 1·30) / 40 = 1.25,
+  // not a day's weight for the second sample.
+  const std::vector<ScalarPoint> scalars = {
+      {5, 1.0, "system/cpu_cores", 2.0, 1000}, {5, 1.0, "system/cpu_seconds_span", 10, 1000},
+      {9, 2.0, "system/cpu_cores", 1.0, 1000 + 86400 + 30}, {9, 2.0, "system/cpu_seconds_span", 30, 1000 + 86400 + 30}};
+  EXPECT_DOUBLE_EQ(summarize_system_use(scalars).mean_cpu_cores.value_or(0), 1.25);
+}
+
 TEST(SystemUse, ARunNeverSampledSaysNothing) {
   const SystemUse none = summarize_system_use({{1, 0.1, "loss", 1.0, 1.0}});
   EXPECT_FALSE(none.peak_memory_gb || none.mean_cpu_cores);
