@@ -462,7 +462,7 @@ const std::map<std::string, std::string>& RunTableModel::flat_config(const RunIn
     for (const auto& [pointer, value] : flattened.items()) {  // "/encoder/dim" → "encoder.dim"
       std::string key = pointer.substr(pointer.empty() ? 0 : 1);
       std::replace(key.begin(), key.end(), '/', '.');
-      if (key == "seed") continue;
+      if (key == "seed" || key == "name") continue;  // what sets seeds of one setting apart, not the setting (a sweep names each)
       flat[key] = value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   } catch (const nlohmann::json::exception&) {

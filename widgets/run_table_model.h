@@ -165,7 +165,7 @@ class RunTableModel : public QAbstractTableModel {
   std::unique_ptr<Session> store_;
   QString method_of(const RunInfo& info) const;                    ///< the method's name, from the config
   mutable std::unordered_map<std::int64_t, QString> method_cache_;  ///< by run id
-  /// A run's config flattened to dotted keys ("encoder.dim" → "64"), without its seed; by run id.
+  /// A run's config flattened to dotted keys ("encoder.dim" → "64"), without its seed and name; by run id.
   mutable std::unordered_map<std::int64_t, std::map<std::string, std::string>> flat_configs_;
   const std::map<std::string, std::string>& flat_config(const RunInfo& info) const;
   /// Config values the run chose while training; read again while it runs and whenever its status changes.

@@ -467,9 +467,10 @@ class RunsTest : public QObject {
         store.set_status(run, status);
         return run;
       };
-      seeds.push_back(add("s1", R"({"method":"dexml","lr":0.001,"seed":1})", 0.40, 0.30, xmc::RunStatus::Completed));
-      seeds.push_back(add("s2", R"({"seed":2,"lr":0.001,"method":"dexml"})", 0.42, 0.33, xmc::RunStatus::Completed));  // keys in another order
-      seeds.push_back(add("s3", R"({"method":"dexml","lr":0.001,"seed":3})", 0.44, 0.36, xmc::RunStatus::Completed));
+      // A sweep names each seed's run in its config too: the names differ, the setting does not.
+      seeds.push_back(add("s1", R"({"method":"dexml","lr":0.001,"seed":1,"name":"dexml [seed=1]"})", 0.40, 0.30, xmc::RunStatus::Completed));
+      seeds.push_back(add("s2", R"({"seed":2,"lr":0.001,"method":"dexml","name":"dexml [seed=2]"})", 0.42, 0.33, xmc::RunStatus::Completed));  // keys in another order
+      seeds.push_back(add("s3", R"({"method":"dexml","lr":0.001,"seed":3,"name":"dexml [seed=3]"})", 0.44, 0.36, xmc::RunStatus::Completed));
       add("s4 failed", R"({"method":"dexml","lr":0.001,"seed":4})", 0.90, 0.90, xmc::RunStatus::Failed);
       add("other lr", R"({"method":"dexml","lr":0.01,"seed":1})", 0.50, 0.20, xmc::RunStatus::Completed);
     }
