@@ -65,7 +65,9 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
   dataset_row->addWidget(browse);
   top->addRow("Dataset", dataset_row);
   presets_ = new FocusWheelComboBox;
-  presets_->setToolTip("Start from an example configuration (datasets/configs)");
+  presets_->setObjectName("presets");
+  presets_->setToolTip("Start from an example configuration (datasets/configs); recommended-text first: what measured best for a new "
+                       "text dataset on a CPU (bench/RESULTS.md)");
   top->addRow("Preset", presets_);
   outer->addLayout(top);
 
@@ -185,7 +187,11 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
 void LaunchForm::load_presets(const QString& dir) {
   presets_->addItem("(defaults)");
   preset_paths_ << QString();
-  for (const auto& file : QDir(dir).entryInfoList({"*.json"}, QDir::Files, QDir::Name)) {
+  // The recommended starting points first (recommended-text.json: what measured best for a new text dataset on a
+  // CPU), then the rest by name.
+  QFileInfoList files = QDir(dir).entryInfoList({"*.json"}, QDir::Files, QDir::Name);
+  std::stable_partition(files.begin(), files.end(), [](const QFileInfo& file) { return file.completeBaseName().startsWith("recommended"); });
+  for (const auto& file : files) {
     presets_->addItem(file.completeBaseName());
     preset_paths_ << file.absoluteFilePath();
   }

@@ -7,6 +7,7 @@
 #include "engine/data/dataset.h"
 #include "engine/data/zero_shot_split.h"
 #include "engine/data/dataset_summary.h"
+#include "engine/data/holdout_split.h"
 #include "engine/data/mulan_importer.h"
 #include "engine/data/synthetic_builder.h"
 #include "engine/data/wordnet_builder.h"
@@ -188,6 +189,26 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
                   << s.zero_shot_test_rows << " test rows have a novel positive (tst_X_Y_zero.txt); " << s.train_rows_without_labels
                   << " train rows kept no observed label\n";
       }
+    });
+  }
+  // A development split: training queries held out, to choose values on without the test split.
+  {
+    auto* cmd = dataset->add_subcommand("split-holdout",
+                                        "Make a development set: some training queries held out as its test split (choose values there, not on the test split)");
+    auto opts = std::make_shared<HoldoutSplitOptions>();
+    auto in = std::make_shared<std::string>();
+    auto out = std::make_shared<OutputOptions>();
+    cmd->add_option("--in", *in, "Dataset folder whose training queries are split")->required();
+    add_output_options(cmd, *out);
+    cmd->add_option("--fraction", opts->fraction, "Fraction of the training queries held out as the new test split")->capture_default_str();
+    cmd->add_option("--seed", opts->seed, "Seed of the draw")->capture_default_str();
+    cmd->footer("Example:\n  xmc dataset split-holdout --in data/wordnet-direct --out data/wordnet-direct-dev --fraction 0.2 --seed 0");
+    cmd->callback([opts, in, out, &context] {
+      std::error_code error;
+      if (std::filesystem::equivalent(*in, out->out, error))
+        throw ConfigError("--out " + out->out + " is the dataset being split: give a new folder");
+      check_output_folder(*out);
+      save_and_report(holdout_split(load_dataset(*in, {}, context.progress), *opts), *out, context);
     });
   }
   // Tf-idf features stored with the dataset.

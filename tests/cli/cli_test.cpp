@@ -619,6 +619,70 @@ TEST(Cli, XrlinearFusedWithADenseRunRanksInItsPrimaryModeAndRefusesRunsItCannotF
   EXPECT_EQ(RunStore(db).list_runs().size(), 3u) << "a refused dense run leaves no failed run behind";
 }
 
+// Tree and nearest training queries together: xrlinear with xrlinear.knn ranks in its primary mode "tree-knn"
+// beside "tree", keeps the neighbours' rows in its run folder, predict and eval agree with training, and a run
+// whose rows went missing is refused naming the file. A development split holds training queries out.
+TEST(Cli, XrlinearWithNeighboursRanksInItsPrimaryModeAndAHoldoutSplitHoldsTrainingQueriesOut) {
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  const std::string train = std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() +
+                            " --set xrlinear.branching=2 --set xrlinear.max_leaf=2 --set xrlinear.knn=5 --set xrlinear.trees=2 --set threads=1 --set eval.k=[1,3] --json";
+  auto r = test::run_command(train, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto trained = nlohmann::json::parse(r.last_line());
+  const int run = trained["run_id"].get<int>();
+  ASSERT_TRUE(trained["modes"].contains("tree-knn")) << trained.dump();
+  ASSERT_TRUE(trained["modes"].contains("tree")) << trained.dump();
+  EXPECT_EQ(trained["P@1"], trained["modes"]["tree-knn"]["P@1"]) << "tree-knn is the primary mode";
+  EXPECT_GT(trained["P@1"].get<double>(), 0.9) << "every test query names its only label";
+  const auto run_dir = std::filesystem::path(db + ".artifacts") / std::to_string(run);
+  EXPECT_TRUE(std::filesystem::exists(run_dir / "neighbour_labels.csr"));
+  expect_predictions_score_as_trained(dir.path(), db, run, trained, {"P@1", "P@3", "PSP@3", "R@3"});
+  r = xmc("runs --db " + db + " show " + std::to_string(run));
+  EXPECT_NE(r.output.find("label tree 2 of 2: balanced 2-means"), std::string::npos) << "its log names both trees: " << r.output;
+
+  // Two trees of 7 units each; stopped after 10 steps (in the second tree), then resumed: the same model.
+  r = test::run_command(train + " --set max_steps=10", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto stopped = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(stopped["status"], "stopped");
+  r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --resume " + std::to_string(stopped["run_id"].get<int>()) + " --set max_steps=0 --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto resumed = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(resumed["status"], "completed");
+  for (const char* mode : {"tree", "tree-knn"})
+    for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"})
+      EXPECT_EQ(resumed["modes"][mode][metric].get<double>(), trained["modes"][mode][metric].get<double>()) << mode << " " << metric;
+
+  std::filesystem::remove(run_dir / "neighbour_features.csr");
+  r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find((run_dir / "neighbour_features.csr").string() + ": no such file"), std::string::npos) << r.output;
+  r = xmc("train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() + " --set xrlinear.knn=5 --set xrlinear.dense_run=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("xrlinear.knn and xrlinear.dense_run each fuse a second ranking with the tree: set one of them"), std::string::npos) << r.output;
+
+  // 120 training queries, a quarter held out as the new set's test split.
+  r = test::run_command(std::string(XMC_CLI_PATH) + " dataset split-holdout --in " + (dir / "data").string() + " --out " + (dir / "dev").string() +
+                            " --fraction 0.25 --seed 3 --json",
+                        false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Dataset dev = load_dataset(dir / "dev");
+  EXPECT_EQ(dev.num_train(), 90);
+  EXPECT_EQ(dev.num_test(), 30);
+  r = xmc("dataset split-holdout --in " + (dir / "data").string() + " --out " + (dir / "dev").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("already holds a dataset; pass --force"), std::string::npos) << r.output;
+  r = xmc("dataset split-holdout --in " + (dir / "data").string() + " --out " + (dir / "data").string() + " --force");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("is the dataset being split"), std::string::npos) << r.output;
+  r = xmc("dataset split-holdout --in " + (dir / "data").string() + " --out " + (dir / "dev2").string() + " --fraction 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--fraction"), std::string::npos) << r.output;
+}
+
 #ifdef XMC_CLI_HAS_REPORT
 TEST(Cli, ReportWritesTheWorkbenchReportHeadless) {
   test::TempDir dir;

@@ -9,9 +9,11 @@
 #include "engine/core/error.h"
 #include "engine/method/xrlinear/beam_search.h"
 #include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/neighbour_votes.h"
 #include "engine/method/xrlinear/paired_tokenizer.h"
 #include "engine/method/xrlinear/pifa.h"
 #include "engine/method/xrlinear/score_fusion.h"
+#include "engine/method/xrlinear/tree_ensemble.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 
 namespace xmc {
@@ -241,6 +243,49 @@ TEST(BeamSearch, ScoresAreProductsOfTransformedMarginsDownThePath) {
 }
 
 
+// Two trees over labels 0, 1, 2. The first is the one above (path scores 0.882497, 0.324652, 0.000335). The second
+// puts label 2 alone under C (margin 1: exp(0) = 1) and 0, 1 under D (margin 0: exp(-1) = 0.367879), with label
+// margins 1, 1, -1: paths 2: 1, 0: 0.367879, 1: 0.367879 · exp(-8) = 0.000123. Means: 0: 0.625188, 2: 0.500168,
+// 1: 0.162388.
+TEST(TreeEnsemble, LabelsScoreTheMeanOfTheirPathScoresOverTheUnionOfTheBeams) {
+  std::vector<TreeModel> trees(2);
+  trees[0].tree.child_offsets = {{0, 2}, {0, 2, 3}};
+  trees[0].tree.labels = {0, 1, 2};
+  trees[0].rankers = {{{{0}, {0.5F}, 0}, {{0}, {-1.0F}, 0}}, {{{0}, {2.0F}, 0}, {{}, {}, 0}, {{0}, {3.0F}, 0}}};
+  trees[1].tree.child_offsets = {{0, 2}, {0, 1, 3}};
+  trees[1].tree.labels = {2, 0, 1};
+  trees[1].rankers = {{{{0}, {1.0F}, 0}, {{}, {}, 0}}, {{{0}, {1.0F}, 0}, {{0}, {1.0F}, 0}, {{0}, {-1.0F}, 0}}};
+  const CsrMatrix query = dense_rows({{1}});
+  const TreeEnsembleSearch both(trees, {.beam = 2}, 1);
+  const std::vector<std::int64_t> all{0, 1, 2};
+  const std::vector<float> mean = both.path_scores(query, 0, all);
+  EXPECT_NEAR(mean[0], 0.625188, 1e-6);
+  EXPECT_NEAR(mean[1], 0.162388, 1e-6);
+  EXPECT_NEAR(mean[2], 0.500168, 1e-6);
+  std::vector<std::int64_t> labels(3);
+  std::vector<float> scores(3);
+  both.rank(query, 0, 1, 3, labels.data(), scores.data());
+  EXPECT_EQ(labels, (std::vector<std::int64_t>{0, 2, 1}));
+  EXPECT_NEAR(scores[1], 0.500168, 1e-6);
+  // Beams of one: the first tree keeps A (labels 0, 1), the second C (label 2); their union is ranked by the means.
+  labels.assign(2, 0);
+  scores.assign(2, 0);
+  TreeEnsembleSearch(trees, {.beam = 1}, 1).rank(query, 0, 1, 2, labels.data(), scores.data());
+  EXPECT_EQ(labels, (std::vector<std::int64_t>{0, 2}));
+  // One tree ranks as its beam search does.
+  const std::vector<TreeModel> first(trees.begin(), trees.begin() + 1);
+  std::vector<std::int64_t> alone(3), beam(3);
+  std::vector<float> alone_scores(3), beam_scores(3);
+  TreeEnsembleSearch(first, {.beam = 1}, 1).rank(query, 0, 1, 3, alone.data(), alone_scores.data());
+  BeamSearch(first[0].tree, first[0].rankers, {.beam = 1}, 1).rank(query, 0, 1, 3, beam.data(), beam_scores.data());
+  EXPECT_EQ(alone, beam);
+  EXPECT_EQ(alone_scores, beam_scores);
+  EXPECT_THROW(TreeEnsembleSearch({}, {}, 1), Error);
+  std::vector<TreeModel> mismatched = trees;
+  mismatched[1].tree.labels = {2, 0};
+  EXPECT_THROW(TreeEnsembleSearch(mismatched, {}, 1), Error);
+}
+
 /// Splits on spaces; a word's id is its length, plus `offset`; "?" is unknown (-1).
 class WordLengthTokenizer final : public TextTokenizer {
  public:
@@ -327,6 +372,69 @@ TEST(ScoreFusion, WeighsTheTreeScoreWithTheMinMaxScaledDenseScore) {
   EXPECT_FLOAT_EQ(no_spread[0].score, 0.45f);
   EXPECT_TRUE(fuse_scores({}, {}, {}, 0.5, 3).empty());
   EXPECT_THROW(fuse_scores(labels, tree, std::vector<float>{1.0f}, 0.5, 3), Error);
+}
+
+// Hand-worked: tree scores 0.02, 0.01, 0 are 1, 0.5, 0 of the best; shares 0.2, 0.8, 1. With alpha 0.75 the labels
+// score 4: 0.75 + 0.05 = 0.8, 6: 0.375 + 0.2 = 0.575, 8: 0 + 0.25 = 0.25; with alpha 0.25, 8: 0.75 beats 6: 0.725.
+TEST(ScoreFusion, WeighsTreeScoresRelativeToTheBestWithNeighbourShares) {
+  const std::vector<std::int64_t> labels{6, 4, 8};
+  const std::vector<float> tree{0.01f, 0.02f, 0.0f}, shares{0.8f, 0.2f, 1.0f};
+  const auto mostly_tree = fuse_with_shares(labels, tree, shares, 0.75, 3);
+  ASSERT_EQ(mostly_tree.size(), 3u);
+  EXPECT_EQ(mostly_tree[0].label, 4);
+  EXPECT_FLOAT_EQ(mostly_tree[0].score, 0.8f);
+  EXPECT_EQ(mostly_tree[1].label, 6);
+  EXPECT_FLOAT_EQ(mostly_tree[1].score, 0.575f);
+  EXPECT_EQ(mostly_tree[2].label, 8);
+  EXPECT_FLOAT_EQ(mostly_tree[2].score, 0.25f);
+  const auto mostly_shares = fuse_with_shares(labels, tree, shares, 0.25, 2);
+  ASSERT_EQ(mostly_shares.size(), 2u);
+  EXPECT_EQ(mostly_shares[0].label, 8);
+  EXPECT_FLOAT_EQ(mostly_shares[0].score, 0.75f);
+  EXPECT_EQ(mostly_shares[1].label, 6);
+  EXPECT_FLOAT_EQ(mostly_shares[1].score, 0.725f);
+  const auto scaled = fuse_with_shares(labels, std::vector<float>{0.5f, 1.0f, 0.0f}, shares, 0.75, 3);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(scaled[i].score, mostly_tree[i].score) << "only the tree scores' ratios count";
+  const auto no_tree = fuse_with_shares(labels, std::vector<float>{0, 0, 0}, shares, 0.75, 3);
+  EXPECT_EQ(no_tree[0].label, 8) << "all tree scores 0: the shares decide";
+  EXPECT_FLOAT_EQ(no_tree[0].score, 0.25f);
+  EXPECT_TRUE(fuse_with_shares({}, {}, {}, 0.5, 3).empty());
+  EXPECT_THROW(fuse_with_shares(labels, std::vector<float>{1.0f}, shares, 0.5, 3), Error);
+  EXPECT_THROW(fuse_with_shares(labels, tree, std::vector<float>{1.0f}, 0.5, 3), Error);
+}
+
+// Hand-worked: unit training rows r0 = (1, 0, 0) {0}, r1 = (0.6, 0.8, 0) {0, 1}, r2 = (0, 1, 0) {2}, r3 = (0, 0, 1) {1}.
+// The query (0.8, 0.6, 0) is 0.8 from r0, 0.96 from r1, 0.6 from r2 and 0 from r3. Two neighbours (r1, r0), of
+// similarity 1.76 in all, give label 0 (0.96 + 0.8) / 1.76 = 1 and label 1 0.96 / 1.76 = 0.5455; a third (r2;
+// 2.36 in all) gives 1.76 / 2.36 = 0.7458, 0.96 / 2.36 = 0.4068 and label 2 0.6 / 2.36 = 0.2542; r3 never votes
+// (nothing shared).
+TEST(NeighbourVotes, LabelsScoreTheirShareOfTheNearestRowsSimilarities) {
+  const CsrMatrix train = dense_rows({{1, 0, 0}, {0.6f, 0.8f, 0}, {0, 1, 0}, {0, 0, 1}});
+  const CsrMatrix labels = csr_from_rows({{0}, {0, 1}, {2}, {1}}, 4);
+  const NeighbourVotes knn(train, labels);
+  const CsrMatrix queries = dense_rows({{0.8f, 0.6f, 0}, {0, 0, 1}, {0, 0, 0}});
+  NeighbourVotes::Scratch scratch;
+  auto expect = [](const std::vector<LabelVote>& got, const std::vector<std::pair<std::int64_t, float>>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].label, want[i].first) << what << ", place " << i;
+      EXPECT_NEAR(got[i].score, want[i].second, 1e-6) << what << ", place " << i;
+    }
+  };
+  expect(knn.votes(queries, 0, 2, 10, scratch), {{0, 1.0f}, {1, 0.96f / 1.76f}}, "two neighbours");
+  expect(knn.votes(queries, 0, 3, 10, scratch), {{0, 1.76f / 2.36f}, {1, 0.96f / 2.36f}, {2, 0.6f / 2.36f}}, "three neighbours");
+  expect(knn.votes(queries, 0, 100, 10, scratch), {{0, 1.76f / 2.36f}, {1, 0.96f / 2.36f}, {2, 0.6f / 2.36f}}, "rows sharing no word never vote");
+  expect(knn.votes(queries, 0, 3, 1, scratch), {{0, 1.76f / 2.36f}}, "the best label alone");
+  expect(knn.votes(queries, 1, 3, 10, scratch), {{1, 1.0f}}, "scratch reused: the previous query left nothing behind");
+  expect(knn.votes(queries, 2, 3, 10, scratch), {}, "a query with no features");
+  expect(knn.votes(queries, 0, 0, 10, scratch), {}, "no neighbours");
+  // Ties: rows a = (1, 0) {1} and b = (0, 1) {0} are equally near (0, 0.7071) to (0.7071, 0.7071): one
+  // neighbour is the smaller row, a; two give labels 1 and 0 equal votes, the smaller id first.
+  const NeighbourVotes pair(dense_rows({{1, 0}, {0, 1}}), csr_from_rows({{1}, {0}}, 2));
+  const CsrMatrix diagonal = dense_rows({{0.70710678f, 0.70710678f}});
+  expect(pair.votes(diagonal, 0, 1, 10, scratch), {{1, 1.0f}}, "one neighbour of two equally near: the smaller row");
+  expect(pair.votes(diagonal, 0, 2, 10, scratch), {{0, 0.5f}, {1, 0.5f}}, "equal votes: the smaller label first");
+  EXPECT_THROW(NeighbourVotes(train, csr_from_rows({{0}}, 4)), Error);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <QComboBox>
+#include <QDir>
 #include <QWheelEvent>
 #include <QLabel>
 #include <QLineEdit>
@@ -36,6 +37,7 @@
 #include "engine/store/run_store.h"
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/decoder/decoder_options.h"
+#include "engine/method/xrlinear/xrlinear_options.h"
 #include "widgets/plot_export.h"  // QCustomPlot, included the way the widgets need it
 #include "widgets/decile_plot.h"
 #include "widgets/file_dialogs.h"
@@ -542,7 +544,7 @@ class WorkbenchTest : public QObject {
     // xrlinear trains no encoder by a loss: its own keys (the fusion with a dense run among them), the run's and
     // the evaluation's, and none of the encoder, loss, batching or optimiser keys.
     form.set_field_text("method", "xrlinear");
-    for (const char* key : {"xrlinear.ngrams", "xrlinear.dense_run", "xrlinear.fusion_weight", "seed", "eval.k", "max_steps"})
+    for (const char* key : {"xrlinear.ngrams", "xrlinear.dense_run", "xrlinear.fusion_weight", "xrlinear.trees", "xrlinear.knn", "seed", "eval.k", "max_steps"})
       QVERIFY2(form.field_shown(key), key);
     for (const char* key : {"encoder.type", "encoder.template", "loss", "temperature", "lr", "batch_size", "epochs", "sampler.type", "tsne.every", "rag.use"})
       QVERIFY2(!form.field_shown(key), key);
@@ -559,6 +561,23 @@ class WorkbenchTest : public QObject {
       QCoreApplication::processEvents();  // the layout settles after the rows were hidden
       form.grab().save(QString::fromUtf8(keep) + "/launch-form-xrlinear.png");
     }
+  }
+
+  void theRecommendedPresetIsOfferedFirst() {
+    xmc::gui::LaunchForm form(XMC_SOURCE_DIR "/datasets/configs");
+    auto* presets = form.findChild<QComboBox*>("presets");
+    QVERIFY(presets);
+    QVERIFY(presets->count() > 3);
+    QCOMPARE(presets->itemText(0), QStringLiteral("(defaults)"));
+    QCOMPARE(presets->itemText(1), QStringLiteral("recommended-text"));
+    QCOMPARE(presets->count(), QDir(XMC_SOURCE_DIR "/datasets/configs").entryList({"*.json"}, QDir::Files).size() + 1);
+    QVERIFY(presets->findText("recommended-text") == 1 && presets->findText("dexml-bow-wordnet") > 1);
+    presets->setCurrentIndex(1);
+    Q_EMIT presets->activated(1);
+    const xmc::TrainConfig config = form.config();
+    QCOMPARE(QString::fromStdString(config.method), QStringLiteral("xrlinear"));
+    QCOMPARE(config.get<xmc::XrlinearOptions>().trees, std::int64_t{2});
+    QCOMPARE(config.get<xmc::XrlinearOptions>().knn, std::int64_t{50});
   }
 
   void theImageKeysAppearForADatasetWithImageBanks() {

@@ -83,20 +83,33 @@ std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_
   const auto cols = queries.row_indices(row);
   const auto vals = queries.row_values(row);
   for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = vals[i];
-  std::vector<float> out;
-  out.reserve(labels.size());
-  for (const std::int64_t label : labels) {
+  // Level by level from the labels up, each node's transformed margin computed once however many of the labels
+  // lie under it (candidates of one query share most of their ancestors).
+  std::vector<double> score(labels.size(), 1.0);
+  std::vector<std::pair<std::int64_t, std::size_t>> at;  // (node at the current level, index into labels)
+  at.reserve(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::int64_t label = labels[i];
     if (label < 0 || label >= static_cast<std::int64_t>(position_of_.size()))
       throw Error("xrlinear: label " + std::to_string(label) + " is outside the tree's " + std::to_string(position_of_.size()) + " labels");
-    double score = 1.0;
-    std::int64_t node = position_of_[static_cast<std::size_t>(label)];
-    for (std::int64_t t = tree_.ranker_levels() - 1; t >= 0; --t) {
-      score *= transformed(margin(rankers_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)], cols, vals, dense));
-      node = parents_[static_cast<std::size_t>(t)][static_cast<std::size_t>(node)];
-    }
-    out.push_back(static_cast<float>(score));
+    at.emplace_back(position_of_[static_cast<std::size_t>(label)], i);
   }
-  return out;
+  for (std::int64_t t = tree_.ranker_levels() - 1; t >= 0; --t) {
+    std::sort(at.begin(), at.end());
+    const auto& level = rankers_[static_cast<std::size_t>(t)];
+    const auto& parents = parents_[static_cast<std::size_t>(t)];
+    for (std::size_t first = 0; first < at.size();) {
+      const std::int64_t node = at[first].first;
+      const double p = transformed(margin(level[static_cast<std::size_t>(node)], cols, vals, dense));
+      std::size_t last = first;
+      for (; last < at.size() && at[last].first == node; ++last) {
+        score[at[last].second] *= p;
+        at[last].first = parents[static_cast<std::size_t>(node)];
+      }
+      first = last;
+    }
+  }
+  return std::vector<float>(score.begin(), score.end());
 }
 
 void BeamSearch::rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t end, std::int64_t top, std::int64_t* labels, float* scores) const {

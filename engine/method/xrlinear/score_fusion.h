@@ -17,6 +17,21 @@ struct FusedLabel {
   float score;
 };
 
+/// The `top` best of `labels` (distinct) by alpha · first + (1 − alpha) · second, both taken as they are (scores
+/// already on one scale, such as a path score and a share of neighbours' votes), best first (ties: the smaller
+/// label id first).
+std::vector<FusedLabel> weigh_scores(std::span<const std::int64_t> labels, std::span<const float> first, std::span<const float> second, double alpha,
+                                     std::int64_t top);
+
+/// The tree and the nearest training queries (xrlinear.knn): the `top` best of `labels` (distinct) by
+///   alpha · tree score / the best tree score among them + (1 − alpha) · share
+/// where a share is a label's part of its neighbours' votes (neighbour_votes.h), in [0, 1]. Path scores are
+/// products of several margins, often far below 1 even for the right label, so each query's are taken relative
+/// to its best: the weight then means the same whatever the tree's depth or sureness. All tree scores 0: the
+/// shares alone decide.
+std::vector<FusedLabel> fuse_with_shares(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> shares,
+                                         double alpha, std::int64_t top);
+
 /// The `top` best of `labels` (distinct) by the rule above, best first (ties: the smaller label id first).
 /// `tree_scores` and `dense_scores` are the labels' scores, in the same order.
 std::vector<FusedLabel> fuse_scores(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> dense_scores,

@@ -3,10 +3,13 @@
 //
 //   tokenizer  the tf-idf vectorizer (fit on the training texts once, kept in the run folder as tfidf.txt)
 //   stage      "rankers", one epoch: its batches are groups of tree nodes whose children's rankers are trained
-//              with liblinear (tree_rankers.h); the label tree is built from PIFA vectors when the stage begins
+//              with liblinear (tree_rankers.h); the label tree (xrlinear.trees of them, tree_ensemble.h) is built
+//              from PIFA vectors when the stage begins
 //   inference  one mode, "tree": beam search down the label tree (a QueryRanker, no label matrix); with
 //              xrlinear.dense_run, first a mode "fused" that weighs the tree's scores with a dense run's
-//              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h)
+//              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h); with xrlinear.knn, first a
+//              mode "tree-knn" that weighs them with the votes of the nearest training queries (neighbour_votes.h),
+//              whose tf-idf rows and labels the run keeps in its folder
 //
 // Nothing is optimised by gradients: the stage has no parameter groups and steps only report the rankers' loss.
 #include <ATen/Parallel.h>
@@ -19,9 +22,11 @@
 #include "engine/method/xrlinear/beam_search.h"
 #include "engine/method/trained_run.h"
 #include "engine/method/xrlinear/label_tree.h"
+#include "engine/method/xrlinear/neighbour_votes.h"
 #include "engine/method/xrlinear/paired_tokenizer.h"
 #include "engine/method/xrlinear/pifa.h"
 #include "engine/method/xrlinear/score_fusion.h"
+#include "engine/method/xrlinear/tree_ensemble.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
 #include "engine/text/dataset_featurizer.h"
@@ -31,6 +36,9 @@ namespace xmc {
 namespace {
 
 constexpr const char* kVectorizerFile = "tfidf.txt";
+/// The training queries' tf-idf rows and labels, which xrlinear.knn's neighbours are drawn from.
+constexpr const char* kNeighbourFeaturesFile = "neighbour_features.csr";
+constexpr const char* kNeighbourLabelsFile = "neighbour_labels.csr";
 /// About this many steps per epoch, so that the progress bar and the loss plot move.
 constexpr std::int64_t kStepsPerEpoch = 100;
 
@@ -50,7 +58,7 @@ CsrMatrix tfidf_rows(const TfidfVectorizer& vectorizer, bool paired, const Token
 
 /// Beam search's `top` labels and scores ([rows x top], row-major) of every row of `features`, rows split
 /// across the threads.
-void beam_rank_rows(const BeamSearch& search, const CsrMatrix& features, std::int64_t top, std::int64_t* labels, float* scores) {
+void beam_rank_rows(const TreeEnsembleSearch& search, const CsrMatrix& features, std::int64_t top, std::int64_t* labels, float* scores) {
   at::parallel_for(0, features.rows, 64, [&](std::int64_t first, std::int64_t last) {
     search.rank(features, first, last, top, labels + first * top, scores + first * top);
   });
@@ -59,8 +67,9 @@ void beam_rank_rows(const BeamSearch& search, const CsrMatrix& features, std::in
 /// Beam search over the tf-idf rows of tokenized queries.
 class TreeRanker final : public QueryRanker {
  public:
-  TreeRanker(const TfidfVectorizer& vectorizer, const LabelTree& tree, const TreeRankers& rankers, BeamSearchOptions options, bool paired)
-      : vectorizer_(vectorizer), tree_(tree), search_(tree, rankers, std::move(options), vectorizer.num_features()), paired_(paired) {}
+  TreeRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const BeamSearchOptions& options, bool paired)
+      : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())), search_(trees, options, vectorizer.num_features()),
+        paired_(paired) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
@@ -68,13 +77,78 @@ class TreeRanker final : public QueryRanker {
     beam_rank_rows(search_, tfidf_rows(vectorizer_, paired_, queries, begin, end), top, out.labels.data_ptr<std::int64_t>(), out.scores.data_ptr<float>());
     return out;
   }
-  std::int64_t num_labels() const override { return static_cast<std::int64_t>(tree_.labels.size()); }
+  std::int64_t num_labels() const override { return num_labels_; }
 
  private:
   const TfidfVectorizer& vectorizer_;
-  const LabelTree& tree_;
-  BeamSearch search_;
+  std::int64_t num_labels_;
+  TreeEnsembleSearch search_;
   bool paired_;
+};
+
+/// Tree and nearest training queries together (score_fusion.h): per query, the tree's top fusion_tree_top labels
+/// and the knn_top best voted by its xrlinear.knn nearest training queries, each scored by both (the tree's path
+/// score relative to the best candidate's, and its share of the neighbours' votes, 0 where none votes for it),
+/// ranked by the weighted sum (fuse_with_shares).
+class NeighbourFusedRanker final : public QueryRanker {
+ public:
+  NeighbourFusedRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const XrlinearOptions& options,
+                       const NeighbourVotes& neighbours)
+      : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
+        search_(trees, options.beam_search(), vectorizer.num_features()), options_(options), neighbours_(neighbours) {}
+
+  RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
+    const std::int64_t n = end - begin;
+    RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
+    if (n == 0) return out;
+    const CsrMatrix features = vectorizer_.features(queries, begin, end);
+    const std::int64_t tree_top = options_.fusion_tree_top;
+    std::vector<std::int64_t> tree_labels(static_cast<std::size_t>(n * tree_top), -1);
+    std::vector<float> tree_scores(static_cast<std::size_t>(n * tree_top), 0.0f);
+    beam_rank_rows(search_, features, tree_top, tree_labels.data(), tree_scores.data());
+    auto* labels_out = out.labels.data_ptr<std::int64_t>();
+    auto* scores_out = out.scores.data_ptr<float>();
+    at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
+      NeighbourVotes::Scratch scratch;
+      std::vector<std::int64_t> candidates;
+      std::vector<float> votes;
+      for (std::int64_t row = first; row < last; ++row) {
+        candidates.clear();
+        votes.clear();
+        // Every label the neighbours vote for, best first: the first knn_top are candidates, the rest only lend
+        // their votes to the tree's candidates.
+        const std::vector<LabelVote> all = neighbours_.votes(features, row, options_.knn, neighbours_.num_labels(), scratch);
+        const std::size_t voted = std::min(all.size(), static_cast<std::size_t>(options_.knn_top));
+        for (std::size_t j = 0; j < voted; ++j) {
+          candidates.push_back(all[j].label);
+          votes.push_back(all[j].score);
+        }
+        for (std::int64_t j = 0; j < tree_top; ++j) {
+          const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
+          if (label < 0) continue;
+          const auto at = std::find_if(all.begin(), all.end(), [&](const LabelVote& v) { return v.label == label; });
+          if (at != all.end() && static_cast<std::size_t>(at - all.begin()) < voted) continue;  // a candidate already
+          candidates.push_back(label);
+          votes.push_back(at == all.end() ? 0.0f : at->score);
+        }
+        const std::vector<float> path = search_.path_scores(features, row, candidates);
+        const std::vector<FusedLabel> fused = fuse_with_shares(candidates, path, votes, options_.knn_weight, top);
+        for (std::size_t j = 0; j < fused.size(); ++j) {
+          labels_out[row * top + static_cast<std::int64_t>(j)] = fused[j].label;
+          scores_out[row * top + static_cast<std::int64_t>(j)] = fused[j].score;
+        }
+      }
+    });
+    return out;
+  }
+  std::int64_t num_labels() const override { return num_labels_; }
+
+ private:
+  const TfidfVectorizer& vectorizer_;
+  std::int64_t num_labels_;
+  TreeEnsembleSearch search_;
+  const XrlinearOptions& options_;
+  const NeighbourVotes& neighbours_;
 };
 
 /// The dense run a fused xrlinear run weighs its tree with: the run, and the label matrix and query encoder of
@@ -90,8 +164,9 @@ struct DenseSide {
 /// run's top fusion_dense_top labels, each scored by both, ranked by the weighted sum.
 class FusedRanker final : public QueryRanker {
  public:
-  FusedRanker(const TfidfVectorizer& vectorizer, const LabelTree& tree, const TreeRankers& rankers, const XrlinearOptions& options, DenseSide& dense)
-      : vectorizer_(vectorizer), tree_(tree), search_(tree, rankers, options.beam_search(), vectorizer.num_features()), options_(options), dense_(dense) {}
+  FusedRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense)
+      : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
+        search_(trees, options.beam_search(), vectorizer.num_features()), options_(options), dense_(dense) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
@@ -145,12 +220,12 @@ class FusedRanker final : public QueryRanker {
     });
     return out;
   }
-  std::int64_t num_labels() const override { return static_cast<std::int64_t>(tree_.labels.size()); }
+  std::int64_t num_labels() const override { return num_labels_; }
 
  private:
   const TfidfVectorizer& vectorizer_;
-  const LabelTree& tree_;
-  BeamSearch search_;
+  std::int64_t num_labels_;
+  TreeEnsembleSearch search_;
   const XrlinearOptions& options_;
   DenseSide& dense_;
 };
@@ -171,6 +246,7 @@ class XrlinearMethod final : public Method {
   }
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
+    run_dir_ = run_dir;
     const auto path = run_dir / kVectorizerFile;
     // Without texts the run is being loaded, not trained: its vectorizer must be there.
     if (vocabulary_texts.empty() && !std::filesystem::exists(path)) throw InputError(path.string(), "no such file: the run's tf-idf vocabulary is missing");
@@ -191,8 +267,10 @@ class XrlinearMethod final : public Method {
   }
   std::string description() const override {
     std::string out = "xrlinear: " + std::to_string(vectorizer_.num_features()) + " tf-idf features (" + std::to_string(vectorizer_.ngrams()) + "-grams)";
-    if (!tree_.child_offsets.empty()) out += ", label tree of " + std::to_string(tree_.ranker_levels()) + " levels";
+    if (trees_.size() == 1) out += ", label tree of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
+    if (trees_.size() > 1) out += ", " + std::to_string(trees_.size()) + " label trees of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (dense_) out += "; fused with run " + std::to_string(options_.dense_run) + " (" + dense_->run.method->name() + ", its " + dense_->mode + " mode)";
+    if (options_.knn > 0) out += "; fused with the votes of its " + std::to_string(options_.knn) + " nearest training queries";
     return out;
   }
   const TextTokenizer& tokenizer() const override {
@@ -216,30 +294,53 @@ class XrlinearMethod final : public Method {
       context.phase("tf-idf features of the training queries");
       features_ = tfidf_rows(vectorizer_, paired_ != nullptr, context.train_corpus, 0, context.train_corpus.size());
     }
-    if (tree_.child_offsets.empty()) {
-      context.phase("label tree: PIFA vectors, balanced 2-means");
-      tree_ = build_label_tree(pifa_label_vectors(context.dataset.train_labels, features_), options_.tree(config_.seed), context.progress);
-      rankers_ = empty_rankers(tree_);
+    if (trees_.empty()) {
+      context.phase("label tree: PIFA vectors");
+      const CsrMatrix label_vectors = pifa_label_vectors(context.dataset.train_labels, features_);
+      for (std::int64_t t = 0; t < options_.trees; ++t) {
+        context.phase(options_.trees == 1 ? std::string("label tree: balanced 2-means")
+                                          : "label tree " + std::to_string(t + 1) + " of " + std::to_string(options_.trees) + ": balanced 2-means");
+        TreeModel model;
+        model.tree = build_label_tree(label_vectors, options_.tree(tree_seed(t)), context.progress);
+        model.rankers = empty_rankers(model.tree);
+        trees_.push_back(std::move(model));
+      }
       trained_units_.clear();
     }
-    training_ = std::make_unique<RankerTraining>(tree_, features_, context.dataset.train_labels);
-    trained_units_.resize(static_cast<std::size_t>(training_->num_units()), 0);
+    if (options_.knn > 0) {
+      // The neighbours' index travels with the run, so that it ranks the same way wherever it is loaded.
+      write_csr_file(run_dir_ / kNeighbourFeaturesFile, features_);
+      write_csr_file(run_dir_ / kNeighbourLabelsFile, context.dataset.train_labels);
+      neighbours_.reset();
+    }
+    training_.clear();
+    unit_start_.assign(1, 0);
+    trained_units_.resize(trees_.size());
+    for (std::size_t t = 0; t < trees_.size(); ++t) {
+      training_.push_back(std::make_unique<RankerTraining>(trees_[t].tree, features_, context.dataset.train_labels));
+      unit_start_.push_back(unit_start_.back() + training_.back()->num_units());
+      trained_units_[t].resize(static_cast<std::size_t>(training_.back()->num_units()), 0);
+    }
     batches_ = unit_batches();
   }
   void end_stage(const StageSpec&, TrainContext&) override {
-    training_.reset();
+    training_.clear();
     features_ = CsrMatrix{};
   }
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return {}; }
   std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t, TrainContext&) override { return batches_; }
   StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext&) override {
-    if (!training_) throw Error("xrlinear: a training step before the stage began");
+    if (training_.empty()) throw Error("xrlinear: a training step before the stage began");
     torch::NoGradGuard no_grad;
     double loss = 0;
     for (const std::int64_t unit : batch) {
-      loss += training_->train(unit, options_.rankers(config_.seed), rankers_);
-      trained_units_.at(static_cast<std::size_t>(unit)) = 1;
+      // Units are numbered tree after tree.
+      if (unit < 0 || unit >= unit_start_.back()) throw Error("xrlinear: training unit " + std::to_string(unit) + " does not exist");
+      const auto t = static_cast<std::size_t>(std::upper_bound(unit_start_.begin(), unit_start_.end(), unit) - unit_start_.begin() - 1);
+      const std::int64_t local = unit - unit_start_[t];
+      loss += training_[t]->train(local, options_.rankers(tree_seed(static_cast<std::int64_t>(t))), trees_[t].rankers);
+      trained_units_[t].at(static_cast<std::size_t>(local)) = 1;
     }
     return {.loss = batch.empty() ? 0.0 : loss / static_cast<double>(batch.size()), .query_embeddings = {}};
   }
@@ -251,59 +352,94 @@ class XrlinearMethod final : public Method {
     return encode_queries(encoder, corpus, silent_progress(), "");
   }
   std::vector<InferenceMode> inference_modes(const TokenizedCorpus&, Progress&) override {
-    if (tree_.child_offsets.empty()) return {};
+    if (trees_.empty()) return {};
     InferenceMode tree{.name = "tree", .metric_prefix = "tree",
-                       .ranker = std::make_shared<TreeRanker>(vectorizer_, tree_, rankers_, options_.beam_search(), paired_ != nullptr)};
+                       .ranker = std::make_shared<TreeRanker>(vectorizer_, trees_, options_.beam_search(), paired_ != nullptr)};
+    if (options_.knn > 0) {
+      if (!neighbours_) neighbours_ = load_neighbours();
+      return {{.name = "tree-knn", .metric_prefix = "tree-knn",
+               .ranker = std::make_shared<NeighbourFusedRanker>(vectorizer_, trees_, options_, *neighbours_)},
+              tree};
+    }
     if (!dense_) return {tree};
-    if (dense_->labels.size(0) != static_cast<std::int64_t>(tree_.labels.size()))
+    if (dense_->labels.size(0) != num_tree_labels())
       throw ConfigError("xrlinear.dense_run: run " + std::to_string(options_.dense_run) + " ranks " + std::to_string(dense_->labels.size(0)) +
-                        " labels, this run's tree " + std::to_string(tree_.labels.size()));
-    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(vectorizer_, tree_, rankers_, options_, *dense_)}, tree};
+                        " labels, this run's tree " + std::to_string(num_tree_labels()));
+    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(vectorizer_, trees_, options_, *dense_)}, tree};
   }
   std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus&) override {
     throw Error("xrlinear cannot take labels it was not trained on: its tree and rankers come from the training queries' labels");
   }
 
+  // Tree 0 under the keys a run of one tree has always written ("xrlinear_levels", ...), tree t > 0 under
+  // "xrlinear_tree<t>_levels", ...
   void save_state(torch::serialize::OutputArchive& archive) const override {
-    if (tree_.child_offsets.empty()) return;
-    archive.write("xrlinear_levels", torch::tensor(tree_.ranker_levels(), torch::kInt64));
-    for (std::int64_t t = 0; t < tree_.ranker_levels(); ++t) {
+    for (std::size_t t = 0; t < trees_.size(); ++t) save_tree(archive, tree_key_prefix(t), trees_[t], trained_units_.at(t));
+  }
+  void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
+    std::vector<TreeModel> trees;
+    std::vector<std::vector<char>> trained;
+    for (std::size_t t = 0;; ++t) {
+      torch::Tensor levels;
+      if (!archive.try_read(tree_key_prefix(t) + "levels", levels)) break;
+      trained.emplace_back();
+      trees.push_back(load_tree(archive, tree_key_prefix(t), levels, num_labels, trained.back()));
+    }
+    if (trees.empty()) return;  // saved before the trees were built
+    if (static_cast<std::int64_t>(trees.size()) != options_.trees)
+      throw Error("xrlinear checkpoint: it holds " + std::to_string(trees.size()) + " label trees, the run's xrlinear.trees is " + std::to_string(options_.trees));
+    trees_ = std::move(trees);
+    trained_units_ = std::move(trained);
+  }
+
+ private:
+  /// Tree t's seed (2-means starts and liblinear's draws): the run's seed for the first, then the next ones.
+  std::uint64_t tree_seed(std::int64_t t) const { return config_.seed + static_cast<std::uint64_t>(t); }
+  static std::string tree_key_prefix(std::size_t t) { return t == 0 ? "xrlinear_" : "xrlinear_tree" + std::to_string(t) + "_"; }
+  std::int64_t num_tree_labels() const { return trees_.empty() ? 0 : static_cast<std::int64_t>(trees_.front().tree.labels.size()); }
+
+  static void save_tree(torch::serialize::OutputArchive& archive, const std::string& key, const TreeModel& model, const std::vector<char>& trained) {
+    const LabelTree& tree = model.tree;
+    archive.write(key + "levels", torch::tensor(tree.ranker_levels(), torch::kInt64));
+    for (std::int64_t t = 0; t < tree.ranker_levels(); ++t) {
       const std::string level = std::to_string(t);
-      archive.write("xrlinear_offsets_" + level, int64_tensor(tree_.child_offsets[static_cast<std::size_t>(t)]));
+      archive.write(key + "offsets_" + level, int64_tensor(tree.child_offsets[static_cast<std::size_t>(t)]));
       // The level's rankers as CSR rows plus biases.
       std::vector<std::int64_t> indptr{0};
       std::vector<std::int32_t> features;
       std::vector<float> weights;
       std::vector<float> biases;
-      for (const SparseRanker& r : rankers_[static_cast<std::size_t>(t)]) {
+      for (const SparseRanker& r : model.rankers[static_cast<std::size_t>(t)]) {
         features.insert(features.end(), r.features.begin(), r.features.end());
         weights.insert(weights.end(), r.weights.begin(), r.weights.end());
         biases.push_back(r.bias);
         indptr.push_back(static_cast<std::int64_t>(features.size()));
       }
-      archive.write("xrlinear_indptr_" + level, int64_tensor(indptr));
-      archive.write("xrlinear_features_" + level, torch::tensor(features, torch::kInt32));
-      archive.write("xrlinear_weights_" + level, torch::tensor(weights, torch::kFloat32));
-      archive.write("xrlinear_biases_" + level, torch::tensor(biases, torch::kFloat32));
+      archive.write(key + "indptr_" + level, int64_tensor(indptr));
+      archive.write(key + "features_" + level, torch::tensor(features, torch::kInt32));
+      archive.write(key + "weights_" + level, torch::tensor(weights, torch::kFloat32));
+      archive.write(key + "biases_" + level, torch::tensor(biases, torch::kFloat32));
     }
-    archive.write("xrlinear_labels", torch::tensor(tree_.labels, torch::kInt32));
-    archive.write("xrlinear_trained", torch::tensor(std::vector<std::int64_t>(trained_units_.begin(), trained_units_.end()), torch::kInt64));
+    archive.write(key + "labels", torch::tensor(tree.labels, torch::kInt32));
+    archive.write(key + "trained", torch::tensor(std::vector<std::int64_t>(trained.begin(), trained.end()), torch::kInt64));
   }
-  void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
-    torch::Tensor levels;
-    if (!archive.try_read("xrlinear_levels", levels)) return;  // saved before the tree was built
-    LabelTree tree;
-    TreeRankers rankers;
-    const std::int64_t count = levels.item<std::int64_t>();
+
+  TreeModel load_tree(torch::serialize::InputArchive& archive, const std::string& key, const torch::Tensor& levels, std::int64_t num_labels,
+                      std::vector<char>& trained_units) const {
+    TreeModel model;
+    LabelTree& tree = model.tree;
+    TreeRankers& rankers = model.rankers;
+    if (levels.numel() != 1) throw Error("xrlinear checkpoint: " + key + "levels holds " + std::to_string(levels.numel()) + " values");
+    const std::int64_t count = levels.to(torch::kInt64).item<std::int64_t>();
     if (count < 1 || count > 64) throw Error("xrlinear checkpoint: " + std::to_string(count) + " tree levels");
     for (std::int64_t t = 0; t < count; ++t) {
       const std::string level = std::to_string(t);
       torch::Tensor offsets, indptr, features, weights, biases;
-      archive.read("xrlinear_offsets_" + level, offsets);
-      archive.read("xrlinear_indptr_" + level, indptr);
-      archive.read("xrlinear_features_" + level, features);
-      archive.read("xrlinear_weights_" + level, weights);
-      archive.read("xrlinear_biases_" + level, biases);
+      archive.read(key + "offsets_" + level, offsets);
+      archive.read(key + "indptr_" + level, indptr);
+      archive.read(key + "features_" + level, features);
+      archive.read(key + "weights_" + level, weights);
+      archive.read(key + "biases_" + level, biases);
       tree.child_offsets.push_back(int64_values(offsets));
       const std::vector<std::int64_t> rows = int64_values(indptr);
       const torch::Tensor f = features.to(torch::kInt32).contiguous();
@@ -326,8 +462,8 @@ class XrlinearMethod final : public Method {
       rankers.push_back(std::move(level_rankers));
     }
     torch::Tensor labels, trained;
-    archive.read("xrlinear_labels", labels);
-    archive.read("xrlinear_trained", trained);
+    archive.read(key + "labels", labels);
+    archive.read(key + "trained", trained);
     const torch::Tensor l = labels.to(torch::kInt32).contiguous();
     tree.labels.assign(l.data_ptr<std::int32_t>(), l.data_ptr<std::int32_t>() + l.numel());
     check_label_tree(tree, num_labels);
@@ -335,13 +471,11 @@ class XrlinearMethod final : public Method {
       if (static_cast<std::int64_t>(rankers[static_cast<std::size_t>(t)].size()) != tree.nodes_at(t + 1))
         throw Error("xrlinear checkpoint: level " + std::to_string(t) + " has rankers for " + std::to_string(rankers[static_cast<std::size_t>(t)].size()) +
                     " nodes, its tree " + std::to_string(tree.nodes_at(t + 1)));
-    tree_ = std::move(tree);
-    rankers_ = std::move(rankers);
     const std::vector<std::int64_t> flags = int64_values(trained);
-    trained_units_.assign(flags.begin(), flags.end());
+    trained_units.assign(flags.begin(), flags.end());
+    return model;
   }
 
- private:
   /// Loads xrlinear.dense_run, checks that it ranks the same dataset's labels by inner products, and pairs
   /// its tokenizer with the tf-idf one.
   void attach_dense_run() {
@@ -365,25 +499,46 @@ class XrlinearMethod final : public Method {
     paired_ = std::make_unique<PairedTokenizer>(vectorizer_, dense_->run.method->tokenizer());
   }
 
-  /// The units not trained yet, in order, cut into about kStepsPerEpoch batches of similar cost.
+  /// The training queries' tf-idf rows and labels written when the stage began, checked against the run's
+  /// vectorizer and tree.
+  std::unique_ptr<NeighbourVotes> load_neighbours() const {
+    const auto features_path = run_dir_ / kNeighbourFeaturesFile;
+    const auto labels_path = run_dir_ / kNeighbourLabelsFile;
+    for (const auto& path : {features_path, labels_path})
+      if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such file: xrlinear.knn's training rows are missing from the run folder");
+    const CsrMatrix features = read_csr_file(features_path);
+    const CsrMatrix labels = read_csr_file(labels_path);
+    if (features.cols != vectorizer_.num_features())
+      throw InputError(features_path.string(), "holds " + std::to_string(features.cols) + " features, the run's vectorizer " +
+                                                   std::to_string(vectorizer_.num_features()));
+    if (labels.cols != num_tree_labels())
+      throw InputError(labels_path.string(), "holds " + std::to_string(labels.cols) + " labels, the run's tree " + std::to_string(num_tree_labels()));
+    if (labels.rows != features.rows)
+      throw InputError(labels_path.string(), "holds " + std::to_string(labels.rows) + " rows, " + features_path.string() + " " +
+                                                 std::to_string(features.rows));
+    return std::make_unique<NeighbourVotes>(features, labels);
+  }
+
+  /// The units not trained yet, tree after tree, in order, cut into about kStepsPerEpoch batches of similar cost.
   std::vector<std::vector<std::int64_t>> unit_batches() const {
-    std::vector<std::int64_t> pending;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pending;  // (unit, its cost)
     std::int64_t total = 0;
-    for (std::int64_t u = 0; u < training_->num_units(); ++u) {
-      if (trained_units_[static_cast<std::size_t>(u)]) continue;
-      pending.push_back(u);
-      total += training_->unit_cost(u);
-    }
+    for (std::size_t t = 0; t < training_.size(); ++t)
+      for (std::int64_t u = 0; u < training_[t]->num_units(); ++u) {
+        if (trained_units_[t][static_cast<std::size_t>(u)]) continue;
+        pending.emplace_back(unit_start_[t] + u, training_[t]->unit_cost(u));
+        total += pending.back().second;
+      }
     const std::int64_t per_batch = std::max<std::int64_t>(1, total / kStepsPerEpoch);
     std::vector<std::vector<std::int64_t>> out;
     std::int64_t cost = 0;
-    for (const std::int64_t u : pending) {
+    for (const auto& [unit, unit_cost] : pending) {
       if (out.empty() || cost >= per_batch) {
         out.emplace_back();
         cost = 0;
       }
-      out.back().push_back(u);
-      cost += training_->unit_cost(u);
+      out.back().push_back(unit);
+      cost += unit_cost;
     }
     return out;
   }
@@ -394,12 +549,14 @@ class XrlinearMethod final : public Method {
   const RunStore* store_ = nullptr;          ///< the store holding xrlinear.dense_run (use_store)
   std::unique_ptr<DenseSide> dense_;          ///< set with xrlinear.dense_run
   std::unique_ptr<PairedTokenizer> paired_;   ///< the tf-idf and the dense run's tokens, with dense_
+  std::filesystem::path run_dir_;
+  std::unique_ptr<NeighbourVotes> neighbours_;  ///< with xrlinear.knn, once an inference mode needs it
   torch::nn::Module module_;  ///< no parameters: the model lives in the checkpoint's method state
-  LabelTree tree_;
-  TreeRankers rankers_;
-  std::vector<char> trained_units_;
+  std::vector<TreeModel> trees_;                    ///< xrlinear.trees of them once built
+  std::vector<std::vector<char>> trained_units_;     ///< per tree, per training unit: trained yet
+  std::vector<std::int64_t> unit_start_;            ///< tree t's units are [unit_start_[t], unit_start_[t + 1]), while the stage runs
   CsrMatrix features_;                         ///< the training queries', while the stage runs
-  std::unique_ptr<RankerTraining> training_;   ///< while the stage runs
+  std::vector<std::unique_ptr<RankerTraining>> training_;   ///< one per tree, while the stage runs
   std::vector<std::vector<std::int64_t>> batches_;
 };
 

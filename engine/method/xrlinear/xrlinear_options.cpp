@@ -41,6 +41,10 @@ MethodInfo xrlinear_method_info() {
           .fixed_on_resume()
           .integer("xrlinear.kmeans_iterations", &XrlinearOptions::kmeans_iterations, 1, 1000, "Label tree: 2-means iterations per split")
           .fixed_on_resume()
+          .integer("xrlinear.trees", &XrlinearOptions::trees, 1, 16,
+                   "Label trees, each from its own 2-means starts (seed, seed + 1, ...) with its own rankers; a label scores the mean "
+                   "of its path scores in them (training costs that many times one tree's)")
+          .fixed_on_resume()
           .text("xrlinear.loss", &XrlinearOptions::loss, {"squared-hinge", "logistic"},
                 "Rankers: liblinear's L2-regularised squared-hinge SVM or logistic regression (both dual solvers)")
           .fixed_on_resume()
@@ -64,8 +68,22 @@ MethodInfo xrlinear_method_info() {
                    "Dense and sparse together: candidates from the tree's beam per query")
           .integer("xrlinear.fusion_dense_top", &XrlinearOptions::fusion_dense_top, 1, 100000,
                    "Dense and sparse together: candidates from the dense run's nearest labels per query")
+          .integer("xrlinear.knn", &XrlinearOptions::knn, 0, 100000,
+                   "Tree and neighbours together: this many training queries nearest a query (tf-idf cosine) vote for their labels, "
+                   "and the votes are fused with the tree's scores in the primary mode, tree-knn (0 = none: the tree alone)")
+          .fixed_on_resume()
+          .number("xrlinear.knn_weight", &XrlinearOptions::knn_weight, 0, 1,
+                  "Tree and neighbours together: the weight of the tree's path scores, taken relative to the query's best candidate's; "
+                  "a label's share of the neighbours' votes (the similarity of those that have it over that of all) takes the rest "
+                  "(0.85 was chosen on held-out training queries of four sets, never on a test split)")
+          .integer("xrlinear.knn_top", &XrlinearOptions::knn_top, 1, 100000,
+                   "Tree and neighbours together: candidates from the neighbours' best-voted labels per query")
           .validate([](const TrainConfig& config) {
-            const auto branching = config.get<XrlinearOptions>().branching;
+            const auto& options = config.get<XrlinearOptions>();
+            if (options.knn > 0 && options.dense_run > 0)
+              throw ConfigError("xrlinear.knn and xrlinear.dense_run each fuse a second ranking with the tree: set one of them (knn " +
+                                std::to_string(options.knn) + ", dense_run " + std::to_string(options.dense_run) + ")");
+            const auto branching = options.branching;
             if ((branching & (branching - 1)) != 0)
               throw ConfigError("xrlinear.branching must be a power of two (2, 4, 8, 16, ...), got " + std::to_string(branching));
           })

@@ -21,6 +21,7 @@ struct XrlinearOptions {
   std::int64_t branching = 16;    ///< children per tree node
   std::int64_t max_leaf = 100;    ///< most labels under a leaf cluster
   std::int64_t kmeans_iterations = 20;
+  std::int64_t trees = 1;         ///< label trees from seeds seed, seed + 1, ... whose path scores are averaged
   std::string loss = "squared-hinge";
   double cost = 1.0;
   double tolerance = 0.1;
@@ -31,6 +32,9 @@ struct XrlinearOptions {
   double fusion_weight = 0.95;    ///< the tree's weight in the fused score (score_fusion.h)
   std::int64_t fusion_tree_top = 20;    ///< candidates the tree's beam gives the fusion per query
   std::int64_t fusion_dense_top = 100;  ///< candidates the dense run gives the fusion per query
+  std::int64_t knn = 0;           ///< nearest training queries whose labels are fused with the tree's (0 = none)
+  double knn_weight = 0.85;       ///< the tree's weight in that fusion (score_fusion.h: fuse_with_shares)
+  std::int64_t knn_top = 100;     ///< candidates the neighbours' votes give the fusion per query
 
   TfidfOptions tfidf() const { return {.ngrams = static_cast<int>(ngrams), .min_df = min_df, .max_features = max_features}; }
   LabelTreeOptions tree(std::uint64_t seed) const {
