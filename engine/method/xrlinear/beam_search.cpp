@@ -75,14 +75,11 @@ double BeamSearch::transformed(double z) const {
   return options_.transform == "l3-hinge" ? std::exp(-std::pow(std::max(0.0, 1.0 - z), 3)) : 1.0 / (1.0 + std::exp(-z));
 }
 
-std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels) const {
+std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels,
+                                           std::vector<float>* dense_buffer) const {
   if (queries.cols != num_features_)
     throw Error("xrlinear: queries have " + std::to_string(queries.cols) + " features, the rankers " + std::to_string(num_features_));
   if (row < 0 || row >= queries.rows) throw Error("xrlinear: query row " + std::to_string(row) + " is outside the " + std::to_string(queries.rows) + " rows");
-  std::vector<float> dense(static_cast<std::size_t>(num_features_), 0.0F);
-  const auto cols = queries.row_indices(row);
-  const auto vals = queries.row_values(row);
-  for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = vals[i];
   // Level by level from the labels up, each node's transformed margin computed once however many of the labels
   // lie under it (candidates of one query share most of their ancestors).
   std::vector<double> score(labels.size(), 1.0);
@@ -94,6 +91,12 @@ std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_
       throw Error("xrlinear: label " + std::to_string(label) + " is outside the tree's " + std::to_string(position_of_.size()) + " labels");
     at.emplace_back(position_of_[static_cast<std::size_t>(label)], i);
   }
+  std::vector<float> own;
+  std::vector<float>& dense = dense_buffer != nullptr ? *dense_buffer : own;
+  dense.resize(static_cast<std::size_t>(num_features_), 0.0F);
+  const auto cols = queries.row_indices(row);
+  const auto vals = queries.row_values(row);
+  for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = vals[i];
   for (std::int64_t t = tree_.ranker_levels() - 1; t >= 0; --t) {
     std::sort(at.begin(), at.end());
     const auto& level = rankers_[static_cast<std::size_t>(t)];
@@ -109,6 +112,7 @@ std::vector<float> BeamSearch::path_scores(const CsrMatrix& queries, std::int64_
       first = last;
     }
   }
+  for (std::size_t i = 0; i < cols.size(); ++i) dense[static_cast<std::size_t>(cols[i])] = 0.0F;
   return std::vector<float>(score.begin(), score.end());
 }
 

@@ -32,7 +32,10 @@ class BeamSearch {
   /// The score the tree gives each of `labels` for query row `row`, wherever the beam would have gone: the product
   /// of the transformed margins of the label and of its ancestors. Fusing another ranking's candidates with the
   /// tree's needs these: a label outside the beam scored 0 could never be weighed.
-  std::vector<float> path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels) const;
+  /// `dense`, when given, is working memory reused across calls (num_features zeros between calls, as this leaves
+  /// it): a call without it zero-fills a vector of every feature, which dominates for short queries.
+  std::vector<float> path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels,
+                                 std::vector<float>* dense = nullptr) const;
 
  private:
   double transformed(double z) const;

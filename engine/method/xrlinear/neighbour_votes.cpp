@@ -33,7 +33,8 @@ std::vector<LabelVote> NeighbourVotes::votes(const CsrMatrix& queries, std::int6
   std::vector<LabelVote> out;
   if (neighbours <= 0 || top <= 0) return out;
   scratch.similarity.resize(static_cast<std::size_t>(labels_.rows), 0.0f);
-  scratch.score.resize(static_cast<std::size_t>(labels_.cols), 0.0f);
+  scratch.touched.resize(static_cast<std::size_t>(labels_.rows), 0);
+  scratch.score.resize(static_cast<std::size_t>(labels_.cols), 0.0);
   // Similarities to every training row sharing a feature.
   const auto cols = queries.row_indices(row);
   const auto vals = queries.row_values(row);
@@ -42,9 +43,12 @@ std::vector<LabelVote> NeighbourVotes::votes(const CsrMatrix& queries, std::int6
     if (f + 1 >= postings_start_.size()) continue;  // a feature no training row has
     const float q = vals[j];
     for (std::int64_t p = postings_start_[f]; p < postings_start_[f + 1]; ++p) {
-      float& s = scratch.similarity[static_cast<std::size_t>(posting_rows_[static_cast<std::size_t>(p)])];
-      if (s == 0.0f) scratch.touched_rows.push_back(posting_rows_[static_cast<std::size_t>(p)]);
-      s += q * posting_values_[static_cast<std::size_t>(p)];
+      const auto r = static_cast<std::size_t>(posting_rows_[static_cast<std::size_t>(p)]);
+      if (!scratch.touched[r]) {
+        scratch.touched[r] = 1;
+        scratch.touched_rows.push_back(static_cast<std::int64_t>(r));
+      }
+      scratch.similarity[r] += q * posting_values_[static_cast<std::size_t>(p)];
     }
   }
   // The most similar rows (ties: the smaller row first, so the result does not depend on the order touched).
@@ -63,18 +67,21 @@ std::vector<LabelVote> NeighbourVotes::votes(const CsrMatrix& queries, std::int6
     if (!(s > 0.0f)) break;  // sorted: the rest are no closer
     total += s;
     for (const std::int32_t label : labels_.row_indices(rows[i])) {
-      float& v = scratch.score[static_cast<std::size_t>(label)];
-      if (v == 0.0f) scratch.touched_labels.push_back(label);
+      double& v = scratch.score[static_cast<std::size_t>(label)];
+      if (v == 0.0) scratch.touched_labels.push_back(label);
       v += s;
     }
   }
-  for (const std::int64_t r : rows) scratch.similarity[static_cast<std::size_t>(r)] = 0.0f;
+  for (const std::int64_t r : rows) {
+    scratch.similarity[static_cast<std::size_t>(r)] = 0.0f;
+    scratch.touched[static_cast<std::size_t>(r)] = 0;
+  }
   rows.clear();
   // The best-voted labels.
   out.reserve(scratch.touched_labels.size());
   for (const std::int64_t label : scratch.touched_labels) {
     out.push_back({label, static_cast<float>(scratch.score[static_cast<std::size_t>(label)] / total)});
-    scratch.score[static_cast<std::size_t>(label)] = 0.0f;
+    scratch.score[static_cast<std::size_t>(label)] = 0.0;
   }
   scratch.touched_labels.clear();
   const auto kept = std::min<std::size_t>(out.size(), static_cast<std::size_t>(top));

@@ -29,8 +29,9 @@ class NeighbourVotes {
   /// Per-thread working memory of votes(): reused across queries so each query costs its postings, not n + L.
   struct Scratch {
     std::vector<float> similarity;  ///< [n], 0 except at touched rows
+    std::vector<char> touched;      ///< [n], 1 at touched rows (a sum can come back to 0)
     std::vector<std::int64_t> touched_rows;
-    std::vector<float> score;       ///< [L], 0 except at touched labels
+    std::vector<double> score;      ///< [L], 0 except at touched labels (summed like the total, so a share is at most 1)
     std::vector<std::int64_t> touched_labels;
   };
 

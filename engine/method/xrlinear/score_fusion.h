@@ -17,12 +17,6 @@ struct FusedLabel {
   float score;
 };
 
-/// The `top` best of `labels` (distinct) by alpha · first + (1 − alpha) · second, both taken as they are (scores
-/// already on one scale, such as a path score and a share of neighbours' votes), best first (ties: the smaller
-/// label id first).
-std::vector<FusedLabel> weigh_scores(std::span<const std::int64_t> labels, std::span<const float> first, std::span<const float> second, double alpha,
-                                     std::int64_t top);
-
 /// The tree and the nearest training queries (xrlinear.knn): the `top` best of `labels` (distinct) by
 ///   alpha · tree score / the best tree score among them + (1 − alpha) · share
 /// where a share is a label's part of its neighbours' votes (neighbour_votes.h), in [0, 1]. Path scores are
@@ -32,7 +26,8 @@ std::vector<FusedLabel> weigh_scores(std::span<const std::int64_t> labels, std::
 std::vector<FusedLabel> fuse_with_shares(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> shares,
                                          double alpha, std::int64_t top);
 
-/// The `top` best of `labels` (distinct) by the rule above, best first (ties: the smaller label id first).
+/// xrlinear fused with a dense run: the `top` best of `labels` (distinct) by the min-max rule at the top of this
+/// file, best first (ties: the smaller label id first).
 /// `tree_scores` and `dense_scores` are the labels' scores, in the same order.
 std::vector<FusedLabel> fuse_scores(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> dense_scores,
                                     double alpha, std::int64_t top);

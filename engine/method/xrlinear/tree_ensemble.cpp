@@ -35,6 +35,7 @@ void TreeEnsembleSearch::rank(const CsrMatrix& queries, std::int64_t begin, std:
     float score;
   };
   std::vector<Scored> scored;
+  std::vector<float> dense;
   for (std::int64_t row = begin; row < end; ++row) {
     candidates.clear();
     for (const auto& tree_labels : beam_labels)
@@ -44,7 +45,7 @@ void TreeEnsembleSearch::rank(const CsrMatrix& queries, std::int64_t begin, std:
       }
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-    const std::vector<float> mean = path_scores(queries, row, candidates);
+    const std::vector<float> mean = path_scores(queries, row, candidates, &dense);
     scored.clear();
     for (std::size_t i = 0; i < candidates.size(); ++i) scored.push_back({candidates[i], mean[i]});
     const auto kept = std::min<std::size_t>(scored.size(), static_cast<std::size_t>(top));
@@ -60,11 +61,12 @@ void TreeEnsembleSearch::rank(const CsrMatrix& queries, std::int64_t begin, std:
   }
 }
 
-std::vector<float> TreeEnsembleSearch::path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels) const {
-  if (searches_.size() == 1) return searches_.front().path_scores(queries, row, labels);
+std::vector<float> TreeEnsembleSearch::path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels,
+                                                   std::vector<float>* dense) const {
+  if (searches_.size() == 1) return searches_.front().path_scores(queries, row, labels, dense);
   std::vector<double> sum(labels.size(), 0.0);
   for (const BeamSearch& search : searches_) {
-    const std::vector<float> one = search.path_scores(queries, row, labels);
+    const std::vector<float> one = search.path_scores(queries, row, labels, dense);
     for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += one[i];
   }
   std::vector<float> out(labels.size());

@@ -28,8 +28,10 @@ class TreeEnsembleSearch {
   /// Fills rows 0 .. end - begin of `labels` and `scores` ([rows x top], row-major) with the `top` best labels of
   /// rows [begin, end) of `queries`, best first (ties: the smaller label id first), padded with -1 and 0.
   void rank(const CsrMatrix& queries, std::int64_t begin, std::int64_t end, std::int64_t top, std::int64_t* labels, float* scores) const;
-  /// The mean over the trees of each label's path score for row `row` (BeamSearch::path_scores).
-  std::vector<float> path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels) const;
+  /// The mean over the trees of each label's path score for row `row` (BeamSearch::path_scores, `dense` its
+  /// reusable working memory).
+  std::vector<float> path_scores(const CsrMatrix& queries, std::int64_t row, std::span<const std::int64_t> labels,
+                                 std::vector<float>* dense = nullptr) const;
 
  private:
   std::vector<BeamSearch> searches_;

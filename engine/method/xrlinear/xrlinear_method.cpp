@@ -93,9 +93,9 @@ class TreeRanker final : public QueryRanker {
 class NeighbourFusedRanker final : public QueryRanker {
  public:
   NeighbourFusedRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const XrlinearOptions& options,
-                       const NeighbourVotes& neighbours)
+                       std::shared_ptr<const NeighbourVotes> neighbours)
       : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
-        search_(trees, options.beam_search(), vectorizer.num_features()), options_(options), neighbours_(neighbours) {}
+        search_(trees, options.beam_search(), vectorizer.num_features()), options_(options), neighbours_(std::move(neighbours)) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
@@ -110,6 +110,7 @@ class NeighbourFusedRanker final : public QueryRanker {
     auto* scores_out = out.scores.data_ptr<float>();
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       NeighbourVotes::Scratch scratch;
+      std::vector<float> dense_buffer;
       std::vector<std::int64_t> candidates;
       std::vector<float> votes;
       for (std::int64_t row = first; row < last; ++row) {
@@ -117,7 +118,7 @@ class NeighbourFusedRanker final : public QueryRanker {
         votes.clear();
         // Every label the neighbours vote for, best first: the first knn_top are candidates, the rest only lend
         // their votes to the tree's candidates.
-        const std::vector<LabelVote> all = neighbours_.votes(features, row, options_.knn, neighbours_.num_labels(), scratch);
+        const std::vector<LabelVote> all = neighbours_->votes(features, row, options_.knn, neighbours_->num_labels(), scratch);
         const std::size_t voted = std::min(all.size(), static_cast<std::size_t>(options_.knn_top));
         for (std::size_t j = 0; j < voted; ++j) {
           candidates.push_back(all[j].label);
@@ -131,7 +132,7 @@ class NeighbourFusedRanker final : public QueryRanker {
           candidates.push_back(label);
           votes.push_back(at == all.end() ? 0.0f : at->score);
         }
-        const std::vector<float> path = search_.path_scores(features, row, candidates);
+        const std::vector<float> path = search_.path_scores(features, row, candidates, &dense_buffer);
         const std::vector<FusedLabel> fused = fuse_with_shares(candidates, path, votes, options_.knn_weight, top);
         for (std::size_t j = 0; j < fused.size(); ++j) {
           labels_out[row * top + static_cast<std::int64_t>(j)] = fused[j].label;
@@ -148,7 +149,7 @@ class NeighbourFusedRanker final : public QueryRanker {
   std::int64_t num_labels_;
   TreeEnsembleSearch search_;
   const XrlinearOptions& options_;
-  const NeighbourVotes& neighbours_;
+  std::shared_ptr<const NeighbourVotes> neighbours_;  ///< shared: a ranker outlives the method's reloading them
 };
 
 /// The dense run a fused xrlinear run weighs its tree with: the run, and the label matrix and query encoder of
@@ -197,6 +198,7 @@ class FusedRanker final : public QueryRanker {
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       std::vector<std::int64_t> candidates;
       std::vector<float> dense;
+      std::vector<float> dense_buffer;
       for (std::int64_t row = first; row < last; ++row) {
         candidates.clear();
         dense.clear();
@@ -210,7 +212,7 @@ class FusedRanker final : public QueryRanker {
           candidates.push_back(label);
           dense.push_back(tree_label_dense_scores[row * tree_top + j]);
         }
-        const std::vector<float> path = search_.path_scores(features, row, candidates);
+        const std::vector<float> path = search_.path_scores(features, row, candidates, &dense_buffer);
         const std::vector<FusedLabel> fused = fuse_scores(candidates, path, dense, options_.fusion_weight, top);
         for (std::size_t j = 0; j < fused.size(); ++j) {
           labels_out[row * top + static_cast<std::int64_t>(j)] = fused[j].label;
@@ -358,7 +360,7 @@ class XrlinearMethod final : public Method {
     if (options_.knn > 0) {
       if (!neighbours_) neighbours_ = load_neighbours();
       return {{.name = "tree-knn", .metric_prefix = "tree-knn",
-               .ranker = std::make_shared<NeighbourFusedRanker>(vectorizer_, trees_, options_, *neighbours_)},
+               .ranker = std::make_shared<NeighbourFusedRanker>(vectorizer_, trees_, options_, neighbours_)},
               tree};
     }
     if (!dense_) return {tree};
@@ -431,7 +433,7 @@ class XrlinearMethod final : public Method {
     TreeRankers& rankers = model.rankers;
     if (levels.numel() != 1) throw Error("xrlinear checkpoint: " + key + "levels holds " + std::to_string(levels.numel()) + " values");
     const std::int64_t count = levels.to(torch::kInt64).item<std::int64_t>();
-    if (count < 1 || count > 64) throw Error("xrlinear checkpoint: " + std::to_string(count) + " tree levels");
+    if (count < 1 || count > 64) throw Error("xrlinear checkpoint: " + key + "levels says " + std::to_string(count) + " tree levels");
     for (std::int64_t t = 0; t < count; ++t) {
       const std::string level = std::to_string(t);
       torch::Tensor offsets, indptr, features, weights, biases;
@@ -447,7 +449,7 @@ class XrlinearMethod final : public Method {
       const torch::Tensor b = biases.to(torch::kFloat32).contiguous();
       if (rows.empty() || rows.front() != 0 || rows.back() != f.numel() || f.numel() != w.numel() || b.numel() + 1 != static_cast<std::int64_t>(rows.size()) ||
           !std::is_sorted(rows.begin(), rows.end()))
-        throw Error("xrlinear checkpoint: the rankers of level " + level + " are inconsistent");
+        throw Error("xrlinear checkpoint: the rankers of level " + level + " (" + key + "indptr_" + level + ") are inconsistent");
       std::vector<SparseRanker> level_rankers(static_cast<std::size_t>(b.numel()));
       for (std::size_t j = 0; j < level_rankers.size(); ++j) {
         SparseRanker& r = level_rankers[j];
@@ -469,7 +471,7 @@ class XrlinearMethod final : public Method {
     check_label_tree(tree, num_labels);
     for (std::int64_t t = 0; t < count; ++t)
       if (static_cast<std::int64_t>(rankers[static_cast<std::size_t>(t)].size()) != tree.nodes_at(t + 1))
-        throw Error("xrlinear checkpoint: level " + std::to_string(t) + " has rankers for " + std::to_string(rankers[static_cast<std::size_t>(t)].size()) +
+        throw Error("xrlinear checkpoint: level " + std::to_string(t) + " of " + key + "* has rankers for " + std::to_string(rankers[static_cast<std::size_t>(t)].size()) +
                     " nodes, its tree " + std::to_string(tree.nodes_at(t + 1)));
     const std::vector<std::int64_t> flags = int64_values(trained);
     trained_units.assign(flags.begin(), flags.end());
@@ -501,7 +503,7 @@ class XrlinearMethod final : public Method {
 
   /// The training queries' tf-idf rows and labels written when the stage began, checked against the run's
   /// vectorizer and tree.
-  std::unique_ptr<NeighbourVotes> load_neighbours() const {
+  std::shared_ptr<const NeighbourVotes> load_neighbours() const {
     const auto features_path = run_dir_ / kNeighbourFeaturesFile;
     const auto labels_path = run_dir_ / kNeighbourLabelsFile;
     for (const auto& path : {features_path, labels_path})
@@ -516,7 +518,7 @@ class XrlinearMethod final : public Method {
     if (labels.rows != features.rows)
       throw InputError(labels_path.string(), "holds " + std::to_string(labels.rows) + " rows, " + features_path.string() + " " +
                                                  std::to_string(features.rows));
-    return std::make_unique<NeighbourVotes>(features, labels);
+    return std::make_shared<const NeighbourVotes>(features, labels);
   }
 
   /// The units not trained yet, tree after tree, in order, cut into about kStepsPerEpoch batches of similar cost.
@@ -550,7 +552,7 @@ class XrlinearMethod final : public Method {
   std::unique_ptr<DenseSide> dense_;          ///< set with xrlinear.dense_run
   std::unique_ptr<PairedTokenizer> paired_;   ///< the tf-idf and the dense run's tokens, with dense_
   std::filesystem::path run_dir_;
-  std::unique_ptr<NeighbourVotes> neighbours_;  ///< with xrlinear.knn, once an inference mode needs it
+  std::shared_ptr<const NeighbourVotes> neighbours_;  ///< with xrlinear.knn, once an inference mode needs it
   torch::nn::Module module_;  ///< no parameters: the model lives in the checkpoint's method state
   std::vector<TreeModel> trees_;                    ///< xrlinear.trees of them once built
   std::vector<std::vector<char>> trained_units_;     ///< per tree, per training unit: trained yet

@@ -65,7 +65,7 @@ MethodInfo xrlinear_method_info() {
                   "Dense and sparse together: the tree's weight; the dense run's min-max scaled score takes the rest (0.95 was chosen on "
                   "held-out training queries of WordNet, never on a test split)")
           .integer("xrlinear.fusion_tree_top", &XrlinearOptions::fusion_tree_top, 1, 100000,
-                   "Dense and sparse together: candidates from the tree's beam per query")
+                   "Dense and sparse together, and tree and neighbours together: candidates from the tree's beam per query")
           .integer("xrlinear.fusion_dense_top", &XrlinearOptions::fusion_dense_top, 1, 100000,
                    "Dense and sparse together: candidates from the dense run's nearest labels per query")
           .integer("xrlinear.knn", &XrlinearOptions::knn, 0, 100000,
