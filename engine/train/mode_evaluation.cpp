@@ -81,12 +81,36 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
   return out;
 }
 
-ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix) {
+ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix, std::int64_t label_chunk) {
   torch::NoGradGuard no_grad;
   const std::int64_t n = std::min<std::int64_t>(queries.size(0), 1024);
-  if (n == 0 || label_matrix.size(0) < 2) return {};
-  const torch::Tensor scores = torch::matmul(queries.narrow(0, 0, n), label_matrix.t()).to(torch::kFloat64);
-  return {scores.std(/*dim=*/1).mean().item<double>(), scores.mean().item<double>()};
+  const std::int64_t labels = label_matrix.size(0);
+  if (n == 0 || labels < 2) return {};
+  // float64 scores of every query against a chunk of labels: 8 n bytes a label.
+  if (label_chunk <= 0) label_chunk = std::max<std::int64_t>(2, kScoreSpreadBytes / (8 * n));
+  const torch::Tensor q = queries.narrow(0, 0, n);
+  // Per query: the labels seen, the mean of their scores and the sum of squared deviations from it, merged chunk
+  // by chunk (Chan et al.'s pairwise update), so the result is the one-pass std's up to rounding.
+  double seen = 0;
+  torch::Tensor mean, squares;
+  for (std::int64_t first = 0; first < labels; first += label_chunk) {
+    const std::int64_t width = std::min(label_chunk, labels - first);
+    const torch::Tensor scores = torch::matmul(q, label_matrix.narrow(0, first, width).t()).to(torch::kFloat64);
+    const torch::Tensor chunk_mean = scores.mean(/*dim=*/1);
+    const torch::Tensor chunk_squares = (scores - chunk_mean.unsqueeze(1)).square().sum(/*dim=*/1);
+    if (seen == 0) {
+      mean = chunk_mean;
+      squares = chunk_squares;
+    } else {
+      const double total = seen + static_cast<double>(width);
+      const torch::Tensor delta = chunk_mean - mean;
+      mean = mean + delta * (static_cast<double>(width) / total);
+      squares = squares + chunk_squares + delta.square() * (seen * static_cast<double>(width) / total);
+    }
+    seen += static_cast<double>(width);
+  }
+  const torch::Tensor std_per_query = (squares / (seen - 1)).sqrt();  // unbiased, as torch's std
+  return {std_per_query.mean().item<double>(), mean.mean().item<double>()};
 }
 
 }  // namespace xmc

@@ -152,6 +152,17 @@ TEST(CollapseSignal, SpreadIsTheMeanStdOfEachQuerysLabelScores) {
   EXPECT_NEAR(collapsed.spread, 0.0, 1e-6);
   EXPECT_NEAR(collapsed.mean, 1.0, 1e-6);
   EXPECT_TRUE(embeddings_collapsed(collapsed.spread, collapsed.mean));
+  // Made a few labels at a time, the moments merge to those of all the scores at once (torch's own std and mean of
+  // the whole score matrix, computed here directly); the float32 products differ by their rounding alone.
+  torch::manual_seed(3);
+  const torch::Tensor queries = torch::randn({5, 8}), labels = torch::randn({37, 8}) + 0.3;
+  const torch::Tensor all = torch::matmul(queries, labels.t()).to(torch::kFloat64);
+  const double want_spread = all.std(1).mean().item<double>(), want_mean = all.mean().item<double>();
+  for (const std::int64_t chunk : {1, 2, 5, 36, 37, 100, 0}) {
+    const auto chunked = score_spread(queries, labels, chunk);
+    EXPECT_NEAR(chunked.spread, want_spread, 1e-6) << "chunks of " << chunk;
+    EXPECT_NEAR(chunked.mean, want_mean, 1e-6) << "chunks of " << chunk;
+  }
 }
 
 TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {
