@@ -64,6 +64,25 @@ void beam_rank_rows(const TreeEnsembleSearch& search, const CsrMatrix& features,
   });
 }
 
+/// The trees' `tree_top` best labels of every row of `features` ([rows x tree_top], row-major, padded with -1): the
+/// tree's side of a fusion.
+std::vector<std::int64_t> tree_candidates(const TreeEnsembleSearch& search, const CsrMatrix& features, std::int64_t tree_top) {
+  std::vector<std::int64_t> labels(static_cast<std::size_t>(features.rows * tree_top), -1);
+  std::vector<float> scores(static_cast<std::size_t>(features.rows * tree_top), 0.0f);
+  beam_rank_rows(search, features, tree_top, labels.data(), scores.data());
+  return labels;
+}
+
+/// Row `row` of `out` ([rows x top], already padded with -1 and 0) from a fusion's ranking.
+void write_fused_row(const std::vector<FusedLabel>& fused, std::int64_t row, std::int64_t top, RankedPredictions& out) {
+  auto* labels = out.labels.data_ptr<std::int64_t>() + row * top;
+  auto* scores = out.scores.data_ptr<float>() + row * top;
+  for (std::size_t j = 0; j < fused.size(); ++j) {
+    labels[j] = fused[j].label;
+    scores[j] = fused[j].score;
+  }
+}
+
 /// Beam search over the tf-idf rows of tokenized queries.
 class TreeRanker final : public QueryRanker {
  public:
@@ -103,11 +122,7 @@ class NeighbourFusedRanker final : public QueryRanker {
     if (n == 0) return out;
     const CsrMatrix features = vectorizer_.features(queries, begin, end);
     const std::int64_t tree_top = options_.fusion_tree_top;
-    std::vector<std::int64_t> tree_labels(static_cast<std::size_t>(n * tree_top), -1);
-    std::vector<float> tree_scores(static_cast<std::size_t>(n * tree_top), 0.0f);
-    beam_rank_rows(search_, features, tree_top, tree_labels.data(), tree_scores.data());
-    auto* labels_out = out.labels.data_ptr<std::int64_t>();
-    auto* scores_out = out.scores.data_ptr<float>();
+    const std::vector<std::int64_t> tree_labels = tree_candidates(search_, features, tree_top);
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       NeighbourVotes::Scratch scratch;
       std::vector<float> dense_buffer;
@@ -134,10 +149,7 @@ class NeighbourFusedRanker final : public QueryRanker {
         }
         const std::vector<float> path = search_.path_scores(features, row, candidates, &dense_buffer);
         const std::vector<FusedLabel> fused = fuse_with_shares(candidates, path, votes, options_.knn_weight, top);
-        for (std::size_t j = 0; j < fused.size(); ++j) {
-          labels_out[row * top + static_cast<std::int64_t>(j)] = fused[j].label;
-          scores_out[row * top + static_cast<std::int64_t>(j)] = fused[j].score;
-        }
+        write_fused_row(fused, row, top, out);
       }
     });
     return out;
@@ -177,9 +189,7 @@ class FusedRanker final : public QueryRanker {
     const CsrMatrix features = vectorizer_.features(own, 0, n);
     // The tree's candidates.
     const std::int64_t tree_top = options_.fusion_tree_top;
-    std::vector<std::int64_t> tree_labels(static_cast<std::size_t>(n * tree_top), -1);
-    std::vector<float> tree_scores(static_cast<std::size_t>(n * tree_top), 0.0f);
-    beam_rank_rows(search_, features, tree_top, tree_labels.data(), tree_scores.data());
+    const std::vector<std::int64_t> tree_labels = tree_candidates(search_, features, tree_top);
     // The dense run's: its top labels with their scores, and its scores of the tree's candidates.
     torch::NoGradGuard no_grad;
     const torch::Tensor q = dense_.run.method->encode_queries(dense_.query_encoder, theirs, silent_progress(), "fusion").to(torch::kFloat32);
@@ -193,8 +203,6 @@ class FusedRanker final : public QueryRanker {
     const auto* dense_label_ids = dense_labels.data_ptr<std::int64_t>();
     const auto* dense_label_scores = dense_scores.data_ptr<float>();
     const auto* tree_label_dense_scores = at_tree.data_ptr<float>();
-    auto* labels_out = out.labels.data_ptr<std::int64_t>();
-    auto* scores_out = out.scores.data_ptr<float>();
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       std::vector<std::int64_t> candidates;
       std::vector<float> dense;
@@ -214,10 +222,7 @@ class FusedRanker final : public QueryRanker {
         }
         const std::vector<float> path = search_.path_scores(features, row, candidates, &dense_buffer);
         const std::vector<FusedLabel> fused = fuse_scores(candidates, path, dense, options_.fusion_weight, top);
-        for (std::size_t j = 0; j < fused.size(); ++j) {
-          labels_out[row * top + static_cast<std::int64_t>(j)] = fused[j].label;
-          scores_out[row * top + static_cast<std::int64_t>(j)] = fused[j].score;
-        }
+        write_fused_row(fused, row, top, out);
       }
     });
     return out;
