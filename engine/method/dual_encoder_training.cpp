@@ -51,17 +51,24 @@ CsrMatrix matrix_rows(const CsrMatrix& matrix, std::int64_t begin, std::int64_t 
 
 torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context) const {
   const torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
-  if (!context.distributed.enabled())
-    return hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),
-                                   labels, context.dataset.train_labels, config_.get<NegativesOptions>().shortlist, context.progress);
+  const NegativesOptions& negatives = config_.get<NegativesOptions>();
+  const ShortlistSearch search{.kind = negatives.search, .ann_above = negatives.search_above};
+  ShortlistReport report;
+  if (!context.distributed.enabled()) {
+    torch::Tensor shortlist = hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),
+                                                      labels, context.dataset.train_labels, negatives.shortlist, context.progress, search, &report);
+    if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist));
+    return shortlist;
+  }
   // Split over the ranks: each one searches for its slice of the training queries, then the slices are gathered.
   Communicator& communicator = *context.distributed.communicator;
   const std::int64_t rows = context.dataset.num_train();
   const auto [begin, end] = shard_range(rows, communicator.rank(), communicator.world_size());
   const torch::Tensor queries =
       model->embed_all(corpus_rows(context.train_corpus, begin, end), context.progress, "hard-negative index: encoding training queries");
-  const torch::Tensor slice =
-      hard_negative_shortlist(queries, labels, matrix_rows(context.dataset.train_labels, begin, end), config_.get<NegativesOptions>().shortlist, context.progress);
+  const torch::Tensor slice = hard_negative_shortlist(queries, labels, matrix_rows(context.dataset.train_labels, begin, end), negatives.shortlist,
+                                                      context.progress, search, &report);
+  if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist) + " (this rank's slice)");
   return communicator.all_gather_shards(slice, rows, "gathering hard-negative shortlists");
 }
 

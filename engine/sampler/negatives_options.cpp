@@ -18,6 +18,14 @@ OptionGroup negatives_option_group() {
       .when("negatives=hard;" + dual_encoder_methods)
       .integer("hard.refresh_every", &NegativesOptions::refresh_every, 1, std::numeric_limits<std::int64_t>::max(),
                "Epochs between shortlist refreshes")
+      .when("negatives=hard")
+      .text("hard.search", &NegativesOptions::search, {"auto", "exact", "hnsw"},
+            "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found: exact top-k, an HNSW graph over the labels "
+            "(approximate; its recall against exact on 1,000 sampled queries is logged at every refresh), or auto: HNSW from "
+            "hard.search_above labels, exact below")
+      .when("negatives=hard")
+      .integer("hard.search_above", &NegativesOptions::search_above, 1, std::numeric_limits<std::int64_t>::max(),
+               "With hard.search = auto: the label count from which shortlists are approximate (exact search costs queries x labels)")
       .when("negatives=all;" + dual_encoder_methods)
       .integer("all.label_chunk", &NegativesOptions::label_chunk, 1, 1 << 24, "Labels encoded per chunk when negatives = all")
       .build();

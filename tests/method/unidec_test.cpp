@@ -228,6 +228,49 @@ TEST(HardNegativeWindow, ShortlistsLeaveTheQuerysPositivesOut) {
   EXPECT_EQ(to_vector(shortlist[1]), (std::vector<std::int64_t>{1, 0}));
 }
 
+// Approximate shortlists (hard.search = hnsw): never a positive, the recall they report is the overlap with the
+// exact shortlists (computed here over every query, the sample being all of them), and it is high on embeddings
+// with structure; auto stays exact below its label count; an unknown search is refused by its key.
+TEST(HardNegativeShortlist, AnHnswShortlistReportsItsRecallAgainstTheExactOne) {
+  torch::manual_seed(5);
+  const std::int64_t n = 300, num_labels = 3000, dim = 16, size = 20;
+  const torch::Tensor centres = torch::randn({30, dim});
+  const torch::Tensor labels = centres.index_select(0, torch::arange(num_labels) % 30) + 0.5 * torch::randn({num_labels, dim});
+  const torch::Tensor queries = centres.index_select(0, torch::arange(n) % 30) + 0.5 * torch::randn({n, dim});
+  std::vector<std::vector<std::int32_t>> rows;
+  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 13 + 1) % num_labels)});
+  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
+  ShortlistReport report;
+  const torch::Tensor approximate = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "hnsw"}, &report);
+  ASSERT_EQ(approximate.sizes(), exact.sizes());
+  EXPECT_TRUE(report.approximate);
+  EXPECT_EQ(report.sampled, n);
+  double overlap = 0;
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::vector<std::int64_t> got = to_vector(approximate[r]), want = to_vector(exact[r]);
+    for (const std::int64_t label : got) {
+      EXPECT_NE(label, (r * 7) % num_labels) << "row " << r << " kept a positive";
+      EXPECT_NE(label, (r * 13 + 1) % num_labels) << "row " << r << " kept a positive";
+    }
+    std::int64_t hits = 0;
+    for (const std::int64_t label : want) hits += std::count(got.begin(), got.end(), label) > 0 ? 1 : 0;
+    overlap += static_cast<double>(hits) / size;
+  }
+  EXPECT_NEAR(report.recall, overlap / n, 1e-12);
+  EXPECT_GE(report.recall, 0.95);
+  EXPECT_NE(report.describe(num_labels, size).find("HNSW over 3000 labels, recall@20 "), std::string::npos) << report.describe(num_labels, size);
+
+  ShortlistReport below;
+  const torch::Tensor automatic = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "auto", .ann_above = 3001}, &below);
+  EXPECT_FALSE(below.approximate);
+  EXPECT_TRUE(torch::equal(automatic, exact)) << "below hard.search_above, auto is exact";
+  ShortlistReport above;
+  hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "auto", .ann_above = 3000}, &above);
+  EXPECT_TRUE(above.approximate);
+  EXPECT_THROW(hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "annoy"}), ConfigError);
+}
+
 TEST(SymmetricLoss, EqualsBothDirectionsWorkedByHand) {
   // S = [[1, 3], [0, 2]], positives (0,0), (1,0), (1,1); SupCon at τ = 1.
   const torch::Tensor scores = torch::tensor({1.0, 3.0, 0.0, 2.0}, torch::kFloat64).view({2, 2});

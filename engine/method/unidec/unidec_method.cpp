@@ -131,10 +131,14 @@ class UnidecMethod final : public Method {
     auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
     if (config_.get<NegativesOptions>().kind == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every)) {
       context.phase("refreshing hard-negative shortlists");
+      const NegativesOptions& negatives = config_.get<NegativesOptions>();
+      ShortlistReport report;
       const torch::Tensor shortlist = hard_negative_shortlist(
           model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding training queries"),
           model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels"),
-          context.dataset.train_labels, config_.get<PslOptions>().shortlist, context.progress);
+          context.dataset.train_labels, config_.get<PslOptions>().shortlist, context.progress,
+          {.kind = negatives.search, .ann_above = negatives.search_above}, &report);
+      if (report.approximate) context.phase(report.describe(context.dataset.num_labels(), config_.get<PslOptions>().shortlist));
       window_.refresh(shortlist, epoch, context.label_pool_rng);
     }
     return batches;
