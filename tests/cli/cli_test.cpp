@@ -22,7 +22,7 @@ test::CommandResult xmc(const std::string& args) { return test::run_command(std:
 }  // namespace
 
 TEST(Cli, HelpOnEveryCommandShowsAnExample) {
-  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset build synthetic", "dataset info", "dataset featurize", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
+  for (const char* cmd : {"", "dataset import mulan", "dataset import xc-json", "dataset build wordnet", "dataset build synthetic", "dataset info", "dataset featurize", "dataset split-holdout", "dataset split-zeroshot", "eval", "runs list", "runs show", "runs delete", "runs repair", "train", "predict", "tokenize", "embed", "export"}) {
     const auto r = xmc(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.output.find("Example"), std::string::npos) << cmd << "\n" << r.output;
@@ -550,7 +550,12 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
            {"xrlinear.branching=3", "xrlinear.branching must be a power of two"},
            {"xrlinear.loss=hinge", "xrlinear.loss"},
            {"xrlinear.ngrams=4", "xrlinear.ngrams"},
-           {"xrlinear.beam=0", "xrlinear.beam"}}) {
+           {"xrlinear.beam=0", "xrlinear.beam"},
+           {"xrlinear.trees=0", "xrlinear.trees"},
+           {"xrlinear.trees=17", "xrlinear.trees"},
+           {"xrlinear.knn=-1", "xrlinear.knn"},
+           {"xrlinear.knn_weight=1.5", "xrlinear.knn_weight"},
+           {"hard.search=annoy", "hard.search"}}) {
     r = xmc("train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() + " --set " + set);
     EXPECT_EQ(r.exit_code, 1) << set;
     EXPECT_NE(r.output.find(expected), std::string::npos) << set << ": " << r.output;
