@@ -1051,6 +1051,21 @@ class WorkbenchTest : public QObject {
       search.resize(1000, 600);
       QVERIFY(search.grab().save(QString(keep) + "/search-xrlinear.png"));
     }
+
+    // The recommended starting point (two trees and the nearest training queries) searches in both its modes.
+    QCOMPARE(QProcess::execute("sh", {"-c", train + " --config " XMC_SOURCE_DIR "/datasets/configs/recommended-text.json >/dev/null 2>&1"}), 0);
+    xmc::gui::SearchPanel recommended;
+    QSignalSpy recommended_loaded(&recommended, &xmc::gui::SearchPanel::run_loaded);
+    recommended.open_run(db, 2);
+    QVERIFY(recommended_loaded.wait(60000));
+    QCOMPARE(recommended.modes(), (QStringList{"tree-knn", "tree"}));
+    QVERIFY(search_and_wait(&recommended, "key3 filler1"));
+    QVERIFY(!recommended.result_texts("tree-knn").isEmpty());
+    QCOMPARE(recommended.result_texts("tree-knn").front(), QString("key3 topic"));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      recommended.resize(1000, 600);
+      QVERIFY(recommended.grab().save(QString(keep) + "/search-xrlinear-recommended.png"));
+    }
   }
 
   // A dataset that lists image files: the Search tab shows a dataset query's pictures under the query line and
