@@ -7,16 +7,10 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/data/csr_rows.h"
 
 namespace xmc {
 namespace {
-
-CsrMatrix rows_of(const CsrMatrix& m, const std::vector<std::int64_t>& rows) {
-  CsrMatrix out;
-  out.cols = m.cols;
-  for (const std::int64_t r : rows) out.append_row(m.row_indices(r), m.row_values(r));
-  return out;
-}
 
 template <typename T>
 std::vector<T> items_of(const std::vector<T>& items, const std::vector<std::int64_t>& rows) {
@@ -53,11 +47,11 @@ Dataset holdout_split(const Dataset& d, const HoldoutSplitOptions& options) {
   out.train_text = items_of(d.train_text, train);
   out.test_text = items_of(d.train_text, test);
   out.label_text = d.label_text;
-  out.train_labels = rows_of(d.train_labels, train);
-  out.test_labels = rows_of(d.train_labels, test);
+  out.train_labels = csr_rows(d.train_labels, train);
+  out.test_labels = csr_rows(d.train_labels, test);
   if (d.train_features) {
-    out.train_features = rows_of(*d.train_features, train);
-    out.test_features = rows_of(*d.train_features, test);
+    out.train_features = csr_rows(*d.train_features, train);
+    out.test_features = csr_rows(*d.train_features, test);
   }
   if (d.train_images) {
     out.train_images = std::make_shared<const ImageBank>(d.train_images->subset(train));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
 #include "engine/distributed/communicator.h"
 #include "engine/sampler/hard_negative_shortlist.h"
@@ -37,18 +38,6 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
           {std::move(head), config_.lr * config_.head_lr_scale, 0.0}};
 }
 
-namespace {
-
-/// Rows [begin, end) of a label matrix.
-CsrMatrix matrix_rows(const CsrMatrix& matrix, std::int64_t begin, std::int64_t end) {
-  CsrMatrix part;
-  part.cols = matrix.cols;
-  for (std::int64_t r = begin; r < end; ++r) part.append_row(matrix.row_indices(r), matrix.row_values(r));
-  return part;
-}
-
-}  // namespace
-
 torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context) const {
   const torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
@@ -66,7 +55,7 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
   const auto [begin, end] = shard_range(rows, communicator.rank(), communicator.world_size());
   const torch::Tensor queries =
       model->embed_all(corpus_rows(context.train_corpus, begin, end), context.progress, "hard-negative index: encoding training queries");
-  const torch::Tensor slice = hard_negative_shortlist(queries, labels, matrix_rows(context.dataset.train_labels, begin, end), negatives.shortlist,
+  const torch::Tensor slice = hard_negative_shortlist(queries, labels, csr_row_range(context.dataset.train_labels, begin, end), negatives.shortlist,
                                                       context.progress, search, &report);
   if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist) + " (this rank's slice)");
   return communicator.all_gather_shards(slice, rows, "gathering hard-negative shortlists");

@@ -6,19 +6,12 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/data/csr_rows.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/hnsw_index.h"
 
 namespace xmc {
 namespace {
-
-/// Rows `rows` of a label matrix.
-CsrMatrix rows_of(const CsrMatrix& matrix, const std::vector<std::int64_t>& rows) {
-  CsrMatrix out;
-  out.cols = matrix.cols;
-  for (const std::int64_t r : rows) out.append_row(matrix.row_indices(r), matrix.row_values(r));
-  return out;
-}
 
 torch::Tensor exact_shortlist(const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
                               Progress* progress) {
@@ -89,7 +82,7 @@ double sampled_recall(const torch::Tensor& approximate, const torch::Tensor& que
   sampled = static_cast<std::int64_t>(rows.size());
   if (rows.empty()) return 1.0;
   const torch::Tensor picked = torch::tensor(rows, torch::kInt64);
-  const torch::Tensor exact = exact_shortlist(queries.index_select(0, picked.to(queries.device())), labels, rows_of(positives, rows), size, nullptr);
+  const torch::Tensor exact = exact_shortlist(queries.index_select(0, picked.to(queries.device())), labels, csr_rows(positives, rows), size, nullptr);
   const auto* want = exact.data_ptr<std::int64_t>();
   const auto* got = approximate.data_ptr<std::int64_t>();
   double sum = 0;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/data/csr_rows.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
 
@@ -39,6 +40,28 @@ Dataset ten_queries() {
   const float one = 1.0f;
   d.test_labels.append_row({&label, 1}, {&one, 1});
   return d;
+}
+
+TEST(CsrRows, RowsComeInTheOrderAskedWithTheirValuesAndOutsideRowsAreRefused) {
+  const Dataset d = ten_queries();  // row i: feature i of value i
+  const std::vector<std::int64_t> rows{7, 2, 7};
+  const CsrMatrix picked = csr_rows(*d.train_features, rows);
+  ASSERT_EQ(picked.rows, 3);
+  EXPECT_EQ(picked.cols, 10);
+  for (std::int64_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(picked.row_size(r), 1);
+    EXPECT_EQ(picked.row_indices(r)[0], rows[static_cast<std::size_t>(r)]);
+    EXPECT_EQ(picked.row_values(r)[0], static_cast<float>(rows[static_cast<std::size_t>(r)]));
+  }
+  const CsrMatrix range = csr_row_range(*d.train_features, 3, 6);
+  ASSERT_EQ(range.rows, 3);
+  EXPECT_EQ(range.row_indices(0)[0], 3);
+  EXPECT_EQ(range.row_indices(2)[0], 5);
+  EXPECT_EQ(csr_row_range(*d.train_features, 4, 4).rows, 0);
+  const std::vector<std::int64_t> outside{10};
+  EXPECT_THROW(csr_rows(*d.train_features, outside), Error);
+  EXPECT_THROW(csr_row_range(*d.train_features, 5, 11), Error);
+  EXPECT_THROW(csr_row_range(*d.train_features, 6, 5), Error);
 }
 
 TEST(HoldoutSplit, EveryTrainingQueryLandsOnOneSideWithItsLabelsAndFeatures) {
