@@ -143,13 +143,17 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
     cmd->add_option("--query-words", opts->query_words, "Words of a query's text, at least")->capture_default_str();
     cmd->add_option("--vocabulary", opts->vocabulary, "Made-up words (0 = max(2000, 2 x labels))")->capture_default_str();
     cmd->add_option("--zipf", opts->zipf, "Label popularity: a label of popularity rank r is drawn with probability ~ 1/r^zipf")->capture_default_str();
+    cmd->add_option("--topics", opts->topics,
+                    "Label topics: labels of a topic share words and a query's labels are often of one topic, as in real sets "
+                    "(approximate search needs such neighbourhoods); 0 = none")
+        ->capture_default_str();
     cmd->add_option("--image-dim", opts->image_dim,
                     "Also image banks of m numbers per item: a second view the texts lack (twin labels told apart by their images only); 0 = none")
         ->capture_default_str();
     cmd->add_option("--seed", opts->seed, "Seed (the same seed gives the same files on every machine)")->capture_default_str();
     add_output_options(cmd, *out);
     cmd->footer("Examples:\n  xmc dataset build synthetic --labels 30000 --train 50000 --test 10000 --out data/synthetic-30k\n"
-                "  xmc dataset build synthetic --labels 1300000 --train 2250000 --test 970000 --labels-per-query 22 --out data/synthetic-1.3m\n"
+                "  xmc dataset build synthetic --labels 1300000 --train 2250000 --test 970000 --labels-per-query 22 --topics 20000 --out data/synthetic-1.3m\n"
                 "  xmc dataset build synthetic --labels 2000 --train 20000 --test 4000 --labels-per-query 1.5 --image-dim 64 --out data/two-views");
     cmd->callback([opts, out, &context] {
       check_output_folder(*out);

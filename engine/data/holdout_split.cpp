@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/portable_random.h"
 #include "engine/data/csr_rows.h"
 
 namespace xmc {
@@ -30,11 +31,10 @@ Dataset holdout_split(const Dataset& d, const HoldoutSplitOptions& options) {
   if (held < 1 || held >= n)
     throw ConfigError("--fraction " + std::to_string(options.fraction) + " of " + std::to_string(n) + " training queries holds out " +
                       std::to_string(held) + ": both splits need at least one query");
-  // Fisher-Yates with a portable draw (std::shuffle's order differs between standard libraries).
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
   std::mt19937_64 rng(options.seed);
-  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[static_cast<std::size_t>(rng() % i)]);
+  shuffle_rows(order, rng);
   std::vector<std::int64_t> test(order.end() - held, order.end());
   std::vector<std::int64_t> train(order.begin(), order.end() - held);
   std::sort(test.begin(), test.end());

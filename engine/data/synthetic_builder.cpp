@@ -144,6 +144,10 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
         "--vocabulary: got " + std::to_string(o.vocabulary) + ", expected 0 (automatic) or 100 to 2^31 - 1");
   check(std::isfinite(o.zipf) && o.zipf >= 0 && o.zipf <= 4, "--zipf: got " + std::to_string(o.zipf) + ", expected 0 to 4");
   check(o.image_dim >= 0 && o.image_dim <= 4096, "--image-dim: got " + std::to_string(o.image_dim) + ", expected 0 (no images) to 4096");
+  check(o.topics >= 0 && o.topics <= o.labels, "--topics: got " + std::to_string(o.topics) + ", expected 0 (none) to the label count");
+  check(o.topics == 0 || o.image_dim == 0, "--topics: got " + std::to_string(o.topics) + " with --image-dim; the two-view set has no topics");
+  check(o.topics == 0 || o.label_words >= 3,
+        "--topics: got " + std::to_string(o.topics) + " with --label-words " + std::to_string(o.label_words) + "; a label then needs 3 words or more");
   const bool images = o.image_dim > 0;
   const std::int64_t vocabulary = o.vocabulary > 0 ? o.vocabulary : std::max<std::int64_t>(2000, 2 * o.labels);
 
@@ -157,10 +161,27 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
   std::vector<std::vector<std::int32_t>> label_words(static_cast<std::size_t>(o.labels));
   d.label_text.reserve(static_cast<std::size_t>(o.labels));
   const std::int64_t topic_start = vocabulary / 2;
+  // Topics draw from a generator of their own, so that a set without them stays as it was.
+  constexpr std::int64_t kTopicWords = 4;
+  Generator topic_draw(splitmix64_mix(o.seed ^ 0x70731C5ULL));
+  std::vector<std::int32_t> topic_of(static_cast<std::size_t>(o.topics > 0 ? o.labels : 0));
+  std::vector<std::vector<std::int32_t>> topic_labels(static_cast<std::size_t>(o.topics));
+  const auto topic_word = [&](std::int64_t topic, std::int64_t j) {
+    const std::int64_t band = vocabulary / 4;  // topic words: the third quarter of the vocabulary, by Zipf rank
+    return static_cast<std::int32_t>(band + (topic * kTopicWords + j) % band);
+  };
   for (std::int64_t l = 0; l < o.labels; ++l) {
     auto& mine = label_words[static_cast<std::size_t>(l)];
     mine.push_back(static_cast<std::int32_t>(topic_start + g.below(vocabulary - topic_start)));
     if (images && l % 2 == 1) mine[0] = label_words[static_cast<std::size_t>(l - 1)][0];  // twins share their topic
+    if (o.topics > 0) {
+      const std::int64_t topic = topic_draw.below(o.topics);
+      topic_of[static_cast<std::size_t>(l)] = static_cast<std::int32_t>(topic);
+      topic_labels[static_cast<std::size_t>(topic)].push_back(static_cast<std::int32_t>(l));
+      const std::int64_t first = topic_draw.below(kTopicWords), second = (first + 1 + topic_draw.below(kTopicWords - 1)) % kTopicWords;
+      mine.push_back(topic_word(topic, first));
+      mine.push_back(topic_word(topic, second));
+    }
     while (static_cast<std::int64_t>(mine.size()) < o.label_words) mine.push_back(static_cast<std::int32_t>(common_word(g)));
     d.label_text.push_back(joined(mine, words));
     if ((l & 0xFFFF) == 0 && progress.cancelled()) throw Cancelled();
@@ -186,7 +207,11 @@ Dataset build_synthetic_dataset(const SyntheticBuildOptions& o, Progress& progre
       std::int64_t count = 1;
       while (count < std::min<std::int64_t>(o.labels, 1000) && g.uniform() < more) ++count;
       for (int tries = 0; static_cast<std::int64_t>(mine.size()) < count && tries < 50 * count; ++tries) {
-        const auto l = static_cast<std::int32_t>(popular_label(g));
+        auto l = static_cast<std::int32_t>(popular_label(g));
+        if (o.topics > 0 && !mine.empty() && topic_draw.uniform() < 0.5) {  // a label related to the query's first
+          const auto& kin = topic_labels[static_cast<std::size_t>(topic_of[static_cast<std::size_t>(mine[0])])];
+          l = kin[static_cast<std::size_t>(topic_draw.below(static_cast<std::int64_t>(kin.size())))];
+        }
         if (std::find(mine.begin(), mine.end(), l) == mine.end()) mine.push_back(l);
       }
       std::sort(mine.begin(), mine.end());

@@ -9,6 +9,12 @@
 //               topic word and one more of its words, then common filler words up to query_words, shuffled
 // So a query shares words with each of its labels (the set is learnable) while common words are shared by
 // many labels and queries (it is not trivial). Train and test rows come from the same process.
+// With `topics` T > 0 labels also fall into T topics, as real ones do (titles of one kind of product share words,
+// a query's labels are related): each topic has 4 words of its own from the middle of the vocabulary, a label
+// carries 2 of its topic's words after its rare word, and each label of a query after the first is, with
+// probability 1/2, drawn from the first one's topic (uniformly among its labels) instead of by popularity. Without
+// topics a label's neighbours are scattered at random, which no clustered or graph index can exploit; with them
+// the label embeddings have the neighbourhoods approximate search relies on.
 // With image_dim m > 0 the set gets a second view, as image banks (images/*.npy, one image per item) that carry
 // what the texts lack: labels come in twins that share their topic word, a query's text names only its labels'
 // topic words (so the text cannot tell twins apart), and each label has a "look" of its own. An item's image is
@@ -30,6 +36,7 @@ struct SyntheticBuildOptions {
   std::int64_t query_words = 10;  ///< words of a query's text at least (more when its labels need them)
   std::int64_t vocabulary = 0;    ///< made-up words; 0 = max(2000, 2 × labels)
   double zipf = 0.7;              ///< label popularity exponent (0.7: the most popular of 1.3M labels in ~10 % of the queries)
+  std::int64_t topics = 0;        ///< label topics (see above); 0 = none
   std::int64_t image_dim = 0;     ///< m of the second view's image banks; 0 = texts only
   std::uint64_t seed = 1;
 };

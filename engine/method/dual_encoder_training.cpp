@@ -41,7 +41,7 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
 torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context) const {
   const torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
-  const ShortlistSearch search{.kind = negatives.search, .ann_above = negatives.search_above};
+  const ShortlistSearch search{.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe};
   ShortlistReport report;
   if (!context.distributed.enabled()) {
     torch::Tensor shortlist = hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),

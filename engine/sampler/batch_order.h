@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/portable_random.h"  // uniform_index, shuffle_rows: the batch orders' draws
 #include "engine/core/progress.h"
 
 namespace xmc {
@@ -40,15 +41,5 @@ class BatchOrder {
 
 /// The batch order config.get<QueryBatcherOptions>().type names (engine/registry/batch_order_factories.cpp).
 std::unique_ptr<BatchOrder> make_batch_order(const TrainConfig& config);
-
-/// Uniform integer in [0, n) from a 64-bit engine; portable (std::uniform_int_distribution is not).
-inline std::int64_t uniform_index(std::mt19937_64& rng, std::int64_t n) {
-  return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
-}
-
-/// Fisher-Yates with uniform_index: the same permutation for the same stream on every platform.
-inline void shuffle_rows(std::vector<std::int64_t>& v, std::mt19937_64& rng) {
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[static_cast<std::size_t>(uniform_index(rng, static_cast<std::int64_t>(i)))]);
-}
 
 }  // namespace xmc

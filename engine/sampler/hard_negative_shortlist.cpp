@@ -7,6 +7,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/csr_rows.h"
+#include "engine/index/clustered_search.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/hnsw_index.h"
 
@@ -72,56 +73,92 @@ torch::Tensor hnsw_shortlist(const torch::Tensor& queries, const torch::Tensor& 
   return out;
 }
 
-/// Mean over `sample` evenly spread queries of how many of the exact shortlist's labels the approximate one has.
-double sampled_recall(const torch::Tensor& approximate, const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives,
-                      std::int64_t size, std::int64_t sample, std::int64_t& sampled) {
+/// The clustered (IVF) search's best `size` labels of each query that are not its positives.
+torch::Tensor ivf_shortlist(const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
+                            std::int64_t probe, Progress& progress, ShortlistReport& report) {
+  const torch::Tensor keys = labels.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  const torch::Tensor rows = queries.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  ClusteredSearchOptions options;
+  options.probe = probe;
+  options.exclude = ExcludeLists::from_csr(positives);
+  options.progress = &progress;
+  progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", rows.size(0));
+  ClusteredSearchStats stats;
+  torch::Tensor ids = clustered_top_k(rows, keys, std::min(size, keys.size(0)), options, &stats).indices;
+  progress.finish();
+  report.clusters = stats.clusters;
+  report.probed = stats.probed;
+  report.scanned_fraction = stats.scanned_fraction;
+  if (ids.size(1) < size) ids = torch::cat({ids, torch::full({ids.size(0), size - ids.size(1)}, -1, torch::kInt64)}, 1);
+  return ids.contiguous();
+}
+
+/// Over `sample` evenly spread queries, the mean share of the exact shortlist's labels that the approximate one
+/// holds (recall@S), and the mean share of the exact top-10 in the approximate top-10 (recall@10).
+void sampled_recall(const torch::Tensor& approximate, const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives,
+                    std::int64_t size, std::int64_t sample, ShortlistReport& report) {
   const std::int64_t n = queries.size(0);
   sample = std::min(sample, n);
   std::vector<std::int64_t> rows;
   for (std::int64_t i = 0; i < sample; ++i) rows.push_back(i * n / sample);
-  sampled = static_cast<std::int64_t>(rows.size());
-  if (rows.empty()) return 1.0;
+  report.sampled = static_cast<std::int64_t>(rows.size());
+  report.recall = report.recall_at_10 = 1.0;
+  if (rows.empty()) return;
   const torch::Tensor picked = torch::tensor(rows, torch::kInt64);
   const torch::Tensor exact = exact_shortlist(queries.index_select(0, picked.to(queries.device())), labels, csr_rows(positives, rows), size, nullptr);
   const auto* want = exact.data_ptr<std::int64_t>();
   const auto* got = approximate.data_ptr<std::int64_t>();
-  double sum = 0;
-  std::int64_t counted = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::vector<std::int64_t> mine(got + rows[i] * size, got + (rows[i] + 1) * size);
+  // Share of want[0, depth) (ignoring -1) found in got[0, depth).
+  const auto share = [&](std::size_t i, std::int64_t depth, double& sum, std::int64_t& counted) {
+    std::vector<std::int64_t> mine(got + rows[i] * size, got + rows[i] * size + depth);
     std::sort(mine.begin(), mine.end());
     std::int64_t hits = 0, total = 0;
-    for (std::int64_t j = 0; j < size; ++j) {
+    for (std::int64_t j = 0; j < depth; ++j) {
       const std::int64_t label = want[static_cast<std::int64_t>(i) * size + j];
       if (label < 0) continue;
       ++total;
       hits += std::binary_search(mine.begin(), mine.end(), label) ? 1 : 0;
     }
-    if (total == 0) continue;
+    if (total == 0) return;
     sum += static_cast<double>(hits) / static_cast<double>(total);
     ++counted;
+  };
+  double sum = 0, sum_10 = 0;
+  std::int64_t counted = 0, counted_10 = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    share(i, size, sum, counted);
+    share(i, std::min<std::int64_t>(10, size), sum_10, counted_10);
   }
-  return counted == 0 ? 1.0 : sum / static_cast<double>(counted);
+  if (counted > 0) report.recall = sum / static_cast<double>(counted);
+  if (counted_10 > 0) report.recall_at_10 = sum_10 / static_cast<double>(counted_10);
 }
 
 }  // namespace
 
 std::string ShortlistReport::describe(std::int64_t labels, std::int64_t size) const {
   if (!approximate) return "hard-negative shortlists: exact top-" + std::to_string(size) + " of " + std::to_string(labels) + " labels";
-  char recall_text[32];
-  std::snprintf(recall_text, sizeof recall_text, "%.3f", recall);
-  return "hard-negative shortlists: HNSW over " + std::to_string(labels) + " labels, recall@" + std::to_string(size) + " " + recall_text +
-         " against exact on " + std::to_string(sampled) + " sampled queries";
+  char text[160];
+  std::string searched = "HNSW over " + std::to_string(labels) + " labels";
+  if (how == "ivf") {
+    std::snprintf(text, sizeof text, " (%lld clusters, %lld searched: %.1f %% of the labels a query)", static_cast<long long>(clusters),
+                  static_cast<long long>(probed), 100.0 * scanned_fraction);
+    searched = "IVF over " + std::to_string(labels) + " labels" + text;
+  }
+  std::snprintf(text, sizeof text, "%.3f (recall@10 %.3f)", recall, recall_at_10);
+  return "hard-negative shortlists: " + searched + ", recall@" + std::to_string(size) + " " + text + " against exact on " +
+         std::to_string(sampled) + " sampled queries";
 }
 
 torch::Tensor hard_negative_shortlist(const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives,
                                       std::int64_t size, Progress& progress, const ShortlistSearch& search, ShortlistReport* report) {
-  if (search.kind != "exact" && search.kind != "hnsw" && search.kind != "auto")
-    throw ConfigError("hard.search must be exact, hnsw or auto, got \"" + search.kind + "\"");
+  if (search.kind != "exact" && search.kind != "ivf" && search.kind != "hnsw" && search.kind != "auto")
+    throw ConfigError("hard.search must be exact, ivf, hnsw or auto, got \"" + search.kind + "\"");
+  if (search.probe < 1) throw ConfigError("hard.probe must be at least 1, got " + std::to_string(search.probe));
   if (positives.rows != queries.size(0))
     throw Error("hard-negative shortlists: " + std::to_string(queries.size(0)) + " queries but " + std::to_string(positives.rows) + " rows of positives");
-  const bool approximate = search.kind == "hnsw" || (search.kind == "auto" && labels.size(0) >= search.ann_above);
+  const bool approximate = search.kind == "hnsw" || search.kind == "ivf" || (search.kind == "auto" && labels.size(0) >= search.ann_above);
   ShortlistReport own;
+  own.how = approximate ? (search.kind == "hnsw" ? "hnsw" : "ivf") : "exact";
   if (!approximate) {
     progress.start("hard-negative shortlists (exact top-" + std::to_string(size) + ")", queries.size(0));
     torch::Tensor ids = exact_shortlist(queries, labels, positives, size, &progress);
@@ -129,9 +166,10 @@ torch::Tensor hard_negative_shortlist(const torch::Tensor& queries, const torch:
     if (report != nullptr) *report = own;
     return ids;
   }
-  torch::Tensor ids = hnsw_shortlist(queries, labels, positives, size, progress);
+  torch::Tensor ids = own.how == "hnsw" ? hnsw_shortlist(queries, labels, positives, size, progress)
+                                         : ivf_shortlist(queries, labels, positives, size, search.probe, progress, own);
   own.approximate = true;
-  own.recall = sampled_recall(ids, queries, labels, positives, size, search.recall_sample, own.sampled);
+  sampled_recall(ids, queries, labels, positives, size, search.recall_sample, own);
   if (report != nullptr) *report = own;
   return ids;
 }

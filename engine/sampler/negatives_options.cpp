@@ -19,14 +19,18 @@ OptionGroup negatives_option_group() {
       .integer("hard.refresh_every", &NegativesOptions::refresh_every, 1, std::numeric_limits<std::int64_t>::max(),
                "Epochs between shortlist refreshes")
       .when("negatives=hard")
-      .text("hard.search", &NegativesOptions::search, {"auto", "exact", "hnsw"},
-            "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found: exact top-k, an HNSW graph over the labels "
-            "(approximate; its recall against exact on 1,000 sampled queries is logged at every refresh), or auto: HNSW from "
-            "hard.search_above labels, exact below. Exact is the default: on 2 cores at 1.3M labels the graph was no faster "
-            "than exact search and kept 74 % of the exact top-100 of untrained embeddings (bench/RESULTS.md)")
+      .text("hard.search", &NegativesOptions::search, {"auto", "exact", "ivf", "hnsw"},
+            "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found: exact top-k; ivf, an inverted file of "
+            "balanced label clusters (about sqrt(labels) labels each; each query searches hard.probe of them); an HNSW graph "
+            "over the labels; or auto: ivf from hard.search_above labels, exact below. Approximate shortlists log their "
+            "recall against exact on 1,000 sampled queries at every refresh (bench/RESULTS.md: at 1.3M labels HNSW was no "
+            "faster than exact on 2 cores)")
       .when("negatives=hard")
       .integer("hard.search_above", &NegativesOptions::search_above, 1, std::numeric_limits<std::int64_t>::max(),
                "With hard.search = auto: the label count from which shortlists are approximate (exact search costs queries x labels)")
+      .when("negatives=hard")
+      .integer("hard.probe", &NegativesOptions::probe, 1, 1 << 20,
+               "With ivf shortlists: label clusters each query searches (more: closer to exact, slower)")
       .when("negatives=all;" + dual_encoder_methods)
       .integer("all.label_chunk", &NegativesOptions::label_chunk, 1, 1 << 24, "Labels encoded per chunk when negatives = all")
       .build();

@@ -14,8 +14,9 @@ struct NegativesOptions {
   std::int64_t shortlist = 100;            ///< size of each query's hard-negative shortlist
   std::int64_t refresh_every = 2;          ///< epochs between shortlist refreshes
   std::int64_t label_chunk = 4096;         ///< labels encoded per chunk with negatives = all (gradient caching)
-  std::string search = "exact";            ///< how shortlists are found: exact | hnsw | auto (hnsw from search_above labels)
+  std::string search = "auto";             ///< how shortlists are found: exact | ivf | hnsw | auto (ivf from search_above labels)
   std::int64_t search_above = 200000;      ///< with search = auto, the label count from which shortlists are approximate
+  std::int64_t probe = 64;                 ///< with ivf: label clusters searched per query
 };
 
 OptionGroup negatives_option_group();

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -74,6 +76,43 @@ TEST(SyntheticDataset, TheSameSeedGivesTheSameDatasetAndAnotherSeedAnother) {
   EXPECT_EQ(std::vector<std::int32_t>(a.train_labels.row_indices(0).begin(), a.train_labels.row_indices(0).end()), std::vector<std::int32_t>{104});
 }
 
+// With topics a label's 2nd and 3rd words are two of its topic's 4 words: across all labels they come from at
+// most 4 T words, and joining the two words of every label groups the words into (at most) the topics. A query
+// draws each label after its first from the first one's topic with probability 1/2, and the other label shares
+// one of its 2 topic words with probability 5/6 then, so a query of two or more labels holds two labels of one
+// topic with probability at least 1/2 · 5/6 ≈ 0.42 (by chance alone, with 50 topics, about 0.1).
+TEST(SyntheticDataset, WithTopicsLabelsOfATopicShareWordsAndAQuerysLabelsAreRelated) {
+  const SyntheticBuildOptions options{.labels = 500, .train = 3000, .test = 100, .labels_per_query = 3.0, .topics = 50, .seed = 5};
+  const Dataset d = build_synthetic_dataset(options);
+  std::map<std::string, std::string> parent;
+  const std::function<std::string(const std::string&)> root = [&](const std::string& w) {
+    return parent[w] == w ? w : parent[w] = root(parent[w]);
+  };
+  std::vector<std::string> second_word;
+  for (const std::string& text : d.label_text) {
+    std::istringstream in(text);
+    std::string rare, a, b;
+    in >> rare >> a >> b;
+    ASSERT_NE(a, b) << text;
+    for (const auto& w : {a, b})
+      if (!parent.count(w)) parent[w] = w;
+    parent[root(a)] = root(b);
+    second_word.push_back(a);
+  }
+  EXPECT_LE(parent.size(), 200u) << "topic words: 4 per topic";
+  std::int64_t related = 0, multi = 0;
+  for (std::int64_t r = 0; r < d.num_train(); ++r) {
+    const auto labels = d.train_labels.row_indices(r);
+    if (labels.size() < 2) continue;
+    ++multi;
+    std::set<std::string> topics;
+    for (const auto l : labels) topics.insert(root(second_word[static_cast<std::size_t>(l)]));
+    related += topics.size() < labels.size() ? 1 : 0;
+  }
+  ASSERT_GT(multi, 1000);
+  EXPECT_GE(static_cast<double>(related) / static_cast<double>(multi), 0.4);
+}
+
 TEST(SyntheticDataset, OptionsOutOfRangeAreRefusedByName) {
   for (const auto& [options, name] : std::vector<std::pair<SyntheticBuildOptions, std::string>>{
            {{.labels = 1}, "--labels"},
@@ -84,7 +123,11 @@ TEST(SyntheticDataset, OptionsOutOfRangeAreRefusedByName) {
            {{.label_words = 1}, "--label-words"},
            {{.query_words = 0}, "--query-words"},
            {{.vocabulary = 50}, "--vocabulary"},
-           {{.zipf = -1}, "--zipf"}}) {
+           {{.zipf = -1}, "--zipf"},
+           {{.labels = 100, .topics = 101}, "--topics"},
+           {{.topics = -1}, "--topics"},
+           {{.label_words = 2, .topics = 10}, "--topics"},
+           {{.topics = 10, .image_dim = 8}, "--topics"}}) {
     try {
       build_synthetic_dataset(options);
       ADD_FAILURE() << name << " was accepted";

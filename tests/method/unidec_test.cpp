@@ -228,10 +228,10 @@ TEST(HardNegativeWindow, ShortlistsLeaveTheQuerysPositivesOut) {
   EXPECT_EQ(to_vector(shortlist[1]), (std::vector<std::int64_t>{1, 0}));
 }
 
-// Approximate shortlists (hard.search = hnsw): never a positive, the recall they report is the overlap with the
-// exact shortlists (computed here over every query, the sample being all of them), and it is high on embeddings
-// with structure; auto stays exact below its label count; an unknown search is refused by its key.
-TEST(HardNegativeShortlist, AnHnswShortlistReportsItsRecallAgainstTheExactOne) {
+// Approximate shortlists (hard.search = ivf or hnsw): never a positive, the recalls they report are the overlap
+// with the exact shortlists (computed here over every query, the sample being all of them), and they are high on
+// embeddings with structure; auto is exact below its label count and ivf from it; an unknown search is refused.
+TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExactOne) {
   torch::manual_seed(5);
   const std::int64_t n = 300, num_labels = 3000, dim = 16, size = 20;
   const torch::Tensor centres = torch::randn({30, dim});
@@ -241,25 +241,41 @@ TEST(HardNegativeShortlist, AnHnswShortlistReportsItsRecallAgainstTheExactOne) {
   for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 13 + 1) % num_labels)});
   const CsrMatrix positives = csr_from_rows(rows, num_labels);
   const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
-  ShortlistReport report;
-  const torch::Tensor approximate = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "hnsw"}, &report);
-  ASSERT_EQ(approximate.sizes(), exact.sizes());
-  EXPECT_TRUE(report.approximate);
-  EXPECT_EQ(report.sampled, n);
-  double overlap = 0;
-  for (std::int64_t r = 0; r < n; ++r) {
-    const std::vector<std::int64_t> got = to_vector(approximate[r]), want = to_vector(exact[r]);
-    for (const std::int64_t label : got) {
-      EXPECT_NE(label, (r * 7) % num_labels) << "row " << r << " kept a positive";
-      EXPECT_NE(label, (r * 13 + 1) % num_labels) << "row " << r << " kept a positive";
+  for (const std::string kind : {"hnsw", "ivf"}) {
+    SCOPED_TRACE(kind);
+    ShortlistReport report;
+    const torch::Tensor approximate =
+        hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = kind, .probe = 16}, &report);
+    ASSERT_EQ(approximate.sizes(), exact.sizes());
+    EXPECT_TRUE(report.approximate);
+    EXPECT_EQ(report.how, kind);
+    EXPECT_EQ(report.sampled, n);
+    double overlap = 0, overlap_10 = 0;
+    for (std::int64_t r = 0; r < n; ++r) {
+      const std::vector<std::int64_t> got = to_vector(approximate[r]), want = to_vector(exact[r]);
+      for (const std::int64_t label : got) {
+        EXPECT_NE(label, (r * 7) % num_labels) << "row " << r << " kept a positive";
+        EXPECT_NE(label, (r * 13 + 1) % num_labels) << "row " << r << " kept a positive";
+      }
+      std::int64_t hits = 0, hits_10 = 0;
+      for (const std::int64_t label : want) hits += std::count(got.begin(), got.end(), label) > 0 ? 1 : 0;
+      for (std::size_t j = 0; j < 10; ++j) hits_10 += std::count(got.begin(), got.begin() + 10, want[j]) > 0 ? 1 : 0;
+      overlap += static_cast<double>(hits) / size;
+      overlap_10 += static_cast<double>(hits_10) / 10;
     }
-    std::int64_t hits = 0;
-    for (const std::int64_t label : want) hits += std::count(got.begin(), got.end(), label) > 0 ? 1 : 0;
-    overlap += static_cast<double>(hits) / size;
+    EXPECT_NEAR(report.recall, overlap / n, 1e-12);
+    EXPECT_NEAR(report.recall_at_10, overlap_10 / n, 1e-12);
+    EXPECT_GE(report.recall_at_10, 0.95);
+    const std::string line = report.describe(num_labels, size);
+    EXPECT_NE(line.find(kind == "hnsw" ? "HNSW over 3000 labels, recall@20 " : "IVF over 3000 labels ("), std::string::npos) << line;
+    if (kind == "ivf") {
+      // 3000 labels in clusters of 64 on average (sqrt(3000) = 55 is below the floor of 64): 47 clusters, 16 searched.
+      EXPECT_EQ(report.clusters, 47);
+      EXPECT_EQ(report.probed, 16);
+      EXPECT_GT(report.scanned_fraction, 0.0);
+      EXPECT_LT(report.scanned_fraction, 0.6);
+    }
   }
-  EXPECT_NEAR(report.recall, overlap / n, 1e-12);
-  EXPECT_GE(report.recall, 0.95);
-  EXPECT_NE(report.describe(num_labels, size).find("HNSW over 3000 labels, recall@20 "), std::string::npos) << report.describe(num_labels, size);
 
   ShortlistReport below;
   const torch::Tensor automatic = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "auto", .ann_above = 3001}, &below);
@@ -268,7 +284,9 @@ TEST(HardNegativeShortlist, AnHnswShortlistReportsItsRecallAgainstTheExactOne) {
   ShortlistReport above;
   hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "auto", .ann_above = 3000}, &above);
   EXPECT_TRUE(above.approximate);
+  EXPECT_EQ(above.how, "ivf");
   EXPECT_THROW(hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "annoy"}), ConfigError);
+  EXPECT_THROW(hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 0}), ConfigError);
 }
 
 TEST(SymmetricLoss, EqualsBothDirectionsWorkedByHand) {

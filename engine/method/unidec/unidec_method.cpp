@@ -137,7 +137,7 @@ class UnidecMethod final : public Method {
           model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding training queries"),
           model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels"),
           context.dataset.train_labels, config_.get<PslOptions>().shortlist, context.progress,
-          {.kind = negatives.search, .ann_above = negatives.search_above}, &report);
+          {.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe}, &report);
       if (report.approximate) context.phase(report.describe(context.dataset.num_labels(), config_.get<PslOptions>().shortlist));
       window_.refresh(shortlist, epoch, context.label_pool_rng);
     }

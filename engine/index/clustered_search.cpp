@@ -1,0 +1,200 @@
+#include "engine/index/clustered_search.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/index/streaming_top_k.h"
+#include "engine/index/spherical_kmeans.h"
+
+namespace xmc {
+namespace {
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw ConfigError("clustered_top_k: " + what);
+}
+
+/// The keys regrouped so that each cluster is one contiguous block, with the maps between the two orders.
+struct ClusteredKeys {
+  torch::Tensor keys;                      ///< [m, d] float32, cluster after cluster
+  torch::Tensor centroids;                 ///< [C, d] unit rows (zero for a cluster without keys)
+  std::vector<std::int64_t> start;         ///< C + 1 offsets of the blocks in `keys`
+  std::vector<std::int64_t> key_at;        ///< position in `keys` -> key id
+  std::vector<std::int64_t> position_of;   ///< key id -> position in `keys`
+  std::vector<std::int32_t> cluster_at;    ///< position in `keys` -> cluster
+  std::int64_t clusters() const { return static_cast<std::int64_t>(start.size()) - 1; }
+  std::int64_t size(std::int64_t cluster) const { return start[cluster + 1] - start[cluster]; }
+};
+
+ClusteredKeys cluster_keys(const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed) {
+  const std::int64_t m = keys.size(0);
+  const SphericalKMeans kmeans = spherical_kmeans(keys, clusters, {.seed = seed});
+  clusters = kmeans.centroids.size(0);
+  ClusteredKeys out;
+  out.centroids = kmeans.centroids;
+  // Counting sort of the keys by cluster (ascending ids within a cluster).
+  const auto* assigned = kmeans.assignment.data_ptr<std::int64_t>();
+  out.start.assign(static_cast<std::size_t>(clusters + 1), 0);
+  for (std::int64_t j = 0; j < m; ++j) ++out.start[static_cast<std::size_t>(assigned[j] + 1)];
+  for (std::int64_t c = 0; c < clusters; ++c) out.start[c + 1] += out.start[c];
+  std::vector<std::int64_t> next(out.start.begin(), out.start.end() - 1);
+  out.key_at.resize(static_cast<std::size_t>(m));
+  out.position_of.resize(static_cast<std::size_t>(m));
+  out.cluster_at.resize(static_cast<std::size_t>(m));
+  for (std::int64_t j = 0; j < m; ++j) {
+    const std::int64_t position = next[static_cast<std::size_t>(assigned[j])]++;
+    out.key_at[static_cast<std::size_t>(position)] = j;
+    out.position_of[static_cast<std::size_t>(j)] = position;
+    out.cluster_at[static_cast<std::size_t>(position)] = static_cast<std::int32_t>(assigned[j]);
+  }
+  out.keys = keys.index_select(0, torch::from_blob(out.key_at.data(), {m}, torch::kInt64)).contiguous();
+  return out;
+}
+
+}  // namespace
+
+TopK clustered_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k, const ClusteredSearchOptions& options,
+                     ClusteredSearchStats* stats) {
+  check(queries.dim() == 2 && keys.dim() == 2, "queries and keys must be 2-D");
+  check(queries.size(1) == keys.size(1),
+        "queries have " + std::to_string(queries.size(1)) + " columns, keys " + std::to_string(keys.size(1)));
+  check(queries.is_cpu() && keys.is_cpu(), "queries and keys must be on the CPU");
+  check(queries.is_floating_point() && keys.is_floating_point(), "queries and keys must be floating point");
+  check(k >= 0, "k must be >= 0, got " + std::to_string(k));
+  check(options.probe > 0, "probe must be > 0, got " + std::to_string(options.probe));
+  check(options.scores_bytes > 0, "scores_bytes must be > 0, got " + std::to_string(options.scores_bytes));
+  check(options.cluster_size >= 0, "cluster_size must be >= 0, got " + std::to_string(options.cluster_size));
+  check(keys.size(0) < (std::int64_t{1} << 31), "at most 2^31 - 1 keys");
+  torch::NoGradGuard no_grad;
+
+  const std::int64_t n = queries.size(0);
+  const std::int64_t m = keys.size(0);
+  k = std::min(k, m);
+  TopK out{torch::empty({n, k}, torch::kFloat), torch::empty({n, k}, torch::kInt64)};
+  if (stats != nullptr) *stats = {};
+  if (n == 0 || k == 0) return out;
+
+  const torch::Tensor q = queries.to(torch::kFloat).contiguous();
+  const std::int64_t cluster_size =
+      options.cluster_size > 0 ? options.cluster_size : std::max<std::int64_t>(64, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(m)))));
+  const auto clustering_began = std::chrono::steady_clock::now();
+  const ClusteredKeys grouped = cluster_keys(keys.to(torch::kFloat).contiguous(), (m + cluster_size - 1) / cluster_size, options.seed);
+  const double clustering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - clustering_began).count();
+  const std::int64_t clusters = grouped.clusters();
+  const std::int64_t probe = std::min(options.probe, clusters);
+
+  const bool exclude = !options.exclude.empty();
+  torch::Tensor ex_ptr, ex_ids;
+  if (exclude) {
+    ex_ptr = options.exclude.indptr.to(torch::kCPU, torch::kInt64).contiguous();
+    check(ex_ptr.dim() == 1 && ex_ptr.size(0) == n + 1, "exclude.indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
+    ex_ids = options.exclude.indices.to(torch::kCPU, torch::kInt64).contiguous();
+    const auto* ptr = ex_ptr.data_ptr<std::int64_t>();
+    check(ptr[0] == 0, "exclude.indptr must start at 0");
+    for (std::int64_t r = 0; r < n; ++r) check(ptr[r + 1] >= ptr[r], "exclude.indptr must not decrease");
+    check(ex_ids.dim() == 1 && ex_ids.size(0) >= ptr[n], "exclude.indices is shorter than indptr says");
+  }
+  const std::int64_t* ex_row = exclude ? ex_ptr.data_ptr<std::int64_t>() : nullptr;
+  const std::int64_t* ex_key = exclude ? ex_ids.data_ptr<std::int64_t>() : nullptr;
+
+  // Queries are searched in chunks whose scores fit scores_bytes on average (a query scores probe clusters of
+  // m / C keys on average); a chunk that probes larger clusters than that grows the buffer.
+  const double per_query = static_cast<double>(probe) * static_cast<double>(m) / static_cast<double>(clusters) * sizeof(float);
+  const std::int64_t chunk = std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(options.scores_bytes) / per_query), 1, n);
+  std::vector<float> scores;
+  std::vector<std::int64_t> first_pair(static_cast<std::size_t>(clusters + 1));
+  std::vector<std::int64_t> pairs(static_cast<std::size_t>(chunk * probe));
+  std::vector<std::int64_t> offset(static_cast<std::size_t>(chunk * probe + 1));  // where each (query, slot) pair's scores start
+  std::int64_t scanned = 0;
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+
+  for (std::int64_t r0 = 0; r0 < n; r0 += chunk) {
+    const std::int64_t c = std::min(chunk, n - r0);
+    const torch::Tensor q_chunk = q.narrow(0, r0, c);
+    // Each query's `probe` best clusters, in ascending cluster order: their blocks then come in ascending
+    // positions, as the streaming top-k wants.
+    const torch::Tensor probed =
+        std::get<0>(std::get<1>(chunk_inner_products(q_chunk, grouped.centroids).topk(probe, 1)).sort(1)).contiguous();
+    const auto* probe_of = probed.data_ptr<std::int64_t>();
+    offset[0] = 0;
+    for (std::int64_t p = 0; p < c * probe; ++p) offset[p + 1] = offset[p] + grouped.size(probe_of[p]);
+    scanned += offset[c * probe];
+    if (static_cast<std::int64_t>(scores.size()) < offset[c * probe]) scores.resize(static_cast<std::size_t>(offset[c * probe]));
+    // Inverted lists: the (query, slot) pairs of each cluster, by counting sort.
+    std::fill(first_pair.begin(), first_pair.end(), 0);
+    for (std::int64_t p = 0; p < c * probe; ++p) ++first_pair[static_cast<std::size_t>(probe_of[p] + 1)];
+    for (std::int64_t cl = 0; cl < clusters; ++cl) first_pair[cl + 1] += first_pair[cl];
+    {
+      std::vector<std::int64_t> fill(first_pair.begin(), first_pair.end() - 1);
+      for (std::int64_t p = 0; p < c * probe; ++p) pairs[static_cast<std::size_t>(fill[static_cast<std::size_t>(probe_of[p])]++)] = p;
+    }
+    // One product per cluster: all of the chunk's queries that probe it against its block of keys.
+    at::parallel_for(0, clusters, 1, [&](std::int64_t begin, std::int64_t end) {
+      std::vector<std::int64_t> rows;
+      for (std::int64_t cl = begin; cl < end; ++cl) {
+        const std::int64_t first = first_pair[cl], count = first_pair[cl + 1] - first;
+        const std::int64_t width = grouped.size(cl);
+        if (count == 0 || width == 0) continue;
+        rows.resize(static_cast<std::size_t>(count));
+        for (std::int64_t i = 0; i < count; ++i) rows[i] = pairs[first + i] / probe;
+        // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
+        // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
+        const torch::Tensor block =
+            torch::mm(q_chunk.index_select(0, torch::from_blob(rows.data(), {count}, torch::kInt64)), grouped.keys.narrow(0, grouped.start[cl], width).t())
+                .contiguous();
+        const float* product = block.data_ptr<float>();
+        for (std::int64_t i = 0; i < count; ++i)
+          std::memcpy(scores.data() + offset[pairs[first + i]], product + i * width, static_cast<std::size_t>(width) * sizeof(float));
+      }
+    });
+    StreamingTopK selector(c, k);
+    float* score_out = out.scores.data_ptr<float>() + r0 * k;
+    std::int64_t* id_out = out.indices.data_ptr<std::int64_t>() + r0 * k;
+    at::parallel_for(0, c, 16, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        const std::int64_t* mine = probe_of + r * probe;
+        if (exclude) {
+          for (std::int64_t e = ex_row[r0 + r]; e < ex_row[r0 + r + 1]; ++e) {
+            const std::int64_t key = ex_key[e];
+            if (key < 0 || key >= m) continue;
+            const std::int64_t position = grouped.position_of[static_cast<std::size_t>(key)];
+            const std::int64_t cl = grouped.cluster_at[static_cast<std::size_t>(position)];
+            const std::int64_t* slot = std::lower_bound(mine, mine + probe, cl);
+            if (slot == mine + probe || *slot != cl) continue;
+            scores[static_cast<std::size_t>(offset[r * probe + (slot - mine)] + position - grouped.start[cl])] = minus_inf;
+          }
+        }
+        for (std::int64_t s = 0; s < probe; ++s) {
+          const std::int64_t cl = mine[s];
+          if (grouped.size(cl) > 0) selector.offer(r, scores.data() + offset[r * probe + s], grouped.start[cl], grouped.size(cl));
+        }
+        selector.finish(r, score_out + r * k, id_out + r * k);
+        for (std::int64_t j = 0; j < k; ++j) {
+          std::int64_t& id = id_out[r * k + j];
+          if (id >= 0) id = grouped.key_at[static_cast<std::size_t>(id)];
+        }
+      }
+    });
+    if (options.progress != nullptr) {
+      if (options.progress->cancelled()) throw Cancelled();
+      options.progress->update(r0 + c);
+    }
+  }
+  if (stats != nullptr) {
+    stats->clusters = clusters;
+    stats->probed = probe;
+    stats->clustering_seconds = clustering_seconds;
+    stats->scanned_fraction = static_cast<double>(scanned) / (static_cast<double>(n) * static_cast<double>(m));
+  }
+  return out;
+}
+
+}  // namespace xmc

@@ -1,0 +1,141 @@
+// The clustered (IVF) search against a brute-force sort in double: exact when every cluster is searched, the
+// share of keys it scans when only some are, its exclusions, its padding and the inputs it refuses.
+#include "engine/index/clustered_search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+// Every query's ids of its best k keys by inner product in double, excluded ids dropped.
+std::vector<std::vector<std::int64_t>> brute_force_ids(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k,
+                                                       const std::vector<std::set<std::int64_t>>& excluded = {}) {
+  const torch::Tensor scores = torch::mm(queries.to(torch::kDouble), keys.to(torch::kDouble).t()).contiguous();
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::int64_t i = 0; i < scores.size(0); ++i) {
+    const double* row = scores.data_ptr<double>() + i * scores.size(1);
+    std::vector<std::int64_t> ids;
+    for (std::int64_t j = 0; j < scores.size(1); ++j)
+      if (excluded.empty() || excluded[static_cast<std::size_t>(i)].count(j) == 0) ids.push_back(j);
+    std::stable_sort(ids.begin(), ids.end(), [&](std::int64_t a, std::int64_t b) { return row[a] > row[b]; });
+    ids.resize(static_cast<std::size_t>(std::min<std::int64_t>(k, static_cast<std::int64_t>(ids.size()))));
+    out.push_back(ids);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> row_of(const torch::Tensor& ids, std::int64_t row) {
+  const torch::Tensor r = ids[row].contiguous();
+  return {r.data_ptr<std::int64_t>(), r.data_ptr<std::int64_t>() + r.numel()};
+}
+
+// Keys around 32 centres, queries near the same centres: the structure a trained embedding has.
+struct Clustered {
+  torch::Tensor queries, keys;
+};
+Clustered clustered_data(std::int64_t n, std::int64_t m, std::int64_t dim, std::uint64_t seed) {
+  torch::manual_seed(static_cast<std::int64_t>(seed));
+  const torch::Tensor centres = torch::randn({32, dim});
+  return {centres.index_select(0, torch::randint(32, {n})) + 0.3 * torch::randn({n, dim}),
+          centres.index_select(0, torch::randint(32, {m})) + 0.3 * torch::randn({m, dim})};
+}
+
+TEST(ClusteredSearch, SearchingEveryClusterIsExactWithAndWithoutExclusions) {
+  const Clustered data = clustered_data(200, 4096, 16, 1);
+  ClusteredSearchOptions options;
+  options.cluster_size = 64;
+  options.probe = 64;  // 4096 keys in clusters of 64 on average: 64 clusters, all searched
+  options.scores_bytes = 4096 * 4 * 7;  // 7 queries a chunk: chunks end mid-way through the 200
+  ClusteredSearchStats stats;
+  const TopK top = clustered_top_k(data.queries, data.keys, 10, options, &stats);
+  EXPECT_EQ(stats.clusters, 64);
+  EXPECT_EQ(stats.probed, 64);
+  EXPECT_DOUBLE_EQ(stats.scanned_fraction, 1.0);
+  const auto want = brute_force_ids(data.queries, data.keys, 10);
+  for (std::int64_t i = 0; i < 200; ++i) EXPECT_EQ(row_of(top.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+  // Scores are the products of the ids returned, best first.
+  const torch::Tensor expected = (data.queries.unsqueeze(1) * data.keys.index_select(0, top.indices.view(-1)).view({200, 10, 16})).sum(2);
+  EXPECT_TRUE(torch::allclose(top.scores, expected, 1e-4, 1e-4));
+
+  // Each query excludes its own exact top 3 and key 7: the result is the exact top 10 of what is left.
+  std::vector<std::set<std::int64_t>> excluded;
+  std::vector<std::int64_t> indptr{0}, indices;
+  for (std::int64_t i = 0; i < 200; ++i) {
+    std::set<std::int64_t> own(want[static_cast<std::size_t>(i)].begin(), want[static_cast<std::size_t>(i)].begin() + 3);
+    own.insert(7);
+    indices.insert(indices.end(), own.begin(), own.end());
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+    excluded.push_back(own);
+  }
+  options.exclude = {torch::tensor(indptr), torch::tensor(indices)};
+  const TopK rest = clustered_top_k(data.queries, data.keys, 10, options);
+  const auto want_rest = brute_force_ids(data.queries, data.keys, 10, excluded);
+  for (std::int64_t i = 0; i < 200; ++i) EXPECT_EQ(row_of(rest.indices, i), want_rest[static_cast<std::size_t>(i)]) << "query " << i;
+}
+
+TEST(ClusteredSearch, SearchingSomeClustersScansTheirShareAndKeepsMostOfTheExactTop10) {
+  const Clustered data = clustered_data(500, 8192, 16, 2);
+  ClusteredSearchOptions options;
+  options.cluster_size = 128;  // 8192 keys: 64 clusters of 128 on average
+  options.probe = 4;
+  ClusteredSearchStats stats;
+  const TopK top = clustered_top_k(data.queries, data.keys, 10, options, &stats);
+  EXPECT_EQ(stats.clusters, 64);
+  EXPECT_EQ(stats.probed, 4);
+  EXPECT_GT(stats.scanned_fraction, 0.0);
+  EXPECT_LT(stats.scanned_fraction, 0.25) << "4 of 64 clusters: a small share of the keys";
+  const auto want = brute_force_ids(data.queries, data.keys, 10);
+  double recall = 0;
+  for (std::int64_t i = 0; i < 500; ++i) {
+    const std::vector<std::int64_t> got = row_of(top.indices, i);
+    for (const std::int64_t id : want[static_cast<std::size_t>(i)]) recall += std::count(got.begin(), got.end(), id) > 0 ? 0.1 : 0.0;
+    EXPECT_EQ(std::set<std::int64_t>(got.begin(), got.end()).size(), 10u) << "query " << i << " got a key twice";
+  }
+  EXPECT_GE(recall / 500, 0.95) << "a query's neighbours sit in the clusters nearest to it";
+  EXPECT_LT(recall / 500, 1.0 + 1e-9);
+}
+
+TEST(ClusteredSearch, QueriesWhoseClustersHoldFewerKeysThanAskedArePadded) {
+  const Clustered data = clustered_data(5, 256, 8, 3);
+  ClusteredSearchOptions options;
+  options.cluster_size = 64;  // 4 clusters
+  options.probe = 1;
+  ClusteredSearchStats stats;
+  const TopK top = clustered_top_k(data.queries, data.keys, 200, options, &stats);
+  ASSERT_EQ(top.indices.size(1), 200);
+  EXPECT_EQ(stats.clusters, 4);
+  std::int64_t found = 0;
+  for (std::int64_t i = 0; i < 5; ++i) {
+    const std::vector<std::int64_t> got = row_of(top.indices, i);
+    const auto padded = std::count(got.begin(), got.end(), -1);
+    EXPECT_GT(padded, 0) << "one cluster of 4 searched: fewer than 200 of the 256 keys";
+    EXPECT_EQ(std::count(got.end() - padded, got.end(), -1), padded) << "padding comes last";
+    EXPECT_TRUE(std::isinf(top.scores[i][199].item<float>()));
+    found += 200 - padded;
+  }
+  EXPECT_NEAR(static_cast<double>(found) / (5.0 * 256.0), stats.scanned_fraction, 1e-12) << "every key of a searched cluster is returned";
+}
+
+TEST(ClusteredSearch, RefusesInputsItCannotSearch) {
+  const torch::Tensor queries = torch::randn({4, 8}), keys = torch::randn({100, 8});
+  EXPECT_THROW(clustered_top_k(queries, torch::randn({100, 9}), 5), ConfigError);
+  EXPECT_THROW(clustered_top_k(queries.view({-1}), keys, 5), ConfigError);
+  EXPECT_THROW(clustered_top_k(queries, keys, -1), ConfigError);
+  ClusteredSearchOptions no_probe;
+  no_probe.probe = 0;
+  EXPECT_THROW(clustered_top_k(queries, keys, 5, no_probe), ConfigError);
+  ClusteredSearchOptions short_exclusions;
+  short_exclusions.exclude = {torch::tensor(std::vector<std::int64_t>{0, 1}), torch::tensor(std::vector<std::int64_t>{3})};
+  EXPECT_THROW(clustered_top_k(queries, keys, 5, short_exclusions), ConfigError) << "indptr for 1 query, 4 given";
+  EXPECT_EQ(clustered_top_k(torch::randn({0, 8}), keys, 5).indices.size(0), 0);
+}
+
+}  // namespace
+}  // namespace xmc
