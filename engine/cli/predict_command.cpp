@@ -35,7 +35,7 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--mode", args->mode, "Inference mode (default: the method's primary): dexml embedding; ngame fused, embedding, classifier; unidec concat, de, clf; depsl de; irene zero_shot, zero_shot_base, generalized, generalized_base; xrlinear tree, fused (with xrlinear.dense_run), tree-knn (with xrlinear.knn); rag for any of them trained with rag.use on");
   cmd->add_option("--device", args->device, "Override the run's device (cpu, cuda)");
   cmd->add_option("--index", args->index,
-                  "Label index searched in every mode: exact, hnsw (hnsw:M=32,ef=200), faiss:Flat, faiss:IVF256,Flat, "
+                  "Label index searched in every mode: exact, ivf (ivf:probe=64), hnsw (hnsw:M=32,ef=200), faiss:Flat, faiss:IVF256,Flat, "
                   "faiss:IVF256,PQ16; an approximate index is saved with the run and reused")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the ranking as one JSON line");

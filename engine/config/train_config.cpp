@@ -149,7 +149,8 @@ OptionGroup evaluation_option_group() {
                "Evaluations before the last rank an even sample of at most this many test queries (the last ranks them all; "
                "0 = all): for test sets of hundreds of thousands")
       .text("eval.index", &TrainConfig::eval_index, {},
-            "How test queries search the labels: exact, hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on many labels, some recall lost)")
+            "How test queries search the labels: exact, ivf[:probe=64,size=N], hnsw[:M,ef,efc] or faiss:<factory> (approximate: faster on "
+            "many labels, some recall lost)")
       .integer("checkpoint.every", &TrainConfig::checkpoint_every, 0, kNoMax, "Epochs between checkpoints (0 = only at the end)")
       .integer("checkpoint.every_steps", &TrainConfig::checkpoint_every_steps, 0, kNoMax,
                "Also a checkpoint every this many steps, inside epochs too (0 = off): what a crash or kill -9 can lose")

@@ -22,23 +22,28 @@ void check(bool ok, const std::string& what) {
   if (!ok) throw ConfigError("clustered_top_k: " + what);
 }
 
+}  // namespace
+
 /// The keys regrouped so that each cluster is one contiguous block, with the maps between the two orders.
-struct ClusteredKeys {
+struct KeyClusters::Groups {
   torch::Tensor keys;                      ///< [m, d] float32, cluster after cluster
   torch::Tensor centroids;                 ///< [C, d] unit rows (zero for a cluster without keys)
   std::vector<std::int64_t> start;         ///< C + 1 offsets of the blocks in `keys`
   std::vector<std::int64_t> key_at;        ///< position in `keys` -> key id
   std::vector<std::int64_t> position_of;   ///< key id -> position in `keys`
   std::vector<std::int32_t> cluster_at;    ///< position in `keys` -> cluster
+  std::int64_t dim = 0;
+  double clustering_seconds = 0;
   std::int64_t clusters() const { return static_cast<std::int64_t>(start.size()) - 1; }
   std::int64_t size(std::int64_t cluster) const { return start[cluster + 1] - start[cluster]; }
 };
 
-ClusteredKeys cluster_keys(const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed) {
+namespace {
+
+void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed) {
   const std::int64_t m = keys.size(0);
   const SphericalKMeans kmeans = spherical_kmeans(keys, clusters, {.seed = seed});
   clusters = kmeans.centroids.size(0);
-  ClusteredKeys out;
   out.centroids = kmeans.centroids;
   // Counting sort of the keys by cluster (ascending ids within a cluster).
   const auto* assigned = kmeans.assignment.data_ptr<std::int64_t>();
@@ -56,38 +61,72 @@ ClusteredKeys cluster_keys(const torch::Tensor& keys, std::int64_t clusters, std
     out.cluster_at[static_cast<std::size_t>(position)] = static_cast<std::int32_t>(assigned[j]);
   }
   out.keys = keys.index_select(0, torch::from_blob(out.key_at.data(), {m}, torch::kInt64)).contiguous();
-  return out;
 }
 
 }  // namespace
+
+KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed) {
+  check(keys.dim() == 2, "keys must be 2-D");
+  check(keys.is_cpu() && keys.is_floating_point(), "keys must be floating point, on the CPU");
+  check(cluster_size >= 0, "cluster_size must be >= 0, got " + std::to_string(cluster_size));
+  check(keys.size(0) < (std::int64_t{1} << 31), "at most 2^31 - 1 keys");
+  torch::NoGradGuard no_grad;
+  auto groups = std::make_shared<Groups>();
+  groups_ = groups;
+  const std::int64_t m = keys.size(0);
+  groups->dim = keys.size(1);
+  if (m == 0) {
+    groups->keys = torch::zeros({0, keys.size(1)});
+    groups->centroids = torch::zeros({0, keys.size(1)});
+    groups->start = {0};
+    return;
+  }
+  if (cluster_size == 0) cluster_size = std::max<std::int64_t>(64, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(m)))));
+  const auto began = std::chrono::steady_clock::now();
+  cluster_keys(*groups, keys.to(torch::kFloat).contiguous(), (m + cluster_size - 1) / cluster_size, seed);
+  groups->clustering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+std::int64_t KeyClusters::clusters() const { return groups_->clusters(); }
+std::int64_t KeyClusters::size() const { return groups_->keys.size(0); }
+double KeyClusters::clustering_seconds() const { return groups_->clustering_seconds; }
 
 TopK clustered_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k, const ClusteredSearchOptions& options,
                      ClusteredSearchStats* stats) {
   check(queries.dim() == 2 && keys.dim() == 2, "queries and keys must be 2-D");
   check(queries.size(1) == keys.size(1),
         "queries have " + std::to_string(queries.size(1)) + " columns, keys " + std::to_string(keys.size(1)));
+  check(options.cluster_size >= 0, "cluster_size must be >= 0, got " + std::to_string(options.cluster_size));
   check(queries.is_cpu() && keys.is_cpu(), "queries and keys must be on the CPU");
   check(queries.is_floating_point() && keys.is_floating_point(), "queries and keys must be floating point");
   check(k >= 0, "k must be >= 0, got " + std::to_string(k));
   check(options.probe > 0, "probe must be > 0, got " + std::to_string(options.probe));
+  if (queries.size(0) == 0 || k == 0 || keys.size(0) == 0) {
+    if (stats != nullptr) *stats = {};
+    const std::int64_t width = std::min(k, keys.size(0));
+    return {torch::empty({queries.size(0), width}, torch::kFloat), torch::empty({queries.size(0), width}, torch::kInt64)};
+  }
+  return KeyClusters(keys, options.cluster_size, options.seed).search(queries, k, options, stats);
+}
+
+TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const ClusteredSearchOptions& options, ClusteredSearchStats* stats) const {
+  const Groups& grouped = *groups_;
+  check(queries.dim() == 2, "queries must be 2-D");
+  check(queries.size(1) == grouped.dim, "queries have " + std::to_string(queries.size(1)) + " columns, keys " + std::to_string(grouped.dim));
+  check(queries.is_cpu() && queries.is_floating_point(), "queries must be floating point, on the CPU");
+  check(k >= 0, "k must be >= 0, got " + std::to_string(k));
+  check(options.probe > 0, "probe must be > 0, got " + std::to_string(options.probe));
   check(options.scores_bytes > 0, "scores_bytes must be > 0, got " + std::to_string(options.scores_bytes));
-  check(options.cluster_size >= 0, "cluster_size must be >= 0, got " + std::to_string(options.cluster_size));
-  check(keys.size(0) < (std::int64_t{1} << 31), "at most 2^31 - 1 keys");
   torch::NoGradGuard no_grad;
 
   const std::int64_t n = queries.size(0);
-  const std::int64_t m = keys.size(0);
+  const std::int64_t m = grouped.keys.size(0);
   k = std::min(k, m);
   TopK out{torch::empty({n, k}, torch::kFloat), torch::empty({n, k}, torch::kInt64)};
   if (stats != nullptr) *stats = {};
   if (n == 0 || k == 0) return out;
 
   const torch::Tensor q = queries.to(torch::kFloat).contiguous();
-  const std::int64_t cluster_size =
-      options.cluster_size > 0 ? options.cluster_size : std::max<std::int64_t>(64, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(m)))));
-  const auto clustering_began = std::chrono::steady_clock::now();
-  const ClusteredKeys grouped = cluster_keys(keys.to(torch::kFloat).contiguous(), (m + cluster_size - 1) / cluster_size, options.seed);
-  const double clustering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - clustering_began).count();
   const std::int64_t clusters = grouped.clusters();
   const std::int64_t probe = std::min(options.probe, clusters);
 
@@ -191,7 +230,7 @@ TopK clustered_top_k(const torch::Tensor& queries, const torch::Tensor& keys, st
   if (stats != nullptr) {
     stats->clusters = clusters;
     stats->probed = probe;
-    stats->clustering_seconds = clustering_seconds;
+    stats->clustering_seconds = grouped.clustering_seconds;
     stats->scanned_fraction = static_cast<double>(scanned) / (static_cast<double>(n) * static_cast<double>(m));
   }
   return out;

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "engine/core/progress.h"
 #include "engine/index/exact_search.h"
@@ -35,7 +36,26 @@ struct ClusteredSearchStats {
   double clustering_seconds = 0;   ///< the k-means of the keys (the rest is the search)
 };
 
-/// The approximate top-k of <queries[i], keys[j]> (see the header comment).
+/// Keys grouped into clusters once, then searched any number of times (an index's state; copies share it).
+class KeyClusters {
+ public:
+  /// Groups `keys` ([m, d] floating, CPU) by spherical k-means into ⌈m / cluster_size⌉ clusters (0 = ⌈√m⌉
+  /// keys a cluster, at least 64). The keys are copied.
+  explicit KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size = 0, std::uint64_t seed = 0);
+  /// The approximate top-k of the queries over the keys (as clustered_top_k; options.cluster_size and seed are
+  /// the constructor's business). Safe to call from several threads at once.
+  TopK search(const torch::Tensor& queries, std::int64_t k, const ClusteredSearchOptions& options = {}, ClusteredSearchStats* stats = nullptr) const;
+  std::int64_t clusters() const;
+  std::int64_t size() const;
+  double clustering_seconds() const;
+
+  struct Groups;
+
+ private:
+  std::shared_ptr<const Groups> groups_;
+};
+
+/// The approximate top-k of <queries[i], keys[j]> (see the header comment): KeyClusters(keys).search(queries).
 /// @param queries [n, d] floating tensor on the CPU
 /// @param keys    [m, d] floating tensor on the CPU, m < 2^31
 /// @param k       results per query, clamped to m

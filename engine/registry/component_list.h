@@ -13,5 +13,5 @@
 #define XMC_FOR_EACH_ENCODER(X) X(bow) X(bert) X(decoder)
 #define XMC_FOR_EACH_TOKENIZER(X) X(words) X(wordpiece) X(bpe)
 #define XMC_FOR_EACH_LOSS(X) X(triplet) X(softmax) X(decoupled_softmax) X(softtopk) X(supcon) X(bce)
-#define XMC_FOR_EACH_INDEX(X) X(exact) X(hnsw) X(faiss)
+#define XMC_FOR_EACH_INDEX(X) X(exact) X(ivf) X(hnsw) X(faiss)
 #define XMC_FOR_EACH_BATCH_ORDER(X) X(random) X(cluster)

@@ -200,6 +200,8 @@ TEST_F(IndexFactory, ApproximateIndexesReachTheirRecall) {
   const std::vector<Case> cases{
       {"hnsw", 0.95, 1e-5},
       {"hnsw:M=32,ef=200", 0.95, 1e-5},
+      {"ivf:probe=16,size=64", 0.95, 1e-5},  // 16 of the k-means' clusters of 64 on average
+      {"ivf:probe=1000", 0.999, 1e-5},       // every cluster searched: exact
       {"faiss:IVF64,Flat", 0.95, 1e-5},            // default nprobe 16 of 64 lists
       {"faiss:IVF64,Flat;nprobe=64", 0.999, 1e-5},  // every list probed: exact
       // 8-byte codes for 32 floats are lossy: measured 0.62 here, and 0.51 behind a pre-transform (PCA +
@@ -223,7 +225,7 @@ TEST_F(IndexFactory, ApproximateIndexesReachTheirRecall) {
 }
 
 TEST_F(IndexFactory, QueriesWithFewerResultsThanKArePadded) {
-  for (const std::string& spec : specs_of_this_build({"exact", "hnsw", "faiss:Flat"})) {
+  for (const std::string& spec : specs_of_this_build({"exact", "hnsw", "ivf", "faiss:Flat"})) {
     auto small = make_index(spec, kDim);
     small->add(3, base_.data());
     const Found f = search(*small, std::vector<float>(queries_.begin(), queries_.begin() + kDim), 5);
@@ -240,7 +242,7 @@ TEST_F(IndexFactory, QueriesWithFewerResultsThanKArePadded) {
 TEST_F(IndexFactory, SavedIndexesSearchExactlyAsBefore) {
   test::TempDir dir;
   for (const std::string& spec :
-       specs_of_this_build({"exact", "hnsw", "hnsw:M=8,ef=64,efc=100", "faiss:Flat", "faiss:IVF64,Flat", "faiss:IVF64,PQ8;nprobe=8"})) {
+       specs_of_this_build({"exact", "hnsw", "hnsw:M=8,ef=64,efc=100", "ivf:probe=8", "faiss:Flat", "faiss:IVF64,Flat", "faiss:IVF64,PQ8;nprobe=8"})) {
     const auto index = built(spec);
     const auto path = dir / "index.xmcindex";
     save_index(*index, spec, path);
@@ -268,7 +270,7 @@ TEST_F(IndexFactory, SavedIndexesSearchExactlyAsBefore) {
 
 TEST_F(IndexFactory, EmptyIndexesSaveAndLoad) {
   test::TempDir dir;
-  for (const std::string& spec : specs_of_this_build({"exact", "hnsw", "faiss:Flat", "faiss:IVF64,Flat"})) {
+  for (const std::string& spec : specs_of_this_build({"exact", "hnsw", "ivf", "faiss:Flat", "faiss:IVF64,Flat"})) {
     const auto path = dir / "empty.xmcindex";
     save_index(*make_index(spec, kDim), spec, path);
     const auto loaded = load_index(path);
@@ -280,10 +282,11 @@ TEST_F(IndexFactory, EmptyIndexesSaveAndLoad) {
 
 TEST(IndexFactoryErrors, UnknownDescriptionsNameTheValueAndTheKnownKinds) {
   const std::string message = message_of([] { make_index("annoy", 8); });
-  for (const char* part : {"\"annoy\"", "exact", "hnsw[:M=16,ef=128,efc=200]", "faiss:<factory>", "faiss:IVF256,Flat"})
+  for (const char* part : {"\"annoy\"", "exact", "ivf[:probe=64,size=N]", "hnsw[:M=16,ef=128,efc=200]", "faiss:<factory>", "faiss:IVF256,Flat"})
     EXPECT_TRUE(contains(message, part)) << message;
   for (const std::string spec : {"", "Exact", "hnsw:", "hnsw:M=1", "hnsw:K=3", "hnsw:M=16,M=32", "hnsw:ef=-5", "hnsw:ef", "faiss", "faiss:",
-                                 "faiss:IVF64,Flat;nprobe=x", "faiss:IVF64,Flat;probes=4"}) {
+                                 "faiss:IVF64,Flat;nprobe=x", "faiss:IVF64,Flat;probes=4", "ivf:", "ivf:probe=0", "ivf:nprobe=4",
+                                 "ivf:size=-1"}) {
     try {
       check_index_spec(spec);
       ADD_FAILURE() << "accepted \"" << spec << "\"";
@@ -291,7 +294,7 @@ TEST(IndexFactoryErrors, UnknownDescriptionsNameTheValueAndTheKnownKinds) {
       EXPECT_TRUE(contains(e.what(), "\"" + spec + "\"")) << e.what();
     }
   }
-  EXPECT_EQ(index_kinds().size(), 3u);
+  EXPECT_EQ(index_kinds().size(), 4u);
 }
 
 TEST(IndexFactoryErrors, FaissFactoryStringsAreCheckedByFaiss) {
@@ -326,7 +329,7 @@ TEST(IndexFactoryErrors, TooFewVectorsToTrainSayWhatToDo) {
 TEST(IndexFactoryErrors, DamagedSavedIndexesAreRefusedWithTheFileNamed) {
   test::TempDir dir;
   const auto vectors = unit_vectors_around(gaussian_centres(4, 5), 500, 0.6f, 6);
-  std::vector<std::string> specs{"exact", "hnsw"};
+  std::vector<std::string> specs{"exact", "ivf", "hnsw"};
   if (faiss_available()) specs.insert(specs.end(), {"faiss:Flat", "faiss:IVF8,PQ4"});
   for (const std::string& spec : specs) {
     auto index = make_index(spec, kDim);

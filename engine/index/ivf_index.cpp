@@ -1,0 +1,111 @@
+#include "engine/index/ivf_index.h"
+
+#include <istream>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/index/clustered_search.h"
+#include "engine/index/index_kind.h"
+
+namespace xmc {
+
+struct IvfIndex::Impl {
+  IvfIndexOptions options;
+  std::vector<float> data;                        // ntotal × dim, row-major
+  mutable std::mutex clusters_mutex;              // guards clusters
+  mutable std::optional<KeyClusters> clusters;    // made on the first search after an add
+};
+
+IvfIndex::IvfIndex(std::int64_t dim, IvfIndexOptions options) : Index(dim), impl_(std::make_unique<Impl>()) {
+  if (dim <= 0) throw ConfigError("IvfIndex: dim must be > 0, got " + std::to_string(dim));
+  if (options.probe < 1) throw ConfigError("IvfIndex: probe must be >= 1, got " + std::to_string(options.probe));
+  if (options.cluster_size < 0) throw ConfigError("IvfIndex: cluster_size must be >= 0, got " + std::to_string(options.cluster_size));
+  impl_->options = options;
+}
+
+IvfIndex::~IvfIndex() = default;
+
+const IvfIndexOptions& IvfIndex::options() const { return impl_->options; }
+
+void IvfIndex::add(std::int64_t n, const float* x) {
+  if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("IvfIndex::add: bad n or null x");
+  impl_->data.insert(impl_->data.end(), x, x + n * dim_);
+  ntotal_ += n;
+  std::lock_guard lock(impl_->clusters_mutex);
+  impl_->clusters.reset();
+}
+
+void IvfIndex::search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const {
+  if (n < 0 || k < 0 || (n > 0 && x == nullptr)) throw ConfigError("IvfIndex::search: bad n, k or null x");
+  if (n == 0 || k == 0) return;
+  auto all_scores = torch::from_blob(scores, {n, k}, torch::kFloat);
+  auto all_labels = torch::from_blob(labels, {n, k}, torch::kInt64);
+  all_scores.fill_(-std::numeric_limits<float>::infinity());
+  all_labels.fill_(-1);
+  if (ntotal_ == 0) return;
+  std::optional<KeyClusters> clusters;
+  {
+    std::lock_guard lock(impl_->clusters_mutex);
+    if (!impl_->clusters) impl_->clusters.emplace(torch::from_blob(impl_->data.data(), {ntotal_, dim_}, torch::kFloat), impl_->options.cluster_size);
+    clusters = impl_->clusters;  // shares the groups
+  }
+  ClusteredSearchOptions search;
+  search.probe = impl_->options.probe;
+  const TopK top = clusters->search(torch::from_blob(const_cast<float*>(x), {n, dim_}, torch::kFloat), k, search);
+  const std::int64_t found = top.indices.size(1);
+  all_scores.narrow(1, 0, found).copy_(top.scores);
+  all_labels.narrow(1, 0, found).copy_(top.indices);
+}
+
+void IvfIndex::reset() {
+  impl_->data.clear();
+  impl_->data.shrink_to_fit();
+  ntotal_ = 0;
+  std::lock_guard lock(impl_->clusters_mutex);
+  impl_->clusters.reset();
+}
+
+void IvfIndex::write(std::ostream& out) const {
+  out.write(reinterpret_cast<const char*>(impl_->data.data()), static_cast<std::streamsize>(impl_->data.size() * sizeof(float)));
+}
+
+std::unique_ptr<IvfIndex> IvfIndex::read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, IvfIndexOptions options) {
+  const std::uint64_t needed = static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(ntotal) * sizeof(float);
+  if (dim <= 0 || ntotal < 0 || ntotal > (std::int64_t{1} << 40) || dim > (std::int64_t{1} << 20) || bytes != needed)
+    throw Error("an IVF index of " + std::to_string(ntotal) + " vectors of dimension " + std::to_string(dim) + " takes " +
+                std::to_string(needed) + " bytes, not " + std::to_string(bytes));
+  auto index = std::make_unique<IvfIndex>(dim, options);
+  index->impl_->data.resize(static_cast<std::size_t>(dim * ntotal));
+  if (!in.read(reinterpret_cast<char*>(index->impl_->data.data()), static_cast<std::streamsize>(bytes))) throw Error("the stored vectors end early");
+  index->ntotal_ = ntotal;
+  return index;
+}
+
+IndexKind ivf_index_kind() {
+  return {.name = "ivf",
+          .syntax = "ivf[:probe=64,size=N]",
+          .help = "inverted file over spherical k-means clusters of about sqrt(labels) labels (size=N: N a cluster), approximate; "
+                  "each query searches its probe nearest clusters",
+          .parse = [](const std::string& spec, std::optional<std::string_view> parameters) -> IndexRecipe {
+            IvfIndexOptions options;
+            if (parameters) {
+              parse_index_keys(spec, *parameters, [&](const std::string& key, std::int64_t value) {
+                if (key == "probe") options.probe = value;
+                else if (key == "size") options.cluster_size = value;
+                else refuse_index_spec(spec, "has the unknown IVF key \"" + key + "\" (probe, size)");
+              });
+            }
+            return {.make = [options](std::int64_t dim) -> std::unique_ptr<Index> { return std::make_unique<IvfIndex>(dim, options); },
+                    .made_by = [](const Index& index) { return dynamic_cast<const IvfIndex*>(&index) != nullptr; },
+                    .read = [options](std::istream& payload, const IndexFileHeader& header) -> std::unique_ptr<Index> {
+                      return IvfIndex::read(payload, header.payload_bytes, header.dim, header.ntotal, options);
+                    }};
+          }};
+}
+
+}  // namespace xmc

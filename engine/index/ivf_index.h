@@ -1,0 +1,38 @@
+#pragma once
+// An inverted-file index (see index.h for the conventions): the stored vectors grouped by spherical k-means into
+// about √n clusters, each query searching the vectors of its `probe` nearest clusters only (clustered_search.h).
+// Approximate: faster than exact search on many labels, at a recall that depends on how clustered the vectors
+// are. The clusters are made on the first search after vectors were added. Plain C++ header.
+#include <cstdint>
+#include <memory>
+
+#include "engine/index/index.h"
+
+namespace xmc {
+
+struct IvfIndexOptions {
+  std::int64_t probe = 64;        ///< clusters searched per query
+  std::int64_t cluster_size = 0;  ///< vectors per cluster on average; 0 = ⌈√n⌉ (at least 64)
+};
+
+class IvfIndex final : public Index {
+ public:
+  explicit IvfIndex(std::int64_t dim, IvfIndexOptions options = {});
+  ~IvfIndex() override;
+
+  void add(std::int64_t n, const float* x) override;
+  /// Safe to call from several threads at once (not during add/reset).
+  void search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const override;
+  void reset() override;
+  /// The stored vectors as raw floats (ntotal × dim, row-major); the clusters are made again after reading.
+  void write(std::ostream& out) const override;
+  static std::unique_ptr<IvfIndex> read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, IvfIndexOptions options = {});
+
+  const IvfIndexOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xmc
