@@ -14,16 +14,33 @@
 namespace xmc {
 namespace {
 
+/// Rows searched at once: what a slice's results take (scores and ids, 12 bytes a result) stays small, and only
+/// the ids are kept, in the [N x size] output.
+constexpr std::int64_t kShortlistSlice = 16384;
+
+/// Fills `out` ([N x size] int64, -1 beyond what a query has) slice by slice with `search(begin, end)`, the ids of
+/// rows [begin, end) ([end - begin x k'], k' <= size).
+template <typename Search>
+torch::Tensor by_slices(std::int64_t n, std::int64_t size, Progress* progress, const Search& search) {
+  torch::Tensor out = torch::full({n, size}, -1, torch::kInt64);
+  for (std::int64_t begin = 0; begin < n; begin += kShortlistSlice) {
+    const std::int64_t end = std::min(n, begin + kShortlistSlice);
+    if (progress != nullptr && progress->cancelled()) throw Cancelled();
+    const torch::Tensor ids = search(begin, end).to(torch::kCPU);
+    out.narrow(0, begin, end - begin).narrow(1, 0, ids.size(1)).copy_(ids);
+    if (progress != nullptr) progress->update(end);
+  }
+  return out;
+}
+
 torch::Tensor exact_shortlist(const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
                               Progress* progress) {
-  // exact_top_k chunks the queries itself and leaves each query's own positives out.
-  ExactSearchOptions options;
-  options.exclude = ExcludeLists::from_csr(positives);
-  options.progress = progress;
-  torch::Tensor ids = exact_top_k(queries, labels, std::min(size, labels.size(0)), options).indices.to(torch::kCPU);
-  if (ids.size(1) < size)  // fewer labels than the shortlist size: pad to [N x size]
-    ids = torch::cat({ids, torch::full({ids.size(0), size - ids.size(1)}, -1, torch::kInt64)}, 1);
-  return ids.contiguous();
+  // exact_top_k leaves each query's own positives out.
+  return by_slices(queries.size(0), size, progress, [&](std::int64_t begin, std::int64_t end) {
+    ExactSearchOptions options;
+    options.exclude = ExcludeLists::from_csr(csr_row_range(positives, begin, end));
+    return exact_top_k(queries.narrow(0, begin, end - begin), labels, std::min(size, labels.size(0)), options).indices;
+  });
 }
 
 /// The HNSW graph's best `size` labels of each query that are not its positives: it is asked for `size` plus the
@@ -76,21 +93,24 @@ torch::Tensor hnsw_shortlist(const torch::Tensor& queries, const torch::Tensor& 
 /// The clustered (IVF) search's best `size` labels of each query that are not its positives.
 torch::Tensor ivf_shortlist(const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
                             std::int64_t probe, Progress& progress, ShortlistReport& report) {
-  const torch::Tensor keys = labels.detach().to(torch::kCPU, torch::kFloat32).contiguous();
   const torch::Tensor rows = queries.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-  ClusteredSearchOptions options;
-  options.probe = probe;
-  options.exclude = ExcludeLists::from_csr(positives);
-  options.progress = &progress;
   progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", rows.size(0));
-  ClusteredSearchStats stats;
-  torch::Tensor ids = clustered_top_k(rows, keys, std::min(size, keys.size(0)), options, &stats).indices;
+  const KeyClusters clusters(labels.detach().to(torch::kCPU, torch::kFloat32).contiguous());
+  double scanned = 0;
+  torch::Tensor ids = by_slices(rows.size(0), size, &progress, [&](std::int64_t begin, std::int64_t end) {
+    ClusteredSearchOptions options;
+    options.probe = probe;
+    options.exclude = ExcludeLists::from_csr(csr_row_range(positives, begin, end));
+    ClusteredSearchStats stats;
+    torch::Tensor found = clusters.search(rows.narrow(0, begin, end - begin), std::min(size, labels.size(0)), options, &stats).indices;
+    scanned += stats.scanned_fraction * static_cast<double>(end - begin);
+    report.probed = stats.probed;
+    return found;
+  });
   progress.finish();
-  report.clusters = stats.clusters;
-  report.probed = stats.probed;
-  report.scanned_fraction = stats.scanned_fraction;
-  if (ids.size(1) < size) ids = torch::cat({ids, torch::full({ids.size(0), size - ids.size(1)}, -1, torch::kInt64)}, 1);
-  return ids.contiguous();
+  report.clusters = clusters.clusters();
+  report.scanned_fraction = rows.size(0) > 0 ? scanned / static_cast<double>(rows.size(0)) : 0.0;
+  return ids;
 }
 
 /// Over `sample` evenly spread queries, the mean share of the exact shortlist's labels that the approximate one
