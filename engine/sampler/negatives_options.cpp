@@ -21,7 +21,7 @@ OptionGroup negatives_option_group() {
       .when("negatives=hard")
       .text("hard.search", &NegativesOptions::search, {"auto", "exact", "ivf", "hnsw"},
             "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found: exact top-k; ivf, an inverted file of "
-            "balanced label clusters (about sqrt(labels) labels each; each query searches hard.probe of them); an HNSW graph "
+            "label clusters (spherical k-means, about sqrt(labels) labels each; each query searches hard.probe of them); an HNSW graph "
             "over the labels; or auto: ivf from hard.search_above labels, exact below. Approximate shortlists log their "
             "recall against exact on 1,000 sampled queries at every refresh (bench/RESULTS.md: at 1.3M labels HNSW was no "
             "faster than exact on 2 cores)")
