@@ -179,9 +179,20 @@ PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> 
 }
 
 void HardNegativeWindow::refresh(const torch::Tensor& shortlist, std::int64_t epoch, std::mt19937_64& rng) {
+  shuffled_ = torch::Tensor();  // the old window is not needed to make the new one
   at::Generator generator = generator_from(rng);
-  const torch::Tensor order = torch::rand(shortlist.sizes(), generator, torch::kFloat64).argsort(/*dim=*/1, /*descending=*/false);
-  shuffled_ = shortlist.to(torch::kCPU).gather(1, order).contiguous();
+  const torch::Tensor rows = shortlist.to(torch::kCPU);
+  const std::int64_t n = rows.size(0), s = rows.size(1);
+  torch::Tensor shuffled = torch::empty({n, s}, torch::kInt64);
+  // Slice by slice of rows: the draws come in the order one [N x S] draw makes them (row after row), and the
+  // sort's temporaries take a slice, not N x S (1.8 GB each at 2.25M queries x 100).
+  constexpr std::int64_t kSlice = 16384;
+  for (std::int64_t first = 0; first < n; first += kSlice) {
+    const std::int64_t count = std::min(kSlice, n - first);
+    const torch::Tensor order = torch::rand({count, s}, generator, torch::kFloat64).argsort(/*dim=*/1, /*descending=*/false);
+    shuffled.narrow(0, first, count).copy_(rows.narrow(0, first, count).gather(1, order));
+  }
+  shuffled_ = shuffled;
   epoch_ = epoch;
 }
 

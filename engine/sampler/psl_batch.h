@@ -47,6 +47,8 @@ class HardNegativeWindow {
  public:
   /// @param shortlist [N x S] int64 label ids, -1 = none (hard_negative_shortlist's output)
   void refresh(const torch::Tensor& shortlist, std::int64_t epoch, std::mt19937_64& rng);
+  /// Drops the shortlist (ready() turns false) so that its memory is free while the next one is searched.
+  void release() { shuffled_ = torch::Tensor(); }
   bool ready() const { return shuffled_.defined(); }
   /// The epoch of the last refresh (-1 before the first).
   std::int64_t refreshed_at() const { return epoch_; }

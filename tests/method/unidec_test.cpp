@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "engine/core/error.h"
@@ -216,6 +217,24 @@ TEST(HardNegativeWindow, ARefreshWindowUsesEtaTimesTauDistinctShortlistEntries) 
   const torch::Tensor before = window.draw(batch, 10, 3);
   window.refresh(shortlist, 14, rng);
   EXPECT_FALSE(torch::equal(before, window.draw(batch, 14, 3)));
+}
+
+// The window is shuffled slice by slice of rows (its sort's temporaries would take several N x S arrays at 2M
+// queries); it must equal one shuffle of the whole [N x S] by the same draws: 40,000 rows span three slices.
+TEST(HardNegativeWindow, ShufflingSliceBySliceEqualsOneShuffleOfTheWhole) {
+  const std::int64_t n = 40000, s = 5;
+  const torch::Tensor shortlist = torch::arange(n * s, torch::kInt64).view({n, s});
+  HardNegativeWindow window;
+  std::mt19937_64 rng(11);
+  window.refresh(shortlist, 0, rng);
+  std::mt19937_64 same(11);
+  const at::Generator generator = at::detail::createCPUGenerator(same());
+  const torch::Tensor expected = shortlist.gather(1, torch::rand({n, s}, generator, torch::kFloat64).argsort(1, false));
+  std::vector<std::int64_t> all(static_cast<std::size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_TRUE(torch::equal(window.draw(all, 0, s), expected));
+  window.release();
+  EXPECT_FALSE(window.ready());
 }
 
 TEST(HardNegativeWindow, ShortlistsLeaveTheQuerysPositivesOut) {

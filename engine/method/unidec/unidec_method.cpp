@@ -131,6 +131,7 @@ class UnidecMethod final : public Method {
     auto batches = batcher.epoch_batches(epoch, context.stale_query_embeddings, &context.progress);
     if (config_.get<NegativesOptions>().kind == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every)) {
       context.phase("refreshing hard-negative shortlists");
+      window_.release();  // N x S ids (1.8 GB at 2.25M queries) not held while the next ones are searched
       const NegativesOptions& negatives = config_.get<NegativesOptions>();
       ShortlistReport report;
       const torch::Tensor shortlist = hard_negative_shortlist(
