@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include "bench/sphere_mixture.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/index/clustered_search.h"
@@ -23,19 +24,12 @@
 
 namespace {
 
+using bench::around;
+using bench::unit_rows;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-torch::Tensor unit_rows(const torch::Tensor& x) {
-  return torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
-}
-
-torch::Tensor around(const torch::Tensor& centres, std::int64_t n) {
-  const auto d = centres.size(1);
-  const auto which = torch::randint(0, centres.size(0), {n});
-  return unit_rows(centres.index_select(0, which) + torch::randn({n, d}) / std::sqrt(static_cast<double>(d)));
-}
 
 /// Mean over rows of |got[:depth] ∩ want[:depth]| / depth.
 double recall(const torch::Tensor& got, const torch::Tensor& want, std::int64_t depth) {

@@ -163,4 +163,18 @@ std::unique_ptr<Index> read_index_file(const std::filesystem::path& path, const 
   return index;
 }
 
+void write_raw_vectors(std::ostream& out, const std::vector<float>& vectors) {
+  out.write(reinterpret_cast<const char*>(vectors.data()), static_cast<std::streamsize>(vectors.size() * sizeof(float)));
+}
+
+std::vector<float> read_raw_vectors(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, const std::string& kind) {
+  const std::uint64_t needed = static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(ntotal) * sizeof(float);
+  if (dim <= 0 || ntotal < 0 || ntotal > (std::int64_t{1} << 40) || dim > (std::int64_t{1} << 20) || bytes != needed)
+    throw Error(kind + " of " + std::to_string(ntotal) + " vectors of dimension " + std::to_string(dim) + " takes " + std::to_string(needed) +
+                " bytes, not " + std::to_string(bytes));
+  std::vector<float> vectors(static_cast<std::size_t>(dim * ntotal));
+  if (!in.read(reinterpret_cast<char*>(vectors.data()), static_cast<std::streamsize>(bytes))) throw Error("the stored vectors end early");
+  return vectors;
+}
+
 }  // namespace xmc

@@ -18,6 +18,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/index/index.h"
 
@@ -43,6 +44,12 @@ IndexFileHeader read_index_file_header(const std::filesystem::path& path);
 
 /// Reads the payload of one index file: `payload` is positioned at its first byte.
 using IndexPayloadReader = std::function<std::unique_ptr<Index>(std::istream& payload, const IndexFileHeader& header)>;
+
+/// The payload of an index that stores its vectors as they came (exact, ivf): ntotal × dim raw floats.
+void write_raw_vectors(std::ostream& out, const std::vector<float>& vectors);
+/// Reads what write_raw_vectors wrote (`bytes` of it) for an index of `ntotal` vectors of dimension `dim`. Throws
+/// Error, naming `kind` ("an exact index"), when the size does not match or the stream ends early.
+std::vector<float> read_raw_vectors(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, const std::string& kind);
 
 /// The index in the file at `path`: checks the header and the payload's checksum, then calls `read` to
 /// parse the payload and checks that it consumed exactly the payload and holds `dim` × `ntotal` vectors as

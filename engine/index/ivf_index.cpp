@@ -70,18 +70,12 @@ void IvfIndex::reset() {
   impl_->clusters.reset();
 }
 
-void IvfIndex::write(std::ostream& out) const {
-  out.write(reinterpret_cast<const char*>(impl_->data.data()), static_cast<std::streamsize>(impl_->data.size() * sizeof(float)));
-}
+void IvfIndex::write(std::ostream& out) const { write_raw_vectors(out, impl_->data); }
 
 std::unique_ptr<IvfIndex> IvfIndex::read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, IvfIndexOptions options) {
-  const std::uint64_t needed = static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(ntotal) * sizeof(float);
-  if (dim <= 0 || ntotal < 0 || ntotal > (std::int64_t{1} << 40) || dim > (std::int64_t{1} << 20) || bytes != needed)
-    throw Error("an IVF index of " + std::to_string(ntotal) + " vectors of dimension " + std::to_string(dim) + " takes " +
-                std::to_string(needed) + " bytes, not " + std::to_string(bytes));
+  std::vector<float> vectors = read_raw_vectors(in, bytes, dim, ntotal, "an IVF index");
   auto index = std::make_unique<IvfIndex>(dim, options);
-  index->impl_->data.resize(static_cast<std::size_t>(dim * ntotal));
-  if (!in.read(reinterpret_cast<char*>(index->impl_->data.data()), static_cast<std::streamsize>(bytes))) throw Error("the stored vectors end early");
+  index->impl_->data = std::move(vectors);
   index->ntotal_ = ntotal;
   return index;
 }
