@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   xmc::ExactSearchOptions options;
   if (argc > 5) options.query_chunk = std::atoll(argv[5]);
   if (argc > 6) options.key_chunk = std::atoll(argv[6]);
+  options.query_chunk = xmc::exact_search_query_chunk(options);  // fixed here: the plain loops below read it
   const int repeats = argc > 7 ? std::atoi(argv[7]) : 2;
   const bool hnsw = argc > 8 ? std::atoi(argv[8]) != 0 : true;
   xmc::keep_freed_memory_for_reuse();  // as xmc does: score chunks are reused, not mapped afresh

@@ -24,6 +24,7 @@
 
 #include "engine/config/component_info.h"
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/data/dataset_summary.h"
 #include "engine/session/devices.h"
 #include "engine/session/session.h"
@@ -119,7 +120,10 @@ LaunchForm::LaunchForm(const QString& presets_dir, QWidget* parent) : QWidget(pa
                         QString::fromStdString(info.type) + ", default " + QString::fromStdString(info.default_value) + ")";
     editor->setToolTip(tip);
     editor->setObjectName(QString::fromStdString(info.key));
-    auto* label = new QLabel(QString::fromStdString(info.key));
+    QString label_text = QString::fromStdString(info.key);
+    // The budget a 0 stands for depends on the machine: say it where it is chosen.
+    if (info.key == "memory_mb") label_text += QString(" (0 = %1 MB here)").arg(default_memory_budget_mb());
+    auto* label = new QLabel(label_text);
     label->setToolTip(tip);
     group_layouts[info.group]->addRow(label, editor);
     fields_[info.key] = editor;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/config/component_info.h"
+#include "engine/core/memory_budget.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/config/run_option_groups.h"
 #include "engine/core/bounded_json.h"
@@ -92,6 +93,10 @@ OptionGroup run_option_group(const std::vector<std::string>& methods) {
       .fixed_on_resume()
       .text("device", &TrainConfig::device, {}, "Torch device: cpu, cuda or cuda:N")
       .integer("threads", &TrainConfig::threads, 0, 1024, "CPU threads for torch (0 = all cores)")
+      .integer("memory_mb", &TrainConfig::memory_mb, 0, std::int64_t{1} << 20,
+               "Memory budget in MB of the large temporaries (score blocks of searches and evaluations, shortlist slices, clustering "
+               "scores): peak memory is about the model, its optimiser state and the label embeddings plus this (0 = from the machine: "
+               "1/16 of its memory, 64 to 512 MB)")
       .text("prefetch", &TrainConfig::prefetch, {"auto", "on", "off"},
             "Prepare the next batch (label pool, token ids, pinned and queued for the device) on a second thread while the current "
             "one trains; auto = on a GPU only (on a CPU the training threads already use every core); training is the same either way")
@@ -103,6 +108,9 @@ OptionGroup run_option_group(const std::vector<std::string>& methods) {
         if (!std::filesystem::is_directory(config.dataset)) throw ConfigError("dataset: '" + config.dataset.string() + "' is not a folder");
         if (config.device != "cpu" && config.device.rfind("cuda", 0) != 0)
           throw ConfigError("device: got \"" + config.device + "\", expected cpu, cuda or cuda:N");
+        if (config.memory_mb != 0 && config.memory_mb < kMinMemoryBudgetMb)
+          throw ConfigError("memory_mb: " + std::to_string(config.memory_mb) + " MB is too little for the temporaries: at least " +
+                            std::to_string(kMinMemoryBudgetMb) + ", or 0 for this machine's default (" + std::to_string(default_memory_budget_mb()) + " MB)");
       })
       .build();
 }

@@ -23,6 +23,7 @@ struct TrainConfig {
   std::string method = "dexml";     ///< a registered method (engine/registry/component_list.h)
   std::string device = "cpu";       ///< cpu | cuda | cuda:N
   std::int64_t threads = 0;         ///< CPU threads for torch (0 = all cores)
+  std::int64_t memory_mb = 0;       ///< budget of the large temporaries (engine/core/memory_budget.h); 0 = from the machine
   std::string prefetch = "auto";    ///< next batch prepared on a second thread: auto (GPU only) | on | off
   std::uint64_t seed = 1;           ///< seeds sampling, initialisation and dropout
   std::string distributed_backend = "auto";  ///< multi-process collectives: auto | gloo | nccl

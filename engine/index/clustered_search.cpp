@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/index/streaming_top_k.h"
 #include "engine/index/spherical_kmeans.h"
 
@@ -116,7 +117,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   check(queries.is_cpu() && queries.is_floating_point(), "queries must be floating point, on the CPU");
   check(k >= 0, "k must be >= 0, got " + std::to_string(k));
   check(options.probe > 0, "probe must be > 0, got " + std::to_string(options.probe));
-  check(options.scores_bytes > 0, "scores_bytes must be > 0, got " + std::to_string(options.scores_bytes));
+  check(options.scores_bytes >= 0, "scores_bytes must be >= 0, got " + std::to_string(options.scores_bytes));
   torch::NoGradGuard no_grad;
 
   const std::int64_t n = queries.size(0);
@@ -147,7 +148,8 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   // Queries are searched in chunks whose scores fit scores_bytes on average (a query scores probe clusters of
   // m / C keys on average); a chunk that probes larger clusters than that grows the buffer.
   const double per_query = static_cast<double>(probe) * static_cast<double>(m) / static_cast<double>(clusters) * sizeof(float);
-  const std::int64_t chunk = std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(options.scores_bytes) / per_query), 1, n);
+  const std::int64_t scores_bytes = options.scores_bytes > 0 ? options.scores_bytes : memory_budget_part(memory_share::kClusteredSearchScores);
+  const std::int64_t chunk = std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(scores_bytes) / per_query), 1, n);
   std::vector<float> scores;
   std::vector<std::int64_t> first_pair(static_cast<std::size_t>(clusters + 1));
   std::vector<std::int64_t> pairs(static_cast<std::size_t>(chunk * probe));

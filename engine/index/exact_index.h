@@ -11,7 +11,7 @@ namespace xmc {
 
 struct ExactIndexOptions {
   std::string device = "cpu";       ///< where vectors are scored: "cpu", "cuda", "cuda:1", ...
-  std::int64_t query_chunk = 2048;  ///< queries scored at once
+  std::int64_t query_chunk = 0;     ///< queries scored at once; 0 = from the memory budget (exact_search.h)
   std::int64_t key_chunk = 4096;    ///< stored vectors scored at once (memory: query_chunk × key_chunk floats)
 };
 

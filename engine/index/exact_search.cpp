@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/index/streaming_top_k.h"
 
 namespace xmc {
@@ -124,6 +125,12 @@ torch::Tensor chunk_inner_products(const torch::Tensor& queries, const torch::Te
   return torch::mm(queries, keys.t());
 }
 
+std::int64_t exact_search_query_chunk(const ExactSearchOptions& options) {
+  if (options.query_chunk > 0) return options.query_chunk;
+  const std::int64_t block = std::max<std::int64_t>(options.key_chunk, 1) * static_cast<std::int64_t>(sizeof(float));
+  return std::max<std::int64_t>(16, memory_budget_part(memory_share::kExactSearchScores) / block);
+}
+
 TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k, const ExactSearchOptions& options) {
   check(queries.dim() == 2 && keys.dim() == 2, "queries and keys must be 2-D");
   check(queries.size(1) == keys.size(1), "queries have " + std::to_string(queries.size(1)) + " columns, keys " +
@@ -131,7 +138,7 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
   check(queries.device() == keys.device(), "queries and keys are on different devices");
   check(queries.is_floating_point() && keys.is_floating_point(), "queries and keys must be floating point");
   check(k >= 0, "k must be >= 0, got " + std::to_string(k));
-  check(options.query_chunk > 0 && options.key_chunk > 0, "query_chunk and key_chunk must be > 0");
+  check(options.query_chunk >= 0 && options.key_chunk > 0, "query_chunk must be >= 0 and key_chunk > 0");
   check(keys.size(0) < (std::int64_t{1} << 31), "at most 2^31 - 1 keys");
   torch::NoGradGuard no_grad;
 
@@ -169,8 +176,9 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
   const auto ids_of = torch::TensorOptions().dtype(torch::kInt64).device(device);
 
   const std::int64_t key_chunk = std::min(options.key_chunk, m);
-  for (std::int64_t r0 = 0; r0 < n; r0 += options.query_chunk) {
-    const std::int64_t c = std::min(options.query_chunk, n - r0);
+  const std::int64_t query_chunk = exact_search_query_chunk(options);
+  for (std::int64_t r0 = 0; r0 < n; r0 += query_chunk) {
+    const std::int64_t c = std::min(query_chunk, n - r0);
     const auto q_chunk = q.narrow(0, r0, c);
     torch::Tensor ex_rows;  // chunk-local row of every excluded (row, key) pair of this query chunk
     torch::Tensor ex_cols;

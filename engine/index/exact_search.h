@@ -36,13 +36,18 @@ struct ExcludeLists {
 };
 
 struct ExactSearchOptions {
-  std::int64_t query_chunk = 2048;  ///< queries scored at once
+  std::int64_t query_chunk = 0;     ///< queries scored at once; 0 = as many as fill the memory budget's share
+                                   ///< (engine/core/memory_budget.h): 2048 at the 512 MB default
   std::int64_t key_chunk = 4096;    ///< keys scored at once: a chunk's scores take query_chunk × key_chunk floats
-                                   ///< (defaults: fastest measured on 2 CPU cores, d = 256, k = 100)
+                                   ///< (fastest measured on 2 CPU cores, d = 256, k = 100)
   ExcludeLists exclude;            ///< optional: key ids never returned, per query row
   Progress* progress = nullptr;    ///< optional: told the query rows done after each query chunk, as
                                    ///< units of a task the caller started (total = n)
 };
+
+/// The query chunk exact_top_k() uses with `options`: theirs when set, else the memory budget's share for a
+/// block of query_chunk × key_chunk float scores (at least 16 queries).
+std::int64_t exact_search_query_chunk(const ExactSearchOptions& options);
 
 struct TopK {
   torch::Tensor scores;   ///< [n, k] float32, best first; -inf where a row has fewer than k results

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/core/portable_random.h"
 #include "engine/index/exact_search.h"
 
@@ -17,10 +18,11 @@ torch::Tensor unit(const torch::Tensor& rows) {
   return torch::nn::functional::normalize(rows, torch::nn::functional::NormalizeFuncOptions().dim(1));
 }
 
-/// Each row's most similar centroid, in chunks of rows so that the scores take about 64 MB.
+/// Each row's most similar centroid, in chunks of rows so that the scores take the memory budget's share (64 MB at
+/// 512 MB).
 torch::Tensor nearest(const torch::Tensor& rows, const torch::Tensor& centroids) {
   const std::int64_t n = rows.size(0), k = centroids.size(0);
-  const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{16} << 20) / k);
+  const std::int64_t chunk = std::max<std::int64_t>(1, memory_budget_part(memory_share::kKmeansScores) / static_cast<std::int64_t>(sizeof(float)) / k);
   torch::Tensor out = torch::empty({n}, torch::kInt64);
   for (std::int64_t first = 0; first < n; first += chunk) {
     const std::int64_t count = std::min(chunk, n - first);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/data/csr_rows.h"
 #include "engine/index/clustered_search.h"
 #include "engine/index/exact_search.h"
@@ -14,17 +15,20 @@
 namespace xmc {
 namespace {
 
-/// Rows searched at once: what a slice's results take (scores and ids, 12 bytes a result) stays small, and only
-/// the ids are kept, in the [N x size] output.
-constexpr std::int64_t kShortlistSlice = 16384;
+/// Rows searched at once: a slice's results (scores and ids, 12 bytes a result) take the memory budget's share
+/// (27,962 rows of 100 at 512 MB), and only the ids are kept, in the [N x size] output.
+std::int64_t slice_rows(std::int64_t size) {
+  return std::max<std::int64_t>(64, memory_budget_part(memory_share::kShortlistSlice) / (12 * std::max<std::int64_t>(size, 1)));
+}
 
 /// Fills `out` ([N x size] int64, -1 beyond what a query has) slice by slice with `search(begin, end)`, the ids of
 /// rows [begin, end) ([end - begin x k'], k' <= size).
 template <typename Search>
 torch::Tensor by_slices(std::int64_t n, std::int64_t size, Progress* progress, const Search& search) {
   torch::Tensor out = torch::full({n, size}, -1, torch::kInt64);
-  for (std::int64_t begin = 0; begin < n; begin += kShortlistSlice) {
-    const std::int64_t end = std::min(n, begin + kShortlistSlice);
+  const std::int64_t slice = slice_rows(size);
+  for (std::int64_t begin = 0; begin < n; begin += slice) {
+    const std::int64_t end = std::min(n, begin + slice);
     if (progress != nullptr && progress->cancelled()) throw Cancelled();
     const torch::Tensor ids = search(begin, end).to(torch::kCPU);
     out.narrow(0, begin, end - begin).narrow(1, 0, ids.size(1)).copy_(ids);
@@ -66,11 +70,11 @@ torch::Tensor hnsw_shortlist(const torch::Tensor& queries, const torch::Tensor& 
   progress.start("hard-negative shortlists (HNSW top-" + std::to_string(size) + ")", n);
   torch::Tensor out = torch::full({n, size}, -1, torch::kInt64);
   auto* shortlist = out.data_ptr<std::int64_t>();
-  constexpr std::int64_t kQueryChunk = 16384;
+  const std::int64_t query_chunk = slice_rows(k);
   std::vector<float> scores;
   std::vector<std::int64_t> found;
-  for (std::int64_t first = 0; first < n; first += kQueryChunk) {
-    const std::int64_t count = std::min(kQueryChunk, n - first);
+  for (std::int64_t first = 0; first < n; first += query_chunk) {
+    const std::int64_t count = std::min(query_chunk, n - first);
     if (progress.cancelled()) throw Cancelled();
     scores.resize(static_cast<std::size_t>(count * k));
     found.resize(static_cast<std::size_t>(count * k));

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <vector>
 
+#include "engine/core/memory_budget.h"
+
 namespace xmc {
 namespace {
 
@@ -185,10 +187,11 @@ void HardNegativeWindow::refresh(const torch::Tensor& shortlist, std::int64_t ep
   const std::int64_t n = rows.size(0), s = rows.size(1);
   torch::Tensor shuffled = torch::empty({n, s}, torch::kInt64);
   // Slice by slice of rows: the draws come in the order one [N x S] draw makes them (row after row), and the
-  // sort's temporaries take a slice, not N x S (1.8 GB each at 2.25M queries x 100).
-  constexpr std::int64_t kSlice = 16384;
-  for (std::int64_t first = 0; first < n; first += kSlice) {
-    const std::int64_t count = std::min(kSlice, n - first);
+  // sort's temporaries (about five float64 or int64 arrays) take a slice that fits the memory budget's share, not
+  // N x S (1.8 GB each at 2.25M queries x 100).
+  const std::int64_t slice = std::max<std::int64_t>(64, memory_budget_part(memory_share::kWindowShuffle) / (40 * std::max<std::int64_t>(s, 1)));
+  for (std::int64_t first = 0; first < n; first += slice) {
+    const std::int64_t count = std::min(slice, n - first);
     const torch::Tensor order = torch::rand({count, s}, generator, torch::kFloat64).argsort(/*dim=*/1, /*descending=*/false);
     shuffled.narrow(0, first, count).copy_(rows.narrow(0, first, count).gather(1, order));
   }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/method/checkpoint.h"
 #include "engine/core/utf8.h"
 #include "engine/data/dataset.h"
@@ -320,6 +321,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
   // One store handle serves the run, the run an IRENE run is built on, and the labels added later.
   impl->store = std::make_unique<RunStore>(db_path);
   impl->run = load_trained_run(*impl->store, run_id, device);
+  set_memory_budget_mb(impl->run.config.memory_mb);  // the run's budget for the temporaries of its searches
   use_cpu_threads(impl->run.method->module(), at::get_num_threads());
   const TokenizedCorpus labels = impl->run.label_corpus();
   {

@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/index/exact_index.h"
+#include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
 
 namespace xmc {
@@ -80,11 +81,11 @@ EvalResult evaluate_chunks(std::int64_t n, std::int64_t num_labels, const Evalua
   options.ks = setup.ks;
   if (!setup.bins.empty()) options.decile_ks = {5};
   StreamingEvaluator evaluator(options, num_labels, setup.inv_propensities, setup.bins);
-  constexpr std::int64_t kChunk = 2048;  // the exact index's query chunk: finer progress at no cost
+  const std::int64_t chunk = exact_search_query_chunk({});  // the exact index's query chunk: finer progress at no cost
   progress.start(task, n);
   std::vector<std::int32_t> ranked;
-  for (std::int64_t start = 0; start < n; start += kChunk) {
-    const std::int64_t rows = std::min(kChunk, n - start);
+  for (std::int64_t start = 0; start < n; start += chunk) {
+    const std::int64_t rows = std::min(chunk, n - start);
     const RankedPredictions predictions = rank_chunk(start, rows);
     const std::int64_t top = predictions.labels.size(1);
     const auto* ids = predictions.labels.data_ptr<std::int64_t>();

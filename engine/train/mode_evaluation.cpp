@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/train/retrieval_augmented_ranking.h"
 
 namespace xmc {
@@ -87,7 +88,7 @@ ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& labe
   const std::int64_t labels = label_matrix.size(0);
   if (n == 0 || labels < 2) return {};
   // float64 scores of every query against a chunk of labels: 8 n bytes a label.
-  if (label_chunk <= 0) label_chunk = std::max<std::int64_t>(2, kScoreSpreadBytes / (8 * n));
+  if (label_chunk <= 0) label_chunk = std::max<std::int64_t>(2, memory_budget_part(memory_share::kScoreSpread) / (8 * n));
   const torch::Tensor q = queries.narrow(0, 0, n);
   // Per query: the labels seen, the mean of their scores and the sum of squared deviations from it, merged chunk
   // by chunk (Chan et al.'s pairwise update), so the result is the one-pass std's up to rounding.

@@ -20,13 +20,12 @@ struct ModeEvaluation {
 /// How far apart the scores of queries over all labels are in `mode`: the mean over (up to 1024) test
 /// queries of the standard deviation of their label scores, and the mean score. A spread near zero with
 /// a mean near one means the embeddings collapsed (every label scores alike for every query). The scores are
-/// made `label_chunk` labels at a time (0: as many as fit kScoreSpreadBytes), their moments merged exactly, so
+/// made `label_chunk` labels at a time (0: as many as fit the memory budget's share), their moments merged exactly, so
 /// memory does not grow with the label count (all 1.3M labels' scores at once took 16 GB).
 struct ScoreSpread {
   double spread = 0;
   double mean = 0;
 };
-inline constexpr std::int64_t kScoreSpreadBytes = std::int64_t{64} << 20;
 ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix, std::int64_t label_chunk = 0);
 
 /// What the retrieval-augmented mode `rag` (retrieval_augmented_ranking.h) retrieves from besides the labels: the

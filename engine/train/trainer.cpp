@@ -16,6 +16,7 @@
 #include "engine/index/rag_options.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/blas_threads.h"
+#include "engine/core/memory_budget.h"
 #include "engine/core/error.h"
 #include "engine/core/process_usage.h"
 #include "engine/core/splitmix64.h"
@@ -383,6 +384,8 @@ struct Trainer::Impl {
     }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads) : std::max(1, cores / setup.distributed.local_world_size));
+    set_memory_budget_mb(config.memory_mb);
+    phase("memory budget of the temporaries: " + describe_memory_budget());
     device = parse_device(config.device);
     if (!setup.resume) torch::manual_seed(config.seed);
 

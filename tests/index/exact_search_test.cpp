@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/index/exact_index.h"
 #include "engine/index/hnsw_index.h"
 
@@ -94,6 +95,23 @@ TEST(ExactTopK, MatchesFullSortWithTiesForAnyChunking) {
       expect_exact(exact_top_k(queries, keys, k, {.query_chunk = qc, .key_chunk = kc}), ref);
     }
   }
+}
+
+TEST(ExactTopK, QueriesAreChunkedByTheMemoryBudgetWithTheSameResults) {
+  struct Reset {
+    ~Reset() { set_memory_budget_mb(0); }
+  } reset;
+  // A block of query_chunk x 4096 float scores takes 1/16 of the budget: 64 MB / 16 / 16 KB = 256 queries.
+  for (const auto& [mb, chunk] : std::vector<std::pair<std::int64_t, std::int64_t>>{{32, 128}, {64, 256}, {512, 2048}}) {
+    set_memory_budget_mb(mb);
+    EXPECT_EQ(exact_search_query_chunk({}), chunk) << mb << " MB";
+    EXPECT_EQ(exact_search_query_chunk({.query_chunk = 5}), 5) << "a chunk the caller sets is kept";
+  }
+  // 300 queries at 32 MB: three chunks (128, 128, 44), the same results as a brute-force sort.
+  set_memory_budget_mb(32);
+  const auto queries = integer_matrix(300, 8, 3);
+  const auto keys = integer_matrix(5000, 8, 4);
+  expect_exact(exact_top_k(queries, keys, 10), brute_force(queries, keys, 10));
 }
 
 TEST(ExactTopK, AllEqualScoresComeBackInKeyOrder) {

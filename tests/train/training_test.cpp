@@ -17,6 +17,7 @@
 #include "engine/records/system_use.h"
 #include "engine/store/run_store.h"
 #include "engine/method/method.h"
+#include "engine/core/memory_budget.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/trained_run.h"
 #include "engine/method/checkpoint.h"
@@ -136,6 +137,31 @@ TEST(Training, EvaluationSearchesThroughTheConfiguredIndex) {
     FAIL() << "an unknown index kind must be refused";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("eval.index: \"annoy\" is not an index description", 0), 0u) << e.what();
+  }
+  EXPECT_TRUE(RunStore(dir / "bad.sqlite").list_runs().empty()) << "a refused config records no run";
+}
+
+TEST(Training, TheRunsMemoryBudgetIsSetAndLoggedAndTooLittleIsRefused) {
+  test::TempDir dir;
+  write_synthetic_dataset(dir / "data", 1);
+  TrainConfig config = small_config(dir / "data");
+  config.epochs = 1;
+  config.memory_mb = 48;
+  TrainingRun run(config, dir / "runs.sqlite");
+  run.run();
+  EXPECT_EQ(memory_budget_bytes(), 48 << 20);
+  bool logged = false;
+  for (const LogLine& line : RunStore(dir / "runs.sqlite").log(run.run_id())) logged |= line.message == "memory budget of the temporaries: 48 MB (memory_mb)";
+  EXPECT_TRUE(logged) << "the run's log says what budget it ran under";
+  set_memory_budget_mb(0);
+
+  config.memory_mb = 8;
+  try {
+    TrainingRun(config, dir / "bad.sqlite").run();
+    FAIL() << "8 MB must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("memory_mb: 8 MB is too little for the temporaries: at least 32, or 0 for this machine's default (", 0), 0u)
+        << e.what();
   }
   EXPECT_TRUE(RunStore(dir / "bad.sqlite").list_runs().empty()) << "a refused config records no run";
 }

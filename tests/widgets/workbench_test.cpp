@@ -33,6 +33,7 @@
 #include "widgets/search_results_model.h"
 #include "engine/data/dataset.h"
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/session/session.h"
 #include "engine/store/run_store.h"
 #include "engine/model/bow/bow_options.h"
@@ -166,6 +167,14 @@ class WorkbenchTest : public QObject {
 
     auto* form = window.findChild<xmc::gui::LaunchForm*>();
     QVERIFY(form);
+    // The memory budget is a field like any other, and its label says what 0 means on this machine.
+    QVERIFY(form->field_shown("memory_mb"));
+    bool budget_labelled = false;
+    for (auto* label : form->findChildren<QLabel*>())
+      budget_labelled |= label->text() == QString("memory_mb (0 = %1 MB here)").arg(xmc::default_memory_budget_mb());
+    QVERIFY(budget_labelled);
+    form->set_field_text("memory_mb", "64");
+    QCOMPARE(form->config().memory_mb, std::int64_t{64});
     form->set_field_text("encoder.dim", "16");
     form->set_field_text("batch_size", "16");
     form->set_field_text("epochs", "3");

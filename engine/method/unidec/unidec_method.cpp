@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/data/dataset.h"
 #include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
@@ -327,8 +328,10 @@ class UnidecMethod final : public Method {
     for (int i = 0; i <= 10; ++i) grid.push_back(i / 10.0);
     ConcatWeightTally tally(grid);
     const CsrMatrix& labels = context.dataset.train_labels;
-    // [chunk x L] score matrices of ~8M entries at most (32 MB each), as many queries as that allows up to 1024.
-    const auto chunk = static_cast<std::size_t>(std::clamp<std::int64_t>((std::int64_t{1} << 23) / std::max<std::int64_t>(labels.cols, 1), 1, 1024));
+    // [chunk x L] float score matrices of the memory budget's share at most (32 MB at 512 MB), as many queries as
+    // that allows up to 1024.
+    const std::int64_t entries = memory_budget_part(memory_share::kUnidecScores) / static_cast<std::int64_t>(sizeof(float));
+    const auto chunk = static_cast<std::size_t>(std::clamp<std::int64_t>(entries / std::max<std::int64_t>(labels.cols, 1), 1, 1024));
     context.progress.start("scoring held-out queries", static_cast<std::int64_t>(held_out_rows_.size()));
     for (std::size_t start = 0; start < held_out_rows_.size(); start += chunk) {
       const std::span<const std::int64_t> rows(held_out_rows_.data() + start, std::min(chunk, held_out_rows_.size() - start));

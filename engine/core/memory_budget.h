@@ -1,0 +1,48 @@
+#pragma once
+// Plain C++. One memory budget for a process's large temporaries, so that peak RSS is the model, its optimiser
+// state and the label embeddings plus this budget, whatever the number of queries or labels:
+//   - exact search's block of scores ([query chunk x key chunk] floats)           1/16
+//   - an inverted-file search's chunk of scores (probe x cluster size a query)    1/4
+//   - an evaluation's score spread (float64 [queries x label chunk])               1/8
+//   - UniDEC's scores of a chunk of queries against every label (loss, sampling) 1/16
+//   - k-means' assignment scores ([rows x centroids])                             1/8
+//   - a shortlist refresh's slice of queries (their ids and scores)               1/16
+//   - the hard-negative window's shuffle of a slice (five float64/int64 arrays)   1/8
+// The shares of the temporaries alive at once sum to less than the whole. At the budget of a 24 GB machine
+// (512 MB) each temporary has the size it had when these were constants.
+#include <cstdint>
+#include <string>
+
+namespace xmc {
+
+/// What each temporary may take: the budget divided by this.
+namespace memory_share {
+inline constexpr int kExactSearchScores = 16;
+inline constexpr int kClusteredSearchScores = 4;
+inline constexpr int kScoreSpread = 8;
+inline constexpr int kUnidecScores = 16;
+inline constexpr int kKmeansScores = 8;
+inline constexpr int kShortlistSlice = 16;
+inline constexpr int kWindowShuffle = 8;
+}  // namespace memory_share
+
+/// The smallest budget a run may set: below it the temporaries' chunks shrink to a few rows and runs crawl.
+inline constexpr std::int64_t kMinMemoryBudgetMb = 32;
+
+/// The budget when none is set: 1/16 of the machine's physical memory, between 64 MB and 512 MB.
+std::int64_t default_memory_budget_mb();
+
+/// Sets this process's budget in MB; 0 = default_memory_budget_mb(). ConfigError naming `memory_mb` below
+/// kMinMemoryBudgetMb or above 1 TB.
+void set_memory_budget_mb(std::int64_t megabytes);
+
+/// This process's budget in bytes (the default until set).
+std::int64_t memory_budget_bytes();
+
+/// The bytes one temporary may take: the budget / `share` (a memory_share value).
+std::int64_t memory_budget_part(int share);
+
+/// "512 MB (1/16 of this machine's 23.4 GB)" or "2048 MB (memory_mb)": for run logs.
+std::string describe_memory_budget();
+
+}  // namespace xmc
