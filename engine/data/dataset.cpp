@@ -100,6 +100,21 @@ std::shared_ptr<const ImageBank> load_split_images(const fs::path& dir, const st
 
 }  // namespace
 
+void load_given_features(Dataset& d, Progress& progress) {
+  const fs::path& dir = d.dir;
+  if (!fs::exists(dir / kTrainFeatures)) throw InputError((dir / kTrainFeatures).string(), "no such file: the dataset has no given features");
+  d.train_features = read_xc_sparse(dir / kTrainFeatures, progress);
+  require_rows(*d.train_features, d.num_train(), dir / kTrainFeatures, std::string(kTrainLabels));
+  if (!fs::exists(dir / kTestFeatures))
+    throw InputError((dir / kTestFeatures).string(), "no such file (the dataset has train features, so it needs test features too)");
+  d.test_features = read_xc_sparse(dir / kTestFeatures, progress);
+  require_rows(*d.test_features, d.num_test(), dir / kTestFeatures, std::string(kTestLabels));
+  require_cols(*d.test_features, d.train_features->cols, dir / kTestFeatures, std::string(kTrainFeatures));
+  if (!d.meta.feature_names.empty() && static_cast<std::int64_t>(d.meta.feature_names.size()) != d.train_features->cols)
+    throw InputError((dir / kMeta).string(), "names " + std::to_string(d.meta.feature_names.size()) + " features, but " + kTrainFeatures + " has " +
+                                                 std::to_string(d.train_features->cols) + " columns");
+}
+
 Dataset load_dataset(const fs::path& dir, DatasetLoadOptions options, Progress& progress) {
   if (!fs::is_directory(dir)) throw InputError(dir.string(), "is not a dataset folder (no such directory)");
   Dataset d;
@@ -118,15 +133,7 @@ Dataset load_dataset(const fs::path& dir, DatasetLoadOptions options, Progress& 
 
   if (fs::exists(dir / kTestFilter)) d.test_filter = read_filter_pairs(dir / kTestFilter, d.num_test(), num_labels);
 
-  if (options.load_features && fs::exists(dir / kTrainFeatures)) {
-    d.train_features = read_xc_sparse(dir / kTrainFeatures, progress);
-    require_rows(*d.train_features, d.num_train(), dir / kTrainFeatures, std::string(kTrainLabels));
-    if (!fs::exists(dir / kTestFeatures))
-      throw InputError((dir / kTestFeatures).string(), "no such file (the dataset has train features, so it needs test features too)");
-    d.test_features = read_xc_sparse(dir / kTestFeatures, progress);
-    require_rows(*d.test_features, d.num_test(), dir / kTestFeatures, std::string(kTestLabels));
-    require_cols(*d.test_features, d.train_features->cols, dir / kTestFeatures, std::string(kTrainFeatures));
-  }
+  if (options.load_features && fs::exists(dir / kTrainFeatures)) load_given_features(d, progress);
   if (options.load_images && fs::is_directory(dir / image_files::kFolder)) {
     std::int64_t dim = 0;
     d.train_images = load_split_images(dir, "trn", d.num_train(), kTrainLabels, dim);

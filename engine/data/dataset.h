@@ -70,6 +70,11 @@ struct DatasetLoadOptions {
 Dataset load_dataset(const std::filesystem::path& dir, DatasetLoadOptions options = {},
                      Progress& progress = silent_progress());
 
+/// Reads the given sparse features (trn_X_Xf.txt and tst_X_Xf.txt) of a dataset loaded without them into
+/// d.train_features and d.test_features, checked against its rows and its feature names. InputError naming the file
+/// when one is missing or does not fit.
+void load_given_features(Dataset& d, Progress& progress = silent_progress());
+
 /// Writes every part of `d` into `dir` (created if needed).
 void save_dataset(const Dataset& d, const std::filesystem::path& dir);
 

@@ -34,6 +34,9 @@ class Method : public TrainingStages, public LabelRanking, public MethodState {
   /// True for a method that takes its encoder and tokenizer from another run (IRENE): its own folder has
   /// no vocabulary.
   virtual bool builds_on_another_run() const { return false; }
+  /// Whether it ranks by the dataset's given sparse features (trn/tst_X_Xf.txt): the trainer then reads them and
+  /// hands them over with the training and test corpora (TokenizedCorpus::features).
+  virtual bool ranks_given_features() const { return false; }
   /// The run store the run lives in, given before build() and open while it runs: a method built on another
   /// run (IRENE on its base run) loads that run from it.
   virtual void use_store(const RunStore& /*store*/) {}

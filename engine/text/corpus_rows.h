@@ -1,5 +1,5 @@
 #pragma once
-// Some rows of a tokenized corpus as a corpus of their own, their images with them (plain C++).
+// Some rows of a tokenized corpus as a corpus of their own, their images and given features with them (plain C++).
 #include <cstdint>
 #include <span>
 

@@ -172,6 +172,20 @@ void TfidfVectorizer::save(const std::filesystem::path& path) const {
   out.commit();
 }
 
+TfidfVectorizer TfidfVectorizer::with_unit_idf(const std::vector<std::string>& words) {
+  TfidfVectorizer out;
+  out.ngram_length_ = 1;
+  out.num_documents_ = 1;  // df 1 of 1 document: idf = ln(2 / 2) + 1 = 1
+  for (const std::string& word : words) {
+    if (word.empty() || word.find_first_of(" \t\n\r") != std::string::npos || !is_valid_utf8(word))
+      throw Error("tf-idf vocabulary: \"" + word.substr(0, 40) + "\" is not one word");
+    if (out.ids_.count(word)) throw Error("tf-idf vocabulary: \"" + word.substr(0, 40) + "\" appears twice");
+    out.add(word, 1);
+  }
+  out.finish_idf();
+  return out;
+}
+
 TfidfVectorizer TfidfVectorizer::load(const std::filesystem::path& path) {
   LineReader reader(path);
   const std::string file = path.string();

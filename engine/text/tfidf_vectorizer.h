@@ -38,6 +38,10 @@ class TfidfVectorizer final : public TextTokenizer {
  public:
   /// Counts the n-grams of `texts` (one document each). Throws ConfigError on options out of range.
   static TfidfVectorizer fit(const std::vector<std::string>& texts, TfidfOptions options, Progress& progress = silent_progress());
+  /// A vectorizer of unigrams `words` (feature i = words[i]) whose idf is 1 for every one: a text's row is
+  /// 1 + ln(tf) for each of its known words, L2-normalised. Throws Error for a word that is empty, holds a space
+  /// or tab, or repeats an earlier one (save() and load() could not keep it).
+  static TfidfVectorizer with_unit_idf(const std::vector<std::string>& words);
   /// Reads a file written by save(); a malformed line is an InputError naming the file and line.
   static TfidfVectorizer load(const std::filesystem::path& path);
   /// Writes the vocabulary and document frequencies atomically.

@@ -9,6 +9,7 @@
 namespace xmc {
 
 class ImageBank;
+struct CsrMatrix;
 
 struct TokenizedCorpus {
   std::vector<std::int64_t> offsets{0};  ///< size num_texts + 1
@@ -16,6 +17,9 @@ struct TokenizedCorpus {
   /// The texts' image feature bank, row for row (engine/data/image_bank.h); null = texts only. Encoders with
   /// image fusion read a row's images from it; rows appended later have none in it and must not be encoded.
   std::shared_ptr<const ImageBank> images;
+  /// The texts' given sparse features (the dataset's trn/tst_X_Xf.txt rows), row for row; null = none. A method
+  /// that ranks by them (xrlinear.features: given) reads them where a corpus has them, its texts where not.
+  std::shared_ptr<const CsrMatrix> features;
 
   std::int64_t size() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
   std::span<const std::int32_t> tokens(std::int64_t text) const {

@@ -412,6 +412,14 @@ struct Trainer::Impl {
     train_corpus.images = dataset.train_images;  // null without banks; only an encoder that fuses images reads them
     test_corpus.images = dataset.test_images;
     label_corpus.images = dataset.label_images;
+    if (method->ranks_given_features()) {
+      phase("reading the dataset's given features");
+      load_given_features(dataset, progress);
+      train_corpus.features = std::make_shared<const CsrMatrix>(std::move(*dataset.train_features));  // held once, by the corpora
+      test_corpus.features = std::make_shared<const CsrMatrix>(std::move(*dataset.test_features));
+      dataset.train_features.reset();
+      dataset.test_features.reset();
+    }
     phase(method->description());
 
     std::vector<std::int64_t> labelled;

@@ -582,6 +582,71 @@ TEST(Cli, EvalMaxQueriesSamplesTheEvaluationsBeforeTheLastOnly) {
   for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"}) EXPECT_EQ(a[metric].get<double>(), b[metric].get<double>()) << metric;
 }
 
+// A set whose texts say nothing ("item" for every row) and whose given features (trn/tst_X_Xf.txt) name each
+// row's label: feature l (named after label l) is on for label l, and one of two noise features for every row.
+void write_given_features_dataset(const std::filesystem::path& dir, bool with_names) {
+  Dataset d;
+  d.meta.name = "given";
+  const std::vector<std::string> names{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "noiseone", "noisetwo"};
+  if (with_names) d.meta.feature_names = names;
+  for (int l = 0; l < 6; ++l) d.label_text.push_back("label " + std::to_string(l));
+  std::vector<std::vector<std::int32_t>> train, test, train_features, test_features;
+  for (int i = 0; i < 120; ++i) {
+    d.train_text.push_back("item");
+    train.push_back({i % 6});
+    train_features.push_back({i % 6, 6 + (i / 6) % 2});
+  }
+  for (int i = 0; i < 30; ++i) {
+    d.test_text.push_back("item");
+    test.push_back({i % 6});
+    test_features.push_back({i % 6, 6 + (i / 6) % 2});
+  }
+  d.train_labels = csr_from_rows(train, 6);
+  d.test_labels = csr_from_rows(test, 6);
+  d.train_features = csr_from_rows(train_features, 8);
+  d.test_features = csr_from_rows(test_features, 8);
+  save_dataset(d, dir);
+}
+
+// xrlinear.features: given trains and evaluates on the dataset's own sparse rows, and featurizes a free text through
+// the features' names; without the files, or without names for a free text, it says so.
+TEST(Cli, XrlinearRanksByTheDatasetsGivenFeatures) {
+  test::TempDir dir;
+  write_given_features_dataset(dir / "data", /*with_names=*/true);
+  const std::string db = (dir / "runs.sqlite").string();
+  const std::string train = std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set xrlinear.branching=2 --set xrlinear.max_leaf=2 " +
+                            "--set threads=1 --set eval.k=[1,3] --json --set dataset=";
+  auto r = test::run_command(train + (dir / "data").string() + " --set xrlinear.features=given", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto given = nlohmann::json::parse(r.last_line());
+  EXPECT_GT(given["P@1"].get<double>(), 0.9) << "the given rows name the label";
+  // From the texts alone every query is the same: whichever label ranks first is right for 5 of the 30.
+  r = test::run_command(train + (dir / "data").string(), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NEAR(nlohmann::json::parse(r.last_line())["P@1"].get<double>(), 5.0 / 30.0, 1e-9);
+
+  // A free text through the features' names: "gamma" is label 2's feature.
+  r = xmc("predict --db " + db + " --run " + std::to_string(given["run_id"].get<int>()) + " --text gamma --top 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.last_line())[0]["label"], 2) << r.output;
+
+  // Without names the run still trains and evaluates on the rows; a free text is refused.
+  write_given_features_dataset(dir / "unnamed", /*with_names=*/false);
+  r = test::run_command(train + (dir / "unnamed").string() + " --set xrlinear.features=given", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto unnamed = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(unnamed["P@1"].get<double>(), given["P@1"].get<double>());
+  r = xmc("predict --db " + db + " --run " + std::to_string(unnamed["run_id"].get<int>()) + " --text gamma");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("ranks by the dataset's given features, which have no names (dataset.json feature_names)"), std::string::npos) << r.output;
+
+  // A dataset without given features.
+  write_keyword_dataset(dir / "plain");
+  r = xmc("train --db " + db + " --set method=xrlinear --set xrlinear.features=given --set dataset=" + (dir / "plain").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("xrlinear.features: given, but " + (dir / "plain" / "trn_X_Xf.txt").string() + " is missing"), std::string::npos) << r.output;
+}
+
 // Dense and sparse together: xrlinear with xrlinear.dense_run ranks in its primary mode "fused" (the tree's
 // and the dense run's candidates under both scores) beside "tree"; predict and eval agree with training on
 // it; a dense run it cannot fuse with is refused by the key.

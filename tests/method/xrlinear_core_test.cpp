@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/method/xrlinear/beam_search.h"
+#include "engine/method/xrlinear/given_features.h"
 #include "engine/method/xrlinear/label_tree.h"
 #include "engine/method/xrlinear/neighbour_votes.h"
 #include "engine/method/xrlinear/paired_tokenizer.h"
@@ -330,6 +331,54 @@ TEST(PairedTokenizer, RowsHoldBothTokenizationsAndSplitBackIntoEach) {
   EXPECT_TRUE(second.tokens(0).empty());
   EXPECT_EQ(std::vector<std::int32_t>(first.tokens(1).begin(), first.tokens(1).end()), (std::vector<std::int32_t>{1, -1, 2}));
   EXPECT_EQ(std::vector<std::int32_t>(second.tokens(1).begin(), second.tokens(1).end()), (std::vector<std::int32_t>{101, -1, 102}));
+}
+
+TEST(PairedTokenizer, GivenFeaturesFollowTheirRowsToTheFirstTokenization) {
+  const WordLengthTokenizer a(0), b(100);
+  const PairedTokenizer paired(a, b);
+  TokenizedCorpus corpus = paired.tokenize({"ab", "cde", "x"});
+  corpus.features = std::make_shared<const CsrMatrix>(csr_from_rows({{0}, {1, 2}, {3}}, 4));
+  const auto [first, second] = split_paired(corpus, 1, 3);
+  ASSERT_TRUE(first.features);
+  EXPECT_EQ(first.features->rows, 2);
+  EXPECT_EQ(first.features->indices, (std::vector<std::int32_t>{1, 2, 3})) << "rows 1 and 2";
+  EXPECT_FALSE(second.features) << "the dense side has no use for them";
+}
+
+// Given features: rows scaled to unit length; 3-4-5 and 1-1 triangles worked by hand.
+TEST(GivenFeatures, RowsAreScaledToUnitLengthAndEmptyRowsStayEmpty) {
+  CsrMatrix m;
+  m.cols = 3;
+  m.append_row(std::vector<std::int32_t>{0, 2}, std::vector<float>{3.0f, 4.0f});
+  m.append_row(std::vector<std::int32_t>{}, std::vector<float>{});
+  m.append_row(std::vector<std::int32_t>{1, 2}, std::vector<float>{1.0f, 1.0f});
+  const CsrMatrix unit = l2_normalized_rows(m);
+  EXPECT_EQ(unit.indices, m.indices);
+  ASSERT_EQ(unit.values.size(), 4u);
+  EXPECT_FLOAT_EQ(unit.values[0], 0.6f);
+  EXPECT_FLOAT_EQ(unit.values[1], 0.8f);
+  EXPECT_FLOAT_EQ(unit.values[2], static_cast<float>(1 / std::sqrt(2.0)));
+  EXPECT_EQ(unit.row_size(1), 0);
+}
+
+// A free text through the given features' names: a binary row of the named words, L2-normalised; names that are
+// not one word, repeat one, or are missing get placeholders no text reaches.
+TEST(GivenFeatures, FreeTextsAreFeaturizedThroughTheFeaturesNames) {
+  const TfidfVectorizer v = vectorizer_over_feature_names({"Alpha", "beta", "two words", "beta", "x-y"}, 6);
+  ASSERT_EQ(v.num_features(), 6);
+  EXPECT_EQ(v.feature(0), "alpha") << "case-folded as texts are";
+  EXPECT_EQ(v.feature(1), "beta");
+  for (const std::int32_t id : {2, 3, 4, 5}) EXPECT_TRUE(is_unnamed_feature(v.feature(id))) << v.feature(id);
+  EXPECT_FALSE(is_unnamed_feature(v.feature(0)));
+  const CsrMatrix rows = v.transform({"beta and ALPHA", "gamma", "alpha alpha"});
+  EXPECT_EQ(rows.indices, (std::vector<std::int32_t>{0, 1, 0}));
+  const float half = static_cast<float>(1 / std::sqrt(2.0));
+  EXPECT_FLOAT_EQ(rows.values[0], half);  // one of each: 1 and 1 before scaling
+  EXPECT_FLOAT_EQ(rows.values[1], half);
+  EXPECT_EQ(rows.row_size(1), 0);
+  EXPECT_FLOAT_EQ(rows.values[2], 1.0f);  // 1 + ln 2, alone in its row
+  EXPECT_THROW(TfidfVectorizer::with_unit_idf({"a", "a"}), Error);
+  EXPECT_THROW(TfidfVectorizer::with_unit_idf({"a b"}), Error);
 }
 
 TEST(PairedTokenizer, ARowThatIsNotAPairIsRefusedByItsNumber) {

@@ -52,7 +52,11 @@ std::pair<TokenizedCorpus, TokenizedCorpus> split_paired(const TokenizedCorpus& 
     out.first.append(first);
     out.second.append(second);
   }
-  if (paired.images) out.second.images = corpus_rows(paired, begin, end).images;  // the dense encoder's, row for row
+  if (paired.images || paired.features) {
+    TokenizedCorpus rows = corpus_rows(paired, begin, end);
+    out.second.images = rows.images;      // the dense encoder's, row for row
+    out.first.features = rows.features;   // the sparse side's
+  }
   return out;
 }
 

@@ -17,9 +17,12 @@
 #include <algorithm>
 
 #include "engine/data/csr_file.h"
+#include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
+#include "engine/data/xc_sparse_file.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
+#include "engine/method/xrlinear/given_features.h"
 #include "engine/method/trained_run.h"
 #include "engine/method/xrlinear/label_tree.h"
 #include "engine/method/xrlinear/neighbour_votes.h"
@@ -49,12 +52,32 @@ std::vector<std::int64_t> int64_values(const torch::Tensor& t) {
   return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
 }
 
-/// The tf-idf rows of queries [begin, end): from their own tokens, or from the first half of paired ones.
-CsrMatrix tfidf_rows(const TfidfVectorizer& vectorizer, bool paired, const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end) {
-  if (!paired) return vectorizer.features(queries, begin, end);
-  const TokenizedCorpus own = split_paired(queries, begin, end).first;
-  return vectorizer.features(own, 0, own.size());
-}
+/// How the rankers turn queries into sparse rows: with xrlinear.features given, the corpus's given rows where it has
+/// them (given_features.h); else the tf-idf of their tokens (the first half of paired ones).
+struct QueryFeatures {
+  const TfidfVectorizer* vectorizer = nullptr;
+  bool paired = false;
+  bool given = false;
+  bool names_known = true;  ///< given: whether free texts can be featurized (the features have names)
+
+  QueryFeatures unpaired() const {
+    QueryFeatures out = *this;
+    out.paired = false;
+    return out;
+  }
+  std::int64_t num_features() const { return vectorizer->num_features(); }
+  CsrMatrix rows(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end) const {
+    if (paired) {
+      const TokenizedCorpus own = split_paired(queries, begin, end).first;
+      return unpaired().rows(own, 0, own.size());
+    }
+    if (given && queries.features) return l2_normalized_rows(csr_row_range(*queries.features, begin, end));
+    if (given && !names_known)
+      throw Error("this xrlinear run ranks by the dataset's given features, which have no names (dataset.json feature_names): "
+                  "a free text cannot be turned into them");
+    return vectorizer->features(queries, begin, end);
+  }
+};
 
 /// Beam search's `top` labels and scores ([rows x top], row-major) of every row of `features`, rows split
 /// across the threads.
@@ -86,23 +109,21 @@ void write_fused_row(const std::vector<FusedLabel>& fused, std::int64_t row, std
 /// Beam search over the tf-idf rows of tokenized queries.
 class TreeRanker final : public QueryRanker {
  public:
-  TreeRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const BeamSearchOptions& options, bool paired)
-      : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())), search_(trees, options, vectorizer.num_features()),
-        paired_(paired) {}
+  TreeRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const BeamSearchOptions& options)
+      : features_(features), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())), search_(trees, options, features.num_features()) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
     RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
-    beam_rank_rows(search_, tfidf_rows(vectorizer_, paired_, queries, begin, end), top, out.labels.data_ptr<std::int64_t>(), out.scores.data_ptr<float>());
+    beam_rank_rows(search_, features_.rows(queries, begin, end), top, out.labels.data_ptr<std::int64_t>(), out.scores.data_ptr<float>());
     return out;
   }
   std::int64_t num_labels() const override { return num_labels_; }
 
  private:
-  const TfidfVectorizer& vectorizer_;
+  QueryFeatures features_;
   std::int64_t num_labels_;
   TreeEnsembleSearch search_;
-  bool paired_;
 };
 
 /// Tree and nearest training queries together (score_fusion.h): per query, the tree's top fusion_tree_top labels
@@ -111,16 +132,16 @@ class TreeRanker final : public QueryRanker {
 /// ranked by the weighted sum (fuse_with_shares).
 class NeighbourFusedRanker final : public QueryRanker {
  public:
-  NeighbourFusedRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const XrlinearOptions& options,
+  NeighbourFusedRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const XrlinearOptions& options,
                        std::shared_ptr<const NeighbourVotes> neighbours)
-      : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
-        search_(trees, options.beam_search(), vectorizer.num_features()), options_(options), neighbours_(std::move(neighbours)) {}
+      : features_(features), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
+        search_(trees, options.beam_search(), features.num_features()), options_(options), neighbours_(std::move(neighbours)) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
     RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
     if (n == 0) return out;
-    const CsrMatrix features = vectorizer_.features(queries, begin, end);
+    const CsrMatrix features = features_.rows(queries, begin, end);
     const std::int64_t tree_top = options_.fusion_tree_top;
     const std::vector<std::int64_t> tree_labels = tree_candidates(search_, features, tree_top);
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
@@ -157,7 +178,7 @@ class NeighbourFusedRanker final : public QueryRanker {
   std::int64_t num_labels() const override { return num_labels_; }
 
  private:
-  const TfidfVectorizer& vectorizer_;
+  QueryFeatures features_;
   std::int64_t num_labels_;
   TreeEnsembleSearch search_;
   const XrlinearOptions& options_;
@@ -177,16 +198,16 @@ struct DenseSide {
 /// run's top fusion_dense_top labels, each scored by both, ranked by the weighted sum.
 class FusedRanker final : public QueryRanker {
  public:
-  FusedRanker(const TfidfVectorizer& vectorizer, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense)
-      : vectorizer_(vectorizer), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
-        search_(trees, options.beam_search(), vectorizer.num_features()), options_(options), dense_(dense) {}
+  FusedRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense)
+      : features_(features.unpaired()), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
+        search_(trees, options.beam_search(), features.num_features()), options_(options), dense_(dense) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
     RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
     if (n == 0) return out;
     const auto [own, theirs] = split_paired(queries, begin, end);
-    const CsrMatrix features = vectorizer_.features(own, 0, n);
+    const CsrMatrix features = features_.rows(own, 0, n);
     // The tree's candidates.
     const std::int64_t tree_top = options_.fusion_tree_top;
     const std::vector<std::int64_t> tree_labels = tree_candidates(search_, features, tree_top);
@@ -230,7 +251,7 @@ class FusedRanker final : public QueryRanker {
   std::int64_t num_labels() const override { return num_labels_; }
 
  private:
-  const TfidfVectorizer& vectorizer_;
+  QueryFeatures features_;  ///< of the tf-idf half of paired rows
   std::int64_t num_labels_;
   TreeEnsembleSearch search_;
   const XrlinearOptions& options_;
@@ -246,6 +267,7 @@ class XrlinearMethod final : public Method {
 
   std::string name() const override { return "xrlinear"; }
   bool builds_on_another_run() const override { return options_.dense_run > 0; }
+  bool ranks_given_features() const override { return options_.features == "given"; }
   void use_store(const RunStore& store) override { store_ = &store; }
   std::vector<StageSpec> stages() const override {
     return {{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
@@ -266,6 +288,9 @@ class XrlinearMethod final : public Method {
                           "` first, or set xrlinear.features=text");
       vectorizer_ = TfidfVectorizer::load(stored);
       vectorizer_.save(path);  // the run keeps its own copy: featurizing the dataset again does not change it
+    } else if (options_.features == "given") {
+      vectorizer_ = given_features_vectorizer();
+      vectorizer_.save(path);
     } else {
       vectorizer_ = TfidfVectorizer::fit(vocabulary_texts, options_.tfidf());
       vectorizer_.save(path);
@@ -273,7 +298,9 @@ class XrlinearMethod final : public Method {
     if (options_.dense_run > 0) attach_dense_run();
   }
   std::string description() const override {
-    std::string out = "xrlinear: " + std::to_string(vectorizer_.num_features()) + " tf-idf features (" + std::to_string(vectorizer_.ngrams()) + "-grams)";
+    std::string out = options_.features == "given"
+                          ? "xrlinear: the dataset's " + std::to_string(vectorizer_.num_features()) + " given features (" + dataset_files::kTrainFeatures + ")"
+                          : "xrlinear: " + std::to_string(vectorizer_.num_features()) + " tf-idf features (" + std::to_string(vectorizer_.ngrams()) + "-grams)";
     if (trees_.size() == 1) out += ", label tree of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (trees_.size() > 1) out += ", " + std::to_string(trees_.size()) + " label trees of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (dense_) out += "; fused with run " + std::to_string(options_.dense_run) + " (" + dense_->run.method->name() + ", its " + dense_->mode + " mode)";
@@ -297,9 +324,17 @@ class XrlinearMethod final : public Method {
         throw InputError(stored.string(), "holds " + std::to_string(features_.rows) + " x " + std::to_string(features_.cols) + " features, but the dataset has " +
                                               std::to_string(context.dataset.num_train()) + " training queries and the run's vectorizer " +
                                               std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
+    } else if (options_.features == "given") {
+      const auto given = config_.dataset / dataset_files::kTrainFeatures;
+      if (!context.train_corpus.features) throw Error("xrlinear: the training queries came without the dataset's given features (" + given.string() + ")");
+      context.phase("the training queries' given features (" + given.string() + "), L2-normalised");
+      features_ = l2_normalized_rows(*context.train_corpus.features);
+      if (features_.cols != vectorizer_.num_features())
+        throw InputError(given.string(), "has " + std::to_string(features_.cols) + " feature columns, the run's vocabulary " +
+                                             std::to_string(vectorizer_.num_features()) + ": the dataset changed since the run began");
     } else {
       context.phase("tf-idf features of the training queries");
-      features_ = tfidf_rows(vectorizer_, paired_ != nullptr, context.train_corpus, 0, context.train_corpus.size());
+      features_ = query_features().rows(context.train_corpus, 0, context.train_corpus.size());
     }
     if (trees_.empty()) {
       context.phase("label tree: PIFA vectors");
@@ -360,19 +395,18 @@ class XrlinearMethod final : public Method {
   }
   std::vector<InferenceMode> inference_modes(const TokenizedCorpus&, Progress&) override {
     if (trees_.empty()) return {};
-    InferenceMode tree{.name = "tree", .metric_prefix = "tree",
-                       .ranker = std::make_shared<TreeRanker>(vectorizer_, trees_, options_.beam_search(), paired_ != nullptr)};
+    InferenceMode tree{.name = "tree", .metric_prefix = "tree", .ranker = std::make_shared<TreeRanker>(query_features(), trees_, options_.beam_search())};
     if (options_.knn > 0) {
       if (!neighbours_) neighbours_ = load_neighbours();
       return {{.name = "tree-knn", .metric_prefix = "tree-knn",
-               .ranker = std::make_shared<NeighbourFusedRanker>(vectorizer_, trees_, options_, neighbours_)},
+               .ranker = std::make_shared<NeighbourFusedRanker>(query_features(), trees_, options_, neighbours_)},
               tree};
     }
     if (!dense_) return {tree};
     if (dense_->labels.size(0) != num_tree_labels())
       throw ConfigError("xrlinear.dense_run: run " + std::to_string(options_.dense_run) + " ranks " + std::to_string(dense_->labels.size(0)) +
                         " labels, this run's tree " + std::to_string(num_tree_labels()));
-    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(vectorizer_, trees_, options_, *dense_)}, tree};
+    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(query_features(), trees_, options_, *dense_)}, tree};
   }
   std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus&) override {
     throw Error("xrlinear cannot take labels it was not trained on: its tree and rankers come from the training queries' labels");
@@ -400,6 +434,26 @@ class XrlinearMethod final : public Method {
   }
 
  private:
+  QueryFeatures query_features() const {
+    QueryFeatures out{.vectorizer = &vectorizer_, .paired = paired_ != nullptr, .given = options_.features == "given"};
+    if (out.given) {
+      out.names_known = false;
+      for (std::int32_t id = 0; id < vectorizer_.num_features() && !out.names_known; ++id) out.names_known = !is_unnamed_feature(vectorizer_.feature(id));
+    }
+    return out;
+  }
+
+  /// xrlinear.features given: free texts are featurized through the given features' names (given_features.h); a
+  /// folder without names (dataset.json feature_names) gets placeholders, as many as trn_X_Xf.txt has columns.
+  TfidfVectorizer given_features_vectorizer() const {
+    const auto given = config_.dataset / dataset_files::kTrainFeatures;
+    if (!std::filesystem::exists(given))
+      throw ConfigError("xrlinear.features: given, but " + given.string() + " is missing: the dataset has no given features (set xrlinear.features=text)");
+    const DatasetMeta meta = read_dataset_meta(config_.dataset);
+    const std::int64_t count = meta.feature_names.empty() ? read_xc_sparse(given).cols : static_cast<std::int64_t>(meta.feature_names.size());
+    return vectorizer_over_feature_names(meta.feature_names, count);
+  }
+
   /// Tree t's seed (2-means starts and liblinear's draws): the run's seed for the first, then the next ones.
   std::uint64_t tree_seed(std::int64_t t) const { return config_.seed + static_cast<std::uint64_t>(t); }
   static std::string tree_key_prefix(std::size_t t) { return t == 0 ? "xrlinear_" : "xrlinear_tree" + std::to_string(t) + "_"; }

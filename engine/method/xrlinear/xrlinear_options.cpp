@@ -24,9 +24,11 @@ MethodInfo xrlinear_method_info() {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   OptionGroup group =
       OptionGroupBuilder<XrlinearOptions>("xrlinear")
-          .text("xrlinear.features", &XrlinearOptions::features, {"text", "dataset"},
-                "Tf-idf features: text (fit on this run's training texts with the keys below) or dataset (the dataset's "
-                "features/ folder, written once by `xmc dataset featurize`; the keys below are then unused)")
+          .text("xrlinear.features", &XrlinearOptions::features, {"text", "dataset", "given"},
+                "Sparse features: text (tf-idf fit on this run's training texts with the keys below), dataset (the dataset's "
+                "features/ folder, written once by `xmc dataset featurize`) or given (the dataset's own trn_X_Xf.txt and "
+                "tst_X_Xf.txt rows, L2-normalised, e.g. a mulan set's; free texts through its feature names); the keys below "
+                "are for text only")
           .fixed_on_resume()
           .integer("xrlinear.ngrams", &XrlinearOptions::ngrams, 1, 3, "Tf-idf features: word n-grams from 1 to this many words")
           .fixed_on_resume()

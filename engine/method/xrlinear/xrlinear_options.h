@@ -14,7 +14,8 @@ namespace xmc {
 struct MethodInfo;
 
 struct XrlinearOptions {
-  std::string features = "text";  ///< "text": a vectorizer fit on the run's texts; "dataset": the dataset's features/
+  std::string features = "text";  ///< "text": a vectorizer fit on the run's texts; "dataset": the dataset's features/;
+                                  ///< "given": the dataset's trn/tst_X_Xf.txt rows (given_features.h)
   std::int64_t ngrams = 1;        ///< word n-grams of the tf-idf features, 1 .. ngrams
   std::int64_t min_df = 1;        ///< fewest training texts a kept n-gram occurs in
   std::int64_t max_features = 0;  ///< most tf-idf features (0 = all)
