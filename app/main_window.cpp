@@ -45,6 +45,7 @@
 #include "widgets/runs_browser.h"
 #include "widgets/search_panel.h"
 #include "widgets/sweep_dialog.h"
+#include "widgets/synthetic_dataset_dialog.h"
 #include "widgets/training_progress.h"
 #include "widgets/training_worker.h"
 #include "widgets/tsne_plot.h"
@@ -212,6 +213,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   training->addAction("Resume a sweep…", this, [this] { choose_sweep_to_resume(); });
   auto* datasets = menuBar()->addMenu("&Datasets");
   datasets->addAction("Build WordNet dataset…", this, [this] { build_wordnet_dataset(); });
+  datasets->addAction("Build synthetic dataset (LF-shaped, any size)…", this, [this] { build_synthetic_dataset(); });
   datasets->addAction("Import mulan dataset (ARFF + XML)…", this, [this] { import_mulan_dataset(); });
   auto* help = menuBar()->addMenu("&Help");
   help->addAction("About", this, [this] {
@@ -338,6 +340,18 @@ void MainWindow::start_wordnet_build(const QString& out, int items) {
     options.max_items = items;
     Session::build_wordnet_dataset_folder(options, out.toStdString(), progress);
   });
+}
+
+void MainWindow::build_synthetic_dataset() {
+  gui::SyntheticDatasetDialog dialog(this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const QString out = xmc::gui::existing_directory(this, "Empty folder for the synthetic dataset");
+  if (out.isEmpty()) return;
+  start_synthetic_build(out, dialog.options());
+}
+
+void MainWindow::start_synthetic_build(const QString& out, const SyntheticBuildOptions& options) {
+  run_dataset_job("Build synthetic dataset", out, [out, options](Progress& progress) { Session::build_synthetic_dataset_folder(options, out.toStdString(), progress); });
 }
 
 void MainWindow::import_mulan_dataset() {

@@ -25,6 +25,7 @@ class QTabWidget;
 
 namespace xmc {
 class Session;
+struct SyntheticBuildOptions;
 }
 
 namespace xmc::gui {
@@ -73,6 +74,8 @@ class MainWindow : public QMainWindow {
   void show_run(std::int64_t run);
   /// Builds a WordNet dataset of `items` synsets into `out` in the background (Datasets menu).
   void start_wordnet_build(const QString& out, int items);
+  /// Builds a synthetic dataset into `out` in the background, as the Datasets menu does after its dialog.
+  void start_synthetic_build(const QString& out, const SyntheticBuildOptions& options);
   /// Saves the whole window as a PNG; returns false on failure.
   bool save_screenshot(const QString& path);
 
@@ -110,6 +113,7 @@ class MainWindow : public QMainWindow {
   /// Runs `job` (a dataset build or import writing to `out`) on a worker thread with progress and Cancel.
   void run_dataset_job(const QString& title, const QString& out, std::function<void(Progress&)> job);
   void build_wordnet_dataset();
+  void build_synthetic_dataset();
   void import_mulan_dataset();
   void connect_runs_browser();
   QString screenshot_path(const QString& suffix) const;

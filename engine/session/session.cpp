@@ -330,6 +330,10 @@ void Session::build_wordnet_dataset_folder(const WordnetBuildOptions& options, c
   save_dataset(build_wordnet_dataset(options, progress), out);
 }
 
+void Session::build_synthetic_dataset_folder(const SyntheticBuildOptions& options, const std::filesystem::path& out, Progress& progress) {
+  save_dataset(build_synthetic_dataset(options, progress), out);
+}
+
 void Session::import_mulan_dataset_folder(const MulanImportOptions& options, const std::filesystem::path& out, Progress& progress) {
   save_dataset(import_mulan(options, progress), out);
 }

@@ -14,6 +14,7 @@
 #include "engine/core/progress.h"
 #include "engine/data/dataset_summary.h"
 #include "engine/data/mulan_importer.h"
+#include "engine/data/synthetic_builder.h"
 #include "engine/data/wordnet_builder.h"
 #include "engine/session/predictor.h"
 #include "engine/session/run_handle.h"
@@ -151,6 +152,9 @@ class Session {
   static bool dataset_folder_has_images(const std::filesystem::path& folder);
   static void build_wordnet_dataset_folder(const WordnetBuildOptions& options, const std::filesystem::path& out,
                                            Progress& progress = silent_progress());
+  /// `xmc dataset build synthetic` into `out`: a set shaped like the LF sets, from a seed (synthetic_builder.h).
+  static void build_synthetic_dataset_folder(const SyntheticBuildOptions& options, const std::filesystem::path& out,
+                                             Progress& progress = silent_progress());
   static void import_mulan_dataset_folder(const MulanImportOptions& options, const std::filesystem::path& out,
                                           Progress& progress = silent_progress());
 

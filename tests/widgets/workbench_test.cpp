@@ -31,6 +31,7 @@
 #include "app/main_window.h"
 #include "widgets/compare_view.h"
 #include "widgets/search_results_model.h"
+#include "widgets/synthetic_dataset_dialog.h"
 #include "engine/data/dataset.h"
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
@@ -1123,6 +1124,35 @@ class WorkbenchTest : public QObject {
       QCoreApplication::processEvents();
       QVERIFY(search.grab().save(QString(keep) + "/search-images.png"));
     }
+  }
+
+  void buildsASyntheticDatasetFromTheDatasetsMenu() {
+    // The dialog starts from the LF sets' shapes: LF-AmazonTitles-1.3M's counts (the XC repository's).
+    xmc::gui::SyntheticDatasetDialog dialog;
+    const int big = static_cast<int>(xmc::gui::SyntheticDatasetDialog::shape_names().indexOf("LF-AmazonTitles-1.3M"));
+    QVERIFY(big >= 0);
+    dialog.choose_shape(big);
+    QCOMPARE(dialog.options().labels, std::int64_t{1305265});
+    QCOMPARE(dialog.options().train, std::int64_t{2248619});
+    QCOMPARE(dialog.options().test, std::int64_t{970237});
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) QVERIFY(dialog.grab().save(QString(keep) + "/synthetic-dialog.png"));
+    // A small set, built in the background into a folder the launch form then trains on.
+    QTemporaryDir dir;
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    xmc::app::MainWindow window(options);
+    QSignalSpy ready(&window, &xmc::app::MainWindow::dataset_ready);
+    xmc::SyntheticBuildOptions small;
+    small.labels = 300;
+    small.train = 500;
+    small.test = 120;
+    small.topics = 10;
+    window.start_synthetic_build(dir.filePath("syn"), small);
+    QVERIFY(ready.wait(60000));
+    QCOMPARE(window.findChild<xmc::gui::LaunchForm*>()->dataset(), dir.filePath("syn"));
+    const auto summary = xmc::Session::summarize_dataset_folder(dir.filePath("syn").toStdString());
+    QCOMPARE(summary.num_train, std::int64_t{500});
+    QCOMPARE(summary.num_labels, std::int64_t{300});
   }
 
   void buildsADatasetInTheBackground() {
