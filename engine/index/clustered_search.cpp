@@ -134,13 +134,9 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   const bool exclude = !options.exclude.empty();
   torch::Tensor ex_ptr, ex_ids;
   if (exclude) {
+    options.exclude.check(n, "clustered_top_k");
     ex_ptr = options.exclude.indptr.to(torch::kCPU, torch::kInt64).contiguous();
-    check(ex_ptr.dim() == 1 && ex_ptr.size(0) == n + 1, "exclude.indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
     ex_ids = options.exclude.indices.to(torch::kCPU, torch::kInt64).contiguous();
-    const auto* ptr = ex_ptr.data_ptr<std::int64_t>();
-    check(ptr[0] == 0, "exclude.indptr must start at 0");
-    for (std::int64_t r = 0; r < n; ++r) check(ptr[r + 1] >= ptr[r], "exclude.indptr must not decrease");
-    check(ex_ids.dim() == 1 && ex_ids.size(0) >= ptr[n], "exclude.indices is shorter than indptr says");
   }
   const std::int64_t* ex_row = exclude ? ex_ptr.data_ptr<std::int64_t>() : nullptr;
   const std::int64_t* ex_key = exclude ? ex_ids.data_ptr<std::int64_t>() : nullptr;

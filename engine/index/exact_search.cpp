@@ -113,6 +113,18 @@ ExcludeLists ExcludeLists::from_csr(const CsrMatrix& rows) {
   return lists;
 }
 
+void ExcludeLists::check(std::int64_t n, const std::string& who) const {
+  if (empty()) return;
+  const auto fail = [&](const std::string& what) { throw ConfigError(who + ": " + what); };
+  const torch::Tensor ptr = indptr.to(torch::kCPU, torch::kInt64).contiguous();
+  if (ptr.dim() != 1 || ptr.size(0) != n + 1) fail("exclude.indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
+  const auto* p = ptr.data_ptr<std::int64_t>();
+  if (p[0] != 0) fail("exclude.indptr must start at 0");
+  for (std::int64_t r = 0; r < n; ++r)
+    if (p[r + 1] < p[r]) fail("exclude.indptr must not decrease");
+  if (!indices.defined() || indices.dim() != 1 || indices.size(0) < p[n]) fail("exclude.indices is shorter than indptr says");
+}
+
 torch::Tensor chunk_inner_products(const torch::Tensor& queries, const torch::Tensor& keys) {
 #if AT_MKLDNN_ENABLED()
   // Debian's LibTorch calls the system BLAS for torch::mm, which may be the reference BLAS (≈1.5 GFLOP/s);
@@ -164,12 +176,9 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
   torch::Tensor ex_ptr;
   torch::Tensor ex_ids;
   if (exclude) {
+    options.exclude.check(n, "exact_top_k");
     ex_ptr = options.exclude.indptr.to(torch::kCPU, torch::kInt64).contiguous();
-    check(ex_ptr.dim() == 1 && ex_ptr.size(0) == n + 1, "exclude.indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
-    check(ex_ptr[0].item<std::int64_t>() == 0 && ex_ptr.diff().min().item<std::int64_t>() >= 0,
-          "exclude.indptr must start at 0 and not decrease");
     ex_ids = options.exclude.indices.to(device, torch::kInt64);
-    check(ex_ids.dim() == 1 && ex_ids.size(0) >= ex_ptr[n].item<std::int64_t>(), "exclude.indices is shorter than indptr says");
   }
   const auto* ptr = exclude ? ex_ptr.data_ptr<std::int64_t>() : nullptr;
   const float minus_inf = -std::numeric_limits<float>::infinity();

@@ -33,6 +33,9 @@ struct ExcludeLists {
   /// The rows of a label matrix as exclusion lists (row i of `rows` excludes its column ids).
   static ExcludeLists from_csr(const CsrMatrix& rows);
   bool empty() const { return !indptr.defined(); }
+  /// Throws ConfigError "<who>: ..." unless these are lists for `n` query rows (indptr of n + 1 entries from 0,
+  /// never decreasing, indices as long as it says); empty lists always pass.
+  void check(std::int64_t n, const std::string& who) const;
 };
 
 struct ExactSearchOptions {

@@ -401,14 +401,18 @@ struct Trainer::Impl {
     if (distributed.enabled() && method->builds_on_another_run())
       throw ConfigError("method " + method->name() + " builds on another run and trains in one process: start it without --nproc/--world-size");
     stages = method->stages();
-    std::vector<std::string> vocabulary_texts = dataset.train_text;
-    vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
     if (setup.store != nullptr) method->use_store(*setup.store);
-    method->build(vocabulary_texts, setup.run_dir);
+    {
+      // A copy of every training and label text: freed once the vocabulary is made, before the corpora are.
+      std::vector<std::string> vocabulary_texts = dataset.train_text;
+      vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
+      method->build(vocabulary_texts, setup.run_dir);
+    }
     use_cpu_threads(method->module(), at::get_num_threads());
     train_corpus = method->tokenizer().tokenize(dataset.train_text);
     test_corpus = method->tokenizer().tokenize(dataset.test_text);
     label_corpus = method->tokenizer().tokenize(dataset.label_text);
+    std::vector<std::string>().swap(dataset.test_text);  // only its tokens are read from here on
     train_corpus.images = dataset.train_images;  // null without banks; only an encoder that fuses images reads them
     test_corpus.images = dataset.test_images;
     label_corpus.images = dataset.label_images;
