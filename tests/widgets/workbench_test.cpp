@@ -558,6 +558,13 @@ class WorkbenchTest : public QObject {
       QVERIFY2(form.field_shown(key), key);
     for (const char* key : {"encoder.type", "encoder.template", "loss", "temperature", "lr", "batch_size", "epochs", "sampler.type", "tsne.every", "rag.use"})
       QVERIFY2(!form.field_shown(key), key);
+    // The tf-idf keys are for features fit on the texts: not for the dataset's given rows.
+    form.set_field_text("xrlinear.features", "given");
+    QVERIFY(!form.field_shown("xrlinear.ngrams"));
+    QVERIFY(!form.field_shown("xrlinear.min_df"));
+    QVERIFY(form.field_shown("xrlinear.trees"));
+    form.set_field_text("xrlinear.features", "text");
+    QVERIFY(form.field_shown("xrlinear.ngrams"));
     // It trains in one process: the choice of processes is held at 1 (and comes back for a method that can split).
     auto* processes = form.findChild<QSpinBox*>("processes");
     QVERIFY(processes);

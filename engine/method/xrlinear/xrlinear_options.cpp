@@ -27,14 +27,17 @@ MethodInfo xrlinear_method_info() {
           .text("xrlinear.features", &XrlinearOptions::features, {"text", "dataset", "given"},
                 "Sparse features: text (tf-idf fit on this run's training texts with the keys below), dataset (the dataset's "
                 "features/ folder, written once by `xmc dataset featurize`) or given (the dataset's own trn_X_Xf.txt and "
-                "tst_X_Xf.txt rows, L2-normalised, e.g. a mulan set's; free texts through its feature names); the keys below "
-                "are for text only")
+                "tst_X_Xf.txt rows, L2-normalised, e.g. a mulan set's; free texts through its feature names); the three keys "
+                "below are for text only, and shown with it")
           .fixed_on_resume()
+          .when("xrlinear.features=text")
           .integer("xrlinear.ngrams", &XrlinearOptions::ngrams, 1, 3, "Tf-idf features: word n-grams from 1 to this many words")
           .fixed_on_resume()
+          .when("xrlinear.features=text")
           .integer("xrlinear.min_df", &XrlinearOptions::min_df, 1, kMax,
                    "Tf-idf features: keep n-grams found in at least this many training texts (longer n-grams: at least 2)")
           .fixed_on_resume()
+          .when("xrlinear.features=text")
           .integer("xrlinear.max_features", &XrlinearOptions::max_features, 0, kMax, "Tf-idf features: keep at most this many, the most common (0 = all)")
           .fixed_on_resume()
           .integer("xrlinear.branching", &XrlinearOptions::branching, 2, 1024, "Label tree: children per node (a power of two)")
