@@ -194,6 +194,7 @@ int search(const Common& common, std::int64_t nq, std::int64_t m, std::int64_t d
     options.query_chunk = 8192;
     options.key_chunk = 65536;
   }
+  options.query_chunk = xmc::exact_search_query_chunk(options);  // fixed here: the plain loops below read it
   double t_products = 1e30, t_exact = 1e30;
   for (int rep = 0; rep < std::max(1, common.steps / 5); ++rep) {  // interleaved, best of each
     sync(device);
