@@ -21,7 +21,7 @@ CsrMatrix l2_normalized_rows(CsrMatrix m);
 /// "[feature-i]", which no text produces.
 TfidfVectorizer vectorizer_over_feature_names(const std::vector<std::string>& names, std::int64_t count);
 
-/// Whether vectorizer_over_feature_names() made feature `id` a placeholder.
+/// Whether `name` (a feature of vectorizer_over_feature_names()) is a placeholder, reached by no text.
 bool is_unnamed_feature(const std::string& name);
 
 }  // namespace xmc
