@@ -179,6 +179,20 @@ ImageBank ImageBank::from_values(std::int64_t rows, std::int64_t slots, std::int
   return out;
 }
 
+namespace {
+
+/// Value i of an array of T that may start at any address: a .npy header of any length (numpy's own pad the data
+/// to 64 bytes, a damaged or hand-made one need not) puts the mapped data anywhere, and a misaligned load is
+/// undefined behaviour.
+template <typename T>
+T load_value(const std::byte* values, std::size_t i) {
+  T out;
+  std::memcpy(&out, values + i * sizeof(T), sizeof(T));
+  return out;
+}
+
+}  // namespace
+
 std::int64_t ImageBank::listed_count(std::int64_t row) const {
   return counts_.empty() ? slots_ : counts_[static_cast<std::size_t>(row)];
 }
@@ -186,13 +200,11 @@ std::int64_t ImageBank::listed_count(std::int64_t row) const {
 bool ImageBank::blank(std::int64_t row, std::int64_t slot) const {
   const std::size_t offset = static_cast<std::size_t>((row * slots_ + slot) * dim_);
   if (precision_ == Precision::float32) {
-    const auto* v = reinterpret_cast<const float*>(values_) + offset;
     for (std::int64_t i = 0; i < dim_; ++i)
-      if (v[i] != 0.0f) return false;
+      if (load_value<float>(values_, offset + static_cast<std::size_t>(i)) != 0.0f) return false;
   } else {
-    const auto* v = reinterpret_cast<const std::uint16_t*>(values_) + offset;
     for (std::int64_t i = 0; i < dim_; ++i)
-      if ((v[i] & 0x7fffu) != 0) return false;  // +0 and −0
+      if ((load_value<std::uint16_t>(values_, offset + static_cast<std::size_t>(i)) & 0x7fffu) != 0) return false;  // +0 and −0
   }
   return true;
 }
@@ -210,10 +222,9 @@ std::vector<std::int64_t> ImageBank::image_slots(std::int64_t row, std::int64_t 
 void ImageBank::copy_image(std::int64_t row, std::int64_t slot, float* out) const {
   const std::size_t offset = static_cast<std::size_t>((row * slots_ + slot) * dim_);
   if (precision_ == Precision::float32) {
-    std::memcpy(out, reinterpret_cast<const float*>(values_) + offset, static_cast<std::size_t>(dim_) * sizeof(float));
+    std::memcpy(out, values_ + offset * sizeof(float), static_cast<std::size_t>(dim_) * sizeof(float));
   } else {
-    const auto* v = reinterpret_cast<const std::uint16_t*>(values_) + offset;
-    for (std::int64_t i = 0; i < dim_; ++i) out[i] = half_to_float(v[i]);
+    for (std::int64_t i = 0; i < dim_; ++i) out[i] = half_to_float(load_value<std::uint16_t>(values_, offset + static_cast<std::size_t>(i)));
   }
 }
 

@@ -72,6 +72,35 @@ TEST(ImageBank, ReadsFloat16AsNumpyWritesIt) {
   EXPECT_TRUE(std::signbit(second[2]));
 }
 
+// A header numpy would pad to 64 bytes, here one byte longer: the data starts at an odd offset of the mapping,
+// where 2- and 4-byte values cannot be loaded in place (the fuzzer's find: undefined behaviour before).
+TEST(ImageBank, DataAtAnOddOffsetReadsTheSame) {
+  test::TempDir dir;
+  const auto unpadded = [](const std::string& dict, const std::string& data) {
+    std::string header = dict + "  \n";  // 10 + header bytes: odd below
+    if ((10 + header.size()) % 2 == 0) header.insert(header.size() - 1, " ");
+    std::string out("\x93NUMPY\x01\x00", 8);
+    out += static_cast<char>(header.size() & 0xff);
+    out += static_cast<char>((header.size() >> 8) & 0xff);
+    return out + header + data;
+  };
+  const std::vector<std::uint16_t> halves{0x3C00, 0xC000, 0x0000, 0x8000};  // 1, -2; then a blank slot (+0, -0)
+  const auto half_bank = test::write_file(dir.path() / "h.npy", unpadded("{'descr': '<f2', 'fortran_order': False, 'shape': (1, 2, 2), }", raw(halves)));
+  const ImageBank h = ImageBank::open(half_bank);
+  float got[2];
+  h.copy_image(0, 0, got);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[1], -2.0f);
+  EXPECT_EQ(h.image_slots(0, 2), (std::vector<std::int64_t>{0})) << "the zero slot is no image";
+  const std::vector<float> floats{0.25f, -3.0f, 0.0f, 0.0f};
+  const auto float_bank = test::write_file(dir.path() / "f.npy", unpadded("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }", raw(floats)));
+  const ImageBank f = ImageBank::open(float_bank);
+  f.copy_image(0, 0, got);
+  EXPECT_EQ(got[0], 0.25f);
+  EXPECT_EQ(got[1], -3.0f);
+  EXPECT_EQ(f.image_slots(0, 2), (std::vector<std::int64_t>{0}));
+}
+
 TEST(ImageBank, ATwoDimensionalArrayIsOneImagePerItemAndVersionTwoHeadersRead) {
   test::TempDir dir;
   const std::vector<float> values{1, 2, 3, 4, 5, 6};
