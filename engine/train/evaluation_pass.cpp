@@ -4,7 +4,6 @@
 #include <functional>
 
 #include "engine/core/error.h"
-#include "engine/index/exact_index.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
 
@@ -21,9 +20,7 @@ void check_eval_index(const std::string& spec) {
 }
 
 std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix) {
-  const std::int64_t dim = label_matrix.size(1);
-  std::unique_ptr<Index> index = spec == "exact" ? std::make_unique<ExactIndex>(dim, ExactIndexOptions{.device = label_matrix.device().str()})
-                                                 : make_index(spec, dim);
+  std::unique_ptr<Index> index = make_index(spec, label_matrix.size(1));
   const torch::Tensor rows = label_matrix.detach().to(torch::kCPU, torch::kFloat).contiguous();
   index->add(rows.size(0), rows.data_ptr<float>());
   return index;

@@ -32,8 +32,8 @@ struct EvaluationSetup {
 /// Throws ConfigError naming the key eval.index when `spec` is not an index description.
 void check_eval_index(const std::string& spec);
 
-/// An index over the rows of `label_matrix` ([L x d]) made from `spec` (index_factory.h); "exact"
-/// searches on the matrix's device.
+/// An index over the rows of `label_matrix` ([L x d]) made from `spec` (index_factory.h), holding its own copy of
+/// them (an exact evaluation searches the matrix itself instead: evaluate_ranking).
 std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix);
 
 /// The `top` best labels of each of `queries` ([n x d]) in `labels`, with the filter pairs of rows

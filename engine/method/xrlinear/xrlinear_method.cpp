@@ -450,7 +450,8 @@ class XrlinearMethod final : public Method {
     if (!std::filesystem::exists(given))
       throw ConfigError("xrlinear.features: given, but " + given.string() + " is missing: the dataset has no given features (set xrlinear.features=text)");
     const DatasetMeta meta = read_dataset_meta(config_.dataset);
-    const std::int64_t count = meta.feature_names.empty() ? read_xc_sparse(given).cols : static_cast<std::int64_t>(meta.feature_names.size());
+    // Without names, the header's column count (the trainer reads the rows themselves).
+    const std::int64_t count = meta.feature_names.empty() ? XcSparseReader(given).cols() : static_cast<std::int64_t>(meta.feature_names.size());
     return vectorizer_over_feature_names(meta.feature_names, count);
   }
 
