@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <set>
@@ -27,6 +28,7 @@
 #include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/method/unidec/unidec_options.h"
+#include "engine/method/xrlinear/xrlinear_options.h"
 #include "tests/support/recording_progress.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"
@@ -743,6 +745,134 @@ TEST(Unidec, ResumeEqualsAnUninterruptedRun) {
     EXPECT_TRUE(torch::equal(checkpoint_tensor(dir / "a.sqlite", whole.run_id(), name), checkpoint_tensor(dir / "b.sqlite", first.run_id(), name)))
         << name;
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+}
+
+// xrlinear fused with a unidec run (xrlinear.fusion_weight_from held-out): the tree's weight is chosen after
+// training on the training queries the unidec run held out, which xrlinear's rankers do not train on either.
+// Two sets of 6 labels, 160 training queries, one label each, where one side is blind: "tree blind" (the texts
+// name the label, the given features are noise only) and "dense blind" (every text is "item", the given features
+// name the label). The weight must go to the side that can see.
+namespace {
+void write_two_view_dataset(const std::filesystem::path& dir, bool texts_name_the_label) {
+  Dataset d;
+  d.meta.name = texts_name_the_label ? "tree-blind" : "dense-blind";
+  d.meta.feature_names = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "noiseone", "noisetwo"};
+  for (int l = 0; l < 6; ++l) d.label_text.push_back("key" + std::to_string(l));
+  std::vector<std::vector<std::int32_t>> train, test, train_features, test_features;
+  const auto add = [&](int i, std::vector<std::string>& texts, std::vector<std::vector<std::int32_t>>& labels,
+                       std::vector<std::vector<std::int32_t>>& features) {
+    const int label = i % 6, noise = 6 + (i / 6) % 2;
+    texts.push_back(texts_name_the_label ? "key" + std::to_string(label) : "item");
+    labels.push_back({label});
+    features.push_back(texts_name_the_label ? std::vector<std::int32_t>{noise} : std::vector<std::int32_t>{label, noise});
+  };
+  for (int i = 0; i < 160; ++i) add(i, d.train_text, train, train_features);
+  for (int i = 0; i < 60; ++i) add(i, d.test_text, test, test_features);
+  d.train_labels = csr_from_rows(train, 6);
+  d.test_labels = csr_from_rows(test, 6);
+  d.train_features = csr_from_rows(train_features, 8);
+  d.test_features = csr_from_rows(test_features, 8);
+  save_dataset(d, dir);
+}
+
+TrainConfig fused_xrlinear_config(const std::filesystem::path& data, std::int64_t dense_run) {
+  TrainConfig c;
+  c.dataset = data;
+  c.method = "xrlinear";
+  c.threads = 1;
+  c.eval_k = {1, 3, 5};
+  auto& x = c.edit<XrlinearOptions>();
+  x.features = "given";
+  x.branching = 2;
+  x.max_leaf = 2;
+  x.dense_run = dense_run;
+  x.fusion_weight_from = "held-out";
+  return c;
+}
+}  // namespace
+
+TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
+  test::TempDir dir;
+  const auto db = dir / "runs.sqlite";
+  for (const bool tree_blind : {true, false}) {
+    const auto data = dir / (tree_blind ? "tree-blind" : "dense-blind");
+    write_two_view_dataset(data, tree_blind);
+    TrainConfig dense = small_unidec_config(data);
+    dense.edit<UnidecOptions>().concat_holdout = 0.25;
+    dense.eval_every = 0;
+    dense.tsne_every = 0;
+    TrainingRun dense_run(dense, db);
+    const TrainResult dense_result = dense_run.run();
+    ASSERT_EQ(dense_result.outcome, RunOutcome::Completed);
+
+    TrainingRun fused_run(fused_xrlinear_config(data, dense_run.run_id()), db);
+    const TrainResult fused = fused_run.run();
+    ASSERT_EQ(fused.outcome, RunOutcome::Completed);
+    std::string choice, held_out;
+    for (const LogLine& line : RunStore(db).log(fused_run.run_id())) {
+      if (line.message.rfind("xrlinear: fusion weight ", 0) == 0) choice = line.message;
+      if (line.message.rfind("the rankers train on ", 0) == 0) held_out = line.message;
+    }
+    // A quarter of the 160 labelled queries, the unidec run's draw.
+    EXPECT_EQ(held_out, "the rankers train on 120 training queries: 40 are held out to choose the fusion weight");
+    ASSERT_FALSE(choice.empty()) << "the choice and its curve are in the run's log";
+    EXPECT_NE(choice.find("of 40 held-out training queries by the tree's weight — 0.00: "), std::string::npos) << choice;
+    const double chosen = std::stod(choice.substr(std::string("xrlinear: fusion weight ").size()));
+    const std::vector<ChosenSetting> stored = chosen_settings(RunStore(db).scalars(fused_run.run_id()));
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0].key, "xrlinear.fusion_weight");
+    EXPECT_DOUBLE_EQ(stored[0].value, chosen);
+    // The curve's value at a weight: "..., 0.95: 0.4917, ...".
+    const auto curve_at = [&](double weight) {
+      char key[16];
+      std::snprintf(key, sizeof key, " %.2f: ", weight);
+      const std::size_t at = choice.find(key);
+      return at == std::string::npos ? -1.0 : std::stod(choice.substr(at + std::strlen(key)));
+    };
+    EXPECT_GE(curve_at(chosen), curve_at(0.0)) << choice;
+    EXPECT_GE(curve_at(chosen), curve_at(1.0)) << choice;
+    if (tree_blind) {
+      // The blind tree's scores, weighed as much as the default 0.95 weighs them, spoil the dense run's ranking.
+      EXPECT_LT(chosen, 0.95) << choice;
+      EXPECT_GT(curve_at(chosen), curve_at(0.95) + 0.3) << choice;
+      // The fused mode ranks as well as the dense run that sees, far above the blind tree.
+      EXPECT_GE(fused.metrics.get("P@1"), dense_result.metrics.get("P@1") - 0.05) << choice;
+      EXPECT_GT(dense_result.metrics.get("P@1"), 0.9);
+    } else {
+      EXPECT_GE(chosen, 0.5) << choice;
+      EXPECT_GT(fused.metrics.get("P@1"), 0.9) << choice;
+      EXPECT_LT(dense_result.metrics.get("P@1"), 0.5) << "every query reads \"item\" to the dense run";
+    }
+    // The loaded run keeps the chosen weight.
+    const TrainedRun loaded = load_trained_run(db, fused_run.run_id());
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "the tree weighing %.2f (chosen on held-out training queries)", chosen);
+    EXPECT_NE(loaded.method->description().find(expected), std::string::npos) << loaded.method->description();
+  }
+
+  // Choosing needs rows neither run trained on: a unidec run without held-out queries, or no dense run, is refused.
+  const auto data = dir / "tree-blind";
+  TrainConfig dense = small_unidec_config(data);
+  dense.epochs = 1;
+  TrainingRun plain(dense, db);
+  ASSERT_EQ(plain.run().outcome, RunOutcome::Completed);
+  try {
+    TrainingRun(fused_xrlinear_config(data, plain.run_id()), db).run();
+    ADD_FAILURE() << "a dense run without held-out queries was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("xrlinear.fusion_weight_from: held-out chooses the weight on training queries that neither run trained on, but "
+                                         "xrlinear.dense_run: run " + std::to_string(plain.run_id()) + " (unidec) held none out"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    TrainingRun(fused_xrlinear_config(data, 0), db).run();
+    ADD_FAILURE() << "held-out without a dense run was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("xrlinear.fusion_weight_from: held-out chooses the weight of a fusion with a dense run: set xrlinear.dense_run"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace xmc

@@ -7,7 +7,9 @@
 //              from PIFA vectors when the stage begins
 //   inference  one mode, "tree": beam search down the label tree (a QueryRanker, no label matrix); with
 //              xrlinear.dense_run, first a mode "fused" that weighs the tree's scores with a dense run's
-//              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h); with xrlinear.knn, first a
+//              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h), by xrlinear.fusion_weight or
+//              by a weight chosen on the training queries the dense run held out (xrlinear.fusion_weight_from
+//              held-out: the rankers do not train on them either); with xrlinear.knn, first a
 //              mode "tree-knn" that weighs them with the votes of the nearest training queries (neighbour_votes.h),
 //              whose tf-idf rows and labels the run keeps in its folder
 //
@@ -15,11 +17,13 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "engine/data/csr_file.h"
 #include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
 #include "engine/data/xc_sparse_file.h"
+#include "engine/core/memory_budget.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
 #include "engine/method/xrlinear/given_features.h"
@@ -32,6 +36,7 @@
 #include "engine/method/xrlinear/tree_ensemble.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
+#include "engine/text/corpus_rows.h"
 #include "engine/text/dataset_featurizer.h"
 #include "engine/text/tfidf_vectorizer.h"
 
@@ -194,17 +199,42 @@ struct DenseSide {
   torch::Tensor labels;       ///< [L x d] float32, on the dense run's device
 };
 
+/// One query's candidates in a fusion with a dense run: the labels, their path scores and their dense scores.
+struct FusionCandidates {
+  std::vector<std::int64_t> labels;
+  std::vector<float> path;
+  std::vector<float> dense;
+};
+
 /// Tree and dense run together (score_fusion.h): per query, the tree's top fusion_tree_top and the dense
-/// run's top fusion_dense_top labels, each scored by both, ranked by the weighted sum.
+/// run's top fusion_dense_top labels, each scored by both, ranked by the weighted sum with the tree's weight
+/// `weight`.
 class FusedRanker final : public QueryRanker {
  public:
-  FusedRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense)
+  FusedRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense, double weight)
       : features_(features.unpaired()), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
-        search_(trees, options.beam_search(), features.num_features()), options_(options), dense_(dense) {}
+        search_(trees, options.beam_search(), features.num_features()), options_(options), dense_(dense), weight_(weight) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
     RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
+    if (n == 0) return out;
+    const std::vector<FusionCandidates> all = candidates(queries, begin, end);
+    at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t row = first; row < last; ++row) {
+        const FusionCandidates& c = all[static_cast<std::size_t>(row)];
+        write_fused_row(fuse_scores(c.labels, c.path, c.dense, weight_, top), row, top, out);
+      }
+    });
+    return out;
+  }
+  std::int64_t num_labels() const override { return num_labels_; }
+
+  /// Rows [begin, end) of `queries` (paired rows): each one's candidates, the dense run's first, then the tree's
+  /// not among them, with both scores.
+  std::vector<FusionCandidates> candidates(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end) const {
+    const std::int64_t n = end - begin;
+    std::vector<FusionCandidates> out(static_cast<std::size_t>(n));
     if (n == 0) return out;
     const auto [own, theirs] = split_paired(queries, begin, end);
     const CsrMatrix features = features_.rows(own, 0, n);
@@ -225,30 +255,24 @@ class FusedRanker final : public QueryRanker {
     const auto* dense_label_scores = dense_scores.data_ptr<float>();
     const auto* tree_label_dense_scores = at_tree.data_ptr<float>();
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
-      std::vector<std::int64_t> candidates;
-      std::vector<float> dense;
       std::vector<float> dense_buffer;
       for (std::int64_t row = first; row < last; ++row) {
-        candidates.clear();
-        dense.clear();
+        FusionCandidates& c = out[static_cast<std::size_t>(row)];
         for (std::int64_t j = 0; j < dense_top; ++j) {
-          candidates.push_back(dense_label_ids[row * dense_top + j]);
-          dense.push_back(dense_label_scores[row * dense_top + j]);
+          c.labels.push_back(dense_label_ids[row * dense_top + j]);
+          c.dense.push_back(dense_label_scores[row * dense_top + j]);
         }
         for (std::int64_t j = 0; j < tree_top; ++j) {
           const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
-          if (label < 0 || std::find(candidates.begin(), candidates.end(), label) != candidates.end()) continue;
-          candidates.push_back(label);
-          dense.push_back(tree_label_dense_scores[row * tree_top + j]);
+          if (label < 0 || std::find(c.labels.begin(), c.labels.end(), label) != c.labels.end()) continue;
+          c.labels.push_back(label);
+          c.dense.push_back(tree_label_dense_scores[row * tree_top + j]);
         }
-        const std::vector<float> path = search_.path_scores(features, row, candidates, &dense_buffer);
-        const std::vector<FusedLabel> fused = fuse_scores(candidates, path, dense, options_.fusion_weight, top);
-        write_fused_row(fused, row, top, out);
+        c.path = search_.path_scores(features, row, c.labels, &dense_buffer);
       }
     });
     return out;
   }
-  std::int64_t num_labels() const override { return num_labels_; }
 
  private:
   QueryFeatures features_;  ///< of the tf-idf half of paired rows
@@ -256,6 +280,7 @@ class FusedRanker final : public QueryRanker {
   TreeEnsembleSearch search_;
   const XrlinearOptions& options_;
   DenseSide& dense_;
+  double weight_;  ///< the tree's
 };
 
 class XrlinearMethod final : public Method {
@@ -303,7 +328,10 @@ class XrlinearMethod final : public Method {
                           : "xrlinear: " + std::to_string(vectorizer_.num_features()) + " tf-idf features (" + std::to_string(vectorizer_.ngrams()) + "-grams)";
     if (trees_.size() == 1) out += ", label tree of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (trees_.size() > 1) out += ", " + std::to_string(trees_.size()) + " label trees of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
-    if (dense_) out += "; fused with run " + std::to_string(options_.dense_run) + " (" + dense_->run.method->name() + ", its " + dense_->mode + " mode)";
+    if (dense_) {
+      out += "; fused with run " + std::to_string(options_.dense_run) + " (" + dense_->run.method->name() + ", its " + dense_->mode + " mode)";
+      if (chosen_fusion_weight_ >= 0) out += ", the tree weighing " + format_weight(chosen_fusion_weight_) + " (chosen on held-out training queries)";
+    }
     if (options_.knn > 0) out += "; fused with the votes of its " + std::to_string(options_.knn) + " nearest training queries";
     return out;
   }
@@ -312,6 +340,19 @@ class XrlinearMethod final : public Method {
     return vectorizer_;
   }
   torch::nn::Module& module() override { return module_; }
+
+  /// xrlinear.fusion_weight_from held-out: the training queries the dense run held out (the same rows: the same
+  /// dataset, and the dense run's own draw), so that the weight is chosen on rows neither side trained on.
+  std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
+    held_out_rows_.clear();
+    if (options_.fusion_weight_from != "held-out") return {};
+    if (!dense_) throw Error("xrlinear.fusion_weight_from: held-out, but no dense run is attached");
+    held_out_rows_ = dense_->run.method->held_out_queries(labelled_rows);
+    if (held_out_rows_.empty())
+      throw ConfigError("xrlinear.fusion_weight_from: held-out, but xrlinear.dense_run: run " + std::to_string(options_.dense_run) +
+                        " held no training queries out (too few labelled queries?)");
+    return held_out_rows_;
+  }
 
   void begin_stage(const StageSpec&, TrainContext& context) override {
     if (context.distributed.enabled())
@@ -336,9 +377,21 @@ class XrlinearMethod final : public Method {
       context.phase("tf-idf features of the training queries");
       features_ = query_features().rows(context.train_corpus, 0, context.train_corpus.size());
     }
+    // The rankers and the tree learn from the rows that train: without the held-out ones, when there are some.
+    train_labels_ = context.dataset.train_labels;
+    if (!held_out_rows_.empty()) {
+      std::vector<std::int64_t> kept;
+      kept.reserve(static_cast<std::size_t>(features_.rows));
+      for (std::int64_t row = 0; row < features_.rows; ++row)
+        if (!std::binary_search(held_out_rows_.begin(), held_out_rows_.end(), row)) kept.push_back(row);
+      features_ = csr_rows(features_, kept);
+      train_labels_ = csr_rows(train_labels_, kept);
+      context.phase("the rankers train on " + std::to_string(kept.size()) + " training queries: " + std::to_string(held_out_rows_.size()) +
+                    " are held out to choose the fusion weight");
+    }
     if (trees_.empty()) {
       context.phase("label tree: PIFA vectors");
-      const CsrMatrix label_vectors = pifa_label_vectors(context.dataset.train_labels, features_);
+      const CsrMatrix label_vectors = pifa_label_vectors(train_labels_, features_);
       for (std::int64_t t = 0; t < options_.trees; ++t) {
         context.phase(options_.trees == 1 ? std::string("label tree: balanced 2-means")
                                           : "label tree " + std::to_string(t + 1) + " of " + std::to_string(options_.trees) + ": balanced 2-means");
@@ -359,15 +412,17 @@ class XrlinearMethod final : public Method {
     unit_start_.assign(1, 0);
     trained_units_.resize(trees_.size());
     for (std::size_t t = 0; t < trees_.size(); ++t) {
-      training_.push_back(std::make_unique<RankerTraining>(trees_[t].tree, features_, context.dataset.train_labels));
+      training_.push_back(std::make_unique<RankerTraining>(trees_[t].tree, features_, train_labels_));
       unit_start_.push_back(unit_start_.back() + training_.back()->num_units());
       trained_units_[t].resize(static_cast<std::size_t>(training_.back()->num_units()), 0);
     }
     batches_ = unit_batches();
   }
-  void end_stage(const StageSpec&, TrainContext&) override {
+  void end_stage(const StageSpec&, TrainContext& context) override {
     training_.clear();
     features_ = CsrMatrix{};
+    train_labels_ = CsrMatrix{};
+    if (!held_out_rows_.empty()) choose_fusion_weight(context);
   }
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return {}; }
   std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
@@ -406,7 +461,8 @@ class XrlinearMethod final : public Method {
     if (dense_->labels.size(0) != num_tree_labels())
       throw ConfigError("xrlinear.dense_run: run " + std::to_string(options_.dense_run) + " ranks " + std::to_string(dense_->labels.size(0)) +
                         " labels, this run's tree " + std::to_string(num_tree_labels()));
-    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(query_features(), trees_, options_, *dense_)}, tree};
+    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(query_features(), trees_, options_, *dense_, fusion_weight())},
+            tree};
   }
   std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus&) override {
     throw Error("xrlinear cannot take labels it was not trained on: its tree and rankers come from the training queries' labels");
@@ -416,8 +472,15 @@ class XrlinearMethod final : public Method {
   // "xrlinear_tree<t>_levels", ...
   void save_state(torch::serialize::OutputArchive& archive) const override {
     for (std::size_t t = 0; t < trees_.size(); ++t) save_tree(archive, tree_key_prefix(t), trees_[t], trained_units_.at(t));
+    if (chosen_fusion_weight_ >= 0) archive.write("xrlinear_fusion_weight", torch::tensor({chosen_fusion_weight_}, torch::kFloat64));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
+    torch::Tensor weight;
+    if (archive.try_read("xrlinear_fusion_weight", weight)) {
+      if (weight.numel() != 1 || !(weight.item<double>() >= 0 && weight.item<double>() <= 1))
+        throw Error("xrlinear checkpoint: xrlinear_fusion_weight is not one weight between 0 and 1");
+      chosen_fusion_weight_ = weight.item<double>();
+    }
     std::vector<TreeModel> trees;
     std::vector<std::vector<char>> trained;
     for (std::size_t t = 0;; ++t) {
@@ -441,6 +504,68 @@ class XrlinearMethod final : public Method {
       for (std::int32_t id = 0; id < vectorizer_.num_features() && !out.names_known; ++id) out.names_known = !is_unnamed_feature(vectorizer_.feature(id));
     }
     return out;
+  }
+
+  /// The tree's weight in the fused mode: the one chosen on held-out queries, else xrlinear.fusion_weight.
+  double fusion_weight() const { return chosen_fusion_weight_ >= 0 ? chosen_fusion_weight_ : options_.fusion_weight; }
+  static std::string format_weight(double weight) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%.2f", weight);
+    return text;
+  }
+
+  /// xrlinear.fusion_weight_from held-out, once the rankers are trained: the weight (0, 0.05, ..., 1) whose fused
+  /// ranking of the held-out training queries has the best mean P@1 + P@3 + P@5; ties go to the one nearest
+  /// xrlinear.fusion_weight. The candidates and both scores of a query are made once, then fused by every weight.
+  void choose_fusion_weight(TrainContext& context) {
+    const auto count = static_cast<std::int64_t>(held_out_rows_.size());
+    context.phase("xrlinear: choosing the fusion weight on " + std::to_string(count) + " training queries held out by both runs");
+    std::vector<double> grid;
+    for (int i = 0; i <= 20; ++i) grid.push_back(i / 20.0);
+    std::vector<double> sums(grid.size(), 0.0);
+    const TokenizedCorpus held = corpus_rows(context.train_corpus, held_out_rows_);
+    const CsrMatrix& labels = context.dataset.train_labels;
+    const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight);
+    // The dense side scores a chunk of queries against every label ([chunk x L] floats, within its memory share).
+    const std::int64_t entries = memory_budget_part(memory_share::kFusionScores) / static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t chunk = std::clamp<std::int64_t>(entries / std::max<std::int64_t>(num_tree_labels(), 1), 1, 1024);
+    context.progress.start("scoring held-out queries", count);
+    for (std::int64_t start = 0; start < count; start += chunk) {
+      const std::int64_t end = std::min(count, start + chunk);
+      const std::vector<FusionCandidates> all = ranker.candidates(held, start, end);
+      for (std::int64_t i = start; i < end; ++i) {
+        const FusionCandidates& c = all[static_cast<std::size_t>(i - start)];
+        const auto truth = labels.row_indices(held_out_rows_[static_cast<std::size_t>(i)]);
+        for (std::size_t w = 0; w < grid.size(); ++w) {
+          const std::vector<FusedLabel> fused = fuse_scores(c.labels, c.path, c.dense, grid[w], 5);
+          double hits = 0, score = 0;
+          for (std::size_t j = 0; j < 5; ++j) {
+            if (j < fused.size() && std::find(truth.begin(), truth.end(), static_cast<std::int32_t>(fused[j].label)) != truth.end()) hits += 1;
+            if (j == 0 || j == 2 || j == 4) score += hits / static_cast<double>(j + 1);
+          }
+          sums[w] += score;
+        }
+      }
+      context.progress.update(end);
+    }
+    context.progress.finish();
+    std::size_t best = 0;
+    for (std::size_t w = 1; w < grid.size(); ++w) {
+      const bool better = sums[w] > sums[best] + 1e-9;
+      const bool tie_nearer = std::abs(sums[w] - sums[best]) <= 1e-9 && std::abs(grid[w] - options_.fusion_weight) < std::abs(grid[best] - options_.fusion_weight);
+      if (better || tie_nearer) best = w;
+    }
+    chosen_fusion_weight_ = grid[best];
+    context.chose("xrlinear.fusion_weight", chosen_fusion_weight_);
+    // The whole curve, so that a reader sees how flat it is.
+    std::string curve;
+    for (std::size_t w = 0; w < grid.size(); ++w) {
+      char item[40];
+      std::snprintf(item, sizeof item, "%s%.2f: %.4f", w == 0 ? "" : ", ", grid[w], sums[w] / static_cast<double>(count));
+      curve += item;
+    }
+    context.phase("xrlinear: fusion weight " + format_weight(chosen_fusion_weight_) + " (mean P@1 + P@3 + P@5 of " + std::to_string(count) +
+                  " held-out training queries by the tree's weight — " + curve + ")");
   }
 
   /// xrlinear.features given: free texts are featurized through the given features' names (given_features.h); a
@@ -618,7 +743,10 @@ class XrlinearMethod final : public Method {
   std::vector<std::vector<char>> trained_units_;     ///< per tree, per training unit: trained yet
   std::vector<std::int64_t> unit_start_;            ///< tree t's units are [unit_start_[t], unit_start_[t + 1]), while the stage runs
   CsrMatrix features_;                         ///< the training queries', while the stage runs
+  CsrMatrix train_labels_;                     ///< the training queries' labels (without the held-out ones), while the stage runs
   std::vector<std::unique_ptr<RankerTraining>> training_;   ///< one per tree, while the stage runs
+  std::vector<std::int64_t> held_out_rows_;    ///< training queries neither side trains on (xrlinear.fusion_weight_from held-out)
+  double chosen_fusion_weight_ = -1;           ///< the weight chosen on them, once chosen
   std::vector<std::vector<std::int64_t>> batches_;
 };
 

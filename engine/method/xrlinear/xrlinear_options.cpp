@@ -7,6 +7,7 @@
 #include "engine/config/option_group_builder.h"
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
+#include "engine/method/unidec/unidec_options.h"
 #include "engine/store/run_store.h"
 
 namespace xmc {
@@ -18,6 +19,11 @@ void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense
   std::error_code error;
   if (!std::filesystem::equivalent(dense.dataset, config.dataset, error))
     throw ConfigError(key + " trained on " + dense.dataset.string() + ", not on " + config.dataset.string() + " (fusion adds scores of the same labels)");
+  // The weight is chosen on training queries neither side trained on: only UniDEC's held-out queries are such rows.
+  if (config.get<XrlinearOptions>().fusion_weight_from == "held-out" && (dense.method != "unidec" || dense.get<UnidecOptions>().concat_holdout <= 0))
+    throw ConfigError("xrlinear.fusion_weight_from: held-out chooses the weight on training queries that neither run trained on, but " + key + " (" +
+                      dense.method + ") held none out: fuse with a unidec run trained with unidec.concat_holdout > 0, or set the weight "
+                      "with xrlinear.fusion_weight");
 }
 
 MethodInfo xrlinear_method_info() {
@@ -68,7 +74,12 @@ MethodInfo xrlinear_method_info() {
           .fixed_on_resume()
           .number("xrlinear.fusion_weight", &XrlinearOptions::fusion_weight, 0, 1,
                   "Dense and sparse together: the tree's weight; the dense run's min-max scaled score takes the rest (0.95 was chosen on "
-                  "held-out training queries of WordNet, never on a test split)")
+                  "held-out training queries of WordNet, never on a test split; with xrlinear.fusion_weight_from held-out, it breaks ties)")
+          .text("xrlinear.fusion_weight_from", &XrlinearOptions::fusion_weight_from, {"value", "held-out"},
+                "Dense and sparse together: value (xrlinear.fusion_weight) or held-out (chosen after training by mean P@1 + P@3 + "
+                "P@5 on the training queries the dense run held out, unidec.concat_holdout, which this run's rankers then do not "
+                "train on either)")
+          .fixed_on_resume()
           .integer("xrlinear.fusion_tree_top", &XrlinearOptions::fusion_tree_top, 1, 100000,
                    "Dense and sparse together, and tree and neighbours together: candidates from the tree's beam per query")
           .integer("xrlinear.fusion_dense_top", &XrlinearOptions::fusion_dense_top, 1, 100000,
@@ -88,6 +99,8 @@ MethodInfo xrlinear_method_info() {
             if (options.knn > 0 && options.dense_run > 0)
               throw ConfigError("xrlinear.knn and xrlinear.dense_run each fuse a second ranking with the tree: set one of them (knn " +
                                 std::to_string(options.knn) + ", dense_run " + std::to_string(options.dense_run) + ")");
+            if (options.fusion_weight_from == "held-out" && options.dense_run <= 0)
+              throw ConfigError("xrlinear.fusion_weight_from: held-out chooses the weight of a fusion with a dense run: set xrlinear.dense_run");
             const auto branching = options.branching;
             if ((branching & (branching - 1)) != 0)
               throw ConfigError("xrlinear.branching must be a power of two (2, 4, 8, 16, ...), got " + std::to_string(branching));

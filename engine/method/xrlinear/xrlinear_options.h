@@ -31,6 +31,8 @@ struct XrlinearOptions {
   std::string transform = "l3-hinge";
   std::int64_t dense_run = 0;     ///< a dense run on the same dataset to fuse with (0 = none)
   double fusion_weight = 0.95;    ///< the tree's weight in the fused score (score_fusion.h)
+  std::string fusion_weight_from = "value";  ///< "value": fusion_weight; "held-out": chosen on the training queries the
+                                             ///< dense run held out (unidec.concat_holdout), which this run holds out too
   std::int64_t fusion_tree_top = 20;    ///< candidates the tree's beam gives the fusion per query
   std::int64_t fusion_dense_top = 100;  ///< candidates the dense run gives the fusion per query
   std::int64_t knn = 0;           ///< nearest training queries whose labels are fused with the tree's (0 = none)
@@ -50,7 +52,8 @@ struct XrlinearOptions {
 struct TrainConfig;
 
 /// Throws ConfigError naming xrlinear.dense_run when run `dense` (its config) cannot be fused into `config`'s run:
-/// not a dexml, ngame or unidec run, or trained on another dataset.
+/// not a dexml, ngame or unidec run, or trained on another dataset; with xrlinear.fusion_weight_from held-out, one
+/// that held no training queries out (a unidec run with unidec.concat_holdout > 0 does).
 void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense);
 
 /// xrlinear's registration: name, help and option group.
