@@ -6,7 +6,8 @@
 # held-out queries (the rankers leave them out too). Prints one JSON line per run, then a markdown table of mean ±
 # sd over seeds of P@1/3/5 and PSP@1/5 for the dense run, the tree, and both fusions, with the chosen weights.
 # Usage: bench/fusion_weight_choice.sh [build_dir] [seeds...]   (default: build, seeds 1 2 3; data and store in
-# $XMC_BENCH_DIR, default /tmp/xmc-fusion-weight; sets: $XMC_SETS, default "bibtex delicious"; threads 2)
+# $XMC_BENCH_DIR, default /tmp/xmc-fusion-weight; sets: $XMC_SETS, default "bibtex delicious", also wordnet-direct
+# and synthetic-30k, which train the unidec-bow-wordnet preset; threads 2)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$here/build}
@@ -22,13 +23,24 @@ mkdir -p "$work"
 [ -x "$xmc" ] || { echo "no $xmc: build first" >&2; exit 1; }
 command -v sqlite3 >/dev/null || { echo "the sqlite3 command reads the chosen weights: apt-get install sqlite3" >&2; exit 1; }
 source "$here/bench/demo_datasets.sh"
-for set in "${sets[@]}"; do demo_mulan "$set"; done
+for set in "${sets[@]}"; do
+  case $set in
+    bibtex | delicious) demo_mulan "$set" ;;
+    wordnet-direct)
+      [ -f "$work/$set/dataset.json" ] || "$xmc" dataset build wordnet --out "$work/$set" --labels direct --min-depth 3 >/dev/null ;;
+    synthetic-30k)
+      [ -f "$work/$set/dataset.json" ] ||
+        "$xmc" dataset build synthetic --labels 30000 --train 44000 --test 16000 --labels-per-query 5 --seed 1 --out "$work/$set" >/dev/null ;;
+    *) echo "unknown set $set (bibtex, delicious, wordnet-direct, synthetic-30k)" >&2; exit 1 ;;
+  esac
+done
+preset() { case $1 in bibtex | delicious) echo "$here/datasets/configs/unidec-bow-$1.json" ;; *) echo "$here/datasets/configs/unidec-bow-wordnet.json" ;; esac; }
 
 train() { "$xmc" train --db "$db" --set threads=2 --set checkpoint.every=0 --json "$@" 2>/dev/null | tail -1; }
 chosen() { sqlite3 "$db" "select value from scalars where run=$1 and key='chosen/xrlinear.fusion_weight' order by step desc limit 1"; }
 for set in "${sets[@]}"; do
   for seed in "${seeds[@]}"; do
-    dense=$(train --config "$here/datasets/configs/unidec-bow-$set.json" --set dataset="$work/$set" --set seed="$seed" --set unidec.concat_holdout=0.05)
+    dense=$(train --config "$(preset "$set")" --set dataset="$work/$set" --set seed="$seed" --set unidec.concat_holdout=0.05)
     id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["run_id"])' "$dense")
     fixed=$(train --set method=xrlinear --set dataset="$work/$set" --set seed="$seed" --set xrlinear.dense_run="$id")
     held=$(train --set method=xrlinear --set dataset="$work/$set" --set seed="$seed" --set xrlinear.dense_run="$id" \

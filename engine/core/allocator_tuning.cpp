@@ -19,4 +19,10 @@ void keep_freed_memory_for_reuse() {
   });
 }
 
+void return_freed_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace xmc

@@ -913,7 +913,10 @@ struct Trainer::Impl {
           checkpoint();  // resume point: the next stage starts from here
         }
       }
+      // Training is over: the optimiser's moments (twice the model) go, and the allocator, which keeps freed
+      // blocks for reuse while training, hands their pages back before the final evaluation makes its own.
       optimizer.reset();
+      return_freed_memory();
       EvalResult result = evaluate(epoch_offset(stages.size()), /*final=*/true);
       checkpoint();
       return finish(result, RunOutcome::Completed);

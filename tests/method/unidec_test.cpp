@@ -808,13 +808,15 @@ TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
     TrainingRun fused_run(fused_xrlinear_config(data, dense_run.run_id()), db);
     const TrainResult fused = fused_run.run();
     ASSERT_EQ(fused.outcome, RunOutcome::Completed);
-    std::string choice, held_out;
+    std::string choice, held_out, refit;
     for (const LogLine& line : RunStore(db).log(fused_run.run_id())) {
       if (line.message.rfind("xrlinear: fusion weight ", 0) == 0) choice = line.message;
       if (line.message.rfind("the rankers train on ", 0) == 0) held_out = line.message;
+      if (line.message.rfind("xrlinear: the label tree and rankers again", 0) == 0) refit = line.message;
     }
-    // A quarter of the 160 labelled queries, the unidec run's draw.
+    // A quarter of the 160 labelled queries, the unidec run's draw; once the weight is chosen, all of them.
     EXPECT_EQ(held_out, "the rankers train on 120 training queries: 40 are held out to choose the fusion weight");
+    EXPECT_EQ(refit, "xrlinear: the label tree and rankers again, on all 160 training queries, the held-out ones included");
     ASSERT_FALSE(choice.empty()) << "the choice and its curve are in the run's log";
     EXPECT_NE(choice.find("of 40 held-out training queries by the tree's weight — 0.00: "), std::string::npos) << choice;
     const double chosen = std::stod(choice.substr(std::string("xrlinear: fusion weight ").size()));
@@ -843,6 +845,24 @@ TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
       EXPECT_GT(fused.metrics.get("P@1"), 0.9) << choice;
       EXPECT_LT(dense_result.metrics.get("P@1"), 0.5) << "every query reads \"item\" to the dense run";
     }
+    // Refit on every row with the same seeds, its tree and rankers are the ones a run with a fixed weight trains:
+    // its mode "tree" gives the test queries the same scores, to the bit.
+    TrainConfig fixed_config = fused_xrlinear_config(data, dense_run.run_id());
+    fixed_config.edit<XrlinearOptions>().fusion_weight_from = "value";
+    TrainingRun fixed_run(fixed_config, db);
+    ASSERT_EQ(fixed_run.run().outcome, RunOutcome::Completed);
+    const auto tree_scores = [&](std::int64_t run_id) {
+      const TrainedRun trained = load_trained_run(db, run_id);
+      Dataset dataset = load_dataset(data);
+      load_given_features(dataset);
+      const TokenizedCorpus labels = trained.method->tokenizer().tokenize(dataset.label_text);
+      TokenizedCorpus test = trained.method->tokenizer().tokenize(dataset.test_text);
+      test.features = std::make_shared<const CsrMatrix>(*dataset.test_features);
+      for (const InferenceMode& mode : trained.method->inference_modes(labels, silent_progress()))
+        if (mode.name == "tree") return mode.ranker->rank(test, 0, test.size(), 6).scores;
+      throw Error("no mode tree");
+    };
+    EXPECT_TRUE(torch::equal(tree_scores(fused_run.run_id()), tree_scores(fixed_run.run_id())));
     // The loaded run keeps the chosen weight.
     const TrainedRun loaded = load_trained_run(db, fused_run.run_id());
     char expected[64];

@@ -9,7 +9,8 @@
 //              xrlinear.dense_run, first a mode "fused" that weighs the tree's scores with a dense run's
 //              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h), by xrlinear.fusion_weight or
 //              by a weight chosen on the training queries the dense run held out (xrlinear.fusion_weight_from
-//              held-out: the rankers do not train on them either); with xrlinear.knn, first a
+//              held-out: a tree and rankers without them choose it, then both are fit again on every training
+//              query); with xrlinear.knn, first a
 //              mode "tree-knn" that weighs them with the votes of the nearest training queries (neighbour_votes.h),
 //              whose tf-idf rows and labels the run keeps in its folder
 //
@@ -357,26 +358,7 @@ class XrlinearMethod final : public Method {
   void begin_stage(const StageSpec&, TrainContext& context) override {
     if (context.distributed.enabled())
       throw ConfigError("xrlinear trains in one process (liblinear's rankers are not split across ranks): drop --nproc");
-    if (options_.features == "dataset") {
-      const auto stored = config_.dataset / dataset_feature_files::kTrain;
-      context.phase("tf-idf features of the training queries (" + stored.string() + ")");
-      features_ = read_csr_file(stored);
-      if (features_.rows != context.dataset.num_train() || features_.cols != vectorizer_.num_features())
-        throw InputError(stored.string(), "holds " + std::to_string(features_.rows) + " x " + std::to_string(features_.cols) + " features, but the dataset has " +
-                                              std::to_string(context.dataset.num_train()) + " training queries and the run's vectorizer " +
-                                              std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
-    } else if (options_.features == "given") {
-      const auto given = config_.dataset / dataset_files::kTrainFeatures;
-      if (!context.train_corpus.features) throw Error("xrlinear: the training queries came without the dataset's given features (" + given.string() + ")");
-      context.phase("the training queries' given features (" + given.string() + "), L2-normalised");
-      features_ = l2_normalized_rows(*context.train_corpus.features);
-      if (features_.cols != vectorizer_.num_features())
-        throw InputError(given.string(), "has " + std::to_string(features_.cols) + " feature columns, the run's vocabulary " +
-                                             std::to_string(vectorizer_.num_features()) + ": the dataset changed since the run began");
-    } else {
-      context.phase("tf-idf features of the training queries");
-      features_ = query_features().rows(context.train_corpus, 0, context.train_corpus.size());
-    }
+    features_ = training_features(context);
     // The rankers and the tree learn from the rows that train: without the held-out ones, when there are some.
     train_labels_ = context.dataset.train_labels;
     if (!held_out_rows_.empty()) {
@@ -389,40 +371,23 @@ class XrlinearMethod final : public Method {
       context.phase("the rankers train on " + std::to_string(kept.size()) + " training queries: " + std::to_string(held_out_rows_.size()) +
                     " are held out to choose the fusion weight");
     }
-    if (trees_.empty()) {
-      context.phase("label tree: PIFA vectors");
-      const CsrMatrix label_vectors = pifa_label_vectors(train_labels_, features_);
-      for (std::int64_t t = 0; t < options_.trees; ++t) {
-        context.phase(options_.trees == 1 ? std::string("label tree: balanced 2-means")
-                                          : "label tree " + std::to_string(t + 1) + " of " + std::to_string(options_.trees) + ": balanced 2-means");
-        TreeModel model;
-        model.tree = build_label_tree(label_vectors, options_.tree(tree_seed(t)), context.progress);
-        model.rankers = empty_rankers(model.tree);
-        trees_.push_back(std::move(model));
-      }
-      trained_units_.clear();
-    }
+    if (trees_.empty()) build_trees(context);
     if (options_.knn > 0) {
       // The neighbours' index travels with the run, so that it ranks the same way wherever it is loaded.
       write_csr_file(run_dir_ / kNeighbourFeaturesFile, features_);
       write_csr_file(run_dir_ / kNeighbourLabelsFile, context.dataset.train_labels);
       neighbours_.reset();
     }
-    training_.clear();
-    unit_start_.assign(1, 0);
-    trained_units_.resize(trees_.size());
-    for (std::size_t t = 0; t < trees_.size(); ++t) {
-      training_.push_back(std::make_unique<RankerTraining>(trees_[t].tree, features_, train_labels_));
-      unit_start_.push_back(unit_start_.back() + training_.back()->num_units());
-      trained_units_[t].resize(static_cast<std::size_t>(training_.back()->num_units()), 0);
-    }
+    start_ranker_training();
     batches_ = unit_batches();
   }
   void end_stage(const StageSpec&, TrainContext& context) override {
     training_.clear();
     features_ = CsrMatrix{};
     train_labels_ = CsrMatrix{};
-    if (!held_out_rows_.empty()) choose_fusion_weight(context);
+    if (held_out_rows_.empty()) return;
+    choose_fusion_weight(context);
+    refit_on_every_row(context);
   }
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return {}; }
   std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
@@ -504,6 +469,82 @@ class XrlinearMethod final : public Method {
       for (std::int32_t id = 0; id < vectorizer_.num_features() && !out.names_known; ++id) out.names_known = !is_unnamed_feature(vectorizer_.feature(id));
     }
     return out;
+  }
+
+  /// The training queries' sparse rows, as xrlinear.features says.
+  CsrMatrix training_features(TrainContext& context) const {
+    if (options_.features == "dataset") {
+      const auto stored = config_.dataset / dataset_feature_files::kTrain;
+      context.phase("tf-idf features of the training queries (" + stored.string() + ")");
+      CsrMatrix features = read_csr_file(stored);
+      if (features.rows != context.dataset.num_train() || features.cols != vectorizer_.num_features())
+        throw InputError(stored.string(), "holds " + std::to_string(features.rows) + " x " + std::to_string(features.cols) + " features, but the dataset has " +
+                                              std::to_string(context.dataset.num_train()) + " training queries and the run's vectorizer " +
+                                              std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
+      return features;
+    }
+    if (options_.features == "given") {
+      const auto given = config_.dataset / dataset_files::kTrainFeatures;
+      if (!context.train_corpus.features) throw Error("xrlinear: the training queries came without the dataset's given features (" + given.string() + ")");
+      context.phase("the training queries' given features (" + given.string() + "), L2-normalised");
+      CsrMatrix features = l2_normalized_rows(*context.train_corpus.features);
+      if (features.cols != vectorizer_.num_features())
+        throw InputError(given.string(), "has " + std::to_string(features.cols) + " feature columns, the run's vocabulary " +
+                                             std::to_string(vectorizer_.num_features()) + ": the dataset changed since the run began");
+      return features;
+    }
+    context.phase("tf-idf features of the training queries");
+    return query_features().rows(context.train_corpus, 0, context.train_corpus.size());
+  }
+
+  /// xrlinear.trees label trees over features_ and train_labels_, their rankers untrained.
+  void build_trees(TrainContext& context) {
+    context.phase("label tree: PIFA vectors");
+    const CsrMatrix label_vectors = pifa_label_vectors(train_labels_, features_);
+    trees_.clear();
+    for (std::int64_t t = 0; t < options_.trees; ++t) {
+      context.phase(options_.trees == 1 ? std::string("label tree: balanced 2-means")
+                                        : "label tree " + std::to_string(t + 1) + " of " + std::to_string(options_.trees) + ": balanced 2-means");
+      TreeModel model;
+      model.tree = build_label_tree(label_vectors, options_.tree(tree_seed(t)), context.progress);
+      model.rankers = empty_rankers(model.tree);
+      trees_.push_back(std::move(model));
+    }
+    trained_units_.clear();
+  }
+
+  /// The trees' training units over features_ and train_labels_ (those already trained stay marked).
+  void start_ranker_training() {
+    training_.clear();
+    unit_start_.assign(1, 0);
+    trained_units_.resize(trees_.size());
+    for (std::size_t t = 0; t < trees_.size(); ++t) {
+      training_.push_back(std::make_unique<RankerTraining>(trees_[t].tree, features_, train_labels_));
+      unit_start_.push_back(unit_start_.back() + training_.back()->num_units());
+      trained_units_[t].resize(static_cast<std::size_t>(training_.back()->num_units()), 0);
+    }
+  }
+
+  /// Once the weight is chosen: the label trees and their rankers again, on every training query (the held-out
+  /// ones too), so that the run ranks with a model of all its data, as one with a fixed weight does.
+  void refit_on_every_row(TrainContext& context) {
+    context.phase("xrlinear: the label tree and rankers again, on all " + std::to_string(context.dataset.num_train()) +
+                  " training queries, the held-out ones included");
+    features_ = training_features(context);
+    train_labels_ = context.dataset.train_labels;
+    build_trees(context);
+    start_ranker_training();
+    context.progress.start("rankers on all training queries", unit_start_.back());
+    for (std::size_t t = 0; t < training_.size(); ++t)
+      for (std::int64_t unit = 0; unit < training_[t]->num_units(); ++unit) {
+        training_[t]->train(unit, options_.rankers(tree_seed(static_cast<std::int64_t>(t))), trees_[t].rankers);
+        trained_units_[t][static_cast<std::size_t>(unit)] = 1;
+        context.progress.update(unit_start_[t] + unit + 1);
+      }
+    context.progress.finish();
+    training_.clear();
+    features_ = CsrMatrix{};
+    train_labels_ = CsrMatrix{};
   }
 
   /// The tree's weight in the fused mode: the one chosen on held-out queries, else xrlinear.fusion_weight.

@@ -77,8 +77,8 @@ MethodInfo xrlinear_method_info() {
                   "held-out training queries of WordNet, never on a test split; with xrlinear.fusion_weight_from held-out, it breaks ties)")
           .text("xrlinear.fusion_weight_from", &XrlinearOptions::fusion_weight_from, {"value", "held-out"},
                 "Dense and sparse together: value (xrlinear.fusion_weight) or held-out (chosen after training by mean P@1 + P@3 + "
-                "P@5 on the training queries the dense run held out, unidec.concat_holdout, which this run's rankers then do not "
-                "train on either)")
+                "P@5 on the training queries the dense run held out, unidec.concat_holdout, by a label tree and rankers that leave "
+                "them out too; then the tree and rankers are fit again on every training query, so training costs twice)")
           .fixed_on_resume()
           .integer("xrlinear.fusion_tree_top", &XrlinearOptions::fusion_tree_top, 1, 100000,
                    "Dense and sparse together, and tree and neighbours together: candidates from the tree's beam per query")

@@ -32,7 +32,8 @@ struct XrlinearOptions {
   std::int64_t dense_run = 0;     ///< a dense run on the same dataset to fuse with (0 = none)
   double fusion_weight = 0.95;    ///< the tree's weight in the fused score (score_fusion.h)
   std::string fusion_weight_from = "value";  ///< "value": fusion_weight; "held-out": chosen on the training queries the
-                                             ///< dense run held out (unidec.concat_holdout), which this run holds out too
+                                             ///< dense run held out (unidec.concat_holdout) by a tree and rankers that
+                                             ///< leave them out, then both fit again on every training query
   std::int64_t fusion_tree_top = 20;    ///< candidates the tree's beam gives the fusion per query
   std::int64_t fusion_dense_top = 100;  ///< candidates the dense run gives the fusion per query
   std::int64_t knn = 0;           ///< nearest training queries whose labels are fused with the tree's (0 = none)
