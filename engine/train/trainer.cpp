@@ -550,7 +550,8 @@ struct Trainer::Impl {
                           " has no labels (so no batch trains it); pick a row with labels or -1 for automatic");
       if (is_held_out(config.tsne_query))
         throw ConfigError("tsne.query: training row " + std::to_string(config.tsne_query) +
-                          " is held out of training (unidec.concat_holdout), so no batch trains it; pick another row or -1 for automatic");
+                          " is held out of training (unidec.concat_holdout, or xrlinear.fusion_weight_from: held-out), so no batch trains it; "
+                          "pick another row or -1 for automatic");
       return config.tsne_query;
     }
     std::int64_t best = -1;
@@ -907,16 +908,16 @@ struct Trainer::Impl {
         state.epoch = 0;
         state.batch_in_epoch = 0;
         state.stage_start_step = state.step;
+        // The stage's optimiser is done with (the next stage makes its own): its moments, twice the model, go
+        // before the evaluation, and the allocator, which keeps freed blocks for reuse while training, hands their
+        // pages back, so that the evaluation's label matrices do not come on top of them.
+        optimizer.reset();
+        return_freed_memory();
         if (index + 1 < stages.size()) {
           evaluate(epoch_offset(index + 1));
-          optimizer.reset();
           checkpoint();  // resume point: the next stage starts from here
         }
       }
-      // Training is over: the optimiser's moments (twice the model) go, and the allocator, which keeps freed
-      // blocks for reuse while training, hands their pages back before the final evaluation makes its own.
-      optimizer.reset();
-      return_freed_memory();
       EvalResult result = evaluate(epoch_offset(stages.size()), /*final=*/true);
       checkpoint();
       return finish(result, RunOutcome::Completed);

@@ -831,6 +831,7 @@ TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
       const std::size_t at = choice.find(key);
       return at == std::string::npos ? -1.0 : std::stod(choice.substr(at + std::strlen(key)));
     };
+    for (const double weight : {0.0, 0.5, 0.95, 1.0}) ASSERT_GE(curve_at(weight), 0.0) << weight << " is on the curve: " << choice;
     EXPECT_GE(curve_at(chosen), curve_at(0.0)) << choice;
     EXPECT_GE(curve_at(chosen), curve_at(1.0)) << choice;
     if (tree_blind) {

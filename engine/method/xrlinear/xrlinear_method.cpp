@@ -375,7 +375,7 @@ class XrlinearMethod final : public Method {
     if (options_.knn > 0) {
       // The neighbours' index travels with the run, so that it ranks the same way wherever it is loaded.
       write_csr_file(run_dir_ / kNeighbourFeaturesFile, features_);
-      write_csr_file(run_dir_ / kNeighbourLabelsFile, context.dataset.train_labels);
+      write_csr_file(run_dir_ / kNeighbourLabelsFile, train_labels_);
       neighbours_.reset();
     }
     start_ranker_training();
@@ -423,9 +423,7 @@ class XrlinearMethod final : public Method {
               tree};
     }
     if (!dense_) return {tree};
-    if (dense_->labels.size(0) != num_tree_labels())
-      throw ConfigError("xrlinear.dense_run: run " + std::to_string(options_.dense_run) + " ranks " + std::to_string(dense_->labels.size(0)) +
-                        " labels, this run's tree " + std::to_string(num_tree_labels()));
+    check_dense_labels();
     return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(query_features(), trees_, options_, *dense_, fusion_weight())},
             tree};
   }
@@ -547,6 +545,13 @@ class XrlinearMethod final : public Method {
     train_labels_ = CsrMatrix{};
   }
 
+  /// ConfigError unless the dense run ranks as many labels as the trees.
+  void check_dense_labels() const {
+    if (dense_->labels.size(0) != num_tree_labels())
+      throw ConfigError("xrlinear.dense_run: run " + std::to_string(options_.dense_run) + " ranks " + std::to_string(dense_->labels.size(0)) +
+                        " labels, this run's tree " + std::to_string(num_tree_labels()));
+  }
+
   /// The tree's weight in the fused mode: the one chosen on held-out queries, else xrlinear.fusion_weight.
   double fusion_weight() const { return chosen_fusion_weight_ >= 0 ? chosen_fusion_weight_ : options_.fusion_weight; }
   static std::string format_weight(double weight) {
@@ -560,6 +565,7 @@ class XrlinearMethod final : public Method {
   /// xrlinear.fusion_weight. The candidates and both scores of a query are made once, then fused by every weight.
   void choose_fusion_weight(TrainContext& context) {
     const auto count = static_cast<std::int64_t>(held_out_rows_.size());
+    check_dense_labels();
     context.phase("xrlinear: choosing the fusion weight on " + std::to_string(count) + " training queries held out by both runs");
     std::vector<double> grid;
     for (int i = 0; i <= 20; ++i) grid.push_back(i / 20.0);
@@ -569,7 +575,7 @@ class XrlinearMethod final : public Method {
     const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight);
     // The dense side scores a chunk of queries against every label ([chunk x L] floats, within its memory share).
     const std::int64_t entries = memory_budget_part(memory_share::kFusionScores) / static_cast<std::int64_t>(sizeof(float));
-    const std::int64_t chunk = std::clamp<std::int64_t>(entries / std::max<std::int64_t>(num_tree_labels(), 1), 1, 1024);
+    const std::int64_t chunk = std::clamp<std::int64_t>(entries / std::max<std::int64_t>(dense_->labels.size(0), 1), 1, 1024);
     context.progress.start("scoring held-out queries", count);
     for (std::int64_t start = 0; start < count; start += chunk) {
       const std::int64_t end = std::min(count, start + chunk);
