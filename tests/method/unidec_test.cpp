@@ -864,6 +864,24 @@ TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
       throw Error("no mode tree");
     };
     EXPECT_TRUE(torch::equal(tree_scores(fused_run.run_id()), tree_scores(fixed_run.run_id())));
+    if (tree_blind) {
+      // Stopped inside the second stage (7 tree nodes train per stage, so step 9 is its second batch) and resumed:
+      // the same weight and the same trees as the run that was not interrupted.
+      TrainConfig stopped_config = fused_xrlinear_config(data, dense_run.run_id());
+      stopped_config.max_steps = 9;
+      TrainingRun stopped(stopped_config, db);
+      ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
+      bool in_second_stage = false;
+      for (const LogLine& line : RunStore(db).log(stopped.run_id()))
+        in_second_stage |= line.message.rfind("xrlinear: the label tree and rankers again", 0) == 0;
+      ASSERT_TRUE(in_second_stage) << "the run stopped before the stage that fits every row began";
+      TrainingRun resumed = TrainingRun::resume(stopped.run_id(), db, {"max_steps=0"});
+      ASSERT_EQ(resumed.run().outcome, RunOutcome::Completed);
+      const std::vector<ChosenSetting> again = chosen_settings(RunStore(db).scalars(stopped.run_id()));
+      ASSERT_EQ(again.size(), 1u);
+      EXPECT_DOUBLE_EQ(again[0].value, chosen);
+      EXPECT_TRUE(torch::equal(tree_scores(stopped.run_id()), tree_scores(fused_run.run_id())));
+    }
     // The loaded run keeps the chosen weight.
     const TrainedRun loaded = load_trained_run(db, fused_run.run_id());
     char expected[64];

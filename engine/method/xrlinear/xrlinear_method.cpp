@@ -4,7 +4,9 @@
 //   tokenizer  the tf-idf vectorizer (fit on the training texts once, kept in the run folder as tfidf.txt)
 //   stage      "rankers", one epoch: its batches are groups of tree nodes whose children's rankers are trained
 //              with liblinear (tree_rankers.h); the label tree (xrlinear.trees of them, tree_ensemble.h) is built
-//              from PIFA vectors when the stage begins
+//              from PIFA vectors when the stage begins. With xrlinear.fusion_weight_from held-out it leaves the
+//              held-out queries out and chooses the weight at its end; a second stage, "rankers-all", then builds
+//              the trees and trains their rankers again on every training query
 //   inference  one mode, "tree": beam search down the label tree (a QueryRanker, no label matrix); with
 //              xrlinear.dense_run, first a mode "fused" that weighs the tree's scores with a dense run's
 //              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h), by xrlinear.fusion_weight or
@@ -50,6 +52,8 @@ constexpr const char* kNeighbourFeaturesFile = "neighbour_features.csr";
 constexpr const char* kNeighbourLabelsFile = "neighbour_labels.csr";
 /// About this many steps per epoch, so that the progress bar and the loss plot move.
 constexpr std::int64_t kStepsPerEpoch = 100;
+/// xrlinear.fusion_weight_from held-out: the stage that fits the trees again on every training query.
+constexpr const char* kEveryRowStage = "rankers-all";
 
 torch::Tensor int64_tensor(const std::vector<std::int64_t>& values) { return torch::tensor(values, torch::kInt64); }
 
@@ -296,8 +300,12 @@ class XrlinearMethod final : public Method {
   bool ranks_given_features() const override { return options_.features == "given"; }
   void use_store(const RunStore& store) override { store_ = &store; }
   std::vector<StageSpec> stages() const override {
-    return {{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
-             .evaluate_between_epochs = false, .batches_are_training_rows = false}};
+    std::vector<StageSpec> out{{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
+                                .evaluate_between_epochs = false, .batches_are_training_rows = false}};
+    if (chooses_fusion_weight())
+      out.push_back({.name = kEveryRowStage, .epoch_label = "rankers on every row, epoch", .epochs = 1, .loss_series = "loss",
+                     .clip_gradients = false, .evaluate_between_epochs = false, .batches_are_training_rows = false});
+    return out;
   }
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
@@ -346,7 +354,7 @@ class XrlinearMethod final : public Method {
   /// dataset, and the dense run's own draw), so that the weight is chosen on rows neither side trained on.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
-    if (options_.fusion_weight_from != "held-out") return {};
+    if (!chooses_fusion_weight()) return {};
     if (!dense_) throw Error("xrlinear.fusion_weight_from: held-out, but no dense run is attached");
     held_out_rows_ = dense_->run.method->held_out_queries(labelled_rows);
     if (held_out_rows_.empty())
@@ -355,12 +363,24 @@ class XrlinearMethod final : public Method {
     return held_out_rows_;
   }
 
-  void begin_stage(const StageSpec&, TrainContext& context) override {
+  void begin_stage(const StageSpec& stage, TrainContext& context) override {
     if (context.distributed.enabled())
       throw ConfigError("xrlinear trains in one process (liblinear's rankers are not split across ranks): drop --nproc");
     features_ = training_features(context);
-    // The rankers and the tree learn from the rows that train: without the held-out ones, when there are some.
     train_labels_ = context.dataset.train_labels;
+    if (stage.name == kEveryRowStage) {
+      // The weight is chosen: the trees again, on every training query (once: a resumed stage keeps the ones it had).
+      context.phase("xrlinear: the label tree and rankers again, on all " + std::to_string(context.dataset.num_train()) +
+                    " training queries, the held-out ones included");
+      if (!trees_fit_on_every_row_) {
+        build_trees(context);
+        trees_fit_on_every_row_ = true;
+      }
+      start_ranker_training();
+      batches_ = unit_batches();
+      return;
+    }
+    // The rankers and the tree learn from the rows that train: without the held-out ones, when there are some.
     if (!held_out_rows_.empty()) {
       std::vector<std::int64_t> kept;
       kept.reserve(static_cast<std::size_t>(features_.rows));
@@ -381,13 +401,11 @@ class XrlinearMethod final : public Method {
     start_ranker_training();
     batches_ = unit_batches();
   }
-  void end_stage(const StageSpec&, TrainContext& context) override {
+  void end_stage(const StageSpec& stage, TrainContext& context) override {
     training_.clear();
     features_ = CsrMatrix{};
     train_labels_ = CsrMatrix{};
-    if (held_out_rows_.empty()) return;
-    choose_fusion_weight(context);
-    refit_on_every_row(context);
+    if (stage.name != kEveryRowStage && !held_out_rows_.empty()) choose_fusion_weight(context);
   }
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return {}; }
   std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
@@ -436,6 +454,7 @@ class XrlinearMethod final : public Method {
   void save_state(torch::serialize::OutputArchive& archive) const override {
     for (std::size_t t = 0; t < trees_.size(); ++t) save_tree(archive, tree_key_prefix(t), trees_[t], trained_units_.at(t));
     if (chosen_fusion_weight_ >= 0) archive.write("xrlinear_fusion_weight", torch::tensor({chosen_fusion_weight_}, torch::kFloat64));
+    if (trees_fit_on_every_row_) archive.write("xrlinear_trees_on_every_row", torch::tensor({std::int64_t{1}}, torch::kInt64));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
     torch::Tensor weight;
@@ -444,6 +463,8 @@ class XrlinearMethod final : public Method {
         throw Error("xrlinear checkpoint: xrlinear_fusion_weight is not one weight between 0 and 1");
       chosen_fusion_weight_ = weight.item<double>();
     }
+    torch::Tensor every_row;
+    trees_fit_on_every_row_ = archive.try_read("xrlinear_trees_on_every_row", every_row);
     std::vector<TreeModel> trees;
     std::vector<std::vector<char>> trained;
     for (std::size_t t = 0;; ++t) {
@@ -523,27 +544,7 @@ class XrlinearMethod final : public Method {
     }
   }
 
-  /// Once the weight is chosen: the label trees and their rankers again, on every training query (the held-out
-  /// ones too), so that the run ranks with a model of all its data, as one with a fixed weight does.
-  void refit_on_every_row(TrainContext& context) {
-    context.phase("xrlinear: the label tree and rankers again, on all " + std::to_string(context.dataset.num_train()) +
-                  " training queries, the held-out ones included");
-    features_ = training_features(context);
-    train_labels_ = context.dataset.train_labels;
-    build_trees(context);
-    start_ranker_training();
-    context.progress.start("rankers on all training queries", unit_start_.back());
-    for (std::size_t t = 0; t < training_.size(); ++t)
-      for (std::int64_t unit = 0; unit < training_[t]->num_units(); ++unit) {
-        training_[t]->train(unit, options_.rankers(tree_seed(static_cast<std::int64_t>(t))), trees_[t].rankers);
-        trained_units_[t][static_cast<std::size_t>(unit)] = 1;
-        context.progress.update(unit_start_[t] + unit + 1);
-      }
-    context.progress.finish();
-    training_.clear();
-    features_ = CsrMatrix{};
-    train_labels_ = CsrMatrix{};
-  }
+  bool chooses_fusion_weight() const { return options_.fusion_weight_from == "held-out"; }
 
   /// ConfigError unless the dense run ranks as many labels as the trees.
   void check_dense_labels() const {
@@ -794,6 +795,7 @@ class XrlinearMethod final : public Method {
   std::vector<std::unique_ptr<RankerTraining>> training_;   ///< one per tree, while the stage runs
   std::vector<std::int64_t> held_out_rows_;    ///< training queries neither side trains on (xrlinear.fusion_weight_from held-out)
   double chosen_fusion_weight_ = -1;           ///< the weight chosen on them, once chosen
+  bool trees_fit_on_every_row_ = false;        ///< the trees are the "rankers-all" stage's (held-out rows included)
   std::vector<std::vector<std::int64_t>> batches_;
 };
 
