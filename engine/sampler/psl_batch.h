@@ -59,7 +59,7 @@ class HardNegativeWindow {
   void load(torch::serialize::InputArchive& archive, const std::string& prefix);
 
  private:
-  torch::Tensor shuffled_;  ///< [N x S]
+  torch::Tensor shuffled_;  ///< [N x S] int32 label ids, -1 = none
   std::int64_t epoch_ = -1;
 };
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <sstream>
 
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
@@ -237,6 +238,46 @@ TEST(HardNegativeWindow, ShufflingSliceBySliceEqualsOneShuffleOfTheWhole) {
   EXPECT_TRUE(torch::equal(window.draw(all, 0, s), expected));
   window.release();
   EXPECT_FALSE(window.ready());
+}
+
+// The window keeps label ids as int32 (half the memory of the shortlist); it saves and loads to the same draws,
+// a checkpoint written when it kept int64 ids loads to the same draws too, and ids beyond int32 are refused by name.
+TEST(HardNegativeWindow, SavedAndOlderInt64WindowsLoadToTheSameDraws) {
+  const torch::Tensor shortlist = (torch::arange(24, torch::kInt64) + 100).view({2, 12});
+  HardNegativeWindow window;
+  std::mt19937_64 rng(6);
+  window.refresh(shortlist, /*epoch=*/3, rng);
+  const std::vector<std::int64_t> batch{1, 0};
+  const torch::Tensor drawn = window.draw(batch, 4, 3);
+  EXPECT_EQ(drawn.scalar_type(), torch::kInt64);
+  const auto reload = [](torch::serialize::OutputArchive& archive) {
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    std::istringstream stream(bytes.str());
+    torch::serialize::InputArchive in;
+    in.load_from(stream);
+    HardNegativeWindow loaded;
+    loaded.load(in, "w");
+    return loaded;
+  };
+  torch::serialize::OutputArchive saved;
+  window.save(saved, "w");
+  EXPECT_TRUE(torch::equal(reload(saved).draw(batch, 4, 3), drawn));
+  // The whole window (epoch 3, columns 0..11) as the int64 matrix an older checkpoint held.
+  const torch::Tensor whole = window.draw(std::vector<std::int64_t>{0, 1}, 3, 12);
+  torch::serialize::OutputArchive older;
+  older.write("w_epoch", torch::tensor({std::int64_t{3}}));
+  older.write("w_shuffled", whole);
+  EXPECT_TRUE(torch::equal(reload(older).draw(batch, 4, 3), drawn));
+  torch::serialize::OutputArchive damaged;
+  damaged.write("w_epoch", torch::tensor({std::int64_t{3}}));
+  damaged.write("w_shuffled", whole + (std::int64_t{1} << 32));
+  try {
+    reload(damaged);
+    ADD_FAILURE() << "an id beyond int32 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("w_shuffled holds a label id outside [-1, 2^31)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(HardNegativeWindow, ShortlistsLeaveTheQuerysPositivesOut) {
