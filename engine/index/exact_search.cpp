@@ -125,6 +125,10 @@ void ExcludeLists::check(std::int64_t n, const std::string& who) const {
   if (!indices.defined() || indices.dim() != 1 || indices.size(0) < p[n]) fail("exclude.indices is shorter than indptr says");
 }
 
+bool has_unit_column_stride(const torch::Tensor& matrix) {
+  return matrix.dim() == 2 && (matrix.size(1) <= 1 || matrix.stride(1) == 1) && matrix.stride(0) >= matrix.size(1);
+}
+
 torch::Tensor chunk_inner_products(const torch::Tensor& queries, const torch::Tensor& keys) {
 #if AT_MKLDNN_ENABLED()
   // Debian's LibTorch calls the system BLAS for torch::mm, which may be the reference BLAS (≈1.5 GFLOP/s);
@@ -165,7 +169,9 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
     kv = kv.to(torch::kFloat);
   }
   q = q.contiguous();
-  kv = kv.contiguous();
+  // Keys are read a block of rows at a time: rows spaced wider than their length (a column block of a larger
+  // matrix, as UniDEC's de and clf spaces are of its concat matrix) need no copy of the whole.
+  if (!has_unit_column_stride(kv)) kv = kv.contiguous();
 
   TopK out{torch::empty({n, k}, torch::TensorOptions().dtype(torch::kFloat).device(device)),
            torch::empty({n, k}, torch::TensorOptions().dtype(torch::kInt64).device(device))};

@@ -72,4 +72,8 @@ TopK exact_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::i
 /// that benchmarks can time the matrix product alone.
 torch::Tensor chunk_inner_products(const torch::Tensor& queries, const torch::Tensor& keys);
 
+/// Whether `matrix` (2-D) is rows of adjacent elements, however far apart the rows start: a contiguous matrix or a
+/// block of its columns. exact_top_k reads such keys in place.
+bool has_unit_column_stride(const torch::Tensor& matrix);
+
 }  // namespace xmc

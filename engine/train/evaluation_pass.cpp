@@ -114,7 +114,7 @@ EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& l
     // concat matrix is 2.7 GB), on a GPU two. The same search as the exact index's, so the same results.
     torch::Tensor keys = label_matrix.detach();
     if (keys.scalar_type() != torch::kFloat) keys = keys.to(torch::kFloat);
-    keys = keys.contiguous();  // no copy when it already is
+    if (!has_unit_column_stride(keys)) keys = keys.contiguous();  // a column block of a larger matrix is read in place
     return evaluate_chunks(queries.size(0), keys.size(0), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
       const std::int64_t k = std::min(keys.size(0), top_before_filtering(setup.top, rows, setup.filter, start));
       const TopK top = exact_top_k(queries.narrow(0, start, rows).detach().to(keys.device(), torch::kFloat), keys, k);

@@ -114,6 +114,26 @@ TEST(ExactTopK, QueriesAreChunkedByTheMemoryBudgetWithTheSameResults) {
   expect_exact(exact_top_k(queries, keys, 10), brute_force(queries, keys, 10));
 }
 
+// A block of columns of a wider matrix (UniDEC's de and clf spaces are those of its concat matrix) is searched in
+// place, with the results of the brute-force sort of its own copy; a column slice with a stride is not such a
+// block, and is copied first, with the same results.
+TEST(ExactTopK, AColumnBlockOfAWiderMatrixSearchesLikeItsCopy) {
+  const auto queries = integer_matrix(37, 8, 5);
+  const auto wide = integer_matrix(203, 20, 6);
+  const torch::Tensor block = wide.narrow(1, 5, 8);
+  ASSERT_FALSE(block.is_contiguous());
+  EXPECT_TRUE(has_unit_column_stride(block));
+  EXPECT_TRUE(has_unit_column_stride(wide));
+  const torch::Tensor every_other = wide.slice(1, 0, 16, 2);
+  EXPECT_FALSE(has_unit_column_stride(every_other));
+  const auto ref = brute_force(queries, block.contiguous(), 10);
+  for (auto [qc, kc] : std::vector<std::pair<std::int64_t, std::int64_t>>{{512, 16384}, {5, 17}}) {
+    SCOPED_TRACE("query_chunk=" + std::to_string(qc) + " key_chunk=" + std::to_string(kc));
+    expect_exact(exact_top_k(queries, block, 10, {.query_chunk = qc, .key_chunk = kc}), ref);
+  }
+  expect_exact(exact_top_k(queries, every_other, 10), brute_force(queries, every_other.contiguous(), 10));
+}
+
 TEST(ExactTopK, AllEqualScoresComeBackInKeyOrder) {
   const auto queries = torch::ones({3, 4});
   const auto keys = torch::ones({1000, 4});

@@ -82,7 +82,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
       throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " has no classifiers yet (did it finish?)");
     base_mode_ = static_cast<std::size_t>(clf - modes.begin());
     query_encoder_ = clf->query_encoder;
-    classifiers_ = clf->label_matrix.to(torch::kFloat32);
+    classifiers_ = clf->label_matrix.to(torch::kFloat32).contiguous();  // its own copy, not a view of the base run's concat matrix
     device_ = classifiers_.device();  // the base run's, loaded on this run's device: every tensor of IRENE lives there
     embeddings_ = base_.method->new_label_vectors(labels)[base_mode_].to(device_, torch::kFloat32);
     trained_ = torch::ones({classifiers_.size(0)}, torch::TensorOptions().dtype(torch::kBool).device(device_));

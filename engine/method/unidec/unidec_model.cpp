@@ -99,6 +99,13 @@ torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) {
   return w;
 }
 
+void UnidecModelImpl::write_classifiers(torch::Tensor out) {
+  torch::NoGradGuard no_grad;
+  const std::int64_t d = table_.size(1);
+  out.narrow(1, 0, d).copy_(unit_rows(table_));
+  if (has_label_bias()) out.narrow(1, d, bias_.size(1)).copy_(bias_);
+}
+
 torch::Tensor UnidecModelImpl::with_bias_column(const torch::Tensor& queries) const {
   if (!has_label_bias()) return queries;
   return torch::cat({queries, torch::ones({queries.size(0), 1}, queries.options())}, /*dim=*/1);

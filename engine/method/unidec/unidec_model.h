@@ -71,6 +71,11 @@ class UnidecModelImpl : public torch::nn::Module {
   /// The classifier rows of the labels `rows` (all labels when undefined): normalize(Ψ), and b as a last
   /// column with a label bias; differentiable in Ψ and b.
   torch::Tensor classifiers(const torch::Tensor& rows = {});
+  /// classifiers() of every label written into `out` ([num_labels x classifiers' columns], e.g. columns of a larger
+  /// matrix), without a graph: no whole-table temporary beyond normalize(Ψ).
+  void write_classifiers(torch::Tensor out);
+  /// The columns of classifiers(): Ψ's, and one more with a label bias.
+  std::int64_t classifier_columns() const { return table_.size(1) + (has_label_bias() ? 1 : 0); }
   bool has_label_bias() const { return options_.with_classifiers && options_.label_bias; }
   /// Changes w of the concat space (chosen after training on held-out queries).
   void set_concat_weight(double w) { options_.concat_weight = w; }
