@@ -1,16 +1,8 @@
 #include "engine/method/unidec/concat_weight_choice.h"
 
-#include <cmath>
-
 #include "engine/core/error.h"
 
 namespace xmc {
-
-ConcatWeightTally::ConcatWeightTally(std::vector<double> weights) : weights_(std::move(weights)), sums_(weights_.size(), 0.0) {
-  if (weights_.empty()) throw Error("concat weight choice: no weights to try");
-  for (const double w : weights_)
-    if (!(w >= 0 && w <= 1)) throw Error("concat weight choice: weight " + std::to_string(w) + " is outside [0, 1]");
-}
 
 void ConcatWeightTally::add(const torch::Tensor& de, const torch::Tensor& clf, const torch::Tensor& label_bias, const torch::Tensor& positives) {
   if (de.dim() != 2 || de.sizes() != clf.sizes() || de.sizes() != positives.sizes())
@@ -24,34 +16,16 @@ void ConcatWeightTally::add(const torch::Tensor& de, const torch::Tensor& clf, c
   torch::NoGradGuard no_grad;
   const std::int64_t depth = std::min<std::int64_t>(5, labels);
   const torch::Tensor truth = positives.to(torch::kBool);
-  for (std::size_t i = 0; i < weights_.size(); ++i) {
-    const double w = weights_[i];
+  for (std::size_t i = 0; i < choice_.weights().size(); ++i) {
+    const double w = choice_.weights()[i];
     torch::Tensor scores = (1 - w) * de + w * clf;
     if (label_bias.defined()) scores = scores + label_bias.to(scores.dtype()).unsqueeze(0);
     const torch::Tensor top = std::get<1>(scores.topk(depth, /*dim=*/1));
     const torch::Tensor hits = truth.gather(1, top).to(torch::kFloat64).cumsum(/*dim=*/1);  // [n x depth]
     for (const std::int64_t k : {1, 3, 5})
-      if (k <= labels) sums_[i] += hits.select(1, k - 1).sum().item<double>() / static_cast<double>(k);
+      if (k <= labels) choice_.add_score(i, hits.select(1, k - 1).sum().item<double>() / static_cast<double>(k));
   }
-  queries_ += n;
-}
-
-std::vector<double> ConcatWeightTally::scores() const {
-  std::vector<double> out(sums_.size(), 0.0);
-  if (queries_ == 0) return out;
-  for (std::size_t i = 0; i < sums_.size(); ++i) out[i] = sums_[i] / static_cast<double>(queries_);
-  return out;
-}
-
-double ConcatWeightTally::best(double preferred) const {
-  const std::vector<double> s = scores();
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < s.size(); ++i) {
-    // Equal within rounding of the per-query sums: the nearer to `preferred` wins.
-    const bool tie = std::abs(s[i] - s[best]) <= 1e-12;
-    if ((!tie && s[i] > s[best]) || (tie && std::abs(weights_[i] - preferred) < std::abs(weights_[best] - preferred))) best = i;
-  }
-  return weights_[best];
+  choice_.add_queries(n);
 }
 
 }  // namespace xmc

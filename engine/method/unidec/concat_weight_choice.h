@@ -7,29 +7,32 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "engine/eval/held_out_weight_choice.h"
 
 namespace xmc {
 
 class ConcatWeightTally {
  public:
   /// @param weights  the grid of w tried, each in [0, 1]
-  explicit ConcatWeightTally(std::vector<double> weights);
+  explicit ConcatWeightTally(std::vector<double> weights) : choice_(std::move(weights)) {}
 
   /// Adds a chunk of queries: `de` and `clf` [n x L] scores (clf without the bias), `label_bias` [L] or
   /// undefined, `positives` [n x L] bool (every query has at least one positive).
   void add(const torch::Tensor& de, const torch::Tensor& clf, const torch::Tensor& label_bias, const torch::Tensor& positives);
 
-  std::int64_t queries() const { return queries_; }
+  std::int64_t queries() const { return choice_.queries(); }
   /// Mean P@1 + P@3 + P@5 over the queries added so far, per weight (P@k for k ≤ L only).
-  std::vector<double> scores() const;
+  std::vector<double> scores() const { return choice_.scores(); }
   /// The weight with the highest score; of equal scores, the one nearest `preferred`.
-  double best(double preferred) const;
+  double best(double preferred) const { return choice_.best(preferred); }
+  /// The whole curve for the run's log (HeldOutWeightChoice::curve).
+  std::string curve(int decimals) const { return choice_.curve(decimals); }
 
  private:
-  std::vector<double> weights_;
-  std::vector<double> sums_;
-  std::int64_t queries_ = 0;
+  HeldOutWeightChoice choice_;
 };
 
 }  // namespace xmc

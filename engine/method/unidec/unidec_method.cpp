@@ -354,18 +354,10 @@ class UnidecMethod final : public Method {
     chosen_concat_weight_ = tally.best(config_.get<UnidecOptions>().concat_weight);
     model_->set_concat_weight(chosen_concat_weight_);
     context.chose("unidec.concat_weight", chosen_concat_weight_);
-    // The whole curve, so that a reader sees how flat it is: "w 0: 1.412, 0.1: 1.425, ...".
-    std::string curve;
-    const std::vector<double> scores = tally.scores();
-    for (std::size_t i = 0; i < grid.size(); ++i) {
-      char item[32];
-      std::snprintf(item, sizeof item, "%s%.1f: %.4f", i == 0 ? "" : ", ", grid[i], scores[i]);
-      curve += item;
-    }
     char chosen[16];
     std::snprintf(chosen, sizeof chosen, "%.1f", chosen_concat_weight_);
     context.phase(std::string("UniDEC: concat weight ") + chosen + " (mean P@1 + P@3 + P@5 of " + std::to_string(tally.queries()) +
-                  " held-out training queries by w — " + curve + ")");
+                  " held-out training queries by w — " + tally.curve(1) + ")");
   }
 
   TrainConfig config_;

@@ -27,6 +27,7 @@
 #include "engine/data/dataset.h"
 #include "engine/data/xc_sparse_file.h"
 #include "engine/core/memory_budget.h"
+#include "engine/eval/held_out_weight_choice.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
 #include "engine/method/xrlinear/given_features.h"
@@ -570,7 +571,7 @@ class XrlinearMethod final : public Method {
     context.phase("xrlinear: choosing the fusion weight on " + std::to_string(count) + " training queries held out by both runs");
     std::vector<double> grid;
     for (int i = 0; i <= 20; ++i) grid.push_back(i / 20.0);
-    std::vector<double> sums(grid.size(), 0.0);
+    HeldOutWeightChoice choice(grid);
     const TokenizedCorpus held = corpus_rows(context.train_corpus, held_out_rows_);
     const CsrMatrix& labels = context.dataset.train_labels;
     const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight);
@@ -578,6 +579,7 @@ class XrlinearMethod final : public Method {
     const std::int64_t entries = memory_budget_part(memory_share::kFusionScores) / static_cast<std::int64_t>(sizeof(float));
     const std::int64_t chunk = std::clamp<std::int64_t>(entries / std::max<std::int64_t>(dense_->labels.size(0), 1), 1, 1024);
     context.progress.start("scoring held-out queries", count);
+    std::vector<std::int64_t> ranked;
     for (std::int64_t start = 0; start < count; start += chunk) {
       const std::int64_t end = std::min(count, start + chunk);
       const std::vector<FusionCandidates> all = ranker.candidates(held, start, end);
@@ -585,35 +587,19 @@ class XrlinearMethod final : public Method {
         const FusionCandidates& c = all[static_cast<std::size_t>(i - start)];
         const auto truth = labels.row_indices(held_out_rows_[static_cast<std::size_t>(i)]);
         for (std::size_t w = 0; w < grid.size(); ++w) {
-          const std::vector<FusedLabel> fused = fuse_scores(c.labels, c.path, c.dense, grid[w], 5);
-          double hits = 0, score = 0;
-          for (std::size_t j = 0; j < 5; ++j) {
-            if (j < fused.size() && std::find(truth.begin(), truth.end(), static_cast<std::int32_t>(fused[j].label)) != truth.end()) hits += 1;
-            if (j == 0 || j == 2 || j == 4) score += hits / static_cast<double>(j + 1);
-          }
-          sums[w] += score;
+          ranked.clear();
+          for (const FusedLabel& label : fuse_scores(c.labels, c.path, c.dense, grid[w], 5)) ranked.push_back(label.label);
+          choice.add_score(w, precision_1_3_5(ranked, truth));
         }
       }
+      choice.add_queries(end - start);
       context.progress.update(end);
     }
     context.progress.finish();
-    std::size_t best = 0;
-    for (std::size_t w = 1; w < grid.size(); ++w) {
-      const bool better = sums[w] > sums[best] + 1e-9;
-      const bool tie_nearer = std::abs(sums[w] - sums[best]) <= 1e-9 && std::abs(grid[w] - options_.fusion_weight) < std::abs(grid[best] - options_.fusion_weight);
-      if (better || tie_nearer) best = w;
-    }
-    chosen_fusion_weight_ = grid[best];
+    chosen_fusion_weight_ = choice.best(options_.fusion_weight);
     context.chose("xrlinear.fusion_weight", chosen_fusion_weight_);
-    // The whole curve, so that a reader sees how flat it is.
-    std::string curve;
-    for (std::size_t w = 0; w < grid.size(); ++w) {
-      char item[40];
-      std::snprintf(item, sizeof item, "%s%.2f: %.4f", w == 0 ? "" : ", ", grid[w], sums[w] / static_cast<double>(count));
-      curve += item;
-    }
     context.phase("xrlinear: fusion weight " + format_weight(chosen_fusion_weight_) + " (mean P@1 + P@3 + P@5 of " + std::to_string(count) +
-                  " held-out training queries by the tree's weight — " + curve + ")");
+                  " held-out training queries by the tree's weight — " + choice.curve(2) + ")");
   }
 
   /// xrlinear.features given: free texts are featurized through the given features' names (given_features.h); a
