@@ -38,6 +38,7 @@ struct TrainConfig {
   double warmup = 0.05;                    ///< fraction of all steps spent warming up
   std::string schedule = "linear";         ///< linear | cosine | constant decay after warm-up
   double grad_clip = 1.0;                  ///< max global gradient norm (0 = off)
+  std::int64_t deferred_rows_from = 200000;  ///< AdamW defers untouched rows of parameters of at least this many rows (0 = never)
   std::int64_t max_steps = 0;              ///< stop after this many steps (0 = all epochs); for smoke tests
 
   // Evaluation and checkpoints

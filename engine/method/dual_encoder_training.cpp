@@ -1,6 +1,7 @@
 #include "engine/method/dual_encoder_training.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/core/error.h"
 #include "engine/data/csr_rows.h"
@@ -43,9 +44,16 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
   const ShortlistSearch search{.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe};
   ShortlistReport report;
+  // The training queries (this rank's share of them in data-parallel training) are embedded a slice at a time
+  // as the search reaches them (2.3 GB held otherwise at 2.25M queries x 256).
+  const auto query_rows = [&](std::int64_t begin, std::int64_t end) {
+    return QueryRows{.count = end - begin, .embed = [&model, &context, begin](std::int64_t first, std::int64_t last) {
+                       return model->embed_all(corpus_rows(context.train_corpus, begin + first, begin + last));
+                     }};
+  };
   if (!context.distributed.enabled()) {
-    torch::Tensor shortlist = hard_negative_shortlist(model->embed_all(context.train_corpus, context.progress, "hard-negative index: encoding training queries"),
-                                                      labels, context.dataset.train_labels, negatives.shortlist, context.progress, search, &report);
+    torch::Tensor shortlist = hard_negative_shortlist(query_rows(0, context.dataset.num_train()), labels, context.dataset.train_labels,
+                                                      negatives.shortlist, context.progress, search, &report);
     if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist));
     return shortlist;
   }
@@ -53,10 +61,8 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
   Communicator& communicator = *context.distributed.communicator;
   const std::int64_t rows = context.dataset.num_train();
   const auto [begin, end] = shard_range(rows, communicator.rank(), communicator.world_size());
-  const torch::Tensor queries =
-      model->embed_all(corpus_rows(context.train_corpus, begin, end), context.progress, "hard-negative index: encoding training queries");
-  const torch::Tensor slice = hard_negative_shortlist(queries, labels, csr_row_range(context.dataset.train_labels, begin, end), negatives.shortlist,
-                                                      context.progress, search, &report);
+  const torch::Tensor slice = hard_negative_shortlist(query_rows(begin, end), labels, csr_row_range(context.dataset.train_labels, begin, end),
+                                                      negatives.shortlist, context.progress, search, &report);
   if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist) + " (this rank's slice)");
   return communicator.all_gather_shards(slice, rows, "gathering hard-negative shortlists");
 }
@@ -187,7 +193,17 @@ void DualEncoderTraining::save_state(torch::serialize::OutputArchive& archive) c
 void DualEncoderTraining::load_state(torch::serialize::InputArchive& archive) {
   torch::Tensor has, epoch;
   shortlist_ = torch::Tensor();
-  if (archive.try_read("has_shortlist", has) && has.item<std::int64_t>() != 0) archive.read("shortlist", shortlist_);
+  if (archive.try_read("has_shortlist", has) && has.item<std::int64_t>() != 0) {
+    archive.read("shortlist", shortlist_);
+    if (shortlist_.dim() != 2 || (shortlist_.scalar_type() != torch::kInt32 && shortlist_.scalar_type() != torch::kInt64))
+      throw Error("checkpoint: the hard-negative shortlist is not a matrix of label ids");
+    // Checkpoints before int32 shortlists hold int64 ids: kept as int32, half the memory for the rest of the run.
+    if (shortlist_.scalar_type() == torch::kInt64) {
+      if (shortlist_.numel() > 0 && shortlist_.max().item<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
+        throw Error("checkpoint: the hard-negative shortlist holds a label id beyond int32");
+      shortlist_ = shortlist_.to(torch::kInt32).contiguous();
+    }
+  }
   if (archive.try_read("shortlist_epoch", epoch)) shortlist_epoch_ = epoch.item<std::int64_t>();
 }
 

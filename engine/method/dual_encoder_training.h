@@ -53,7 +53,7 @@ class DualEncoderTraining {
   const TrainConfig& config_;
   const LossEntry* loss_;  ///< the config's loss (registered: lives as long as the program)
   LossOptions loss_options_;
-  torch::Tensor shortlist_;  ///< [num_train x S] hard-negative candidates (undefined until the first refresh)
+  torch::Tensor shortlist_;  ///< [num_train x S] int32 hard-negative candidates (undefined until the first refresh)
   std::int64_t shortlist_epoch_ = -1;
 };
 

@@ -5,6 +5,8 @@
 // entry per occurrence to be sorted and summed afterwards (embedding's sparse gradient).
 #include <torch/torch.h>
 
+#include <functional>
+
 namespace xmc {
 
 /// table.index_select(0, distinct): `distinct` ascending, without repeats (int64). For a CPU table being
@@ -17,5 +19,14 @@ torch::Tensor table_rows(const torch::Tensor& table, const torch::Tensor& rows);
 
 /// Whether a picked table gets the row-sparse gradient: on the CPU, while it is being trained.
 bool sparse_rows_gradient(const torch::Tensor& table);
+
+/// What must happen before rows of a table are read: an optimiser that deferred the updates of some rows
+/// (optim/fused_adamw.h) applies them. `rows` are int64 row numbers, or undefined for every row.
+using RowReadHook = std::function<void(const torch::Tensor& rows)>;
+/// Sets (or, with an empty hook, removes) the hook of the table whose TensorImpl is `table`.
+void set_row_read_hook(const void* table, RowReadHook hook);
+/// Runs the table's hook, if it has one, for `rows` (undefined: all of them). table_rows() and
+/// distinct_table_rows() call it; a caller reading a whole table in training calls it itself.
+void before_reading_rows(const torch::Tensor& table, const torch::Tensor& rows = {});
 
 }  // namespace xmc

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/model/table_rows.h"
 #include "engine/optim/sparse_gradient.h"
 
 namespace xmc {
@@ -210,6 +211,40 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
                               .minus_step = static_cast<float>(-step_size)};  // the fused updates' constants
 
       const bool lazy = lazy_.count(p.unsafeGetTensorImpl()) > 0;
+      const auto deferred = deferred_.find(p.unsafeGetTensorImpl());
+      const double decay = 1 - options.lr() * options.weight_decay();
+      if (deferred != deferred_.end() && !lazy && !options.amsgrad() && decay > 0 && plain(p) && plain(state.exp_avg()) && plain(state.exp_avg_sq())) {
+        // The touched rows are brought up to the step before this one, then take this step; the others wait.
+        DeferredRows& rows = deferred->second;
+        const std::int64_t row_count = p.dim() == 0 ? 1 : p.size(0);
+        const std::int64_t step = state.step();
+        if (rows.since < 0) {  // first step since defer_untouched_rows() or a checkpoint (written up to date)
+          rows.since = step - 1;
+          rows.up_to = torch::full({row_count}, step - 1, torch::kInt64);
+          rows.gain.clear();
+          rows.decay.clear();
+          rows.log_decay.assign(1, 0.0);
+        }
+        rows.beta1 = beta1;
+        rows.beta2 = beta2;
+        rows.gain.push_back(step_size * std::sqrt(bias_correction2));
+        rows.decay.push_back(decay);
+        rows.log_decay.push_back(rows.log_decay.back() + std::log(decay));
+        const auto [touched, values] = touched_rows(grad, row_count);
+        const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
+        catch_up_rows(rows, touched.data_ptr<std::int64_t>(), touched.numel(), step - 1);
+        update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
+                            state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, row_count), c);
+        rows.up_to.index_fill_(0, touched, step);
+        for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
+        continue;
+      }
+      if (deferred != deferred_.end() && deferred->second.since >= 0) {
+        // Updated in full this step (weight decay of lr·wd >= 1, or not a CPU float32 table): first the deferred steps.
+        DeferredRows& rows = deferred->second;
+        catch_up_rows(rows, nullptr, 0, rows.since + static_cast<std::int64_t>(rows.gain.size()));
+        rows.since = -1;
+      }
       if (lazy && !options.amsgrad()) {
         // Only the touched rows, their moments and their weight decay.
         const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
@@ -277,5 +312,96 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 }
 
 void FusedAdamW::update_rows_lazily(const torch::Tensor& parameter) { lazy_.insert(parameter.unsafeGetTensorImpl()); }
+
+FusedAdamW::~FusedAdamW() {
+  for (const auto& [table, rows] : deferred_) set_row_read_hook(table, nullptr);
+}
+
+void FusedAdamW::defer_untouched_rows(const torch::Tensor& parameter) {
+  DeferredRows rows;
+  rows.parameter = parameter;
+  const void* table = parameter.unsafeGetTensorImpl();
+  deferred_.emplace(table, std::move(rows));
+  set_row_read_hook(table, [this, table](const torch::Tensor& which) { before_read(table, which); });
+}
+
+void FusedAdamW::before_read(const void* table, const torch::Tensor& which) {
+  const auto found = deferred_.find(table);
+  if (found == deferred_.end()) return;
+  DeferredRows& rows = found->second;
+  if (rows.since < 0 || rows.gain.empty()) return;  // nothing deferred since the last bring_rows_up_to_date()
+  const std::int64_t to_step = rows.since + static_cast<std::int64_t>(rows.gain.size());
+  if (!which.defined()) {
+    catch_up_rows(rows, nullptr, 0, to_step);
+    return;
+  }
+  if (which.numel() == 0) return;
+  // Distinct (two threads must not bring one row up at once) and in range (else the read itself will say so).
+  const torch::Tensor distinct = std::get<0>(torch::_unique(which.to(torch::kCPU, torch::kInt64).reshape({-1}), /*sorted=*/true));
+  const std::int64_t row_count = rows.up_to.numel();
+  const auto* first = distinct.data_ptr<std::int64_t>();
+  if (first[0] < 0 || first[distinct.numel() - 1] >= row_count) return;
+  catch_up_rows(rows, first, distinct.numel(), to_step);
+}
+
+void FusedAdamW::bring_rows_up_to_date() {
+  for (auto& [impl, rows] : deferred_) {
+    if (rows.since < 0) continue;
+    catch_up_rows(rows, nullptr, 0, rows.since + static_cast<std::int64_t>(rows.gain.size()));
+    rows.since += static_cast<std::int64_t>(rows.gain.size());
+    rows.gain.clear();
+    rows.decay.clear();
+    rows.log_decay.assign(1, 0.0);
+  }
+}
+
+/// Row r, up to date with step s, through the steps s+1 … u without a gradient: m ← β1^k·m, v ← β2^k·v, and
+/// p ← D·p − C·m/√v with D = Π d_j and C = Σ_j gain_j·ρ^(j−s)·Π_{i>j} d_i (d_j = 1 − lr_j·wd, gain_j = lr_j/bc1_j·√bc2_j,
+/// ρ = β1/√β2), since each of those steps moves p by gain_j·m_j/√v_j = gain_j·ρ^(j−s)·m/√v (eps left out). The sum
+/// stops where ρ^(j−s) falls below 1e-12; the decay products come from prefix sums of their logarithms.
+void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, std::int64_t count, std::int64_t to_step) {
+  if (rows.since < 0 || to_step <= rows.since) return;  // every row is up to date with `since`
+  torch::Tensor& p = rows.parameter;
+  const auto found = state_.find(state_key(state_, p.unsafeGetTensorImpl()));
+  if (found == state_.end()) return;  // no step yet
+  auto& state = static_cast<torch::optim::AdamWParamState&>(*found->second);
+  float* values = p.data_ptr<float>();
+  float* m = state.exp_avg().data_ptr<float>();
+  float* v = state.exp_avg_sq().data_ptr<float>();
+  std::int64_t* up_to = rows.up_to.data_ptr<std::int64_t>();
+  const std::int64_t row_count = rows.up_to.numel(), width = p.numel() / std::max<std::int64_t>(1, row_count);
+  const double rho = rows.beta1 / std::sqrt(rows.beta2);
+  const std::int64_t horizon = rho > 0 && rho < 1 ? static_cast<std::int64_t>(std::ceil(std::log(1e-12) / std::log(rho))) : 1;
+  const auto log_decay = [&](std::int64_t step) { return rows.log_decay[static_cast<std::size_t>(step - rows.since)]; };
+  const std::int64_t n = which != nullptr ? count : row_count;
+  at::parallel_for(0, n, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t row = which != nullptr ? which[i] : i;
+      const std::int64_t from = up_to[row];
+      if (from >= to_step) continue;
+      const double decay = std::exp(log_decay(to_step) - log_decay(from));
+      double coefficient = 0, rho_power = 1, decay_after = decay;  // decay_after: Π_{i>j} d_i
+      for (std::int64_t j = from + 1; j <= std::min(to_step, from + horizon); ++j) {
+        const auto at = static_cast<std::size_t>(j - rows.since - 1);
+        rho_power *= rho;
+        decay_after /= rows.decay[at];
+        coefficient += rows.gain[at] * rho_power * decay_after;
+      }
+      const auto k = static_cast<double>(to_step - from);
+      const auto m_factor = static_cast<float>(std::pow(rows.beta1, k)), v_factor = static_cast<float>(std::pow(rows.beta2, k));
+      const auto d = static_cast<float>(decay), step = static_cast<float>(coefficient);
+      float* pr = values + row * width;
+      float* mr = m + row * width;
+      float* vr = v + row * width;
+      for (std::int64_t e = 0; e < width; ++e) {
+        pr[e] = vr[e] > 0 ? pr[e] * d - step * (mr[e] / std::sqrt(vr[e])) : pr[e] * d;
+        mr[e] *= m_factor;
+        vr[e] *= v_factor;
+      }
+      up_to[row] = to_step;
+    }
+  });
+  for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
+}
 
 }  // namespace xmc

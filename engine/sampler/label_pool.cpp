@@ -42,7 +42,11 @@ LabelPool build_label_pool(const CsrMatrix& labels, std::span<const std::int64_t
     }
     if (options.hard_per_query > 0 && shortlist.defined()) {
       const std::int64_t s = shortlist.size(1);
-      const auto* candidates = shortlist.data_ptr<std::int64_t>();
+      // int32 ids (hard_negative_shortlist's); int64 ones as older checkpoints hold them.
+      const bool narrow_ids = shortlist.scalar_type() == torch::kInt32;
+      const auto* ids32 = narrow_ids ? shortlist.data_ptr<std::int32_t>() : nullptr;
+      const auto* ids64 = narrow_ids ? nullptr : shortlist.data_ptr<std::int64_t>();
+      const auto candidate = [&](std::int64_t at) { return narrow_ids ? static_cast<std::int64_t>(ids32[at]) : ids64[at]; };
       std::vector<std::int64_t> slots(static_cast<std::size_t>(s));
       for (std::int64_t q : batch) {
         // m distinct shortlist entries by a partial Fisher-Yates shuffle.
@@ -51,7 +55,7 @@ LabelPool build_label_pool(const CsrMatrix& labels, std::span<const std::int64_t
         for (std::int64_t k = 0; k < m; ++k) {
           const std::int64_t pick = k + uniform_index(rng, s - k);
           std::swap(slots[static_cast<std::size_t>(k)], slots[static_cast<std::size_t>(pick)]);
-          const std::int64_t label = candidates[q * s + slots[static_cast<std::size_t>(k)]];
+          const std::int64_t label = candidate(q * s + slots[static_cast<std::size_t>(k)]);
           if (label >= 0) add(label);
         }
       }

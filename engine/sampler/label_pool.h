@@ -25,7 +25,7 @@ struct LabelPoolOptions {
 
 /// @param labels     train label matrix (rows = queries)
 /// @param batch      query rows of the batch
-/// @param shortlist  [num_queries x S] int64 CPU tensor of hard-negative candidates, or undefined
+/// @param shortlist  [num_queries x S] int32 (or int64) CPU tensor of hard-negative candidates, or undefined
 LabelPool build_label_pool(const CsrMatrix& labels, std::span<const std::int64_t> batch, std::mt19937_64& rng,
                            const LabelPoolOptions& options, const torch::Tensor& shortlist = {});
 

@@ -45,7 +45,7 @@ PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> 
 /// around only when η·τ exceeds its size).
 class HardNegativeWindow {
  public:
-  /// @param shortlist [N x S] int64 label ids, -1 = none (hard_negative_shortlist's output)
+  /// @param shortlist [N x S] int32 or int64 label ids, -1 = none (hard_negative_shortlist's output)
   void refresh(const torch::Tensor& shortlist, std::int64_t epoch, std::mt19937_64& rng);
   /// Drops the shortlist (ready() turns false) so that its memory is free while the next one is searched.
   void release() { shuffled_ = torch::Tensor(); }

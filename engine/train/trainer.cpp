@@ -507,19 +507,32 @@ struct Trainer::Impl {
   /// The optimiser of `stage` over the method's parameter groups (AdamW; lr scheduled per group).
   void make_optimizer(const StageSpec& stage) {
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    std::vector<torch::Tensor> lazy;
+    std::vector<torch::Tensor> lazy, deferred;
     base_lrs.clear();
     clipped_parameters.clear();
     for (ParameterGroup& group : method->parameter_groups(stage)) {
       if (group.parameters.empty()) continue;  // e.g. no DE head: no head group
       clipped_parameters.insert(clipped_parameters.end(), group.parameters.begin(), group.parameters.end());
       if (group.lazy_rows) lazy.insert(lazy.end(), group.parameters.begin(), group.parameters.end());
+      else
+        for (const torch::Tensor& p : group.parameters)
+          // Not across processes: a checkpoint brings the rows up to date on rank 0 alone, whose rounding would then
+          // part from the others'.
+          if (config.deferred_rows_from > 0 && !distributed.enabled() && p.dim() >= 2 && p.size(0) >= config.deferred_rows_from) deferred.push_back(p);
       groups.emplace_back(std::move(group.parameters),
                           std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(group.lr).weight_decay(group.weight_decay)));
       base_lrs.push_back(group.lr);
     }
     optimizer = std::make_unique<FusedAdamW>(std::move(groups), torch::optim::AdamWOptions(config.lr));
     for (const auto& p : lazy) optimizer->update_rows_lazily(p);
+    std::string tables;
+    for (const auto& p : deferred) {
+      optimizer->defer_untouched_rows(p);
+      tables += (tables.empty() ? "" : ", ") + std::to_string(p.size(0)) + " x " + std::to_string(p.numel() / std::max<std::int64_t>(1, p.size(0)));
+    }
+    if (!deferred.empty())
+      phase("AdamW defers the untouched rows of " + std::to_string(deferred.size()) + (deferred.size() == 1 ? " table" : " tables") + " (" + tables +
+            "; deferred_rows_from " + std::to_string(config.deferred_rows_from) + ")");
     overlapped_reducer.reset();
     if (distributed.enabled() && config.distributed_overlap == "on") {
       std::vector<torch::Tensor> dense;
@@ -610,7 +623,14 @@ struct Trainer::Impl {
 
   /// Every inference mode of the method, ranked over the test set. `final`: the run's last evaluation,
   /// which always gets a t-SNE snapshot when snapshots are on; others get one every tsne.every evaluations.
+  /// Applies the optimiser's deferred row updates (FusedAdamW::defer_untouched_rows): before anything reads the
+  /// parameters outside a training step.
+  void bring_rows_up_to_date() {
+    if (optimizer) optimizer->bring_rows_up_to_date();
+  }
+
   EvalResult evaluate(double epoch, bool final = false) {
+    bring_rows_up_to_date();
     if (!distributed.is_main()) {  // rank 0 evaluates; the others wait for it
       communicator->hold_for_main("evaluation");
       return {};
@@ -674,6 +694,7 @@ struct Trainer::Impl {
   // ---- checkpoints ----------------------------------------------------------------------------
 
   void checkpoint() {
+    bring_rows_up_to_date();  // a resumed run starts with every row up to date
     if (!distributed.is_main()) return;  // rank 0 writes the run's checkpoints
     state.sampler_state = batcher->save_state();
     // A batch prepared ahead has drawn from the label-pool stream: the checkpoint keeps the stream as it stood
@@ -773,6 +794,7 @@ struct Trainer::Impl {
       // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
       if (config.max_steps > 0 && state.step >= config.max_steps) return false;
       if (state.batch_in_epoch == 0) {
+        bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
         state.epoch_batches = method->epoch_batches(stage, epoch, ctx);
         if (distributed.enabled()) share_batches(*communicator, state.epoch_batches);
       }
@@ -900,6 +922,7 @@ struct Trainer::Impl {
           return finish(result, RunOutcome::Stopped);
         }
         {
+          bring_rows_up_to_date();
           TrainContext ctx = context();
           method->end_stage(stages[index], ctx);
         }

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -320,6 +322,50 @@ TEST(FusedAdamW, LazyRowsOnlyUpdateTheRowsAStepTouched) {
     for (int r = 0; r < 4; ++r)
       for (int c = 0; c < 2; ++c) EXPECT_NEAR(table[r][c].item<double>(), expected[r][c], 1e-6) << "row " << r << " column " << c;
   }
+}
+
+// Deferred rows give dense AdamW's result: 60 rows x 8, 400 steps of row-sparse gradients on a few rows each
+// (some rows rest for hundreds of steps, two are never touched), a learning rate changing every step and weight
+// decay; once brought up to date (also once midway), the table and both moments match a dense optimiser's that
+// updated every row every step, up to eps's share (gradients of order 1 here).
+TEST(FusedAdamW, DeferredRowsEndWhereDenseAdamWDoes) {
+  torch::manual_seed(11);
+  const std::int64_t rows = 60, width = 8, steps = 400;
+  const torch::Tensor start = torch::randn({rows, width});
+  torch::Tensor dense_table = start.clone().requires_grad_(), deferred_table = start.clone().requires_grad_();
+  const auto options = torch::optim::AdamWOptions(0.01).weight_decay(0.3);
+  FusedAdamW dense({dense_table}, options), deferred({deferred_table}, options);
+  deferred.defer_untouched_rows(deferred_table);
+  std::mt19937_64 rng(4);
+  for (std::int64_t step = 1; step <= steps; ++step) {
+    std::vector<std::int64_t> touched;
+    for (std::int64_t r = 0; r < rows - 2; ++r)  // row r is touched with probability 1/(r+1): row 0 always, row 57 rarely
+      if (rng() % static_cast<std::uint64_t>(r + 1) == 0) touched.push_back(r);
+    const torch::Tensor index = torch::tensor(touched).unsqueeze(0);
+    const torch::Tensor values = torch::randn({static_cast<std::int64_t>(touched.size()), width});
+    for (FusedAdamW* optimizer : {&dense, &deferred}) {
+      static_cast<torch::optim::AdamWOptions&>(optimizer->param_groups()[0].options()).lr(0.01 * (1.0 + std::sin(0.05 * static_cast<double>(step))));
+      torch::Tensor& table = optimizer == &dense ? dense_table : deferred_table;
+      table.mutable_grad() = torch::sparse_coo_tensor(index, values, {rows, width});
+      optimizer->step();
+    }
+    if (step == 150) deferred.bring_rows_up_to_date();
+  }
+  EXPECT_FALSE(torch::allclose(dense_table, deferred_table, 0, 1e-4)) << "before being brought up to date, resting rows lag behind";
+  deferred.bring_rows_up_to_date();
+  EXPECT_TRUE(torch::allclose(deferred_table, dense_table, 1e-4, 1e-5)) << (deferred_table - dense_table).abs().max().item<double>();
+  const auto moments = [](FusedAdamW& optimizer) {
+    auto& state = static_cast<torch::optim::AdamWParamState&>(*optimizer.state().begin()->second);
+    return std::make_pair(state.exp_avg(), state.exp_avg_sq());
+  };
+  const auto [dense_m, dense_v] = moments(dense);
+  const auto [deferred_m, deferred_v] = moments(deferred);
+  EXPECT_TRUE(torch::allclose(deferred_m, dense_m, 1e-4, 1e-7));
+  EXPECT_TRUE(torch::allclose(deferred_v, dense_v, 1e-4, 1e-9));
+  // The two rows never touched only decayed: start · Π (1 − lr_t · wd).
+  double decay = 1;
+  for (std::int64_t step = 1; step <= steps; ++step) decay *= 1 - 0.3 * 0.01 * (1.0 + std::sin(0.05 * static_cast<double>(step)));
+  EXPECT_TRUE(torch::allclose(deferred_table.narrow(0, rows - 2, 2), start.narrow(0, rows - 2, 2) * decay, 1e-5, 1e-6));
 }
 
 // Worked by hand: a sparse gradient whose row 1 arrives in two entries, [3, 0] and [1, 0] (so [4, 0]), and a

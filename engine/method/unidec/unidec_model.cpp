@@ -94,6 +94,10 @@ void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {
 }
 
 torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) {
+  if (!rows.defined()) {  // every row (negatives = all): none may wait for a deferred update
+    before_reading_rows(table_);
+    if (has_label_bias()) before_reading_rows(bias_);
+  }
   torch::Tensor w = unit_rows(rows.defined() ? table_rows(table_, rows) : table_);
   if (has_label_bias()) w = torch::cat({w, rows.defined() ? table_rows(bias_, rows) : bias_}, /*dim=*/1);
   return w;

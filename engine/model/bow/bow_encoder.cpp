@@ -143,6 +143,7 @@ torch::Tensor BowEncoderImpl::encode_input(const EncoderInput& encoder_input) {
     h = std::get<0>(torch::embedding_bag(distinct_table_rows(embeddings_->weight, torch::tensor(words, long_opts)), torch::tensor(slots, long_opts),
                                          prepared.bag_offsets, /*scale_grad_by_freq=*/false, /*mode (sum)=*/0, /*sparse=*/false, weights));
   } else {
+    before_reading_rows(embeddings_->weight, input);  // rows whose updates an optimiser deferred are brought up to date
     h = embeddings_->forward(input, prepared.bag_offsets, weights);
   }
   if (!projection_.is_empty()) h = projection_->forward(h);
