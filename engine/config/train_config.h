@@ -39,6 +39,7 @@ struct TrainConfig {
   std::string schedule = "linear";         ///< linear | cosine | constant decay after warm-up
   double grad_clip = 1.0;                  ///< max global gradient norm (0 = off)
   std::int64_t deferred_rows_from = 200000;  ///< AdamW defers untouched rows of parameters of at least this many rows (0 = never)
+  std::string table_second_moment = "row";   ///< tables with deferred rows: AdamW's second moment per element | row
   std::int64_t max_steps = 0;              ///< stop after this many steps (0 = all epochs); for smoke tests
 
   // Evaluation and checkpoints

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/core/error.h"
 #include "engine/model/table_rows.h"
 #include "engine/optim/sparse_gradient.h"
 
@@ -122,6 +123,28 @@ void update_touched_rows(float* p, const std::int64_t* touched, const float* val
   });
 }
 
+/// update_touched_rows() with one second moment per row (`v` [rows]), the mean of the row's squared gradient,
+/// as FBGEMM's partial row-wise Adam: v ← β2·v + (1−β2)·mean(g²), then every element by m / (√v / √bc2 + eps).
+void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, float* m, float* v,
+                                  std::int64_t width, const UpdateConstants& c) {
+  at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t k = begin; k < end; ++k) {
+      const std::int64_t row = touched[k];
+      const float* g = values + k * width;
+      double squares = 0;
+      for (std::int64_t e = 0; e < width; ++e) squares += static_cast<double>(g[e]) * g[e];
+      const float vr = v[row] = c.beta2 * v[row] + c.one_minus_beta2 * static_cast<float>(squares / static_cast<double>(std::max<std::int64_t>(1, width)));
+      const float denominator = std::sqrt(vr) / c.sqrt_bias_correction2 + c.eps;
+      float* pr = p + row * width;
+      float* mr = m + row * width;
+      for (std::int64_t e = 0; e < width; ++e) {
+        mr[e] = c.beta1 * mr[e] + c.one_minus_beta1 * g[e];
+        pr[e] = pr[e] * c.decay + c.minus_step * (mr[e] / denominator);
+      }
+    }
+  });
+}
+
 /// The touched rows (ascending) of a `rows`-row parameter's gradient and their gradients ([touched × width]).
 std::pair<torch::Tensor, torch::Tensor> touched_rows(const torch::Tensor& grad, std::int64_t rows) {
   if (grad.is_sparse()) {
@@ -189,7 +212,11 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
         fresh->step(0);
         fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        const auto deferred_rows = deferred_.find(p.unsafeGetTensorImpl());
+        if (deferred_rows != deferred_.end() && deferred_rows->second.row_wise)
+          fresh->exp_avg_sq(torch::zeros({p.size(0), 1}, p.options()));  // one second moment per row
+        else
+          fresh->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
         if (options.amsgrad()) fresh->max_exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
         state_[key] = std::move(fresh);
         found = state_.find(key);
@@ -217,6 +244,13 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         // The touched rows are brought up to the step before this one, then take this step; the others wait.
         DeferredRows& rows = deferred->second;
         const std::int64_t row_count = p.dim() == 0 ? 1 : p.size(0);
+        const bool row_wise_state = state.exp_avg_sq().dim() == 2 && state.exp_avg_sq().size(0) == row_count && state.exp_avg_sq().size(1) == 1 &&
+                                    p.dim() == 2 && p.size(1) != 1;
+        if (state.exp_avg().sizes() != p.sizes() || (rows.row_wise ? !row_wise_state && state.exp_avg_sq().sizes() != p.sizes()
+                                                                     : state.exp_avg_sq().sizes() != p.sizes()))
+          throw Error("AdamW: the optimiser state of a table of " + std::to_string(row_count) + " rows does not fit it (a checkpoint written with "
+                      "another table_second_moment?)");
+        if (rows.row_wise && !row_wise_state) rows.row_wise = false;  // a [rows x 1] table, or a state saved one per element
         const std::int64_t step = state.step();
         if (rows.since < 0) {  // first step since defer_untouched_rows() or a checkpoint (written up to date)
           rows.since = step - 1;
@@ -233,12 +267,20 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         const auto [touched, values] = touched_rows(grad, row_count);
         const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
         catch_up_rows(rows, touched.data_ptr<std::int64_t>(), touched.numel(), step - 1);
-        update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
-                            state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, row_count), c);
+        if (rows.row_wise)
+          update_touched_rows_row_wise(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
+                                       state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(),
+                                       p.numel() / std::max<std::int64_t>(1, row_count), c);
+        else
+          update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
+                              state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, row_count), c);
         rows.up_to.index_fill_(0, touched, step);
         for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         continue;
       }
+      if (state.exp_avg_sq().sizes() != p.sizes())
+        throw Error("AdamW: a table of " + std::to_string(p.size(0)) + " rows keeps one second moment per row (table_second_moment row), "
+                    "which only its deferred update (deferred_rows_from, a CPU float32 table, lr x weight_decay < 1) can use");
       if (deferred != deferred_.end() && deferred->second.since >= 0) {
         // Updated in full this step (weight decay of lr·wd >= 1, or not a CPU float32 table): first the deferred steps.
         DeferredRows& rows = deferred->second;
@@ -317,9 +359,11 @@ FusedAdamW::~FusedAdamW() {
   for (const auto& [table, rows] : deferred_) set_row_read_hook(table, nullptr);
 }
 
-void FusedAdamW::defer_untouched_rows(const torch::Tensor& parameter) {
+void FusedAdamW::defer_untouched_rows(const torch::Tensor& parameter, bool row_wise_second_moment) {
   DeferredRows rows;
   rows.parameter = parameter;
+  // One second moment per row only where the deferred update runs: a CPU float32 matrix.
+  rows.row_wise = row_wise_second_moment && parameter.device().is_cpu() && parameter.scalar_type() == torch::kFloat32 && parameter.dim() == 2;
   const void* table = parameter.unsafeGetTensorImpl();
   deferred_.emplace(table, std::move(rows));
   set_row_read_hook(table, [this, table](const torch::Tensor& which) { before_read(table, which); });
@@ -392,11 +436,21 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
       const auto d = static_cast<float>(decay), step = static_cast<float>(coefficient);
       float* pr = values + row * width;
       float* mr = m + row * width;
-      float* vr = v + row * width;
-      for (std::int64_t e = 0; e < width; ++e) {
-        pr[e] = vr[e] > 0 ? pr[e] * d - step * (mr[e] / std::sqrt(vr[e])) : pr[e] * d;
-        mr[e] *= m_factor;
-        vr[e] *= v_factor;
+      if (rows.row_wise) {
+        const float vr = v[row];
+        const float scale = vr > 0 ? step / std::sqrt(vr) : 0.0F;
+        for (std::int64_t e = 0; e < width; ++e) {
+          pr[e] = pr[e] * d - scale * mr[e];
+          mr[e] *= m_factor;
+        }
+        v[row] = vr * v_factor;
+      } else {
+        float* vr = v + row * width;
+        for (std::int64_t e = 0; e < width; ++e) {
+          pr[e] = vr[e] > 0 ? pr[e] * d - step * (mr[e] / std::sqrt(vr[e])) : pr[e] * d;
+          mr[e] *= m_factor;
+          vr[e] *= v_factor;
+        }
       }
       up_to[row] = to_step;
     }

@@ -37,7 +37,10 @@ class FusedAdamW : public torch::optim::AdamW {
   /// first, so a step's forward sees what the dense update would have made of them. The result is dense
   /// AdamW's — every row, every step — up to eps (the deferred steps take m / √v for m / (√v + eps)), at the cost
   /// of the touched rows: at 1.3M rows × 256 a dense step is ~0.13 s on 2 cores.
-  void defer_untouched_rows(const torch::Tensor& parameter);
+  /// With `row_wise_second_moment` (a CPU float32 matrix, before its first step), the table keeps one second
+  /// moment per row, the mean of the row's squared gradient, as FBGEMM's partial row-wise Adam does for
+  /// embedding tables: the optimiser's memory for the table goes from twice the table to once.
+  void defer_untouched_rows(const torch::Tensor& parameter, bool row_wise_second_moment = false);
   /// Applies every deferred update: call before the parameters are read outside a step (evaluation, checkpoint,
   /// a shortlist refresh) or the optimiser is dropped. Cheap when nothing is deferred.
   void bring_rows_up_to_date();
@@ -53,6 +56,7 @@ class FusedAdamW : public torch::optim::AdamW {
     std::vector<double> decay;    ///< step since + i + 1: 1 − lr·wd
     std::vector<double> log_decay;  ///< prefix sums of log(1 − lr·wd): [i] over steps since + 1 … since + i
     double beta1 = 0.9, beta2 = 0.999;
+    bool row_wise = false;        ///< one second moment per row ([rows x 1])
   };
   void catch_up_rows(DeferredRows& rows, const std::int64_t* which, std::int64_t count, std::int64_t to_step);
   /// The table's rows `which` (undefined: all) brought up to the last step, before something reads them.

@@ -527,12 +527,12 @@ struct Trainer::Impl {
     for (const auto& p : lazy) optimizer->update_rows_lazily(p);
     std::string tables;
     for (const auto& p : deferred) {
-      optimizer->defer_untouched_rows(p);
+      optimizer->defer_untouched_rows(p, config.table_second_moment == "row");
       tables += (tables.empty() ? "" : ", ") + std::to_string(p.size(0)) + " x " + std::to_string(p.numel() / std::max<std::int64_t>(1, p.size(0)));
     }
     if (!deferred.empty())
       phase("AdamW defers the untouched rows of " + std::to_string(deferred.size()) + (deferred.size() == 1 ? " table" : " tables") + " (" + tables +
-            "; deferred_rows_from " + std::to_string(config.deferred_rows_from) + ")");
+            "; deferred_rows_from " + std::to_string(config.deferred_rows_from) + "), with a second moment per " + config.table_second_moment);
     overlapped_reducer.reset();
     if (distributed.enabled() && config.distributed_overlap == "on") {
       std::vector<torch::Tensor> dense;

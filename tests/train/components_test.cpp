@@ -368,6 +368,54 @@ TEST(FusedAdamW, DeferredRowsEndWhereDenseAdamWDoes) {
   EXPECT_TRUE(torch::allclose(deferred_table.narrow(0, rows - 2, 2), start.narrow(0, rows - 2, 2) * decay, 1e-5, 1e-6));
 }
 
+// A second moment per row (FBGEMM's partial row-wise Adam), deferred: against the same optimiser written out in
+// float64 with every row updated every step (v_r ← β2·v_r + (1−β2)·mean_e g², m ← β1·m + (1−β1)·g,
+// p ← p·(1 − lr·wd) − lr/bc1 · m / (√v_r/√bc2 + eps)), 6 rows x 4 over 40 steps, rows touched at random.
+TEST(FusedAdamW, ARowWiseSecondMomentFollowsPartialRowWiseAdam) {
+  torch::manual_seed(12);
+  const std::int64_t rows = 6, width = 4, steps = 40;
+  const double lr = 0.02, wd = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const torch::Tensor start = torch::randn({rows, width});
+  torch::Tensor table = start.clone().requires_grad_();
+  FusedAdamW optimizer({table}, torch::optim::AdamWOptions(lr).weight_decay(wd));
+  optimizer.defer_untouched_rows(table, /*row_wise_second_moment=*/true);
+  std::vector<double> p(start.data_ptr<float>(), start.data_ptr<float>() + rows * width), m(rows * width, 0.0), v(rows, 0.0);
+  std::mt19937_64 rng(8);
+  for (std::int64_t t = 1; t <= steps; ++t) {
+    std::vector<std::int64_t> touched;
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (rng() % 3 == 0) touched.push_back(r);
+    if (touched.empty()) touched.push_back(0);
+    const torch::Tensor values = torch::randn({static_cast<std::int64_t>(touched.size()), width});
+    table.mutable_grad() = torch::sparse_coo_tensor(torch::tensor(touched).unsqueeze(0), values, {rows, width});
+    optimizer.step();
+    std::vector<double> g(rows * width, 0.0);
+    for (std::size_t k = 0; k < touched.size(); ++k)
+      for (std::int64_t e = 0; e < width; ++e) g[touched[k] * width + e] = values[static_cast<std::int64_t>(k)][e].item<double>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double squares = 0;
+      for (std::int64_t e = 0; e < width; ++e) squares += g[r * width + e] * g[r * width + e];
+      v[r] = b2 * v[r] + (1 - b2) * squares / width;
+      for (std::int64_t e = 0; e < width; ++e) {
+        double& mi = m[r * width + e];
+        mi = b1 * mi + (1 - b1) * g[r * width + e];
+        p[r * width + e] = p[r * width + e] * (1 - lr * wd) -
+                           lr / (1 - std::pow(b1, t)) * mi / (std::sqrt(v[r]) / std::sqrt(1 - std::pow(b2, t)) + eps);
+      }
+    }
+  }
+  optimizer.bring_rows_up_to_date();
+  auto& state = static_cast<torch::optim::AdamWParamState&>(*optimizer.state().begin()->second);
+  EXPECT_EQ(state.exp_avg_sq().sizes(), (std::vector<std::int64_t>{rows, 1})) << "one second moment per row";
+  for (std::int64_t r = 0; r < rows; ++r) {
+    EXPECT_NEAR(state.exp_avg_sq()[r][0].item<double>(), v[r], 1e-6 * v[r] + 1e-12) << "row " << r;
+    for (std::int64_t e = 0; e < width; ++e) {
+      EXPECT_NEAR(table[r][e].item<double>(), p[r * width + e], 1e-5) << "row " << r << " column " << e;
+      EXPECT_NEAR(state.exp_avg()[r][e].item<double>(), m[r * width + e], 1e-6) << "row " << r << " column " << e;
+    }
+  }
+}
+
 // Worked by hand: a sparse gradient whose row 1 arrives in two entries, [3, 0] and [1, 0] (so [4, 0]), and a
 // dense [0, 3]: together a norm of 5, not √(9 + 1 + 9) as the stored entries would say.
 TEST(GradientClipping, TakesARowSparseGradientAsItsSummedRows) {
