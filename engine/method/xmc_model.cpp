@@ -68,8 +68,7 @@ void XmcModelImpl::add_classifiers(std::int64_t num_labels) {
 }
 
 torch::Tensor XmcModelImpl::classifiers(const torch::Tensor& label_embeddings, const torch::Tensor& rows) {
-  if (!rows.defined()) before_reading_rows(residuals_);  // every row: none may wait for a deferred update
-  const torch::Tensor residuals = rows.defined() ? table_rows(residuals_, rows) : residuals_;
+  const torch::Tensor residuals = table_rows(residuals_, rows);
   return unit_rows(label_embeddings + residuals, 1e-12);  // normalize's default eps
 }
 

@@ -74,6 +74,10 @@ torch::Tensor distinct_table_rows(const torch::Tensor& table, const torch::Tenso
 }
 
 torch::Tensor table_rows(const torch::Tensor& table, const torch::Tensor& rows) {
+  if (!rows.defined()) {
+    before_reading_rows(table);
+    return table;
+  }
   if (!sparse_rows_gradient(table)) {
     before_reading_rows(table, rows);
     return table.index_select(0, rows);

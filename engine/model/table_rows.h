@@ -14,7 +14,7 @@ namespace xmc {
 torch::Tensor distinct_table_rows(const torch::Tensor& table, const torch::Tensor& distinct);
 
 /// table.index_select(0, rows) for any int64 rows (repeats allowed, any order), with the same gradient: a
-/// row picked several times gets the sum of its picks' gradients.
+/// row picked several times gets the sum of its picks' gradients. Undefined rows: the whole table.
 torch::Tensor table_rows(const torch::Tensor& table, const torch::Tensor& rows);
 
 /// Whether a picked table gets the row-sparse gradient: on the CPU, while it is being trained.
@@ -26,7 +26,7 @@ using RowReadHook = std::function<void(const torch::Tensor& rows)>;
 /// Sets (or, with an empty hook, removes) the hook of the table whose TensorImpl is `table`.
 void set_row_read_hook(const void* table, RowReadHook hook);
 /// Runs the table's hook, if it has one, for `rows` (undefined: all of them). table_rows() and
-/// distinct_table_rows() call it; a caller reading a whole table in training calls it itself.
+/// distinct_table_rows() call it.
 void before_reading_rows(const torch::Tensor& table, const torch::Tensor& rows = {});
 
 }  // namespace xmc

@@ -244,20 +244,18 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         // The touched rows are brought up to the step before this one, then take this step; the others wait.
         DeferredRows& rows = deferred->second;
         const std::int64_t row_count = p.dim() == 0 ? 1 : p.size(0);
-        const bool row_wise_state = state.exp_avg_sq().dim() == 2 && state.exp_avg_sq().size(0) == row_count && state.exp_avg_sq().size(1) == 1 &&
-                                    p.dim() == 2 && p.size(1) != 1;
-        if (state.exp_avg().sizes() != p.sizes() || (rows.row_wise ? !row_wise_state && state.exp_avg_sq().sizes() != p.sizes()
-                                                                     : state.exp_avg_sq().sizes() != p.sizes()))
+        // The second moment as the state holds it: one per row ([rows x 1], unlike the table), else one per element
+        // (also a [rows x 1] table's, or a checkpoint's from before row-wise moments).
+        const torch::Tensor& v_state = state.exp_avg_sq();
+        const bool row_wise_state = v_state.dim() == 2 && v_state.size(0) == row_count && v_state.size(1) == 1 && v_state.sizes() != p.sizes();
+        if (state.exp_avg().sizes() != p.sizes() || (v_state.sizes() != p.sizes() && !(rows.row_wise && row_wise_state)))
           throw Error("AdamW: the optimiser state of a table of " + std::to_string(row_count) + " rows does not fit it (a checkpoint written with "
                       "another table_second_moment?)");
-        if (rows.row_wise && !row_wise_state) rows.row_wise = false;  // a [rows x 1] table, or a state saved one per element
+        rows.row_wise = row_wise_state;
         const std::int64_t step = state.step();
         if (rows.since < 0) {  // first step since defer_untouched_rows() or a checkpoint (written up to date)
-          rows.since = step - 1;
+          rows.restart_at(step - 1);
           rows.up_to = torch::full({row_count}, step - 1, torch::kInt64);
-          rows.gain.clear();
-          rows.decay.clear();
-          rows.log_decay.assign(1, 0.0);
         }
         rows.beta1 = beta1;
         rows.beta2 = beta2;
@@ -284,7 +282,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       if (deferred != deferred_.end() && deferred->second.since >= 0) {
         // Updated in full this step (weight decay of lr·wd >= 1, or not a CPU float32 table): first the deferred steps.
         DeferredRows& rows = deferred->second;
-        catch_up_rows(rows, nullptr, 0, rows.since + static_cast<std::int64_t>(rows.gain.size()));
+        catch_up_rows(rows, nullptr, 0, rows.last_step());
         rows.since = -1;
       }
       if (lazy && !options.amsgrad()) {
@@ -374,7 +372,7 @@ void FusedAdamW::before_read(const void* table, const torch::Tensor& which) {
   if (found == deferred_.end()) return;
   DeferredRows& rows = found->second;
   if (rows.since < 0 || rows.gain.empty()) return;  // nothing deferred since the last bring_rows_up_to_date()
-  const std::int64_t to_step = rows.since + static_cast<std::int64_t>(rows.gain.size());
+  const std::int64_t to_step = rows.last_step();
   if (!which.defined()) {
     catch_up_rows(rows, nullptr, 0, to_step);
     return;
@@ -391,11 +389,8 @@ void FusedAdamW::before_read(const void* table, const torch::Tensor& which) {
 void FusedAdamW::bring_rows_up_to_date() {
   for (auto& [impl, rows] : deferred_) {
     if (rows.since < 0) continue;
-    catch_up_rows(rows, nullptr, 0, rows.since + static_cast<std::int64_t>(rows.gain.size()));
-    rows.since += static_cast<std::int64_t>(rows.gain.size());
-    rows.gain.clear();
-    rows.decay.clear();
-    rows.log_decay.assign(1, 0.0);
+    catch_up_rows(rows, nullptr, 0, rows.last_step());
+    rows.restart_at(rows.last_step());
   }
 }
 

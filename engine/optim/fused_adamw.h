@@ -57,6 +57,16 @@ class FusedAdamW : public torch::optim::AdamW {
     std::vector<double> log_decay;  ///< prefix sums of log(1 − lr·wd): [i] over steps since + 1 … since + i
     double beta1 = 0.9, beta2 = 0.999;
     bool row_wise = false;        ///< one second moment per row ([rows x 1])
+
+    /// The last step the history reaches.
+    std::int64_t last_step() const { return since + static_cast<std::int64_t>(gain.size()); }
+    /// An empty history from `step` on (every row being up to date with it).
+    void restart_at(std::int64_t step) {
+      since = step;
+      gain.clear();
+      decay.clear();
+      log_decay.assign(1, 0.0);
+    }
   };
   void catch_up_rows(DeferredRows& rows, const std::int64_t* which, std::int64_t count, std::int64_t to_step);
   /// The table's rows `which` (undefined: all) brought up to the last step, before something reads them.

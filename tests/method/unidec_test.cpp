@@ -38,6 +38,11 @@
 namespace xmc {
 namespace {
 
+/// `n` points around `centres` (point i near centre i mod C), each coordinate off by `spread` · N(0, 1).
+torch::Tensor points_around(const torch::Tensor& centres, std::int64_t n, double spread) {
+  return centres.index_select(0, torch::arange(n) % centres.size(0)) + spread * torch::randn({n, centres.size(1)});
+}
+
 std::vector<std::int64_t> to_vector(const torch::Tensor& t) {
   const torch::Tensor c = t.to(torch::kInt64).contiguous();
   return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
@@ -298,8 +303,8 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
   torch::manual_seed(5);
   const std::int64_t n = 300, num_labels = 3000, dim = 16, size = 20;
   const torch::Tensor centres = torch::randn({30, dim});
-  const torch::Tensor labels = centres.index_select(0, torch::arange(num_labels) % 30) + 0.5 * torch::randn({num_labels, dim});
-  const torch::Tensor queries = centres.index_select(0, torch::arange(n) % 30) + 0.5 * torch::randn({n, dim});
+  const torch::Tensor labels = points_around(centres, num_labels, 0.5);
+  const torch::Tensor queries = points_around(centres, n, 0.5);
   std::vector<std::vector<std::int32_t>> rows;
   for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 13 + 1) % num_labels)});
   const CsrMatrix positives = csr_from_rows(rows, num_labels);
@@ -359,8 +364,8 @@ TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
   torch::manual_seed(9);
   const std::int64_t n = 20000, num_labels = 4096, dim = 8, size = 20;
   const torch::Tensor centres = torch::randn({64, dim});
-  const torch::Tensor labels = centres.index_select(0, torch::arange(num_labels) % 64) + 0.3 * torch::randn({num_labels, dim});
-  const torch::Tensor queries = centres.index_select(0, torch::arange(n) % 64) + 0.3 * torch::randn({n, dim});
+  const torch::Tensor labels = points_around(centres, num_labels, 0.3);
+  const torch::Tensor queries = points_around(centres, n, 0.3);
   std::vector<std::vector<std::int32_t>> rows;
   for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels)});
   const CsrMatrix positives = csr_from_rows(rows, num_labels);

@@ -94,12 +94,8 @@ void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {
 }
 
 torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) {
-  if (!rows.defined()) {  // every row (negatives = all): none may wait for a deferred update
-    before_reading_rows(table_);
-    if (has_label_bias()) before_reading_rows(bias_);
-  }
-  torch::Tensor w = unit_rows(rows.defined() ? table_rows(table_, rows) : table_);
-  if (has_label_bias()) w = torch::cat({w, rows.defined() ? table_rows(bias_, rows) : bias_}, /*dim=*/1);
+  torch::Tensor w = unit_rows(table_rows(table_, rows));
+  if (has_label_bias()) w = torch::cat({w, table_rows(bias_, rows)}, /*dim=*/1);
   return w;
 }
 
