@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 
 namespace xmc {
 namespace {
@@ -15,32 +16,89 @@ namespace {
 constexpr std::int64_t kCpuTileFloats = std::int64_t{1} << 19;
 constexpr std::int64_t kDeviceTileFloats = std::int64_t{1} << 28;
 
-// Slices of dim 1 of x [G, S, d] holding at most `tile` floats each: calls f(first, width).
+// The rows of a group of G nodes, [G, S, d] as floats with zero rows for padding, read a tile-sized slice of dim 1
+// at a time. A group whose float copy fits `copy_bytes` is gathered once; a bigger one (the first levels of a large
+// set: a few nodes of a million rows) is gathered slice by slice at every pass instead, so that no level holds a
+// second copy of the embeddings (2.3 GB at 2.25M queries x 256 in floats).
+class NodeRows {
+ public:
+  NodeRows(const torch::Tensor& points, const torch::Tensor& members, std::int64_t n, std::int64_t tile, std::int64_t copy_bytes,
+           bool rows_in_order)
+      : points_(points), members_(members), n_(n), rows_in_order_(rows_in_order) {
+    const std::int64_t g = members.size(0);
+    const std::int64_t s = members.size(1);
+    const std::int64_t d = points.size(1);
+    width_ = std::max<std::int64_t>(1, tile / std::max<std::int64_t>(1, g * d));
+    const bool in_place = rows_in_order && points.scalar_type() == torch::kFloat;
+    if (!in_place && g * s * d * static_cast<std::int64_t>(sizeof(float)) <= copy_bytes) whole_ = gather(0, s);
+  }
+
+  std::int64_t groups() const { return members_.size(0); }
+  std::int64_t size() const { return members_.size(1); }
+  std::int64_t slices() const { return (size() + width_ - 1) / width_; }
+  std::int64_t first_of(std::int64_t slice) const { return slice * width_; }
+  std::int64_t width_of(std::int64_t slice) const { return std::min(width_, size() - first_of(slice)); }
+  /// The rows of slice `slice`: [G, width_of(slice), d].
+  torch::Tensor rows(std::int64_t slice) const {
+    return whole_.defined() ? whole_.narrow(1, first_of(slice), width_of(slice)) : gather(first_of(slice), width_of(slice));
+  }
+
+ private:
+  torch::Tensor gather(std::int64_t first, std::int64_t width) const {
+    const std::int64_t g = members_.size(0);
+    const std::int64_t d = points_.size(1);
+    if (rows_in_order_) return points_.narrow(0, first, width).to(torch::kFloat).view({1, width, d});
+    const auto ids = members_.narrow(1, first, width);
+    auto x = points_.index_select(0, ids.clamp_max(n_ - 1).reshape({-1})).to(torch::kFloat).view({g, width, d});
+    return x.masked_fill_((ids >= n_).unsqueeze(2), 0.0);
+  }
+
+  const torch::Tensor& points_;
+  const torch::Tensor& members_;
+  std::int64_t n_;
+  bool rows_in_order_;
+  std::int64_t width_ = 1;
+  torch::Tensor whole_;
+};
+
+// Runs f(slice) for every slice: in parallel over the slices when the node is read in slices and this is not
+// already a parallel region (a level of one or two huge nodes), in order otherwise.
 template <typename F>
-void for_each_slice(const torch::Tensor& x, std::int64_t tile, F&& f) {
-  const std::int64_t s = x.size(1);
-  const std::int64_t width = std::max<std::int64_t>(1, tile / std::max<std::int64_t>(1, x.size(0) * x.size(2)));
-  for (std::int64_t first = 0; first < s; first += width) f(first, std::min(width, s - first));
+void for_each_slice(const NodeRows& x, F&& f) {
+  if (x.slices() > 1 && !at::in_parallel_region()) {
+    at::parallel_for(0, x.slices(), 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t k = begin; k < end; ++k) f(k);
+    });
+  } else {
+    for (std::int64_t k = 0; k < x.slices(); ++k) f(k);
+  }
 }
 
 // out[g, s] = <x[g, s, :], v[g, :]>.
-torch::Tensor rowwise_dot(const torch::Tensor& x, const torch::Tensor& v, std::int64_t tile) {
-  auto out = torch::empty({x.size(0), x.size(1)}, x.options());
+torch::Tensor rowwise_dot(const NodeRows& x, const torch::Tensor& v) {
+  auto out = torch::empty({x.groups(), x.size()}, v.options());
   const auto vb = v.unsqueeze(1);
-  for_each_slice(x, tile, [&](std::int64_t first, std::int64_t width) {
-    auto part = out.narrow(1, first, width);
-    at::sum_out(part, x.narrow(1, first, width) * vb, {2});
+  for_each_slice(x, [&](std::int64_t k) {
+    auto part = out.narrow(1, x.first_of(k), x.width_of(k));
+    at::sum_out(part, x.rows(k) * vb, {2});
   });
   return out;
 }
 
-// out[g, :] = Σ_s mask[g, s] · x[g, s, :] (mask as 0/1 floats).
-torch::Tensor masked_row_sum(const torch::Tensor& x, const torch::Tensor& mask, std::int64_t tile) {
-  auto out = torch::zeros({x.size(0), x.size(2)}, x.options());
-  for_each_slice(x, tile, [&](std::int64_t first, std::int64_t width) {
-    out.add_((x.narrow(1, first, width) * mask.narrow(1, first, width).unsqueeze(2)).sum(1));
+// out[g, :] = Σ_s mask[g, s] · x[g, s, :] (mask as 0/1 floats; undefined: every row). Each slice sums into its
+// own row of partial sums, so the result does not depend on which thread took which slice.
+torch::Tensor masked_row_sum(const NodeRows& x, const torch::Tensor& mask, std::int64_t d, const torch::TensorOptions& options) {
+  auto partial = torch::zeros({x.slices(), x.groups(), d}, options);
+  for_each_slice(x, [&](std::int64_t k) {
+    const auto rows = x.rows(k);
+    auto out = partial.select(0, k);
+    if (mask.defined()) {
+      at::sum_out(out, rows * mask.narrow(1, x.first_of(k), x.width_of(k)).unsqueeze(2), {1});
+    } else {
+      at::sum_out(out, rows, {1});
+    }
   });
-  return out;
+  return partial.sum(0);
 }
 
 torch::Tensor normalized(const torch::Tensor& x) {
@@ -49,33 +107,32 @@ torch::Tensor normalized(const torch::Tensor& x) {
 
 // Splits a group of G nodes held as member rows [G, S] (row ids ascending, then padding id n). Returns,
 // per node, the ascending positions (into its member row) of the h = ⌊S/2⌋ rows that go to c1.
-// `rows_in_order`: one node whose members are rows 0 … S-1 in order (the first level), read in place rather than
-// gathered (a copy of every embedding: 2.3 GB at 2.25M queries x 256).
-torch::Tensor split_group(const torch::Tensor& points, const torch::Tensor& members, const torch::Tensor& starts,
-                          std::int64_t n, std::int64_t iterations, std::int64_t tile, bool rows_in_order = false) {
+// `rows_in_order`: one node whose members are rows 0 … S-1 in order (the first level), read in place.
+torch::Tensor split_group(const torch::Tensor& points, const torch::Tensor& members, const torch::Tensor& starts, std::int64_t n,
+                          std::int64_t iterations, std::int64_t tile, std::int64_t copy_bytes, bool rows_in_order) {
   const std::int64_t g = members.size(0);
   const std::int64_t s = members.size(1);
   const std::int64_t d = points.size(1);
   const std::int64_t h = s / 2;
-  const auto x = rows_in_order ? points.narrow(0, 0, s).view({1, s, d}) : points.index_select(0, members.reshape({-1})).view({g, s, d});
+  const auto floats = torch::TensorOptions().dtype(torch::kFloat).device(points.device());
+  const NodeRows x(points, members, n, tile, copy_bytes, rows_in_order);
   const auto padding = members >= n;
-  const auto total = x.sum(1);
-  const auto node_base = torch::arange(g, members.options()) * s;
-  const auto flat = x.view({g * s, d});
-  auto direction = flat.index_select(0, node_base + starts.select(1, 1)) - flat.index_select(0, node_base + starts.select(1, 0));
+  const auto total = masked_row_sum(x, {}, d, floats);
+  const auto start_rows = points.index_select(0, members.gather(1, starts).reshape({-1})).to(torch::kFloat).view({g, 2, d});
+  auto direction = start_rows.select(1, 1) - start_rows.select(1, 0);
 
   torch::Tensor side1;
   torch::Tensor previous;
   for (std::int64_t it = 0; it < iterations; ++it) {
-    auto diff = rowwise_dot(x, direction, tile);
+    auto diff = rowwise_dot(x, direction);
     diff.masked_fill_(padding, -std::numeric_limits<float>::infinity());
     // Stable: equal differences keep position order, i.e. the lower row id goes to c1 first.
     side1 = std::get<1>(diff.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, h);
-    const auto mask = torch::zeros({g, s}, x.options()).scatter_(1, side1, 1.0);
+    const auto mask = torch::zeros({g, s}, floats).scatter_(1, side1, 1.0);
     if (previous.defined() && torch::equal(mask, previous)) break;  // fixed point: nothing moves any more
     previous = mask;
     if (it + 1 == iterations) break;
-    const auto sum1 = masked_row_sum(x, mask, tile);
+    const auto sum1 = masked_row_sum(x, mask, d, floats);
     direction = normalized(sum1) - normalized(total - sum1);
   }
   return std::get<0>(side1.sort(1));
@@ -105,9 +162,12 @@ std::vector<std::vector<std::int64_t>> balanced_clusters(const torch::Tensor& em
   progress.start("balanced clustering", levels);
 
   const auto device = embeddings.device();
-  const std::int64_t tile = device.is_cpu() ? kCpuTileFloats : kDeviceTileFloats;
-  // Row n is the padding row: zeros, so it adds nothing to sums.
-  const auto points = torch::cat({embeddings.to(torch::kFloat).contiguous(), torch::zeros({1, d}, embeddings.options().dtype(torch::kFloat))});
+  const std::int64_t tile = options.tile_floats > 0 ? options.tile_floats : device.is_cpu() ? kCpuTileFloats : kDeviceTileFloats;
+  // Read in place (any floating dtype, converted a slice at a time); member id n is padding, read as zeros.
+  const auto points = embeddings.contiguous();
+  // The groups split at once (one a thread on the CPU) share the memory budget's part for their float copies.
+  const std::int64_t copy_bytes = (options.copy_bytes > 0 ? options.copy_bytes : memory_budget_part(memory_share::kClusteringNodes)) /
+                                  (device.is_cpu() ? std::max(1, at::get_num_threads()) : 1);
   const auto ids = torch::TensorOptions().dtype(torch::kInt64).device(device);
   auto members = torch::arange(n, ids).view({1, n});  // one node per row: ascending row ids, then padding
   std::mt19937_64 rng(options.seed);
@@ -141,7 +201,8 @@ std::vector<std::vector<std::int64_t>> balanced_clusters(const torch::Tensor& em
         const std::int64_t g0 = gi * group;
         const std::int64_t g = std::min(group, nodes - g0);
         const auto node_members = members.narrow(0, g0, g);
-        const auto side1 = split_group(points, node_members, starts.narrow(0, g0, g), n, options.iterations, tile, /*rows_in_order=*/level == 0);
+        const auto side1 =
+            split_group(points, node_members, starts.narrow(0, g0, g), n, options.iterations, tile, copy_bytes, /*rows_in_order=*/level == 0);
         auto keep0 = torch::ones({g, s}, ids.dtype(torch::kBool));
         keep0.scatter_(1, side1, false);
         auto out = children.narrow(0, g0, g);

@@ -9,7 +9,10 @@
 // node size of the level; ties go to the row with the lower id), and re-computes c0, c1 as the normalised
 // means of their halves. A node stops early when no row changes side (a fixed point). Levels continue
 // while a node is larger than cluster_size. All nodes of a level are processed together as padded
-// batches of torch ops (cache-sized groups on the CPU), never row by row.
+// batches of torch ops (cache-sized groups on the CPU), never row by row. The embeddings are read in place, in
+// their own dtype: the nodes split at once are copied as floats only while the copies fit a part of the memory
+// budget; bigger ones are read a slice at a time at every pass instead, so that memory beyond the embeddings
+// stays bounded (row ids, one float per row, the budget's part).
 //
 // Sizes, exactly: let t be the smallest depth with ⌈n / 2^t⌉ ≤ C (C = cluster_size). The result has 2^t
 // clusters (1 when n ≤ C; n singletons when C = 1) and every size is ⌊n / 2^t⌋ or ⌈n / 2^t⌉: sizes are
@@ -32,6 +35,8 @@ struct BalancedClusteringOptions {
   std::uint64_t seed = 0;         ///< picks the two starting rows of every split (std::mt19937_64)
   std::int64_t iterations = 10;   ///< 2-means iterations (assignments) per split; fewer at a fixed point
   Progress* progress = nullptr;   ///< optional: one unit per tree level; cancelled() throws xmc::Cancelled
+  std::int64_t tile_floats = 0;   ///< floats per op (0: sized for the device's cache)
+  std::int64_t copy_bytes = 0;    ///< float copies of the nodes split at once (0: the memory budget's part); bigger nodes are read in place
 };
 
 /// Balanced clusters of the rows of `embeddings`.

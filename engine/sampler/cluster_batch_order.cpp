@@ -40,8 +40,11 @@ class ClusterBatchOrder final : public BatchOrder {
     }
     if (needs_embeddings(epoch, num_queries)) {
       if (!embeddings.defined()) throw Error("clustered batches need the query embeddings of the last pass");
-      auto index = torch::tensor(queries, torch::kInt64).to(embeddings.device());
-      auto local = balanced_clusters(embeddings.index_select(0, index), c, {.seed = rng(), .progress = progress});
+      // Every training query in order (the usual case) is clustered in place: no copy of the embeddings.
+      bool every_row = num_queries == embeddings.size(0);
+      for (std::int64_t i = 0; every_row && i < num_queries; ++i) every_row = queries[static_cast<std::size_t>(i)] == i;
+      const auto rows = every_row ? embeddings : embeddings.index_select(0, torch::tensor(queries, torch::kInt64).to(embeddings.device()));
+      auto local = balanced_clusters(rows, c, {.seed = rng(), .progress = progress});
       clusters_.clear();
       for (auto& cluster : local) {
         for (auto& row : cluster) row = queries[static_cast<std::size_t>(row)];

@@ -133,6 +133,24 @@ TEST(BalancedClustering, GroupsSimilarRows) {
   EXPECT_GT(within, overall + 0.4);
 }
 
+TEST(BalancedClustering, NodesReadInSlicesGiveTheSameClusters) {
+  // A tile of 64 floats holds 4 rows of 16, and a copy of 1 byte fits no node: every node of every level is read
+  // a slice at a time (in place, in the embeddings' own dtype), as the first levels of millions of queries are.
+  // Then copied nodes read in slices. The split must not change.
+  torch::manual_seed(9);
+  const std::int64_t n = 1000, d = 16;
+  const auto centres = unit_rows(torch::randn({40, d}));
+  const auto x = unit_rows(centres.index_select(0, torch::randint(0, 40, {n})) + 0.1 * torch::randn({n, d}));
+  const auto whole = balanced_clusters(x, 16, {.seed = 4});
+  const auto sliced = balanced_clusters(x, 16, {.seed = 4, .tile_floats = 64, .copy_bytes = 1});
+  expect_partition(sliced, n);
+  EXPECT_EQ(sliced, whole);
+  EXPECT_EQ(balanced_clusters(x, 16, {.seed = 4, .tile_floats = 64}), whole);
+  // Half precision is read and converted a slice at a time too: the same clusters as its float copy.
+  const auto half = x.to(torch::kHalf);
+  EXPECT_EQ(balanced_clusters(half, 16, {.seed = 4, .tile_floats = 64, .copy_bytes = 1}), balanced_clusters(half.to(torch::kFloat), 16, {.seed = 4}));
+}
+
 class CancelAtOnce : public Progress {
  public:
   void start(std::string_view, std::int64_t total) override { total_ = total; }
