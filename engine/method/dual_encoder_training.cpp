@@ -75,7 +75,8 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
   if (draws_batches && batcher.needs_embeddings(epoch)) {
     if (!context.stale_query_embeddings.defined() || epoch == 0) {
       context.phase("encoding training queries");
-      context.stale_query_embeddings = model->embed_all(context.train_corpus, context.progress, "encoding training queries for clustering");
+      context.stale_query_embeddings =
+          model->embed_all(context.train_corpus, context.progress, "encoding training queries for clustering", 1024, kStaleEmbeddingType);
     }
     context.phase(batcher.refresh_phase(epoch));
   }

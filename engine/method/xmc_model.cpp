@@ -44,23 +44,26 @@ torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, std::int64_
   return embed_all(corpus, silent_progress(), {}, chunk);
 }
 
-torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, Progress& progress, std::string_view task, std::int64_t chunk) {
+torch::Tensor XmcModelImpl::embed_all(const TokenizedCorpus& corpus, Progress& progress, std::string_view task, std::int64_t chunk,
+                                      std::optional<torch::ScalarType> dtype) {
   progress.start(task, corpus.size());
   torch::NoGradGuard no_grad;
   const bool was_training = is_training();
   eval();
-  std::vector<torch::Tensor> parts;
+  torch::Tensor out;
   std::vector<std::int64_t> rows;
   for (std::int64_t start = 0; start < corpus.size(); start += chunk) {
     rows.clear();
     for (std::int64_t r = start; r < std::min(corpus.size(), start + chunk); ++r) rows.push_back(r);
-    parts.push_back(embed(corpus, rows));
+    const torch::Tensor part = embed(corpus, rows);
+    if (!out.defined()) out = torch::empty({corpus.size(), part.size(1)}, part.options().dtype(dtype.value_or(part.scalar_type())));
+    out.narrow(0, start, part.size(0)).copy_(part);
     progress.update(start + static_cast<std::int64_t>(rows.size()));
   }
   progress.finish();
   train(was_training);
-  if (parts.empty()) return torch::zeros({0, dim_}, torch::TensorOptions().device(device()));
-  return torch::cat(parts);
+  if (!out.defined()) return torch::zeros({0, dim_}, torch::TensorOptions().device(device()).dtype(dtype.value_or(torch::kFloat)));
+  return out;
 }
 
 void XmcModelImpl::add_classifiers(std::int64_t num_labels) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,10 +46,12 @@ class XmcModelImpl : public torch::nn::Module {
   torch::Tensor embed_encoded(const torch::Tensor& encoded);
   /// g1(Φ(rows of corpus)) without graph, in eval mode for the duration (a few rows for inspection).
   torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows);
-  /// Embeds every row in chunks without graph (eval mode for the duration): [corpus.size() x d].
+  /// Embeds every row in chunks without graph (eval mode for the duration): [corpus.size() x d], written into
+  /// one matrix as the chunks come (never a second copy of it).
   torch::Tensor embed_all(const TokenizedCorpus& corpus, std::int64_t chunk = 1024);
-  /// The same, reported to `progress` as task `task` (one unit per row).
-  torch::Tensor embed_all(const TokenizedCorpus& corpus, Progress& progress, std::string_view task, std::int64_t chunk = 1024);
+  /// The same, reported to `progress` as task `task` (one unit per row), stored as `dtype` (default: the model's).
+  torch::Tensor embed_all(const TokenizedCorpus& corpus, Progress& progress, std::string_view task, std::int64_t chunk = 1024,
+                          std::optional<torch::ScalarType> dtype = std::nullopt);
 
   /// Adds classifier residuals η ([num_labels x d], zeros) for NGAME M4.
   void add_classifiers(std::int64_t num_labels);

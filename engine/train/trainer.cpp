@@ -450,6 +450,8 @@ struct Trainer::Impl {
     if (setup.resume) {
       state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id);
       check_resumable(state);
+      // Older checkpoints kept them as floats, and a checkpoint is read onto the CPU.
+      if (state.last_embeddings.defined()) state.last_embeddings = state.last_embeddings.to(device, kStaleEmbeddingType);
       if (state.stage.empty()) state.stage = stages.front().name;
       batcher->load_state(state.sampler_state);
       if (!state.label_pool_rng.empty()) {
@@ -860,7 +862,8 @@ struct Trainer::Impl {
         if (result.query_embeddings.defined()) {
           torch::NoGradGuard no_grad;
           if (!state.last_embeddings.defined())
-            state.last_embeddings = torch::zeros({dataset.num_train(), result.query_embeddings.size(1)}, torch::TensorOptions().device(device));
+            state.last_embeddings =
+                torch::zeros({dataset.num_train(), result.query_embeddings.size(1)}, torch::TensorOptions().device(device).dtype(kStaleEmbeddingType));
           state.last_embeddings.index_copy_(0, torch::tensor(batch, torch::kInt64).to(device),
                                             result.query_embeddings.to(state.last_embeddings.dtype()));
         }

@@ -126,7 +126,8 @@ class UnidecMethod final : public Method {
       if (!context.stale_query_embeddings.defined() || epoch == 0) {
         context.phase("encoding training queries");
         context.stale_query_embeddings =
-            model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "encoding training queries for clustering");
+            model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "encoding training queries for clustering", 1024,
+                              kStaleEmbeddingType);
       }
       context.phase(batcher.refresh_phase(epoch));
     }
@@ -254,19 +255,19 @@ class UnidecMethod final : public Method {
   }
 
   std::vector<InferenceMode> inference_modes(const TokenizedCorpus& labels, Progress& progress) override {
-    InferenceMode de{.name = "de",
-                     .metric_prefix = "de",
-                     .query_encoder = "de",
-                     .label_matrix = model_->embed_all(labels, UnidecSpace::De, progress, "encoding labels"),
-                     .training_space = true};
-    if (!with_classifiers_ || !model_->has_classifier_table()) return {de};
+    InferenceMode de{.name = "de", .metric_prefix = "de", .query_encoder = "de", .training_space = true};
+    if (!with_classifiers_ || !model_->has_classifier_table()) {
+      de.label_matrix = model_->embed_all(labels, UnidecSpace::De, progress, "encoding labels");
+      return {de};
+    }
     torch::NoGradGuard no_grad;
     // One [L x (d + c)] matrix holds both spaces: concat ranks by all of it, de and clf by its column blocks (views,
-    // which the exact search reads in place). At 1.3M labels three separate matrices took 5.3 GB, this one 2.7.
-    const std::int64_t d = de.label_matrix.size(1);
+    // which the exact search reads in place). At 1.3M labels three separate matrices took 5.3 GB, this one 2.7; the
+    // labels' encodings are written straight into its first columns (1.3 GB more for a while otherwise).
+    const std::int64_t d = model_->dim();
     const std::int64_t c = model_->classifier_columns();
-    torch::Tensor joint = torch::empty({de.label_matrix.size(0), d + c}, de.label_matrix.options());
-    joint.narrow(1, 0, d).copy_(de.label_matrix);
+    torch::Tensor joint = torch::empty({labels.size(), d + c}, torch::TensorOptions().device(model_->device()));
+    model_->embed_all_into(labels, UnidecSpace::De, joint.narrow(1, 0, d), progress, "encoding labels");
     de.label_matrix = joint.narrow(1, 0, d);
     model_->write_classifiers(joint.narrow(1, d, c));
     InferenceMode concat{.name = "concat", .metric_prefix = "concat", .query_encoder = "concat", .label_matrix = joint};

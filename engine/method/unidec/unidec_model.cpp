@@ -1,5 +1,8 @@
 #include "engine/method/unidec/unidec_model.h"
 
+#include <string>
+
+#include "engine/core/error.h"
 #include "engine/model/table_rows.h"
 #include "engine/model/unit_rows.h"
 
@@ -54,38 +57,52 @@ torch::Tensor UnidecModelImpl::embed_rows(const TokenizedCorpus& corpus, std::sp
 }
 
 torch::Tensor UnidecModelImpl::embed_all(const TokenizedCorpus& corpus, UnidecSpace space, Progress& progress, std::string_view task,
-                                         std::int64_t chunk) {
-  return embed_all(corpus, std::vector<UnidecSpace>{space}, progress, task, chunk).front();
+                                         std::int64_t chunk, std::optional<torch::ScalarType> dtype) {
+  return embed_all(corpus, std::vector<UnidecSpace>{space}, progress, task, chunk, dtype).front();
 }
 
-std::vector<torch::Tensor> UnidecModelImpl::embed_all(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces, Progress& progress,
-                                                      std::string_view task, std::int64_t chunk) {
+void UnidecModelImpl::embed_chunks(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces, Progress& progress, std::string_view task,
+                                   std::int64_t chunk, const std::function<void(std::size_t, std::int64_t, const torch::Tensor&)>& sink) {
   progress.start(task, corpus.size());
   torch::NoGradGuard no_grad;
   const bool was_training = is_training();
   eval();
-  std::vector<std::vector<torch::Tensor>> parts(spaces.size());
   std::vector<std::int64_t> rows;
   for (std::int64_t start = 0; start < corpus.size(); start += chunk) {
     rows.clear();
     for (std::int64_t r = start; r < std::min(corpus.size(), start + chunk); ++r) rows.push_back(r);
     const torch::Tensor encoded = encode(corpus, rows);  // one encoder pass under every space's heads
-    for (std::size_t s = 0; s < spaces.size(); ++s) parts[s].push_back(query_vectors(encoded, spaces[s]));
+    for (std::size_t s = 0; s < spaces.size(); ++s) sink(s, start, query_vectors(encoded, spaces[s]));
     progress.update(start + static_cast<std::int64_t>(rows.size()));
   }
   progress.finish();
   train(was_training);
-  std::vector<torch::Tensor> out;
+}
+
+std::vector<torch::Tensor> UnidecModelImpl::embed_all(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces, Progress& progress,
+                                                      std::string_view task, std::int64_t chunk, std::optional<torch::ScalarType> dtype) {
+  std::vector<torch::Tensor> out(spaces.size());
+  embed_chunks(corpus, spaces, progress, task, chunk, [&](std::size_t s, std::int64_t start, const torch::Tensor& part) {
+    if (!out[s].defined()) out[s] = torch::empty({corpus.size(), part.size(1)}, part.options().dtype(dtype.value_or(part.scalar_type())));
+    out[s].narrow(0, start, part.size(0)).copy_(part);
+  });
   for (std::size_t s = 0; s < spaces.size(); ++s) {
-    if (!parts[s].empty()) {
-      out.push_back(torch::cat(parts[s]));
-      continue;
-    }
+    if (out[s].defined()) continue;
     const std::int64_t clf_cols = clf_dim() + (has_label_bias() ? 1 : 0);
     const std::int64_t cols = spaces[s] == UnidecSpace::De ? dim() : spaces[s] == UnidecSpace::Clf ? clf_cols : dim() + clf_cols;
-    out.push_back(torch::zeros({0, cols}, torch::TensorOptions().device(device())));
+    out[s] = torch::zeros({0, cols}, torch::TensorOptions().device(device()).dtype(dtype.value_or(torch::kFloat)));
   }
   return out;
+}
+
+void UnidecModelImpl::embed_all_into(const TokenizedCorpus& corpus, UnidecSpace space, torch::Tensor out, Progress& progress, std::string_view task,
+                                     std::int64_t chunk) {
+  if (out.dim() != 2 || out.size(0) != corpus.size())
+    throw Error("embed_all_into: the output has " + std::to_string(out.dim() == 2 ? out.size(0) : -1) + " rows for " +
+                std::to_string(corpus.size()) + " texts");
+  embed_chunks(corpus, {space}, progress, task, chunk, [&](std::size_t, std::int64_t start, const torch::Tensor& part) {
+    out.narrow(0, start, part.size(0)).copy_(part);
+  });
 }
 
 void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {

@@ -15,6 +15,8 @@
 // one inner product that any index can search.
 #include <torch/torch.h>
 
+#include <functional>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -55,11 +57,17 @@ class UnidecModelImpl : public torch::nn::Module {
   torch::Tensor query_vectors(const torch::Tensor& encoded, UnidecSpace space);
 
   /// Every row of `corpus` in `space` as a query, without graph, in eval mode, in chunks.
+  /// Each chunk is written into the one result matrix (as `dtype`, default the model's) as it comes.
   torch::Tensor embed_all(const TokenizedCorpus& corpus, UnidecSpace space, Progress& progress = silent_progress(),
-                          std::string_view task = {}, std::int64_t chunk = 1024);
+                          std::string_view task = {}, std::int64_t chunk = 1024, std::optional<torch::ScalarType> dtype = std::nullopt);
   /// The same in several spaces from one encoder pass (one matrix per space, in order).
   std::vector<torch::Tensor> embed_all(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces,
-                                       Progress& progress = silent_progress(), std::string_view task = {}, std::int64_t chunk = 1024);
+                                       Progress& progress = silent_progress(), std::string_view task = {}, std::int64_t chunk = 1024,
+                                       std::optional<torch::ScalarType> dtype = std::nullopt);
+  /// Every row of `corpus` in `space`, written into `out` ([corpus.size() x the space's width], e.g. the columns of
+  /// a wider matrix) chunk by chunk: no matrix of its own is held beside it.
+  void embed_all_into(const TokenizedCorpus& corpus, UnidecSpace space, torch::Tensor out, Progress& progress = silent_progress(),
+                      std::string_view task = {}, std::int64_t chunk = 1024);
   /// A few rows, without graph, in eval mode.
   torch::Tensor embed_rows(const TokenizedCorpus& corpus, std::span<const std::int64_t> rows, UnidecSpace space);
 
@@ -89,6 +97,10 @@ class UnidecModelImpl : public torch::nn::Module {
 
  private:
   torch::Tensor with_bias_column(const torch::Tensor& queries) const;
+  /// One encoder pass per chunk of `corpus` (eval mode, no graph), handing each space's vectors to `sink(space
+  /// index, first row, vectors)`.
+  void embed_chunks(const TokenizedCorpus& corpus, const std::vector<UnidecSpace>& spaces, Progress& progress, std::string_view task,
+                    std::int64_t chunk, const std::function<void(std::size_t, std::int64_t, const torch::Tensor&)>& sink);
 
   XmcModel dual_encoder_;
   ClassifierHead clf_head_{nullptr};
