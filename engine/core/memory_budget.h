@@ -9,6 +9,7 @@
 //   - a shortlist refresh's slice of queries (their ids and scores)               1/16
 //   - the hard-negative window's shuffle of a slice (five float64/int64 arrays)   1/8
 //   - xrlinear's dense scores of held-out queries against every label             1/16
+//   - an evaluation's slice of test queries (their embeddings, every encoder's)  1/8
 //   - balanced clustering's float copies of the nodes it splits at once          1/2 (alone: nothing else runs)
 // The shares of the temporaries alive at once sum to less than the whole. At the budget of a 24 GB machine
 // (512 MB) the score blocks have the sizes they had as constants; a shortlist slice holds 27,962 queries of 100
@@ -29,6 +30,7 @@ inline constexpr int kShortlistSlice = 16;
 inline constexpr int kWindowShuffle = 8;
 inline constexpr int kFusionScores = 16;
 inline constexpr int kClusteringNodes = 2;
+inline constexpr int kEvaluationQueries = 8;
 }  // namespace memory_share
 
 /// The smallest budget a run may set: below it the temporaries' chunks shrink to a few rows and runs crawl.

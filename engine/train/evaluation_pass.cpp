@@ -71,26 +71,35 @@ RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels,
 
 namespace {
 
-/// Streams rows [0, n) through `rank_chunk` (start, rows -> filtered predictions) into the metrics.
-EvalResult evaluate_chunks(std::int64_t n, std::int64_t num_labels, const EvaluationSetup& setup, Progress& progress, std::string_view task,
-                           const std::function<RankedPredictions(std::int64_t, std::int64_t)>& rank_chunk) {
+StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels) {
   EvalOptions options;
   options.ks = setup.ks;
   if (!setup.bins.empty()) options.decile_ks = {5};
-  StreamingEvaluator evaluator(options, num_labels, setup.inv_propensities, setup.bins);
+  return StreamingEvaluator(options, num_labels, setup.inv_propensities, setup.bins);
+}
+
+/// Adds test rows [start, start + predictions' rows) with their filtered predictions to `evaluator`.
+void add_predictions(StreamingEvaluator& evaluator, const EvaluationSetup& setup, const RankedPredictions& predictions, std::int64_t start) {
+  const std::int64_t rows = predictions.labels.size(0);
+  const std::int64_t top = predictions.labels.size(1);
+  const auto* ids = predictions.labels.data_ptr<std::int64_t>();
+  std::vector<std::int32_t> ranked;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    ranked.clear();
+    for (std::int64_t j = 0; j < top && ids[r * top + j] >= 0; ++j) ranked.push_back(static_cast<std::int32_t>(ids[r * top + j]));
+    evaluator.add_row(setup.truth->row_indices(start + r), ranked);
+  }
+}
+
+/// Streams rows [0, n) through `rank_chunk` (start, rows -> filtered predictions) into the metrics.
+EvalResult evaluate_chunks(std::int64_t n, std::int64_t num_labels, const EvaluationSetup& setup, Progress& progress, std::string_view task,
+                           const std::function<RankedPredictions(std::int64_t, std::int64_t)>& rank_chunk) {
+  StreamingEvaluator evaluator = make_evaluator(setup, num_labels);
   const std::int64_t chunk = exact_search_query_chunk({});  // the exact index's query chunk: finer progress at no cost
   progress.start(task, n);
-  std::vector<std::int32_t> ranked;
   for (std::int64_t start = 0; start < n; start += chunk) {
     const std::int64_t rows = std::min(chunk, n - start);
-    const RankedPredictions predictions = rank_chunk(start, rows);
-    const std::int64_t top = predictions.labels.size(1);
-    const auto* ids = predictions.labels.data_ptr<std::int64_t>();
-    for (std::int64_t r = 0; r < rows; ++r) {
-      ranked.clear();
-      for (std::int64_t j = 0; j < top && ids[r * top + j] >= 0; ++j) ranked.push_back(static_cast<std::int32_t>(ids[r * top + j]));
-      evaluator.add_row(setup.truth->row_indices(start + r), ranked);
-    }
+    add_predictions(evaluator, setup, rank_chunk(start, rows), start);
     progress.update(start + rows);
   }
   progress.finish();
@@ -107,24 +116,60 @@ EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpu
   });
 }
 
+struct RankingEvaluation::Impl {
+  Impl(const torch::Tensor& label_matrix, const EvaluationSetup& evaluation_setup)
+      : setup(evaluation_setup), num_labels(label_matrix.size(0)), evaluator(make_evaluator(evaluation_setup, label_matrix.size(0))) {
+    if (setup.index == "exact") {
+      // The labels are searched where they lie: an index would hold a copy of its own (at 1.3M labels, UniDEC's
+      // concat matrix is 2.7 GB), on a GPU two. The same search as the exact index's, so the same results.
+      keys = label_matrix.detach();
+      if (keys.scalar_type() != torch::kFloat) keys = keys.to(torch::kFloat);
+      if (!has_unit_column_stride(keys)) keys = keys.contiguous();  // a column block of a larger matrix is read in place
+    } else {
+      index = label_index(setup.index, label_matrix);
+    }
+  }
+
+  RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {
+    if (index) return rank_labels(queries, *index, setup.top, setup.filter, start);
+    const std::int64_t k = std::min(num_labels, top_before_filtering(setup.top, queries.size(0), setup.filter, start));
+    const TopK top = exact_top_k(queries.detach().to(keys.device(), torch::kFloat), keys, k);
+    return remove_filtered({top.indices.to(torch::kCPU), top.scores.to(torch::kCPU)}, setup.top, setup.filter, start);
+  }
+
+  const EvaluationSetup& setup;
+  std::int64_t num_labels;
+  torch::Tensor keys;
+  std::unique_ptr<Index> index;
+  StreamingEvaluator evaluator;
+};
+
+RankingEvaluation::RankingEvaluation(const torch::Tensor& label_matrix, const EvaluationSetup& setup)
+    : impl_(std::make_unique<Impl>(label_matrix, setup)) {}
+RankingEvaluation::~RankingEvaluation() = default;
+
+void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
+  const std::int64_t chunk = exact_search_query_chunk({});
+  for (std::int64_t start = 0; start < queries.size(0); start += chunk) {
+    const std::int64_t rows = std::min(chunk, queries.size(0) - start);
+    add_predictions(impl_->evaluator, impl_->setup, impl_->rank(queries.narrow(0, start, rows), first + start), first + start);
+  }
+}
+
+EvalResult RankingEvaluation::result() const { return impl_->evaluator.result(); }
+
 EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,
                             Progress& progress, std::string_view task) {
-  if (setup.index == "exact") {
-    // The labels are searched where they lie: an index would hold a copy of its own (at 1.3M labels, UniDEC's
-    // concat matrix is 2.7 GB), on a GPU two. The same search as the exact index's, so the same results.
-    torch::Tensor keys = label_matrix.detach();
-    if (keys.scalar_type() != torch::kFloat) keys = keys.to(torch::kFloat);
-    if (!has_unit_column_stride(keys)) keys = keys.contiguous();  // a column block of a larger matrix is read in place
-    return evaluate_chunks(queries.size(0), keys.size(0), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
-      const std::int64_t k = std::min(keys.size(0), top_before_filtering(setup.top, rows, setup.filter, start));
-      const TopK top = exact_top_k(queries.narrow(0, start, rows).detach().to(keys.device(), torch::kFloat), keys, k);
-      return remove_filtered({top.indices.to(torch::kCPU), top.scores.to(torch::kCPU)}, setup.top, setup.filter, start);
-    });
+  RankingEvaluation evaluation(label_matrix, setup);
+  const std::int64_t chunk = exact_search_query_chunk({});
+  progress.start(task, queries.size(0));
+  for (std::int64_t start = 0; start < queries.size(0); start += chunk) {
+    const std::int64_t rows = std::min(chunk, queries.size(0) - start);
+    evaluation.add(queries.narrow(0, start, rows), start);
+    progress.update(start + rows);
   }
-  const std::unique_ptr<Index> index = label_index(setup.index, label_matrix);
-  return evaluate_chunks(queries.size(0), label_matrix.size(0), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
-    return rank_labels(queries.narrow(0, start, rows), *index, setup.top, setup.filter, start);
-  });
+  progress.finish();
+  return evaluation.result();
 }
 
 }  // namespace xmc

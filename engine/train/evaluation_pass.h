@@ -51,6 +51,25 @@ RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t 
 EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpus& queries, const EvaluationSetup& setup,
                                  Progress& progress = silent_progress(), std::string_view task = "ranking test queries");
 
+/// A ranking evaluation fed the test queries a slice at a time, so that their embeddings need never be held at
+/// once: what evaluate_ranking() does, in pieces. The label matrix is searched in place (exact) or through an
+/// index of setup.index built once.
+class RankingEvaluation {
+ public:
+  RankingEvaluation(const torch::Tensor& label_matrix, const EvaluationSetup& setup);
+  ~RankingEvaluation();
+  RankingEvaluation(const RankingEvaluation&) = delete;
+  RankingEvaluation& operator=(const RankingEvaluation&) = delete;
+
+  /// Ranks test rows [first, first + queries.size(0)) (`queries` are their embeddings) and adds them to the metrics.
+  void add(const torch::Tensor& queries, std::int64_t first);
+  EvalResult result() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Ranks every test query and evaluates: P/nDCG/PSP/PSnDCG/R at setup.ks and decile-wise P@5. Reports
 /// the query rows ranked to `progress` as task `task`.
 EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
+#include "engine/text/corpus_rows.h"
 #include "engine/train/retrieval_augmented_ranking.h"
 
 namespace xmc {
@@ -25,27 +27,103 @@ class EvaluationProgress final : public Progress {
 
 }  // namespace
 
+namespace {
+
+/// Test queries encoded and ranked at a time: as many as the memory budget's part holds of every streamed
+/// encoder's embeddings (`floats_per_query`), in whole chunks of the encoders' 1024 rows, at least one.
+std::int64_t test_query_slice(std::int64_t floats_per_query) {
+  constexpr std::int64_t kEncoderChunk = 1024;
+  const std::int64_t rows = memory_budget_part(memory_share::kEvaluationQueries) / (static_cast<std::int64_t>(sizeof(float)) * std::max<std::int64_t>(1, floats_per_query));
+  return std::max<std::int64_t>(1, rows / kEncoderChunk) * kEncoderChunk;
+}
+
+}  // namespace
+
 ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
                               Progress& progress, const RagSource* rag) {
   EvaluationProgress reporter(progress);
   ModeEvaluation out;
-  auto& queries = out.queries;  // query encoder -> [n x d]
   out.modes = ranking.inference_modes(labels, reporter);
-  std::vector<std::string> encoders;  // each distinct query encoder once, in the modes' order
+  out.results.resize(out.modes.size());
+  const auto rag_base = [&]() -> const InferenceMode* {
+    if (rag == nullptr) return nullptr;
+    auto base = std::find_if(out.modes.begin(), out.modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
+    if (base == out.modes.end()) base = out.modes.begin();
+    return base != out.modes.end() && !base->subset && !base->ranker ? &*base : nullptr;
+  }();
+
+  // Modes that rank a label matrix for every test row take the test queries a slice at a time: each slice is
+  // encoded once for all their query encoders and ranked by each of them, so the test queries' embeddings are
+  // never held whole (at 970k queries, UniDEC's three would be 4 GB). Encoders whose whole matrix is needed (a
+  // mode ranking a subset of rows, the retrieval-augmented mode) are encoded whole first.
+  std::vector<std::string> whole, streamed;  // distinct query encoders, in the modes' order
+  std::int64_t streamed_floats = 0;
+  auto add_encoder = [](std::vector<std::string>& list, const std::string& name) {
+    if (std::find(list.begin(), list.end(), name) != list.end()) return false;
+    list.push_back(name);
+    return true;
+  };
   for (const InferenceMode& mode : out.modes)
-    if (!mode.ranker && std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) encoders.push_back(mode.query_encoder);
-  if (!encoders.empty()) queries = ranking.encode_queries_for(encoders, test_queries, reporter, "encoding test queries");
-  for (const InferenceMode& mode : out.modes) {
+    if (!mode.ranker && mode.subset) add_encoder(whole, mode.query_encoder);
+  if (rag_base != nullptr) add_encoder(whole, rag_base->query_encoder);
+  for (const InferenceMode& mode : out.modes)
+    if (!mode.ranker && !mode.subset && std::find(whole.begin(), whole.end(), mode.query_encoder) == whole.end() &&
+        add_encoder(streamed, mode.query_encoder))
+      streamed_floats += mode.label_matrix.size(1);
+  if (!whole.empty()) out.queries = ranking.encode_queries_for(whole, test_queries, reporter, "encoding test queries");
+
+  std::vector<std::size_t> streamed_modes;
+  std::vector<std::unique_ptr<RankingEvaluation>> streamed_evaluations;
+  std::string streamed_names;
+  for (std::size_t m = 0; m < out.modes.size(); ++m) {
+    const InferenceMode& mode = out.modes[m];
+    if (mode.ranker || mode.subset || std::find(streamed.begin(), streamed.end(), mode.query_encoder) == streamed.end()) continue;
+    streamed_modes.push_back(m);
+    streamed_evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
+    streamed_names += (streamed_names.empty() ? "" : ", ") + mode.name;
+  }
+  if (!streamed_modes.empty()) {
+    const std::int64_t n = test_queries.size();
+    const std::int64_t slice = test_query_slice(streamed_floats);
+    reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + streamed_names + ")", n);
+    for (std::int64_t first = 0; first < n; first += slice) {
+      const std::int64_t rows = std::min(slice, n - first);
+      const std::map<std::string, torch::Tensor> part =
+          ranking.encode_queries_for(streamed, corpus_rows(test_queries, first, first + rows), silent_progress(), {});
+      for (std::size_t i = 0; i < streamed_modes.size(); ++i) {
+        const auto it = part.find(out.modes[streamed_modes[i]].query_encoder);
+        if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[streamed_modes[i]].query_encoder + "\"");
+        streamed_evaluations[i]->add(it->second, first);
+      }
+      // The first rows stay, for the score spread of the training space (score_spread reads up to 1024).
+      if (first == 0)
+        for (const auto& [name, embedded] : part) out.queries.emplace(name, embedded.narrow(0, 0, std::min<std::int64_t>(rows, 1024)).clone());
+      reporter.update(first + rows);
+    }
+    reporter.finish();
+    for (std::size_t i = 0; i < streamed_modes.size(); ++i) out.results[streamed_modes[i]] = streamed_evaluations[i]->result();
+  }
+  std::vector<std::string> unseen;  // no test queries at all: the encoders' empty matrices stand in
+  for (const std::string& name : streamed)
+    if (out.queries.count(name) == 0) unseen.push_back(name);
+  if (!unseen.empty())
+    for (auto& [name, embedded] : ranking.encode_queries_for(unseen, corpus_rows(test_queries, 0, 0), silent_progress(), {}))
+      out.queries.emplace(name, std::move(embedded));
+
+  for (std::size_t m = 0; m < out.modes.size(); ++m) {
+    const InferenceMode& mode = out.modes[m];
     const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
     if (mode.ranker) {
       if (mode.subset) throw Error("evaluation: mode \"" + mode.name + "\" ranks by itself and cannot rank a subset");
-      out.results.push_back(evaluate_query_ranker(*mode.ranker, test_queries, setup, reporter, task));
+      out.results[m] = evaluate_query_ranker(*mode.ranker, test_queries, setup, reporter, task);
       continue;
     }
-    const auto it = queries.find(mode.query_encoder);
-    if (it == queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + mode.query_encoder + "\"");
+    const auto it = out.queries.find(mode.query_encoder);
+    if (it == out.queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + mode.query_encoder + "\"");
     if (!mode.subset) {
-      out.results.push_back(evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task));
+      // Streamed above, unless its encoder is one encoded whole.
+      if (std::find(streamed.begin(), streamed.end(), mode.query_encoder) == streamed.end())
+        out.results[m] = evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task);
       continue;
     }
     // A subset of rows against a subset of labels: its own truth and filter; propensities and decile bins
@@ -61,23 +139,19 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
       own.bins.push_back(setup.bins.at(static_cast<std::size_t>(label)));
     }
     const torch::Tensor rows = torch::tensor(subset.query_rows, torch::kInt64).to(it->second.device());
-    out.results.push_back(evaluate_ranking(it->second.index_select(0, rows), mode.label_matrix, own, reporter, task));
+    out.results[m] = evaluate_ranking(it->second.index_select(0, rows), mode.label_matrix, own, reporter, task);
   }
-  if (rag != nullptr) {
-    auto base = std::find_if(out.modes.begin(), out.modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
-    if (base == out.modes.end()) base = out.modes.begin();
-    if (base != out.modes.end() && !base->subset && !base->ranker) {
-      InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = base->query_encoder, .label_matrix = base->label_matrix};
-      RetrievalAugmentation augmentation{.train_queries = ranking.encode_queries(base->query_encoder, *rag->train_queries, reporter,
-                                                                                "encoding training queries (rag)"),
-                                         .train_labels = rag->train_labels,
-                                         .top = rag->top,
-                                         .lambda = rag->lambda,
-                                         .temperature = rag->temperature};
-      out.results.push_back(evaluate_retrieval_ranking(queries.at(mode.query_encoder), mode.label_matrix, augmentation, setup, reporter,
-                                                       "ranking test queries (rag)"));
-      out.modes.push_back(std::move(mode));
-    }
+  if (rag_base != nullptr) {
+    InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = rag_base->query_encoder, .label_matrix = rag_base->label_matrix};
+    RetrievalAugmentation augmentation{.train_queries = ranking.encode_queries(rag_base->query_encoder, *rag->train_queries, reporter,
+                                                                              "encoding training queries (rag)"),
+                                       .train_labels = rag->train_labels,
+                                       .top = rag->top,
+                                       .lambda = rag->lambda,
+                                       .temperature = rag->temperature};
+    out.results.push_back(evaluate_retrieval_ranking(out.queries.at(mode.query_encoder), mode.label_matrix, augmentation, setup, reporter,
+                                                     "ranking test queries (rag)"));
+    out.modes.push_back(std::move(mode));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Engine-internal (includes torch). Evaluation of every inference mode a method has now: test queries
-// are encoded once per query encoder, each mode's label matrix is ranked exactly (filter pairs removed)
-// and scored with the metrics of engine/eval. The trainer evaluates through it.
+// are encoded once per query encoder (a memory-budgeted slice at a time), each mode's label matrix is ranked
+// (filter pairs removed) and scored with the metrics of engine/eval. The trainer evaluates through it.
 #include <map>
 #include <string>
 #include <vector>
@@ -14,7 +14,9 @@ namespace xmc {
 struct ModeEvaluation {
   std::vector<InferenceMode> modes;  ///< the method's modes, primary first
   std::vector<EvalResult> results;   ///< one per mode
-  std::map<std::string, torch::Tensor> queries;  ///< test query embeddings per query encoder
+  /// Test query embeddings per query encoder: every row for an encoder whose whole matrix a mode needs (a subset
+  /// mode, rag), else the first (up to 1024) rows: the others were encoded and ranked a slice at a time.
+  std::map<std::string, torch::Tensor> queries;
 };
 
 /// How far apart the scores of queries over all labels are in `mode`: the mean over (up to 1024) test

@@ -6,11 +6,14 @@
 #include <set>
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
+#include "engine/data/csr_matrix.h"
 #include "engine/data/dataset.h"
 #include "engine/data/mulan_importer.h"
 #include "engine/method/method_registry.h"
 #include "engine/train/mode_evaluation.h"
 #include "engine/store/run_store.h"
+#include "engine/text/corpus_rows.h"
 #include "engine/train/training_run.h"
 #include "engine/model/encoder_options.h"
 #include "engine/loss/loss_options.h"
@@ -163,6 +166,64 @@ TEST(CollapseSignal, SpreadIsTheMeanStdOfEachQuerysLabelScores) {
     EXPECT_NEAR(chunked.spread, want_spread, 1e-6) << "chunks of " << chunk;
     EXPECT_NEAR(chunked.mean, want_mean, 1e-6) << "chunks of " << chunk;
   }
+}
+
+/// Two query encoders over one-token texts (token t = the text's row): x embeds row t as label t % 50 of A, y as
+/// label (t + 7) % 50 of B. Records the rows of every corpus it encodes.
+class TwoEncoderRanking final : public LabelRanking {
+ public:
+  static constexpr std::int64_t kLabels = 50, kWidth = 1000;
+  TwoEncoderRanking() {
+    torch::manual_seed(12);
+    a_ = torch::nn::functional::normalize(torch::randn({kLabels, kWidth}), torch::nn::functional::NormalizeFuncOptions().dim(1));
+    b_ = torch::nn::functional::normalize(torch::randn({kLabels, kWidth}), torch::nn::functional::NormalizeFuncOptions().dim(1));
+  }
+  torch::Tensor encode_queries(const std::string& encoder, const TokenizedCorpus& corpus, Progress&, std::string_view) override {
+    encoded_rows.push_back(corpus.size());
+    std::vector<std::int64_t> rows;
+    for (std::int64_t i = 0; i < corpus.size(); ++i) rows.push_back((corpus.tokens(i)[0] + (encoder == "y" ? 7 : 0)) % kLabels);
+    return (encoder == "y" ? b_ : a_).index_select(0, torch::tensor(rows, torch::kInt64));
+  }
+  torch::Tensor encode_query_rows(const std::string&, const TokenizedCorpus&, std::span<const std::int64_t>) override { return {}; }
+  std::vector<InferenceMode> inference_modes(const TokenizedCorpus&, Progress&) override {
+    return {InferenceMode{.name = "a", .metric_prefix = "a", .query_encoder = "x", .label_matrix = a_, .training_space = true},
+            InferenceMode{.name = "b", .metric_prefix = "b", .query_encoder = "y", .label_matrix = b_}};
+  }
+  std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus&) override { return {}; }
+  std::vector<std::int64_t> encoded_rows;
+
+ private:
+  torch::Tensor a_, b_;
+};
+
+TEST(ModeEvaluation, TestQueriesAreEncodedAndRankedASliceAtATime) {
+  // 2,600 test queries of 2 x 1000 floats: at the smallest budget a slice holds 1,024 of them (32 MB / 8 / 8 kB,
+  // rounded to the encoders' 1,024-row chunks, at least one), so three slices. Row t's truth is label t % 50, but
+  // (t + 7) % 50 for every fourth row: mode a ranks t % 50 first (P@1 = 3/4), mode b (t + 7) % 50 (P@1 = 1/4).
+  const std::int64_t n = 2600;
+  TokenizedCorpus queries;
+  std::vector<std::vector<std::int32_t>> truth;
+  for (std::int64_t t = 0; t < n; ++t) {
+    queries.append(std::vector<std::int32_t>{static_cast<std::int32_t>(t)});
+    truth.push_back({static_cast<std::int32_t>((t + (t % 4 == 0 ? 7 : 0)) % TwoEncoderRanking::kLabels)});
+  }
+  const CsrMatrix truth_matrix = csr_from_rows(truth, TwoEncoderRanking::kLabels);
+  EvaluationSetup setup;
+  setup.truth = &truth_matrix;
+  setup.ks = {1};
+  setup.top = 5;
+  set_memory_budget_mb(kMinMemoryBudgetMb);
+  TwoEncoderRanking ranking;
+  const ModeEvaluation evaluation = evaluate_modes(ranking, queries, TokenizedCorpus{}, setup);
+  set_memory_budget_mb(0);
+  ASSERT_EQ(evaluation.results.size(), 2u);
+  EXPECT_EQ(evaluation.results[0].rows, n);
+  EXPECT_DOUBLE_EQ(evaluation.results[0].get("P@1"), 0.75);
+  EXPECT_DOUBLE_EQ(evaluation.results[1].get("P@1"), 0.25);
+  // Each encoder saw the three slices, never the whole set; the first 1,024 rows stay for the score spread.
+  EXPECT_EQ(ranking.encoded_rows, (std::vector<std::int64_t>{1024, 1024, 1024, 1024, 552, 552}));
+  EXPECT_EQ(evaluation.queries.at("x").size(0), 1024);
+  EXPECT_TRUE(torch::equal(evaluation.queries.at("y")[3], ranking.encode_queries("y", corpus_rows(queries, 3, 4), silent_progress(), {})[0]));
 }
 
 TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {
