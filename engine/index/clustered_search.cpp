@@ -41,7 +41,7 @@ struct KeyClusters::Groups {
 
 namespace {
 
-void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed) {
+void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed, bool in_place) {
   const std::int64_t m = keys.size(0);
   const SphericalKMeans kmeans = spherical_kmeans(keys, clusters, {.seed = seed});
   clusters = kmeans.centroids.size(0);
@@ -61,12 +61,46 @@ void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int6
     out.position_of[static_cast<std::size_t>(j)] = position;
     out.cluster_at[static_cast<std::size_t>(position)] = static_cast<std::int32_t>(assigned[j]);
   }
-  out.keys = keys.index_select(0, torch::from_blob(out.key_at.data(), {m}, torch::kInt64)).contiguous();
+  if (!in_place) {
+    out.keys = keys.index_select(0, torch::from_blob(out.key_at.data(), {m}, torch::kInt64)).contiguous();
+    return;
+  }
+  // Rows moved along the permutation's cycles: position p receives key key_at[p], one row held aside a cycle.
+  out.keys = keys;
+  const std::int64_t d = keys.size(1);
+  float* rows = out.keys.data_ptr<float>();
+  std::vector<float> held(static_cast<std::size_t>(d));
+  std::vector<bool> placed(static_cast<std::size_t>(m), false);
+  const auto row_bytes = static_cast<std::size_t>(d) * sizeof(float);
+  for (std::int64_t start = 0; start < m; ++start) {
+    if (placed[static_cast<std::size_t>(start)]) continue;
+    std::memcpy(held.data(), rows + start * d, row_bytes);
+    std::int64_t position = start;
+    while (true) {
+      placed[static_cast<std::size_t>(position)] = true;
+      const std::int64_t source = out.key_at[static_cast<std::size_t>(position)];
+      if (source == start) {
+        std::memcpy(rows + position * d, held.data(), row_bytes);
+        break;
+      }
+      std::memcpy(rows + position * d, rows + source * d, row_bytes);
+      position = source;
+    }
+  }
 }
 
 }  // namespace
 
-KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed) {
+KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed) { build(keys, cluster_size, seed, false); }
+
+KeyClusters::KeyClusters(torch::Tensor&& keys, std::int64_t cluster_size, std::uint64_t seed) {
+  torch::Tensor own = std::move(keys);
+  const bool sole = own.defined() && own.use_count() == 1 && own.storage().use_count() == 1 && own.is_cpu() &&
+                    own.scalar_type() == torch::kFloat && own.is_contiguous() && !own.requires_grad();
+  build(own, cluster_size, seed, sole);
+}
+
+void KeyClusters::build(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed, bool in_place) {
   check(keys.dim() == 2, "keys must be 2-D");
   check(keys.is_cpu() && keys.is_floating_point(), "keys must be floating point, on the CPU");
   check(cluster_size >= 0, "cluster_size must be >= 0, got " + std::to_string(cluster_size));
@@ -84,8 +118,31 @@ KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, s
   }
   if (cluster_size == 0) cluster_size = std::max<std::int64_t>(64, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(m)))));
   const auto began = std::chrono::steady_clock::now();
-  cluster_keys(*groups, keys.to(torch::kFloat).contiguous(), (m + cluster_size - 1) / cluster_size, seed);
+  cluster_keys(*groups, keys.to(torch::kFloat).contiguous(), (m + cluster_size - 1) / cluster_size, seed, in_place);
   groups->clustering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+TopK KeyClusters::exact(const torch::Tensor& queries, std::int64_t k, const ExcludeLists& exclude) const {
+  const Groups& grouped = *groups_;
+  ExactSearchOptions options;
+  if (!exclude.empty()) {
+    // Key ids to positions in the grouped keys.
+    const torch::Tensor ids = exclude.indices.to(torch::kCPU, torch::kInt64).contiguous();
+    torch::Tensor positions = torch::empty_like(ids);
+    const auto* id = ids.data_ptr<std::int64_t>();
+    auto* position = positions.data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < ids.numel(); ++i) {
+      check(id[i] >= 0 && id[i] < grouped.keys.size(0), "an exclusion list names key " + std::to_string(id[i]));
+      position[i] = grouped.position_of[static_cast<std::size_t>(id[i])];
+    }
+    options.exclude = {.indptr = exclude.indptr, .indices = positions};
+  }
+  TopK found = exact_top_k(queries, grouped.keys, std::min(k, grouped.keys.size(0)), options);
+  found.indices = found.indices.to(torch::kCPU, torch::kInt64).contiguous();
+  auto* index = found.indices.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < found.indices.numel(); ++i)
+    if (index[i] >= 0) index[i] = grouped.key_at[static_cast<std::size_t>(index[i])];
+  return found;
 }
 
 std::int64_t KeyClusters::clusters() const { return groups_->clusters(); }

@@ -40,7 +40,9 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
 }
 
 torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context) const {
-  const torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
+  // Handed to the search (std::move below): an IVF search regroups them in place instead of copying them.
+  torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
+  const std::int64_t num_labels = labels.size(0);
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
   const ShortlistSearch search{.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe};
   ShortlistReport report;
@@ -52,18 +54,18 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
                      }};
   };
   if (!context.distributed.enabled()) {
-    torch::Tensor shortlist = hard_negative_shortlist(query_rows(0, context.dataset.num_train()), labels, context.dataset.train_labels,
+    torch::Tensor shortlist = hard_negative_shortlist(query_rows(0, context.dataset.num_train()), std::move(labels), context.dataset.train_labels,
                                                       negatives.shortlist, context.progress, search, &report);
-    if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist));
+    if (report.approximate) context.phase(report.describe(num_labels, negatives.shortlist));
     return shortlist;
   }
   // Split over the ranks: each one searches for its slice of the training queries, then the slices are gathered.
   Communicator& communicator = *context.distributed.communicator;
   const std::int64_t rows = context.dataset.num_train();
   const auto [begin, end] = shard_range(rows, communicator.rank(), communicator.world_size());
-  const torch::Tensor slice = hard_negative_shortlist(query_rows(begin, end), labels, csr_row_range(context.dataset.train_labels, begin, end),
+  const torch::Tensor slice = hard_negative_shortlist(query_rows(begin, end), std::move(labels), csr_row_range(context.dataset.train_labels, begin, end),
                                                       negatives.shortlist, context.progress, search, &report);
-  if (report.approximate) context.phase(report.describe(labels.size(0), negatives.shortlist) + " (this rank's slice)");
+  if (report.approximate) context.phase(report.describe(num_labels, negatives.shortlist) + " (this rank's slice)");
   return communicator.all_gather_shards(slice, rows, "gathering hard-negative shortlists");
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
@@ -127,10 +128,8 @@ torch::Tensor hnsw_shortlist(const QueryRows& queries, const torch::Tensor& labe
 }
 
 /// The clustered (IVF) search's best `size` labels of each query that are not its positives.
-torch::Tensor ivf_shortlist(const QueryRows& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
+torch::Tensor ivf_shortlist(const QueryRows& queries, const KeyClusters& clusters, const CsrMatrix& positives, std::int64_t size,
                             std::int64_t probe, Progress& progress, ShortlistReport& report, SampledQueries& sample) {
-  progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
-  const KeyClusters clusters(labels.detach().to(torch::kCPU, torch::kFloat32).contiguous());
   double scanned = 0;
   torch::Tensor ids = by_slices(queries, size, slice_rows(size), &progress, &sample, [&](std::int64_t begin, std::int64_t end, const torch::Tensor& embedded) {
     ClusteredSearchOptions options;
@@ -138,12 +137,11 @@ torch::Tensor ivf_shortlist(const QueryRows& queries, const torch::Tensor& label
     options.exclude = ExcludeLists::from_csr(csr_row_range(positives, begin, end));
     ClusteredSearchStats stats;
     torch::Tensor found =
-        clusters.search(embedded.detach().to(torch::kCPU, torch::kFloat32).contiguous(), std::min(size, labels.size(0)), options, &stats).indices;
+        clusters.search(embedded.detach().to(torch::kCPU, torch::kFloat32).contiguous(), std::min(size, clusters.size()), options, &stats).indices;
     scanned += stats.scanned_fraction * static_cast<double>(end - begin);
     report.probed = stats.probed;
     return found;
   });
-  progress.finish();
   report.clusters = clusters.clusters();
   report.scanned_fraction = queries.count > 0 ? scanned / static_cast<double>(queries.count) : 0.0;
   return ids;
@@ -151,14 +149,17 @@ torch::Tensor ivf_shortlist(const QueryRows& queries, const torch::Tensor& label
 
 /// Over the sampled queries (evenly spread), the mean share of the exact shortlist's labels that the approximate
 /// one holds (recall@S), and the mean share of the exact top-10 in the approximate top-10 (recall@10).
-void sampled_recall(const torch::Tensor& approximate, const SampledQueries& sample, const torch::Tensor& labels, const CsrMatrix& positives,
+/// `exact(queries, k, exclude)`: the exact top-k ids, positives excluded.
+using ExactSearch = std::function<torch::Tensor(const torch::Tensor&, std::int64_t, const ExcludeLists&)>;
+
+void sampled_recall(const torch::Tensor& approximate, const SampledQueries& sample, const ExactSearch& exact_search, const CsrMatrix& positives,
                     std::int64_t size, ShortlistReport& report) {
   const std::vector<std::int64_t>& rows = sample.rows();
   report.sampled = static_cast<std::int64_t>(rows.size());
   report.recall = report.recall_at_10 = 1.0;
   if (rows.empty()) return;
   const CsrMatrix own = csr_rows(positives, rows);
-  const torch::Tensor exact = exact_slice(sample.embeddings(), labels, own, 0, own.rows, size).to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor exact = exact_search(sample.embeddings(), size, ExcludeLists::from_csr(own)).to(torch::kCPU, torch::kInt64).contiguous();
   const std::int64_t exact_width = exact.size(1);
   const auto* want = exact.data_ptr<std::int64_t>();
   const auto* got = approximate.data_ptr<std::int32_t>();
@@ -207,8 +208,8 @@ QueryRows QueryRows::of(const torch::Tensor& embeddings) {
   return {.count = embeddings.size(0), .embed = [embeddings](std::int64_t begin, std::int64_t end) { return embeddings.narrow(0, begin, end - begin); }};
 }
 
-torch::Tensor hard_negative_shortlist(const QueryRows& queries, const torch::Tensor& labels, const CsrMatrix& positives,
-                                      std::int64_t size, Progress& progress, const ShortlistSearch& search, ShortlistReport* report) {
+torch::Tensor hard_negative_shortlist(const QueryRows& queries, torch::Tensor labels, const CsrMatrix& positives, std::int64_t size, Progress& progress,
+                                      const ShortlistSearch& search, ShortlistReport* report) {
   if (search.kind != "exact" && search.kind != "ivf" && search.kind != "hnsw" && search.kind != "auto")
     throw ConfigError("hard.search must be exact, ivf, hnsw or auto, got \"" + search.kind + "\"");
   if (search.probe < 1) throw ConfigError("hard.probe must be at least 1, got " + std::to_string(search.probe));
@@ -225,17 +226,35 @@ torch::Tensor hard_negative_shortlist(const QueryRows& queries, const torch::Ten
     return ids;
   }
   SampledQueries sample(queries.count, search.recall_sample);
-  torch::Tensor ids = own.how == "hnsw" ? hnsw_shortlist(queries, labels, positives, size, progress, sample)
-                                         : ivf_shortlist(queries, labels, positives, size, search.probe, progress, own, sample);
+  torch::Tensor ids;
+  if (own.how == "hnsw") {
+    ids = hnsw_shortlist(queries, labels, positives, size, progress, sample);
+    sampled_recall(ids, sample, [&](const torch::Tensor& q, std::int64_t k, const ExcludeLists& exclude) {
+      ExactSearchOptions options;
+      options.exclude = exclude;
+      return exact_top_k(q, labels, std::min(k, labels.size(0)), options).indices;
+    }, positives, size, own);
+  } else {
+    progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
+    // The clusters take the label matrix over: regrouped in place when the caller handed its only handle in.
+    torch::Tensor keys = std::move(labels);
+    if (!keys.is_cpu() || keys.scalar_type() != torch::kFloat32 || !keys.is_contiguous() || keys.requires_grad())
+      keys = keys.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    const KeyClusters clusters(std::move(keys));
+    ids = ivf_shortlist(queries, clusters, positives, size, search.probe, progress, own, sample);
+    progress.finish();
+    sampled_recall(ids, sample, [&](const torch::Tensor& q, std::int64_t k, const ExcludeLists& exclude) {
+      return clusters.exact(q, k, exclude).indices;
+    }, positives, size, own);
+  }
   own.approximate = true;
-  sampled_recall(ids, sample, labels, positives, size, own);
   if (report != nullptr) *report = own;
   return ids;
 }
 
-torch::Tensor hard_negative_shortlist(const torch::Tensor& queries, const torch::Tensor& labels, const CsrMatrix& positives,
-                                      std::int64_t size, Progress& progress, const ShortlistSearch& search, ShortlistReport* report) {
-  return hard_negative_shortlist(QueryRows::of(queries), labels, positives, size, progress, search, report);
+torch::Tensor hard_negative_shortlist(const torch::Tensor& queries, torch::Tensor labels, const CsrMatrix& positives, std::int64_t size,
+                                      Progress& progress, const ShortlistSearch& search, ShortlistReport* report) {
+  return hard_negative_shortlist(QueryRows::of(queries), std::move(labels), positives, size, progress, search, report);
 }
 
 }  // namespace xmc

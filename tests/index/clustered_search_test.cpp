@@ -80,6 +80,36 @@ TEST(ClusteredSearch, SearchingEveryClusterIsExactWithAndWithoutExclusions) {
   for (std::int64_t i = 0; i < 200; ++i) EXPECT_EQ(row_of(rest.indices, i), want_rest[static_cast<std::size_t>(i)]) << "query " << i;
 }
 
+TEST(ClusteredSearch, KeysTakenOverAreRegroupedInPlaceAndSearchedExactlyToo) {
+  // The clusters given the only handle to the keys regroup them in place (their own storage, no copy) and must
+  // search as the clusters of a copy do; exact() is the brute-force top 10, exclusions by key id.
+  const Clustered data = clustered_data(50, 3000, 16, 4);
+  const torch::Tensor original = data.keys.clone();
+  torch::Tensor handed = data.keys.clone();
+  const KeyClusters copied(data.keys, 64, 2);
+  const KeyClusters taken(std::move(handed), 64, 2);
+  ClusteredSearchOptions options;
+  options.probe = 5;
+  EXPECT_TRUE(torch::equal(copied.search(data.queries, 10, options).indices, taken.search(data.queries, 10, options).indices));
+  EXPECT_TRUE(torch::equal(data.keys, original)) << "the copying clusters must leave the caller's keys as they were";
+  std::vector<std::set<std::int64_t>> excluded;
+  std::vector<std::int64_t> indptr{0}, indices;
+  for (std::int64_t i = 0; i < 50; ++i) {
+    excluded.push_back({i, 2 * i + 1});
+    indices.insert(indices.end(), {i, 2 * i + 1});
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  const TopK exact = taken.exact(data.queries, 10, {torch::tensor(indptr), torch::tensor(indices)});
+  const auto want = brute_force_ids(data.queries, original, 10, excluded);
+  for (std::int64_t i = 0; i < 50; ++i) EXPECT_EQ(row_of(exact.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+  // A matrix someone else still holds is copied, never reordered under them.
+  const torch::Tensor shared = original.clone();
+  torch::Tensor second_handle = shared;
+  const KeyClusters from_shared(std::move(second_handle), 64, 2);
+  EXPECT_TRUE(torch::equal(shared, original));
+  EXPECT_TRUE(torch::equal(from_shared.search(data.queries, 10, options).indices, copied.search(data.queries, 10, options).indices));
+}
+
 TEST(ClusteredSearch, SearchingSomeClustersScansTheirShareAndKeepsMostOfTheExactTop10) {
   const Clustered data = clustered_data(500, 8192, 16, 2);
   ClusteredSearchOptions options;

@@ -137,13 +137,14 @@ class UnidecMethod final : public Method {
       window_.release();  // N x S ids (1.8 GB at 2.25M queries) not held while the next ones are searched
       const NegativesOptions& negatives = config_.get<NegativesOptions>();
       ShortlistReport report;
-      const torch::Tensor labels = model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels");
+      // Handed to the search (std::move below): an IVF search regroups them in place instead of copying them.
+      torch::Tensor labels = model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels");
       // The training queries are embedded a slice at a time as the search reaches them (2.3 GB held otherwise at
       // 2.25M queries x 256).
       const QueryRows queries{.count = context.train_corpus.size(), .embed = [&](std::int64_t begin, std::int64_t end) {
                                 return model_->embed_all(corpus_rows(context.train_corpus, begin, end), UnidecSpace::De);
                               }};
-      const torch::Tensor shortlist = hard_negative_shortlist(queries, labels, context.dataset.train_labels, config_.get<PslOptions>().shortlist,
+      const torch::Tensor shortlist = hard_negative_shortlist(queries, std::move(labels), context.dataset.train_labels, config_.get<PslOptions>().shortlist,
                                                               context.progress,
                                                               {.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe}, &report);
       if (report.approximate) context.phase(report.describe(context.dataset.num_labels(), config_.get<PslOptions>().shortlist));
