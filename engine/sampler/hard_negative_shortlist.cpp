@@ -237,9 +237,8 @@ torch::Tensor hard_negative_shortlist(const QueryRows& queries, torch::Tensor la
   } else {
     progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
     // The clusters take the label matrix over: regrouped in place when the caller handed its only handle in.
-    torch::Tensor keys = std::move(labels);
-    if (!keys.is_cpu() || keys.scalar_type() != torch::kFloat32 || !keys.is_contiguous() || keys.requires_grad())
-      keys = keys.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    torch::Tensor keys = labels.detach().to(torch::kCPU, torch::kFloat32).contiguous();  // the same tensor when it already is
+    labels.reset();
     const KeyClusters clusters(std::move(keys));
     ids = ivf_shortlist(queries, clusters, positives, size, search.probe, progress, own, sample);
     progress.finish();
