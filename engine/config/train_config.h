@@ -40,6 +40,7 @@ struct TrainConfig {
   double grad_clip = 1.0;                  ///< max global gradient norm (0 = off)
   std::int64_t deferred_rows_from = 200000;  ///< AdamW defers untouched rows of parameters of at least this many rows (0 = never)
   std::string table_second_moment = "row";   ///< tables with deferred rows: AdamW's second moment per element | row
+  std::string table_first_moment = "bfloat16";  ///< tables with deferred rows: AdamW's first moment in float32 | bfloat16
   std::int64_t max_steps = 0;              ///< stop after this many steps (0 = all epochs); for smoke tests
 
   // Evaluation and checkpoints
@@ -47,7 +48,8 @@ struct TrainConfig {
   std::int64_t eval_every = 1;             ///< epochs between evaluations (0 = only at the end)
   std::int64_t eval_top = 100;             ///< predictions kept per test query
   std::int64_t eval_max_queries = 0;       ///< evaluations before the last rank an even sample of this many test queries (0 = all)
-  std::string eval_index = "exact";        ///< index_factory spec the evaluation searches labels with
+  std::string eval_index = "auto";         ///< index_factory spec the evaluation searches labels with, or auto
+  std::int64_t eval_approximate_above = 1000000;  ///< with eval.index auto: the label count from which the search is ivf
   std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (0 = only at the end)
   std::int64_t checkpoint_every_steps = 0; ///< also a checkpoint every this many steps (0 = off)
   double checkpoint_every_minutes = 5;     ///< also a checkpoint when this much training time passed since the last (0 = off)

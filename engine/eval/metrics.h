@@ -26,6 +26,10 @@ struct EvalResult {
   std::int64_t rows = 0;                                  ///< rows that were scored
   std::vector<std::pair<std::string, double>> metrics;    ///< "P@1", "nDCG@3", ... as fractions in [0,1]
   std::map<std::string, std::array<double, kNumDeciles>> deciles;  ///< "P@5" -> bins (head first); sums to P@5
+  /// An approximate search's share of the exact top 10 it found, over `search_recall_queries` sampled test
+  /// queries (before any filtering); -1 when the search was exact.
+  double search_recall_at_10 = -1;
+  std::int64_t search_recall_queries = 0;
 
   /// Value of a metric by name; throws xmc::Error listing the available names when absent.
   double get(std::string_view name) const;

@@ -41,6 +41,35 @@ struct UpdateConstants {
   float minus_step;     ///< -lr / bias_correction1
 };
 
+/// A deferred table's first moment, float32 or bfloat16, read and written a row at a time as floats: a float32
+/// row in place, a bfloat16 one through a per-thread copy that store() rounds back (to nearest, ties to even).
+class FirstMomentRows {
+ public:
+  FirstMomentRows(const torch::Tensor& m, std::int64_t width)
+      : width_(width),
+        floats_(m.scalar_type() == torch::kFloat32 ? m.data_ptr<float>() : nullptr),
+        halves_(m.scalar_type() == torch::kBFloat16 ? m.data_ptr<c10::BFloat16>() : nullptr) {}
+  /// Row `row` as floats: the state's own, or `scratch` filled from it.
+  float* load(std::int64_t row, std::vector<float>& scratch) const {
+    if (floats_ != nullptr) return floats_ + row * width_;
+    scratch.resize(static_cast<std::size_t>(width_));
+    const c10::BFloat16* from = halves_ + row * width_;
+    for (std::int64_t e = 0; e < width_; ++e) scratch[static_cast<std::size_t>(e)] = static_cast<float>(from[e]);
+    return scratch.data();
+  }
+  /// Writes a row load() gave back (nothing to do for float32).
+  void store(std::int64_t row, const float* values) const {
+    if (floats_ != nullptr) return;
+    c10::BFloat16* to = halves_ + row * width_;
+    for (std::int64_t e = 0; e < width_; ++e) to[e] = c10::BFloat16(values[e]);
+  }
+
+ private:
+  std::int64_t width_;
+  float* floats_;
+  c10::BFloat16* halves_;
+};
+
 /// p ← p·decay − step · m / (√v / √bc2 + eps), after m ← β1·m + (1−β1)·g and v ← β2·v + (1−β2)·g², over
 /// [begin, end): four lanes at a time where SSE is there (std::sqrt's errno check keeps the compiler from
 /// vectorising the plain loop), then one by one. Without a gradient (kWithGradient false, g unread): g = 0,
@@ -113,21 +142,25 @@ void update_row_sparse(float* p, const std::int64_t* touched, const float* value
 
 /// The lazy update: only the `touched` rows (ascending, distinct; `values` their gradients) are updated, each
 /// as update_row_sparse() updates a touched row; the others keep their value and moments.
-void update_touched_rows(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, float* m, float* v,
-                         std::int64_t width, const UpdateConstants& c) {
+void update_touched_rows(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, const FirstMomentRows& m,
+                         float* v, std::int64_t width, const UpdateConstants& c) {
   at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> scratch;
     for (std::int64_t k = begin; k < end; ++k) {
       const std::int64_t at = touched[k] * width;
-      update_range<true>(p + at, values + k * width, m + at, v + at, 0, width, c);
+      float* mr = m.load(touched[k], scratch);
+      update_range<true>(p + at, values + k * width, mr, v + at, 0, width, c);
+      m.store(touched[k], mr);
     }
   });
 }
 
 /// update_touched_rows() with one second moment per row (`v` [rows]), the mean of the row's squared gradient,
 /// as FBGEMM's partial row-wise Adam: v ← β2·v + (1−β2)·mean(g²), then every element by m / (√v / √bc2 + eps).
-void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, float* m, float* v,
-                                  std::int64_t width, const UpdateConstants& c) {
+void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const float* values, std::int64_t touched_count, const FirstMomentRows& m,
+                                  float* v, std::int64_t width, const UpdateConstants& c) {
   at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> scratch;
     for (std::int64_t k = begin; k < end; ++k) {
       const std::int64_t row = touched[k];
       const float* g = values + k * width;
@@ -136,11 +169,12 @@ void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const f
       const float vr = v[row] = c.beta2 * v[row] + c.one_minus_beta2 * static_cast<float>(squares / static_cast<double>(std::max<std::int64_t>(1, width)));
       const float denominator = std::sqrt(vr) / c.sqrt_bias_correction2 + c.eps;
       float* pr = p + row * width;
-      float* mr = m + row * width;
+      float* mr = m.load(row, scratch);
       for (std::int64_t e = 0; e < width; ++e) {
         mr[e] = c.beta1 * mr[e] + c.one_minus_beta1 * g[e];
         pr[e] = pr[e] * c.decay + c.minus_step * (mr[e] / denominator);
       }
+      m.store(row, mr);
     }
   });
 }
@@ -181,6 +215,11 @@ void update_batch(MultiTensorBatch& b, const torch::optim::AdamWOptions& options
 
 bool plain(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse(); }
 
+/// A deferred table's first moment as its own path updates it: plain, or the same in bfloat16.
+bool plain_first_moment(const torch::Tensor& m) {
+  return plain(m) || (m.device().is_cpu() && m.scalar_type() == torch::kBFloat16 && m.is_contiguous() && !m.is_sparse());
+}
+
 bool fusable(const torch::Tensor& p, const torch::Tensor& grad, const torch::optim::AdamWParamState& state, bool amsgrad) {
   if (amsgrad || !plain(p) || !plain(state.exp_avg()) || !plain(state.exp_avg_sq())) return false;
   if (grad.is_sparse())  // row-sparse: one sparse dimension, the rows
@@ -211,8 +250,11 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       if (found == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamWParamState>();
         fresh->step(0);
-        fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
         const auto deferred_rows = deferred_.find(p.unsafeGetTensorImpl());
+        if (deferred_rows != deferred_.end() && deferred_rows->second.bfloat16_first_moment)
+          fresh->exp_avg(torch::zeros(p.sizes(), p.options().dtype(torch::kBFloat16)));  // half the bytes; its own path updates it
+        else
+          fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
         if (deferred_rows != deferred_.end() && deferred_rows->second.row_wise)
           fresh->exp_avg_sq(torch::zeros({p.size(0), 1}, p.options()));  // one second moment per row
         else
@@ -240,9 +282,13 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const bool lazy = lazy_.count(p.unsafeGetTensorImpl()) > 0;
       const auto deferred = deferred_.find(p.unsafeGetTensorImpl());
       const double decay = 1 - options.lr() * options.weight_decay();
-      if (deferred != deferred_.end() && !lazy && !options.amsgrad() && decay > 0 && plain(p) && plain(state.exp_avg()) && plain(state.exp_avg_sq())) {
+      if (deferred != deferred_.end() && !lazy && !options.amsgrad() && decay > 0 && plain(p) && plain_first_moment(state.exp_avg()) &&
+          plain(state.exp_avg_sq())) {
         // The touched rows are brought up to the step before this one, then take this step; the others wait.
         DeferredRows& rows = deferred->second;
+        // The first moment in the dtype asked for (a checkpoint's may be the other: converted once).
+        const auto first_moment_type = rows.bfloat16_first_moment ? torch::kBFloat16 : torch::kFloat32;
+        if (state.exp_avg().scalar_type() != first_moment_type) state.exp_avg(state.exp_avg().to(first_moment_type));
         const std::int64_t row_count = p.dim() == 0 ? 1 : p.size(0);
         // The second moment as the state holds it: one per row ([rows x 1], unlike the table), else one per element
         // (also a [rows x 1] table's, or a checkpoint's from before row-wise moments).
@@ -265,13 +311,14 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         const auto [touched, values] = touched_rows(grad, row_count);
         const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
         catch_up_rows(rows, touched.data_ptr<std::int64_t>(), touched.numel(), step - 1);
+        const std::int64_t width = p.numel() / std::max<std::int64_t>(1, row_count);
+        const FirstMomentRows m(state.exp_avg(), width);
         if (rows.row_wise)
-          update_touched_rows_row_wise(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
-                                       state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(),
-                                       p.numel() / std::max<std::int64_t>(1, row_count), c);
+          update_touched_rows_row_wise(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(), m,
+                                       state.exp_avg_sq().data_ptr<float>(), width, c);
         else
-          update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
-                              state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, row_count), c);
+          update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(), m,
+                              state.exp_avg_sq().data_ptr<float>(), width, c);
         rows.up_to.index_fill_(0, touched, step);
         for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         continue;
@@ -285,14 +332,17 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         catch_up_rows(rows, nullptr, 0, rows.last_step());
         rows.since = -1;
       }
+      if (state.exp_avg().scalar_type() == torch::kBFloat16 && p.scalar_type() != torch::kBFloat16)
+        state.exp_avg(state.exp_avg().to(p.scalar_type()));  // a deferred table's bfloat16 moment, now updated as any other
       if (lazy && !options.amsgrad()) {
         // Only the touched rows, their moments and their weight decay.
         const std::int64_t rows = p.dim() == 0 ? 1 : p.size(0);
         const auto [touched, values] = touched_rows(grad, rows);
         if (plain(p) && plain(state.exp_avg()) && plain(state.exp_avg_sq())) {
           const torch::Tensor cpu_values = values.to(torch::kFloat32).contiguous();
+          const std::int64_t width = p.numel() / std::max<std::int64_t>(1, rows);
           update_touched_rows(p.data_ptr<float>(), touched.data_ptr<std::int64_t>(), cpu_values.data_ptr<float>(), touched.numel(),
-                              state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(), p.numel() / std::max<std::int64_t>(1, rows), c);
+                              FirstMomentRows(state.exp_avg(), width), state.exp_avg_sq().data_ptr<float>(), width, c);
           for (const torch::Tensor* t : {&p, &state.exp_avg(), &state.exp_avg_sq()}) t->unsafeGetTensorImpl()->bump_version();
         } else {  // on a GPU, other dtypes: the same arithmetic on the gathered rows
           torch::Tensor p_rows = p.reshape({rows, -1}), m_rows = state.exp_avg().reshape({rows, -1}), v_rows = state.exp_avg_sq().reshape({rows, -1});
@@ -357,11 +407,13 @@ FusedAdamW::~FusedAdamW() {
   for (const auto& [table, rows] : deferred_) set_row_read_hook(table, nullptr);
 }
 
-void FusedAdamW::defer_untouched_rows(const torch::Tensor& parameter, bool row_wise_second_moment) {
+void FusedAdamW::defer_untouched_rows(const torch::Tensor& parameter, const DeferredTableState& table_state) {
   DeferredRows rows;
   rows.parameter = parameter;
-  // One second moment per row only where the deferred update runs: a CPU float32 matrix.
-  rows.row_wise = row_wise_second_moment && parameter.device().is_cpu() && parameter.scalar_type() == torch::kFloat32 && parameter.dim() == 2;
+  // A row-wise second moment and a bfloat16 first moment only where the deferred update runs: a CPU float32 matrix.
+  const bool deferrable = parameter.device().is_cpu() && parameter.scalar_type() == torch::kFloat32 && parameter.dim() == 2;
+  rows.row_wise = table_state.second_moment_per_row && deferrable;
+  rows.bfloat16_first_moment = table_state.bfloat16_first_moment && deferrable;
   const void* table = parameter.unsafeGetTensorImpl();
   deferred_.emplace(table, std::move(rows));
   set_row_read_hook(table, [this, table](const torch::Tensor& which) { before_read(table, which); });
@@ -405,15 +457,16 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
   if (found == state_.end()) return;  // no step yet
   auto& state = static_cast<torch::optim::AdamWParamState&>(*found->second);
   float* values = p.data_ptr<float>();
-  float* m = state.exp_avg().data_ptr<float>();
-  float* v = state.exp_avg_sq().data_ptr<float>();
   std::int64_t* up_to = rows.up_to.data_ptr<std::int64_t>();
   const std::int64_t row_count = rows.up_to.numel(), width = p.numel() / std::max<std::int64_t>(1, row_count);
+  const FirstMomentRows m(state.exp_avg(), width);
+  float* v = state.exp_avg_sq().data_ptr<float>();
   const double rho = rows.beta1 / std::sqrt(rows.beta2);
   const std::int64_t horizon = rho > 0 && rho < 1 ? static_cast<std::int64_t>(std::ceil(std::log(1e-12) / std::log(rho))) : 1;
   const auto log_decay = [&](std::int64_t step) { return rows.log_decay[static_cast<std::size_t>(step - rows.since)]; };
   const std::int64_t n = which != nullptr ? count : row_count;
   at::parallel_for(0, n, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> scratch;
     for (std::int64_t i = begin; i < end; ++i) {
       const std::int64_t row = which != nullptr ? which[i] : i;
       const std::int64_t from = up_to[row];
@@ -430,7 +483,7 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
       const auto m_factor = static_cast<float>(std::pow(rows.beta1, k)), v_factor = static_cast<float>(std::pow(rows.beta2, k));
       const auto d = static_cast<float>(decay), step = static_cast<float>(coefficient);
       float* pr = values + row * width;
-      float* mr = m + row * width;
+      float* mr = m.load(row, scratch);
       if (rows.row_wise) {
         const float vr = v[row];
         const float scale = vr > 0 ? step / std::sqrt(vr) : 0.0F;
@@ -447,6 +500,7 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
           vr[e] *= v_factor;
         }
       }
+      m.store(row, mr);
       up_to[row] = to_step;
     }
   });

@@ -16,6 +16,15 @@
 
 namespace xmc {
 
+/// How a table taking deferred updates keeps AdamW's moments.
+struct DeferredTableState {
+  /// One second moment per row, the mean of the row's squared gradient (FBGEMM's partial row-wise Adam).
+  bool second_moment_per_row = false;
+  /// The first moment in bfloat16 (8 bits of mantissa, float32's range), rounded to nearest at every store;
+  /// the arithmetic stays float32.
+  bool bfloat16_first_moment = false;
+};
+
 class FusedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
@@ -37,10 +46,12 @@ class FusedAdamW : public torch::optim::AdamW {
   /// first, so a step's forward sees what the dense update would have made of them. The result is dense
   /// AdamW's — every row, every step — up to eps (the deferred steps take m / √v for m / (√v + eps)), at the cost
   /// of the touched rows: at 1.3M rows × 256 a dense step is ~0.13 s on 2 cores.
-  /// With `row_wise_second_moment` (a CPU float32 matrix, before its first step), the table keeps one second
+  /// With `second_moment_per_row` (a CPU float32 matrix, before its first step), the table keeps one second
   /// moment per row, the mean of the row's squared gradient, as FBGEMM's partial row-wise Adam does for
-  /// embedding tables: the optimiser's memory for the table goes from twice the table to once.
-  void defer_untouched_rows(const torch::Tensor& parameter, bool row_wise_second_moment = false);
+  /// embedding tables: the optimiser's memory for the table goes from twice the table to once. With
+  /// `bfloat16_first_moment` the first moment takes half the table's bytes (a checkpoint's float32 one is
+  /// converted at the next step, and back should the table ever be updated in full).
+  void defer_untouched_rows(const torch::Tensor& parameter, const DeferredTableState& state = {});
   /// Applies every deferred update: call before the parameters are read outside a step (evaluation, checkpoint,
   /// a shortlist refresh) or the optimiser is dropped. Cheap when nothing is deferred.
   void bring_rows_up_to_date();
@@ -57,6 +68,7 @@ class FusedAdamW : public torch::optim::AdamW {
     std::vector<double> log_decay;  ///< prefix sums of log(1 − lr·wd): [i] over steps since + 1 … since + i
     double beta1 = 0.9, beta2 = 0.999;
     bool row_wise = false;        ///< one second moment per row ([rows x 1])
+    bool bfloat16_first_moment = false;
 
     /// The last step the history reaches.
     std::int64_t last_step() const { return since + static_cast<std::int64_t>(gain.size()); }

@@ -10,6 +10,7 @@
 namespace xmc {
 
 void check_eval_index(const std::string& spec) {
+  if (spec == "auto") return;
   try {
     check_index_spec(spec);
   } catch (const ConfigError& e) {
@@ -17,6 +18,11 @@ void check_eval_index(const std::string& spec) {
     if (why.rfind("index: ", 0) == 0) why.erase(0, 7);
     throw ConfigError("eval.index: " + why);
   }
+}
+
+std::string resolved_eval_index(const std::string& spec, std::int64_t num_labels, std::int64_t approximate_above) {
+  if (spec != "auto") return spec;
+  return num_labels >= approximate_above ? "ivf" : "exact";
 }
 
 std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix) {
@@ -127,7 +133,36 @@ struct RankingEvaluation::Impl {
       if (!has_unit_column_stride(keys)) keys = keys.contiguous();  // a column block of a larger matrix is read in place
     } else {
       index = label_index(setup.index, label_matrix);
+      exact_keys = label_matrix.detach();  // the caller's: held, not copied, for the recall's exact searches
+      const std::int64_t test_rows = setup.truth != nullptr ? setup.truth->rows : 0;
+      if (setup.recall_sample > 0 && test_rows > 0) recall_stride = std::max<std::int64_t>(1, test_rows / setup.recall_sample);
     }
+  }
+
+  /// The sampled rows among test rows [first, first + queries' rows): the approximate and the exact top 10 compared.
+  void measure_recall(const torch::Tensor& queries, std::int64_t first) {
+    if (recall_stride == 0 || recalled >= setup.recall_sample) return;
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = (first + recall_stride - 1) / recall_stride * recall_stride; r < first + queries.size(0) && recalled + static_cast<std::int64_t>(rows.size()) < setup.recall_sample;
+         r += recall_stride)
+      rows.push_back(r - first);
+    if (rows.empty()) return;
+    const torch::Tensor sample = queries.detach().index_select(0, torch::tensor(rows, torch::kInt64).to(queries.device()));
+    const std::int64_t k = std::min<std::int64_t>(10, num_labels);
+    const torch::Tensor sample_rows = sample.to(torch::kCPU, torch::kFloat).contiguous();
+    torch::Tensor found = torch::empty({sample.size(0), k}, torch::kInt64), scores = torch::empty({sample.size(0), k}, torch::kFloat32);
+    index->search(sample.size(0), sample_rows.data_ptr<float>(), k, scores.data_ptr<float>(), found.data_ptr<std::int64_t>());
+    const torch::Tensor exact_floats = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
+    const torch::Tensor exact = exact_top_k(sample.to(exact_floats.device(), torch::kFloat), exact_floats, k).indices.to(torch::kCPU, torch::kInt64).contiguous();
+    const auto* approximate_ids = found.data_ptr<std::int64_t>();
+    const auto* exact_ids = exact.data_ptr<std::int64_t>();
+    for (std::int64_t r = 0; r < sample.size(0); ++r) {
+      std::int64_t hits = 0;
+      for (std::int64_t j = 0; j < k; ++j)
+        hits += std::find(approximate_ids + r * k, approximate_ids + (r + 1) * k, exact_ids[r * k + j]) != approximate_ids + (r + 1) * k;
+      recall_sum += static_cast<double>(hits) / static_cast<double>(k);
+    }
+    recalled += sample.size(0);
   }
 
   RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {
@@ -141,6 +176,10 @@ struct RankingEvaluation::Impl {
   std::int64_t num_labels;
   torch::Tensor keys;
   std::unique_ptr<Index> index;
+  torch::Tensor exact_keys;          ///< with an index: the label matrix, for the recall's exact searches
+  std::int64_t recall_stride = 0;    ///< with an index: every recall_stride-th test row is in the recall's sample (0: none)
+  std::int64_t recalled = 0;         ///< sampled rows measured so far
+  double recall_sum = 0;
   StreamingEvaluator evaluator;
 };
 
@@ -149,6 +188,7 @@ RankingEvaluation::RankingEvaluation(const torch::Tensor& label_matrix, const Ev
 RankingEvaluation::~RankingEvaluation() = default;
 
 void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
+  if (impl_->index) impl_->measure_recall(queries, first);
   const std::int64_t chunk = exact_search_query_chunk({});
   for (std::int64_t start = 0; start < queries.size(0); start += chunk) {
     const std::int64_t rows = std::min(chunk, queries.size(0) - start);
@@ -156,7 +196,14 @@ void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
   }
 }
 
-EvalResult RankingEvaluation::result() const { return impl_->evaluator.result(); }
+EvalResult RankingEvaluation::result() const {
+  EvalResult result = impl_->evaluator.result();
+  if (impl_->recalled > 0) {
+    result.search_recall_at_10 = impl_->recall_sum / static_cast<double>(impl_->recalled);
+    result.search_recall_queries = impl_->recalled;
+  }
+  return result;
+}
 
 EvalResult evaluate_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const EvaluationSetup& setup,
                             Progress& progress, std::string_view task) {

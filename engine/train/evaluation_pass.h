@@ -26,10 +26,16 @@ struct EvaluationSetup {
   std::vector<int> ks{1, 3, 5, 10};
   std::int64_t top = 100;                  ///< predictions kept per query
   std::string index = "exact";             ///< how label matrices are searched: an index_factory spec
+  /// With an approximate index: test queries (an even sample) whose top 10 is also found exactly, for the recall.
+  std::int64_t recall_sample = 1000;
 };
 
+/// The index spec an evaluation searches with: `spec` itself, or for "auto" "ivf" from `approximate_above` labels
+/// and "exact" below.
+std::string resolved_eval_index(const std::string& spec, std::int64_t num_labels, std::int64_t approximate_above);
 
-/// Throws ConfigError naming the key eval.index when `spec` is not an index description.
+
+/// Throws ConfigError naming the key eval.index when `spec` is not an index description (nor "auto").
 void check_eval_index(const std::string& spec);
 
 /// An index over the rows of `label_matrix` ([L x d]) made from `spec` (index_factory.h), holding its own copy of

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -442,7 +443,10 @@ struct Trainer::Impl {
     eval_setup.ks = config.eval_k;
     eval_setup.top = config.eval_top;
     check_eval_index(config.eval_index);
-    eval_setup.index = config.eval_index;
+    eval_setup.index = resolved_eval_index(config.eval_index, dataset.num_labels(), config.eval_approximate_above);
+    if (config.eval_index == "auto" && eval_setup.index != "exact")
+      phase("evaluations search the labels through an inverted file (" + eval_setup.index + "; eval.index auto: " + std::to_string(dataset.num_labels()) +
+            " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) + "), their recall@10 against exact logged");
 
     if (config.tsne_every > 0) snapshot_query = choose_snapshot_query();
 
@@ -529,12 +533,13 @@ struct Trainer::Impl {
     for (const auto& p : lazy) optimizer->update_rows_lazily(p);
     std::string tables;
     for (const auto& p : deferred) {
-      optimizer->defer_untouched_rows(p, config.table_second_moment == "row");
+      optimizer->defer_untouched_rows(p, {.second_moment_per_row = config.table_second_moment == "row",
+                                          .bfloat16_first_moment = config.table_first_moment == "bfloat16"});
       tables += (tables.empty() ? "" : ", ") + std::to_string(p.size(0)) + " x " + std::to_string(p.numel() / std::max<std::int64_t>(1, p.size(0)));
     }
     if (!deferred.empty())
       phase("AdamW defers the untouched rows of " + std::to_string(deferred.size()) + (deferred.size() == 1 ? " table" : " tables") + " (" + tables +
-            "; deferred_rows_from " + std::to_string(config.deferred_rows_from) + "), with a second moment per " + config.table_second_moment);
+            "; deferred_rows_from " + std::to_string(config.deferred_rows_from) + "), with a second moment per " + config.table_second_moment + " and a " + config.table_first_moment + " first moment");
     overlapped_reducer.reset();
     if (distributed.enabled() && config.distributed_overlap == "on") {
       std::vector<torch::Tensor> dense;
@@ -660,6 +665,13 @@ struct Trainer::Impl {
     ModeEvaluation evaluation = evaluate_modes(*method, sampled ? test_sample->corpus : test_corpus, label_corpus, sampled ? test_sample->setup : eval_setup,
                                                reporter, rag_options.use == "on" ? &rag : nullptr);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    for (std::size_t m = 0; m < evaluation.modes.size(); ++m)
+      if (const EvalResult& result = evaluation.results[m]; result.search_recall_queries > 0) {
+        char recall[32];
+        std::snprintf(recall, sizeof recall, "%.3f", result.search_recall_at_10);
+        phase("evaluation (" + evaluation.modes[m].name + "): " + eval_setup.index + " search, recall@10 " + recall + " against exact on " +
+              std::to_string(result.search_recall_queries) + " sampled test queries");
+      }
     const EvalResult& primary = evaluation.results.front();
     TrainEvent e;
     e.kind = TrainEvent::Kind::Evaluation;

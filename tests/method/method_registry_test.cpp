@@ -11,6 +11,7 @@
 #include "engine/data/dataset.h"
 #include "engine/data/mulan_importer.h"
 #include "engine/method/method_registry.h"
+#include "engine/train/evaluation_pass.h"
 #include "engine/train/mode_evaluation.h"
 #include "engine/store/run_store.h"
 #include "engine/text/corpus_rows.h"
@@ -224,6 +225,58 @@ TEST(ModeEvaluation, TestQueriesAreEncodedAndRankedASliceAtATime) {
   EXPECT_EQ(ranking.encoded_rows, (std::vector<std::int64_t>{1024, 1024, 1024, 1024, 552, 552}));
   EXPECT_EQ(evaluation.queries.at("x").size(0), 1024);
   EXPECT_TRUE(torch::equal(evaluation.queries.at("y")[3], ranking.encode_queries("y", corpus_rows(queries, 3, 4), silent_progress(), {})[0]));
+}
+
+TEST(ModeEvaluation, AnApproximateSearchsRecallIsMeasuredOnAnEvenSampleOfTestRows) {
+  // Worked by hand. 128 labels in two orthogonal groups, which an inverted file of 64 labels a cluster makes its
+  // two clusters (k-means++ never seeds a second centroid on the first's direction): labels 0-63 are
+  // (1 + i/100)·e1, labels 64-127 (3 + j/100)·e2. Query (1, 0.5, 0) is nearest e1's centroid, so probing one
+  // cluster it finds labels 0-63, where its exact top 10 is labels 118-127 (scores 1.77-1.815 against at most
+  // 1.63): recall 0. Query (0, 1, 0) probes e2's cluster, which holds its exact top 10: recall 1. Even test rows
+  // are the first, odd ones the second: all 40 rows sampled give 1/2; a sample of 10 (every fourth row, all
+  // even) gives 0.
+  torch::Tensor labels = torch::zeros({128, 3});
+  for (std::int64_t i = 0; i < 64; ++i) {
+    labels[i][0] = 1 + static_cast<double>(i) / 100;
+    labels[64 + i][1] = 3 + static_cast<double>(i) / 100;
+  }
+  const std::int64_t n = 40;
+  torch::Tensor queries = torch::zeros({n, 3});
+  for (std::int64_t r = 0; r < n; ++r) {
+    if (r % 2 == 0) {
+      queries[r][0] = 1;
+      queries[r][1] = 0.5;
+    } else {
+      queries[r][1] = 1;
+    }
+  }
+  const CsrMatrix truth = csr_from_rows(std::vector<std::vector<std::int32_t>>(n, std::vector<std::int32_t>{63}), 128);
+  EvaluationSetup setup;
+  setup.truth = &truth;
+  setup.ks = {1};
+  setup.top = 10;
+  setup.index = "ivf:probe=1,size=64";
+  const auto recall_of = [&](std::int64_t sample) {
+    setup.recall_sample = sample;
+    RankingEvaluation evaluation(labels, setup);
+    evaluation.add(queries.narrow(0, 0, 25), 0);  // two slices: the sample follows the rows' own numbers
+    evaluation.add(queries.narrow(0, 25, n - 25), 25);
+    return evaluation.result();
+  };
+  const EvalResult all = recall_of(1000);
+  EXPECT_EQ(all.search_recall_queries, n);
+  EXPECT_DOUBLE_EQ(all.search_recall_at_10, 0.5);
+  // Every row's truth is label 63: first for the even rows in e1's cluster, where exact search puts label 127.
+  EXPECT_DOUBLE_EQ(all.get("P@1"), 0.5);
+  const EvalResult tenth = recall_of(10);
+  EXPECT_EQ(tenth.search_recall_queries, 10);
+  EXPECT_DOUBLE_EQ(tenth.search_recall_at_10, 0.0);
+  setup.index = "exact";
+  RankingEvaluation exact(labels, setup);
+  exact.add(queries, 0);
+  EXPECT_EQ(exact.result().search_recall_queries, 0);
+  EXPECT_DOUBLE_EQ(exact.result().search_recall_at_10, -1.0) << "an exact search has no recall to report";
+  EXPECT_DOUBLE_EQ(exact.result().get("P@1"), 0.0);
 }
 
 TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {

@@ -686,7 +686,8 @@ TEST(Unidec, LazyClassifierUpdatesLeaveRowsOutsideTheStepsPoolAlone) {
   auto classifiers_after = [&](const std::string& optimizer, std::int64_t steps, std::int64_t deferred_rows_from = 0) {
     TrainConfig c = small_unidec_config(dir / "data");
     c.deferred_rows_from = deferred_rows_from;
-    c.table_second_moment = "element";  // AdamW's own second moment: the deferred update then ends where the dense one does
+    c.table_second_moment = "element";  // AdamW's own moments: the deferred update then ends where the dense one does
+    c.table_first_moment = "float32";
     c.edit<NegativesOptions>().kind = "inbatch";
     c.edit<PslOptions>().positives = 1;
     c.batch_size = 4;

@@ -370,16 +370,20 @@ TEST(FusedAdamW, DeferredRowsEndWhereDenseAdamWDoes) {
 
 // A second moment per row (FBGEMM's partial row-wise Adam), deferred: against the same optimiser written out in
 // float64 with every row updated every step (v_r ← β2·v_r + (1−β2)·mean_e g², m ← β1·m + (1−β1)·g,
-// p ← p·(1 − lr·wd) − lr/bc1 · m / (√v_r/√bc2 + eps)), 6 rows x 4 over 40 steps, rows touched at random.
-TEST(FusedAdamW, ARowWiseSecondMomentFollowsPartialRowWiseAdam) {
+// p ← p·(1 − lr·wd) − lr/bc1 · m / (√v_r/√bc2 + eps)), 6 rows x 4 over 40 steps, rows touched at random. With a
+// bfloat16 first moment the state takes 2 bytes an element and follows the same optimiser to bfloat16's
+// precision: each store rounds m by at most 2^-9 of itself, and the momentum carries each such error on with a
+// factor β1 a step, so m is off by at most b_t = β1·b_{t−1} + 2^-9·|m_t| (2^-8 below, for float32's own rounding).
+static void expect_partial_row_wise_adam(bool bfloat16_first_moment) {
   torch::manual_seed(12);
   const std::int64_t rows = 6, width = 4, steps = 40;
   const double lr = 0.02, wd = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-8;
   const torch::Tensor start = torch::randn({rows, width});
   torch::Tensor table = start.clone().requires_grad_();
   FusedAdamW optimizer({table}, torch::optim::AdamWOptions(lr).weight_decay(wd));
-  optimizer.defer_untouched_rows(table, /*row_wise_second_moment=*/true);
+  optimizer.defer_untouched_rows(table, {.second_moment_per_row = true, .bfloat16_first_moment = bfloat16_first_moment});
   std::vector<double> p(start.data_ptr<float>(), start.data_ptr<float>() + rows * width), m(rows * width, 0.0), v(rows, 0.0);
+  std::vector<double> m_bound(rows * width, 0.0);
   std::mt19937_64 rng(8);
   for (std::int64_t t = 1; t <= steps; ++t) {
     std::vector<std::int64_t> touched;
@@ -399,6 +403,7 @@ TEST(FusedAdamW, ARowWiseSecondMomentFollowsPartialRowWiseAdam) {
       for (std::int64_t e = 0; e < width; ++e) {
         double& mi = m[r * width + e];
         mi = b1 * mi + (1 - b1) * g[r * width + e];
+        m_bound[r * width + e] = b1 * m_bound[r * width + e] + std::ldexp(std::abs(mi), -8);
         p[r * width + e] = p[r * width + e] * (1 - lr * wd) -
                            lr / (1 - std::pow(b1, t)) * mi / (std::sqrt(v[r]) / std::sqrt(1 - std::pow(b2, t)) + eps);
       }
@@ -407,14 +412,24 @@ TEST(FusedAdamW, ARowWiseSecondMomentFollowsPartialRowWiseAdam) {
   optimizer.bring_rows_up_to_date();
   auto& state = static_cast<torch::optim::AdamWParamState&>(*optimizer.state().begin()->second);
   EXPECT_EQ(state.exp_avg_sq().sizes(), (std::vector<std::int64_t>{rows, 1})) << "one second moment per row";
+  EXPECT_EQ(state.exp_avg().scalar_type(), bfloat16_first_moment ? torch::kBFloat16 : torch::kFloat32);
+  EXPECT_EQ(state.exp_avg().element_size(), bfloat16_first_moment ? 2 : 4);
+  // p moves by ~lr·m/√v a step: m's error of ≤ 2 % moves it by ≤ 4e-4 a step, mostly cancelling.
+  const double p_tolerance = bfloat16_first_moment ? 2e-3 : 1e-5;
   for (std::int64_t r = 0; r < rows; ++r) {
     EXPECT_NEAR(state.exp_avg_sq()[r][0].item<double>(), v[r], 1e-6 * v[r] + 1e-12) << "row " << r;
     for (std::int64_t e = 0; e < width; ++e) {
-      EXPECT_NEAR(table[r][e].item<double>(), p[r * width + e], 1e-5) << "row " << r << " column " << e;
-      EXPECT_NEAR(state.exp_avg()[r][e].item<double>(), m[r * width + e], 1e-6) << "row " << r << " column " << e;
+      EXPECT_NEAR(table[r][e].item<double>(), p[r * width + e], p_tolerance) << "row " << r << " column " << e;
+      const double mi = m[r * width + e];
+      EXPECT_NEAR(state.exp_avg()[r][e].item<double>(), mi, (bfloat16_first_moment ? m_bound[r * width + e] : 0.0) + 1e-6)
+          << "row " << r << " column " << e;
     }
   }
 }
+
+TEST(FusedAdamW, ARowWiseSecondMomentFollowsPartialRowWiseAdam) { expect_partial_row_wise_adam(false); }
+
+TEST(FusedAdamW, ABfloat16FirstMomentFollowsItToBfloat16Precision) { expect_partial_row_wise_adam(true); }
 
 // Worked by hand: a sparse gradient whose row 1 arrives in two entries, [3, 0] and [1, 0] (so [4, 0]), and a
 // dense [0, 3]: together a norm of 5, not √(9 + 1 + 9) as the stored entries would say.

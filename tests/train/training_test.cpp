@@ -131,6 +131,35 @@ TEST(Training, EvaluationSearchesThroughTheConfiguredIndex) {
   config.eval_index = "ivf:probe=1000";
   const TrainResult ivf = TrainingRun(config, dir / "ivf.sqlite").run();
   for (const char* metric : {"P@1", "P@5", "nDCG@5"}) EXPECT_DOUBLE_EQ(ivf.metrics.get(metric), exact.metrics.get(metric)) << metric;
+  // An approximate search logs its recall against exact at each evaluation (here every one of the test queries
+  // is sampled, and all of the exact top 10 is found); an exact one logs none. eval.index auto goes approximate
+  // from eval.approximate_above labels (12 here).
+  const auto recall_lines = [](const std::filesystem::path& db) {
+    std::vector<std::string> lines;
+    for (const LogLine& line : RunStore(db).log(1))
+      if (line.message.find("recall@10") != std::string::npos) lines.push_back(line.message);
+    return lines;
+  };
+  const std::int64_t test_rows = load_dataset(dir / "data").num_test();
+  const std::string exact_recall = "evaluation (embedding): ivf:probe=1000 search, recall@10 1.000 against exact on " + std::to_string(test_rows) +
+                                   " sampled test queries";
+  EXPECT_EQ(recall_lines(dir / "ivf.sqlite"), std::vector<std::string>(2, exact_recall)) << "one line per evaluation, two epochs";
+  EXPECT_TRUE(recall_lines(dir / "exact.sqlite").empty());
+  config.eval_index = "auto";
+  config.eval_approximate_above = 13;
+  const TrainResult below = TrainingRun(config, dir / "auto-exact.sqlite").run();
+  EXPECT_TRUE(recall_lines(dir / "auto-exact.sqlite").empty()) << "12 labels, approximate from 13: exact";
+  config.eval_approximate_above = 12;
+  const TrainResult above = TrainingRun(config, dir / "auto-ivf.sqlite").run();
+  const std::vector<std::string> auto_lines = recall_lines(dir / "auto-ivf.sqlite");
+  ASSERT_EQ(auto_lines.size(), 3u) << "the switch announced, then two evaluations";
+  EXPECT_EQ(auto_lines[0], "evaluations search the labels through an inverted file (ivf; eval.index auto: 12 labels, from eval.approximate_above 12), "
+                           "their recall@10 against exact logged");
+  EXPECT_EQ(auto_lines[1].rfind("evaluation (embedding): ivf search, recall@10 1.000 against exact on ", 0), 0u) << auto_lines[1];
+  for (const char* metric : {"P@1", "P@5"}) {
+    EXPECT_DOUBLE_EQ(below.metrics.get(metric), exact.metrics.get(metric)) << metric;
+    EXPECT_DOUBLE_EQ(above.metrics.get(metric), exact.metrics.get(metric)) << metric << ": 12 labels make one cluster, searched whole";
+  }
   config.eval_index = "annoy";
   try {
     TrainingRun(config, dir / "bad.sqlite").run();
