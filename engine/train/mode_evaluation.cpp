@@ -57,7 +57,6 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
   // never held whole (at 970k queries, UniDEC's three would be 4 GB). Encoders whose whole matrix is needed (a
   // mode ranking a subset of rows, the retrieval-augmented mode) are encoded whole first.
   std::vector<std::string> whole, streamed;  // distinct query encoders, in the modes' order
-  std::int64_t streamed_floats = 0;
   auto add_encoder = [](std::vector<std::string>& list, const std::string& name) {
     if (std::find(list.begin(), list.end(), name) != list.end()) return false;
     list.push_back(name);
@@ -67,41 +66,54 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
     if (!mode.ranker && mode.subset) add_encoder(whole, mode.query_encoder);
   if (rag_base != nullptr) add_encoder(whole, rag_base->query_encoder);
   for (const InferenceMode& mode : out.modes)
-    if (!mode.ranker && !mode.subset && std::find(whole.begin(), whole.end(), mode.query_encoder) == whole.end() &&
-        add_encoder(streamed, mode.query_encoder))
-      streamed_floats += mode.label_matrix.size(1);
+    if (!mode.ranker && !mode.subset && std::find(whole.begin(), whole.end(), mode.query_encoder) == whole.end()) add_encoder(streamed, mode.query_encoder);
   if (!whole.empty()) out.queries = ranking.encode_queries_for(whole, test_queries, reporter, "encoding test queries");
 
   std::vector<std::size_t> streamed_modes;
-  std::vector<std::unique_ptr<RankingEvaluation>> streamed_evaluations;
-  std::string streamed_names;
   for (std::size_t m = 0; m < out.modes.size(); ++m) {
     const InferenceMode& mode = out.modes[m];
-    if (mode.ranker || mode.subset || std::find(streamed.begin(), streamed.end(), mode.query_encoder) == streamed.end()) continue;
-    streamed_modes.push_back(m);
-    streamed_evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
-    streamed_names += (streamed_names.empty() ? "" : ", ") + mode.name;
+    if (!mode.ranker && !mode.subset && std::find(streamed.begin(), streamed.end(), mode.query_encoder) != streamed.end()) streamed_modes.push_back(m);
   }
-  if (!streamed_modes.empty()) {
+  // Streamed modes are ranked together, each slice encoded once for all; through an approximate index one
+  // mode at a time instead, each slice encoded again for each: an index holds its own copy of its mode's
+  // label matrix (at 1.3M labels UniDEC's three would be 5.3 GB at once), and encoding is cheap beside ranking.
+  std::vector<std::vector<std::size_t>> passes;
+  if (setup.index == "exact") {
+    if (!streamed_modes.empty()) passes.push_back(streamed_modes);
+  } else {
+    for (const std::size_t m : streamed_modes) passes.push_back({m});
+  }
+  for (const std::vector<std::size_t>& pass : passes) {
+    std::vector<std::unique_ptr<RankingEvaluation>> evaluations;
+    std::vector<std::string> encoders;
+    std::string names;
+    std::int64_t floats_per_query = 0;
+    for (const std::size_t m : pass) {
+      const InferenceMode& mode = out.modes[m];
+      evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
+      names += (names.empty() ? "" : ", ") + mode.name;
+      if (add_encoder(encoders, mode.query_encoder)) floats_per_query += mode.label_matrix.size(1);
+    }
     const std::int64_t n = test_queries.size();
-    const std::int64_t slice = test_query_slice(streamed_floats);
-    reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + streamed_names + ")", n);
+    const std::int64_t slice = test_query_slice(floats_per_query);
+    reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + names + ")", n);
     for (std::int64_t first = 0; first < n; first += slice) {
       const std::int64_t rows = std::min(slice, n - first);
       const std::map<std::string, torch::Tensor> part =
-          ranking.encode_queries_for(streamed, corpus_rows(test_queries, first, first + rows), silent_progress(), {});
-      for (std::size_t i = 0; i < streamed_modes.size(); ++i) {
-        const auto it = part.find(out.modes[streamed_modes[i]].query_encoder);
-        if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[streamed_modes[i]].query_encoder + "\"");
-        streamed_evaluations[i]->add(it->second, first);
+          ranking.encode_queries_for(encoders, corpus_rows(test_queries, first, first + rows), silent_progress(), {});
+      for (std::size_t i = 0; i < pass.size(); ++i) {
+        const auto it = part.find(out.modes[pass[i]].query_encoder);
+        if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[pass[i]].query_encoder + "\"");
+        evaluations[i]->add(it->second, first);
       }
       // The first rows stay, for the score spread of the training space (score_spread reads up to 1024).
       if (first == 0)
-        for (const auto& [name, embedded] : part) out.queries.emplace(name, embedded.narrow(0, 0, std::min<std::int64_t>(rows, 1024)).clone());
+        for (const auto& [name, embedded] : part)
+          if (out.queries.count(name) == 0) out.queries.emplace(name, embedded.narrow(0, 0, std::min<std::int64_t>(rows, 1024)).clone());
       reporter.update(first + rows);
     }
     reporter.finish();
-    for (std::size_t i = 0; i < streamed_modes.size(); ++i) out.results[streamed_modes[i]] = streamed_evaluations[i]->result();
+    for (std::size_t i = 0; i < pass.size(); ++i) out.results[pass[i]] = evaluations[i]->result();
   }
   std::vector<std::string> unseen;  // no test queries at all: the encoders' empty matrices stand in
   for (const std::string& name : streamed)

@@ -225,6 +225,22 @@ TEST(ModeEvaluation, TestQueriesAreEncodedAndRankedASliceAtATime) {
   EXPECT_EQ(ranking.encoded_rows, (std::vector<std::int64_t>{1024, 1024, 1024, 1024, 552, 552}));
   EXPECT_EQ(evaluation.queries.at("x").size(0), 1024);
   EXPECT_TRUE(torch::equal(evaluation.queries.at("y")[3], ranking.encode_queries("y", corpus_rows(queries, 3, 4), silent_progress(), {})[0]));
+
+  // Through an approximate index (each holds a copy of its labels) the modes are ranked one after the other, the
+  // slices encoded again for each; an inverted file of one cluster (50 labels) finds what exact search finds.
+  setup.index = "ivf:probe=1000";
+  set_memory_budget_mb(kMinMemoryBudgetMb);
+  TwoEncoderRanking one_by_one;
+  const ModeEvaluation approximate = evaluate_modes(one_by_one, queries, TokenizedCorpus{}, setup);
+  set_memory_budget_mb(0);
+  EXPECT_EQ(one_by_one.encoded_rows, (std::vector<std::int64_t>{1024, 1024, 552, 1024, 1024, 552}));
+  EXPECT_DOUBLE_EQ(approximate.results[0].get("P@1"), 0.75);
+  EXPECT_DOUBLE_EQ(approximate.results[1].get("P@1"), 0.25);
+  for (const EvalResult& result : approximate.results) {
+    EXPECT_EQ(result.search_recall_queries, 1000) << "every second row of 2,600, up to 1,000";
+    EXPECT_DOUBLE_EQ(result.search_recall_at_10, 1.0);
+  }
+  EXPECT_EQ(approximate.queries.at("x").size(0), 1024);
 }
 
 TEST(ModeEvaluation, AnApproximateSearchsRecallIsMeasuredOnAnEvenSampleOfTestRows) {
