@@ -12,6 +12,7 @@
 #include "engine/index/clustered_search.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/hnsw_index.h"
+#include "engine/index/sampled_queries.h"
 
 namespace xmc {
 namespace {
@@ -21,28 +22,6 @@ namespace {
 std::int64_t slice_rows(std::int64_t size) {
   return std::max<std::int64_t>(64, memory_budget_part(memory_share::kShortlistSlice) / (12 * std::max<std::int64_t>(size, 1)));
 }
-
-/// The embeddings of a few query rows (ascending), kept as the slices holding them go by: the approximate
-/// shortlists' recall is measured on them once the pass is over.
-class SampledQueries {
- public:
-  SampledQueries(std::int64_t n, std::int64_t sample) {
-    sample = std::min(sample, n);
-    for (std::int64_t i = 0; i < sample; ++i) rows_.push_back(i * n / sample);
-  }
-  void take(std::int64_t begin, const torch::Tensor& slice) {
-    std::vector<std::int64_t> within;
-    for (; next_ < rows_.size() && rows_[next_] < begin + slice.size(0); ++next_) within.push_back(rows_[next_] - begin);
-    if (!within.empty()) parts_.push_back(slice.index_select(0, torch::tensor(within, torch::kInt64).to(slice.device())).to(torch::kCPU, torch::kFloat32));
-  }
-  const std::vector<std::int64_t>& rows() const { return rows_; }
-  torch::Tensor embeddings() const { return torch::cat(parts_); }
-
- private:
-  std::vector<std::int64_t> rows_;
-  std::size_t next_ = 0;
-  std::vector<torch::Tensor> parts_;
-};
 
 /// Fills `out` ([N x size] int32, -1 beyond what a query has) slice by slice: each slice of queries is embedded,
 /// offered to `sample`, and searched by `search(begin, end, embeddings)`, which returns the ids of rows

@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
+#include "engine/index/sampled_queries.h"
 
 namespace xmc {
 
@@ -134,35 +135,28 @@ struct RankingEvaluation::Impl {
     } else {
       index = label_index(setup.index, label_matrix);
       exact_keys = label_matrix.detach();  // the caller's: held, not copied, for the recall's exact searches
-      const std::int64_t test_rows = setup.truth != nullptr ? setup.truth->rows : 0;
-      if (setup.recall_sample > 0 && test_rows > 0) recall_stride = std::max<std::int64_t>(1, test_rows / setup.recall_sample);
+      if (setup.recall_sample > 0 && setup.truth != nullptr) recall_sample = std::make_unique<SampledQueries>(setup.truth->rows, setup.recall_sample);
     }
   }
 
-  /// The sampled rows among test rows [first, first + queries' rows): the approximate and the exact top 10 compared.
-  void measure_recall(const torch::Tensor& queries, std::int64_t first) {
-    if (recall_stride == 0 || recalled >= setup.recall_sample) return;
-    std::vector<std::int64_t> rows;
-    for (std::int64_t r = (first + recall_stride - 1) / recall_stride * recall_stride; r < first + queries.size(0) && recalled + static_cast<std::int64_t>(rows.size()) < setup.recall_sample;
-         r += recall_stride)
-      rows.push_back(r - first);
-    if (rows.empty()) return;
-    const torch::Tensor sample = queries.detach().index_select(0, torch::tensor(rows, torch::kInt64).to(queries.device()));
+  /// Over the sampled test rows taken so far, the mean share of the exact top 10 that the index's top 10 holds.
+  double recall_at_10() const {
+    const torch::Tensor sample = recall_sample->embeddings().contiguous();
     const std::int64_t k = std::min<std::int64_t>(10, num_labels);
-    const torch::Tensor sample_rows = sample.to(torch::kCPU, torch::kFloat).contiguous();
     torch::Tensor found = torch::empty({sample.size(0), k}, torch::kInt64), scores = torch::empty({sample.size(0), k}, torch::kFloat32);
-    index->search(sample.size(0), sample_rows.data_ptr<float>(), k, scores.data_ptr<float>(), found.data_ptr<std::int64_t>());
+    index->search(sample.size(0), sample.data_ptr<float>(), k, scores.data_ptr<float>(), found.data_ptr<std::int64_t>());
     const torch::Tensor exact_floats = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
-    const torch::Tensor exact = exact_top_k(sample.to(exact_floats.device(), torch::kFloat), exact_floats, k).indices.to(torch::kCPU, torch::kInt64).contiguous();
+    const torch::Tensor exact = exact_top_k(sample.to(exact_floats.device()), exact_floats, k).indices.to(torch::kCPU, torch::kInt64).contiguous();
     const auto* approximate_ids = found.data_ptr<std::int64_t>();
     const auto* exact_ids = exact.data_ptr<std::int64_t>();
+    double sum = 0;
     for (std::int64_t r = 0; r < sample.size(0); ++r) {
       std::int64_t hits = 0;
       for (std::int64_t j = 0; j < k; ++j)
         hits += std::find(approximate_ids + r * k, approximate_ids + (r + 1) * k, exact_ids[r * k + j]) != approximate_ids + (r + 1) * k;
-      recall_sum += static_cast<double>(hits) / static_cast<double>(k);
+      sum += static_cast<double>(hits) / static_cast<double>(k);
     }
-    recalled += sample.size(0);
+    return sum / static_cast<double>(sample.size(0));
   }
 
   RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {
@@ -176,10 +170,8 @@ struct RankingEvaluation::Impl {
   std::int64_t num_labels;
   torch::Tensor keys;
   std::unique_ptr<Index> index;
-  torch::Tensor exact_keys;          ///< with an index: the label matrix, for the recall's exact searches
-  std::int64_t recall_stride = 0;    ///< with an index: every recall_stride-th test row is in the recall's sample (0: none)
-  std::int64_t recalled = 0;         ///< sampled rows measured so far
-  double recall_sum = 0;
+  torch::Tensor exact_keys;                        ///< with an index: the label matrix, for the recall's exact searches
+  std::unique_ptr<SampledQueries> recall_sample;  ///< with an index: the test rows its recall is measured on
   StreamingEvaluator evaluator;
 };
 
@@ -188,7 +180,7 @@ RankingEvaluation::RankingEvaluation(const torch::Tensor& label_matrix, const Ev
 RankingEvaluation::~RankingEvaluation() = default;
 
 void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
-  if (impl_->index) impl_->measure_recall(queries, first);
+  if (impl_->recall_sample) impl_->recall_sample->take(first, queries);
   const std::int64_t chunk = exact_search_query_chunk({});
   for (std::int64_t start = 0; start < queries.size(0); start += chunk) {
     const std::int64_t rows = std::min(chunk, queries.size(0) - start);
@@ -198,9 +190,9 @@ void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
 
 EvalResult RankingEvaluation::result() const {
   EvalResult result = impl_->evaluator.result();
-  if (impl_->recalled > 0) {
-    result.search_recall_at_10 = impl_->recall_sum / static_cast<double>(impl_->recalled);
-    result.search_recall_queries = impl_->recalled;
+  if (impl_->recall_sample && impl_->recall_sample->taken() > 0) {
+    result.search_recall_at_10 = impl_->recall_at_10();
+    result.search_recall_queries = impl_->recall_sample->taken();
   }
   return result;
 }

@@ -26,7 +26,8 @@ struct EvaluationSetup {
   std::vector<int> ks{1, 3, 5, 10};
   std::int64_t top = 100;                  ///< predictions kept per query
   std::string index = "exact";             ///< how label matrices are searched: an index_factory spec
-  /// With an approximate index: test queries (an even sample) whose top 10 is also found exactly, for the recall.
+  /// With an approximate index: test queries (an even sample) whose top 10 is also found exactly, for the recall
+  /// (measured once, when the result is asked for).
   std::int64_t recall_sample = 1000;
 };
 

@@ -237,7 +237,7 @@ TEST(ModeEvaluation, TestQueriesAreEncodedAndRankedASliceAtATime) {
   EXPECT_DOUBLE_EQ(approximate.results[0].get("P@1"), 0.75);
   EXPECT_DOUBLE_EQ(approximate.results[1].get("P@1"), 0.25);
   for (const EvalResult& result : approximate.results) {
-    EXPECT_EQ(result.search_recall_queries, 1000) << "every second row of 2,600, up to 1,000";
+    EXPECT_EQ(result.search_recall_queries, 1000) << "an even 1,000 of the 2,600 rows";
     EXPECT_DOUBLE_EQ(result.search_recall_at_10, 1.0);
   }
   EXPECT_EQ(approximate.queries.at("x").size(0), 1024);
