@@ -52,8 +52,6 @@ void write_state(torch::serialize::OutputArchive& a, const TrainingState& s) {
   a.write("batch_rows", torch::tensor(flat, torch::kInt64));
   a.write("sampler_state", bytes_tensor(s.sampler_state));
   a.write("label_pool_rng", bytes_tensor(s.label_pool_rng));
-  a.write("has_last_embeddings", scalar(s.last_embeddings.defined()));
-  if (s.last_embeddings.defined()) a.write("last_embeddings", s.last_embeddings.to(torch::kCPU));
   a.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
   a.write("identity_store", bytes_tensor(s.store_id));
   a.write("identity_run", scalar(s.run_id));
@@ -138,7 +136,8 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
   // Before the label pools had their own stream they drew from the sampler's: such runs resume with the
   // label-pool stream seeded afresh.
   if (a.try_read("label_pool_rng", t)) s.label_pool_rng = tensor_bytes(t);
-  if (read_int(a, "has_last_embeddings")) a.read("last_embeddings", s.last_embeddings);
+  // Checkpoints before the clustering encoded the queries afresh also hold the last pass's query embeddings
+  // ("last_embeddings"): left unread.
   if (a.try_read("identity_store", t)) s.store_id = tensor_bytes(t);
   if (a.try_read("identity_run", t)) s.run_id = t.item<std::int64_t>();
   return s;

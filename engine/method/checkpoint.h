@@ -23,7 +23,6 @@ struct TrainingState {
   std::vector<std::vector<std::int64_t>> epoch_batches;  ///< the current epoch's batches (when mid-epoch)
   std::string sampler_state;       ///< QueryBatcher::save_state()
   std::string label_pool_rng;      ///< the label-pool random stream (std::mt19937_64 as text); "" = not saved
-  torch::Tensor last_embeddings;   ///< [num_train x d] embeddings from the last pass (may be undefined)
   std::string store_id;            ///< the run store that owns the run ("" in checkpoints older than identities)
   std::int64_t run_id = 0;         ///< the run in that store (0 = not recorded)
 };

@@ -60,9 +60,10 @@ struct ParameterGroup {
 };
 
 /// What a method may use while it trains: data, device, random streams and where to report work.
-/// The stale query embeddings (NGAME's and UniDEC's clustering input) are kept in half precision: they only order
+/// The training queries' embeddings that NGAME's and UniDEC's clustering orders (encoded afresh at each
+/// clustering, as NGAME's code does, and dropped once the batches are drawn) are half precision: they only order
 /// queries into clusters, and at 2.25M training queries x 256 they are 1.15 GB rather than 2.3 GB.
-inline constexpr torch::ScalarType kStaleEmbeddingType = torch::kHalf;
+inline constexpr torch::ScalarType kClusteringEmbeddingType = torch::kHalf;
 
 struct TrainContext {
   const TrainConfig& config;
@@ -73,7 +74,6 @@ struct TrainContext {
   DistributedContext distributed;
   QueryBatcher& batcher;                        ///< the epoch's query order (its own random stream)
   std::mt19937_64& label_pool_rng;              ///< sampled positives and hard negatives of label pools
-  torch::Tensor& stale_query_embeddings;        ///< [num_train x d] embeddings of the last pass, for clustering (kStaleEmbeddingType)
   Progress& progress;                           ///< reports work between steps (encoding, clustering)
   std::function<void(const std::string&)> phase;  ///< announces a phase ("refreshing hard-negative shortlists")
   /// Records a config value the run chose for itself (unidec.concat_weight on held-out queries): stored beside
@@ -84,9 +84,6 @@ struct TrainContext {
 /// The outcome of one training step on one batch.
 struct StepResult {
   double loss = 0;
-  /// The batch's query embeddings (detached), which refresh the stale copy used for clustering; undefined
-  /// when the step does not encode queries (e.g. classifiers on a frozen encoder).
-  torch::Tensor query_embeddings;
 };
 
 /// What a training step needs of its batch that does not depend on the parameters' values (a label pool, the

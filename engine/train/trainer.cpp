@@ -242,7 +242,6 @@ struct Trainer::Impl {
                         .distributed = distributed,
                         .batcher = *batcher,
                         .label_pool_rng = label_pool_rng,
-                        .stale_query_embeddings = state.last_embeddings,
                         .progress = reporter,
                         .phase = [this](const std::string& m) { phase(m); },
                         .chose = [this](const std::string& key, double value) {
@@ -454,8 +453,6 @@ struct Trainer::Impl {
     if (setup.resume) {
       state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id);
       check_resumable(state);
-      // Older checkpoints kept them as floats, and a checkpoint is read onto the CPU.
-      if (state.last_embeddings.defined()) state.last_embeddings = state.last_embeddings.to(device, kStaleEmbeddingType);
       if (state.stage.empty()) state.stage = stages.front().name;
       batcher->load_state(state.sampler_state);
       if (!state.label_pool_rng.empty()) {
@@ -503,9 +500,6 @@ struct Trainer::Impl {
           if (row < 0 || row >= rows)
             throw InputError(file, "its saved batches name training row " + std::to_string(row) + ", but the dataset has " + std::to_string(rows) +
                                        " training rows: the checkpoint belongs to another run or is damaged");
-    if (s.last_embeddings.defined() && (s.last_embeddings.dim() != 2 || s.last_embeddings.size(0) != rows))
-      throw InputError(file, "its saved query embeddings do not have one row per training query (" + std::to_string(rows) +
-                                 "): the checkpoint belongs to another run or is damaged");
     if (!s.stage.empty() && s.stage != kDone && saved_stage == stages.end())
       throw InputError(file, "its stage \"" + s.stage + "\" is not a stage of method " + method->name());
   }
@@ -766,8 +760,6 @@ struct Trainer::Impl {
     pause_agreed = agreed.pause;
     if (split) return result;
     result.loss = agreed.loss_sum / distributed.world_size;
-    if (result.query_embeddings.defined())
-      result.query_embeddings = communicator->all_gather_shards(result.query_embeddings, static_cast<std::int64_t>(batch.size()), "gathering query embeddings");
     return result;
   }
 
@@ -871,14 +863,6 @@ struct Trainer::Impl {
           if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
         optimizer->step();
         for (const auto& p : clipped_parameters) p.mutable_grad().reset();
-        if (result.query_embeddings.defined()) {
-          torch::NoGradGuard no_grad;
-          if (!state.last_embeddings.defined())
-            state.last_embeddings =
-                torch::zeros({dataset.num_train(), result.query_embeddings.size(1)}, torch::TensorOptions().device(device).dtype(kStaleEmbeddingType));
-          state.last_embeddings.index_copy_(0, torch::tensor(batch, torch::kInt64).to(device),
-                                            result.query_embeddings.to(state.last_embeddings.dtype()));
-        }
         ++state.step;
         samples += static_cast<std::int64_t>(batch.size());
         const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();

@@ -22,6 +22,7 @@ class DexmlMethod final : public Method {
   torch::nn::Module& module() override { return *built_.model; }
 
   void begin_stage(const StageSpec&, TrainContext&) override {}
+  void end_stage(const StageSpec&, TrainContext&) override { training_.release_shortlist(); }
   bool splits_batch_across_ranks(const StageSpec&) const override { return true; }
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return training_.parameter_groups(built_.model); }
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {

@@ -178,7 +178,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     const torch::Tensor loss = torch::binary_cross_entropy_with_logits(logits, targets, weight);
     const double value = loss.item<double>();
     if (std::isfinite(value)) loss.backward();
-    return {value, torch::Tensor()};
+    return {value};
   }
 
   void end_stage(const StageSpec&, TrainContext& context) override {

@@ -79,7 +79,7 @@ class NgameMethod final : public Method {
                                                       pool.positive_mask.to(context.device));
     const double value = loss.item<double>();
     if (std::isfinite(value)) loss.backward();
-    return {value, {}};
+    return {value};
   }
 
   torch::Tensor encode_queries(const std::string&, const TokenizedCorpus& corpus, Progress& progress, std::string_view task) override {

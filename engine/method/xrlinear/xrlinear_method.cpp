@@ -423,7 +423,7 @@ class XrlinearMethod final : public Method {
       loss += training_[t]->train(local, options_.rankers(tree_seed(static_cast<std::int64_t>(t))), trees_[t].rankers);
       trained_units_[t].at(static_cast<std::size_t>(local)) = 1;
     }
-    return {.loss = batch.empty() ? 0.0 : loss / static_cast<double>(batch.size()), .query_embeddings = {}};
+    return {.loss = batch.empty() ? 0.0 : loss / static_cast<double>(batch.size())};
   }
 
   torch::Tensor encode_queries(const std::string&, const TokenizedCorpus&, Progress&, std::string_view) override {
