@@ -47,7 +47,9 @@ struct Predictor::Impl {
   std::string synthesized_by = "embedding";
   std::string index_spec;
   std::vector<InferenceMode> modes;            ///< label matrices (exact scores, for rank_of), primary first
-  std::vector<std::unique_ptr<Index>> indexes; ///< one per mode, searched by predict()
+  /// One per mode, searched by predict(); none with exact search, which reads the modes' label matrices where they
+  /// lie (an exact index holds a copy of its own: UniDEC's three came to 5 GB beside the 2.7 GB matrix at 1.3M labels).
+  std::vector<std::unique_ptr<Index>> indexes;
   std::vector<std::string> mode_names;
   /// Per mode, the label of each label-matrix row when the mode ranks a subset of the labels (empty: row = label).
   std::vector<std::vector<std::int64_t>> row_labels;
@@ -112,8 +114,10 @@ struct Predictor::Impl {
       if (m == rag_mode) continue;  // ranks the labels of its base mode: nothing of its own to add
       const torch::Tensor& matrix = modes[m].label_matrix;
       pending[m].push_back(vectors[m].to(matrix.device(), matrix.scalar_type()));
-      const torch::Tensor rows = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
-      indexes[m]->add(rows.size(0), rows.data_ptr<float>());
+      if (indexes[m]) {
+        const torch::Tensor rows = vectors[m].to(torch::kCPU, torch::kFloat32).contiguous();
+        indexes[m]->add(rows.size(0), rows.data_ptr<float>());
+      }
       // A mode of a label subset (IRENE's zero-shot) ranks added labels too.
       if (modes[m].subset)
         for (std::size_t i = 0; i < texts.size(); ++i) row_labels[m].push_back(static_cast<std::int64_t>(run.label_texts.size() + i));
@@ -263,12 +267,20 @@ struct Predictor::Impl {
     }
     const torch::Tensor q = queries.to(torch::kCPU, torch::kFloat32).contiguous();
     const std::int64_t n = q.size(0);
-    const std::int64_t k = std::min<std::int64_t>(top, indexes[m]->ntotal());
+    const std::int64_t k = std::min<std::int64_t>(top, indexes[m] ? indexes[m]->ntotal() : matrix(m).size(0));
     std::vector<std::vector<LabelScore>> out(static_cast<std::size_t>(n));
     if (k <= 0) return out;
     std::vector<float> scores(static_cast<std::size_t>(n * k));
     std::vector<std::int64_t> ids(static_cast<std::size_t>(n * k));
-    indexes[m]->search(n, q.data_ptr<float>(), k, scores.data(), ids.data());
+    if (indexes[m]) {
+      indexes[m]->search(n, q.data_ptr<float>(), k, scores.data(), ids.data());
+    } else {  // exact: the search an exact index runs, on the label matrix itself
+      torch::Tensor keys = matrix(m).detach();
+      if (keys.scalar_type() != torch::kFloat) keys = keys.to(torch::kFloat);
+      const TopK found = exact_top_k(q.to(keys.device()), keys, k);
+      torch::from_blob(scores.data(), {n, k}, torch::kFloat).copy_(found.scores.to(torch::kCPU));
+      torch::from_blob(ids.data(), {n, k}, torch::kInt64).copy_(found.indices.to(torch::kCPU));
+    }
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t j = 0; j < k; ++j) {
         const auto row = ids[static_cast<std::size_t>(i * k + j)];
@@ -345,10 +357,14 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
       impl->indexes.push_back(nullptr);  // ranks by itself
       continue;
     }
+    if (impl->index_spec == "exact") {
+      impl->indexes.push_back(nullptr);  // searched in place
+      continue;
+    }
     const torch::Tensor matrix = mode.label_matrix.to(torch::kCPU, torch::kFloat32).contiguous();
     const auto saved = run_dir / ("index-" + mode.name + "-" + file_safe(impl->index_spec) + ".bin");
     std::unique_ptr<Index> index;
-    if (impl->index_spec != "exact" && std::filesystem::exists(saved) && std::filesystem::last_write_time(saved) > checkpoint_time) {
+    if (std::filesystem::exists(saved) && std::filesystem::last_write_time(saved) > checkpoint_time) {
       try {
         if (read_saved_index_info(saved).spec == impl->index_spec) index = load_index(saved);
       } catch (const InputError&) {
@@ -362,12 +378,10 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
       index->add(matrix.size(0), matrix.data_ptr<float>());
       progress.update(1);
       progress.finish();
-      if (impl->index_spec != "exact") {
-        try {
-          save_index(*index, impl->index_spec, saved);
-        } catch (const Error&) {
-          // A store folder we may not write to: the index serves this session and is built again next time.
-        }
+      try {
+        save_index(*index, impl->index_spec, saved);
+      } catch (const Error&) {
+        // A store folder we may not write to: the index serves this session and is built again next time.
       }
     }
     impl->indexes.push_back(std::move(index));
