@@ -185,6 +185,7 @@ struct Trainer::Impl {
   // t-SNE snapshots of one query's negatives: its row, the batches of the last finished epoch (not part of
   // checkpoints: state.epoch_batches is cleared at each epoch end) and evaluations made so far.
   std::int64_t snapshot_query = -1;
+  std::string snapshot_query_text;
   std::vector<std::vector<std::int64_t>> snapshot_batches;
   std::int64_t evaluations_done = 0;
 
@@ -447,7 +448,13 @@ struct Trainer::Impl {
       phase("evaluations search the labels through an inverted file (" + eval_setup.index + "; eval.index auto: " + std::to_string(dataset.num_labels()) +
             " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) + "), their recall@10 against exact logged");
 
-    if (config.tsne_every > 0) snapshot_query = choose_snapshot_query();
+    if (config.tsne_every > 0) {
+      snapshot_query = choose_snapshot_query();
+      if (snapshot_query >= 0) snapshot_query_text = dataset.train_text[static_cast<std::size_t>(snapshot_query)];
+    }
+    // Only the training queries' tokens are read from here on: their texts (0.8 GB at 2.25M synthetic queries of
+    // ~50 words) are not held through training.
+    std::vector<std::string>().swap(dataset.train_text);
 
     state.stage = stages.empty() ? kDone : stages.front().name;
     if (setup.resume) {
@@ -593,7 +600,7 @@ struct Trainer::Impl {
       }
       NegativesSnapshotInput input;
       input.query = snapshot_query;
-      input.query_text = dataset.train_text[static_cast<std::size_t>(snapshot_query)];
+      input.query_text = snapshot_query_text;
       input.epoch = epoch;
       input.step = state.step;
       const std::vector<std::int64_t> row{snapshot_query};
