@@ -2,7 +2,7 @@
 // Plain C++. One memory budget for a process's large temporaries, so that peak RSS is the model, its optimiser
 // state and the label embeddings plus this budget, whatever the number of queries or labels:
 //   - exact search's block of scores ([query chunk x key chunk] floats)           1/16
-//   - an inverted-file search's chunk of scores (probe x cluster size a query)    1/4
+//   - an inverted-file search's chunk of queries (a top-k selector a query and thread) 1/4
 //   - an evaluation's score spread (float64 [queries x label chunk])               1/8
 //   - UniDEC's scores of a chunk of queries against every label (loss, sampling) 1/16
 //   - k-means' assignment scores ([rows x centroids])                             1/8

@@ -198,30 +198,31 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   const std::int64_t* ex_row = exclude ? ex_ptr.data_ptr<std::int64_t>() : nullptr;
   const std::int64_t* ex_key = exclude ? ex_ids.data_ptr<std::int64_t>() : nullptr;
 
-  // Queries are searched in chunks whose scores fit scores_bytes on average (a query scores probe clusters of
-  // m / C keys on average); a chunk that probes larger clusters than that grows the buffer.
-  const double per_query = static_cast<double>(probe) * static_cast<double>(m) / static_cast<double>(clusters) * sizeof(float);
+  // Each cluster's products go straight into the selectors, one per thread: a thread takes a run of clusters in
+  // ascending order (so each query's scores reach its selector in ascending key positions, as StreamingTopK wants),
+  // and the threads' candidates are merged per query at the end of a chunk. No query's scores are held whole, so a
+  // chunk can hold many queries, and each cluster's product then has many rows: the products' rate grows with them
+  // (on 2 cores, float32 products of ~25 queries run ~90 GFLOP/s a core, of ~200 queries ~200).
+  const int threads = std::max(1, at::get_num_threads());
+  const std::int64_t per_query = threads * StreamingTopK::bytes_per_row(k) +
+                                 probe * static_cast<std::int64_t>(3 * sizeof(std::int64_t));  // probed, pairs, exclusions' offsets
   const std::int64_t scores_bytes = options.scores_bytes > 0 ? options.scores_bytes : memory_budget_part(memory_share::kClusteredSearchScores);
-  const std::int64_t chunk = std::clamp<std::int64_t>(static_cast<std::int64_t>(static_cast<double>(scores_bytes) / per_query), 1, n);
-  std::vector<float> scores;
+  const std::int64_t chunk = std::clamp<std::int64_t>(scores_bytes / per_query, 1, n);
   std::vector<std::int64_t> first_pair(static_cast<std::size_t>(clusters + 1));
   std::vector<std::int64_t> pairs(static_cast<std::size_t>(chunk * probe));
-  std::vector<std::int64_t> offset(static_cast<std::size_t>(chunk * probe + 1));  // where each (query, slot) pair's scores start
+  std::vector<std::int64_t> excluded_start(static_cast<std::size_t>(chunk * probe + 1));
+  std::vector<std::int64_t> excluded_column;
+  std::vector<std::int64_t> run_start(static_cast<std::size_t>(threads + 1));
   std::int64_t scanned = 0;
   const float minus_inf = -std::numeric_limits<float>::infinity();
 
   for (std::int64_t r0 = 0; r0 < n; r0 += chunk) {
     const std::int64_t c = std::min(chunk, n - r0);
     const torch::Tensor q_chunk = q.narrow(0, r0, c);
-    // Each query's `probe` best clusters, in ascending cluster order: their blocks then come in ascending
-    // positions, as the streaming top-k wants.
+    // Each query's `probe` best clusters, in ascending cluster order.
     const torch::Tensor probed =
         std::get<0>(std::get<1>(chunk_inner_products(q_chunk, grouped.centroids).topk(probe, 1)).sort(1)).contiguous();
     const auto* probe_of = probed.data_ptr<std::int64_t>();
-    offset[0] = 0;
-    for (std::int64_t p = 0; p < c * probe; ++p) offset[p + 1] = offset[p] + grouped.size(probe_of[p]);
-    scanned += offset[c * probe];
-    if (static_cast<std::int64_t>(scores.size()) < offset[c * probe]) scores.resize(static_cast<std::size_t>(offset[c * probe]));
     // Inverted lists: the (query, slot) pairs of each cluster, by counting sort.
     std::fill(first_pair.begin(), first_pair.end(), 0);
     for (std::int64_t p = 0; p < c * probe; ++p) ++first_pair[static_cast<std::size_t>(probe_of[p] + 1)];
@@ -230,50 +231,94 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
       std::vector<std::int64_t> fill(first_pair.begin(), first_pair.end() - 1);
       for (std::int64_t p = 0; p < c * probe; ++p) pairs[static_cast<std::size_t>(fill[static_cast<std::size_t>(probe_of[p])]++)] = p;
     }
-    // One product per cluster: all of the chunk's queries that probe it against its block of keys.
-    at::parallel_for(0, clusters, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t cl = 0; cl < clusters; ++cl) scanned += (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl);
+    // Exclusions as columns of (query, slot) pairs: the excluded keys that lie in a cluster the query probes.
+    std::fill(excluded_start.begin(), excluded_start.begin() + c * probe + 1, 0);
+    excluded_column.clear();
+    if (exclude) {
+      std::vector<std::pair<std::int64_t, std::int64_t>> hits;  // (pair, column in its cluster's block)
+      for (std::int64_t r = 0; r < c; ++r) {
+        const std::int64_t* mine = probe_of + r * probe;
+        for (std::int64_t e = ex_row[r0 + r]; e < ex_row[r0 + r + 1]; ++e) {
+          const std::int64_t key = ex_key[e];
+          if (key < 0 || key >= m) continue;
+          const std::int64_t position = grouped.position_of[static_cast<std::size_t>(key)];
+          const std::int64_t cl = grouped.cluster_at[static_cast<std::size_t>(position)];
+          const std::int64_t* slot = std::lower_bound(mine, mine + probe, cl);
+          if (slot == mine + probe || *slot != cl) continue;
+          hits.emplace_back(r * probe + (slot - mine), position - grouped.start[cl]);
+        }
+      }
+      for (const auto& hit : hits) ++excluded_start[static_cast<std::size_t>(hit.first + 1)];
+      for (std::int64_t p = 0; p < c * probe; ++p) excluded_start[p + 1] += excluded_start[p];
+      excluded_column.resize(hits.size());
+      std::vector<std::int64_t> fill(excluded_start.begin(), excluded_start.begin() + c * probe);
+      for (const auto& hit : hits) excluded_column[static_cast<std::size_t>(fill[static_cast<std::size_t>(hit.first)]++)] = hit.second;
+    }
+    // Runs of clusters of about equal work (queries × keys), one a thread.
+    {
+      std::int64_t total = 0;
+      for (std::int64_t cl = 0; cl < clusters; ++cl) total += (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl);
+      std::int64_t done = 0, t = 1;
+      run_start[0] = 0;
+      for (std::int64_t cl = 0; cl < clusters && t < threads; ++cl) {
+        done += (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl);
+        while (t < threads && done * threads >= total * t) run_start[static_cast<std::size_t>(t++)] = cl + 1;
+      }
+      while (t <= threads) run_start[static_cast<std::size_t>(t++)] = clusters;
+    }
+    std::vector<StreamingTopK> selectors;
+    selectors.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) selectors.emplace_back(c, k);
+    at::parallel_for(0, threads, 1, [&](std::int64_t begin, std::int64_t end) {
       std::vector<std::int64_t> rows;
-      for (std::int64_t cl = begin; cl < end; ++cl) {
-        const std::int64_t first = first_pair[cl], count = first_pair[cl + 1] - first;
-        const std::int64_t width = grouped.size(cl);
-        if (count == 0 || width == 0) continue;
-        rows.resize(static_cast<std::size_t>(count));
-        for (std::int64_t i = 0; i < count; ++i) rows[i] = pairs[first + i] / probe;
-        // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
-        // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
-        const torch::Tensor block =
-            torch::mm(q_chunk.index_select(0, torch::from_blob(rows.data(), {count}, torch::kInt64)), grouped.keys.narrow(0, grouped.start[cl], width).t())
-                .contiguous();
-        const float* product = block.data_ptr<float>();
-        for (std::int64_t i = 0; i < count; ++i)
-          std::memcpy(scores.data() + offset[pairs[first + i]], product + i * width, static_cast<std::size_t>(width) * sizeof(float));
+      for (std::int64_t t = begin; t < end; ++t) {
+        StreamingTopK& selector = selectors[static_cast<std::size_t>(t)];
+        for (std::int64_t cl = run_start[t]; cl < run_start[t + 1]; ++cl) {
+          const std::int64_t first = first_pair[cl], count = first_pair[cl + 1] - first;
+          const std::int64_t width = grouped.size(cl);
+          if (count == 0 || width == 0) continue;
+          rows.resize(static_cast<std::size_t>(count));
+          for (std::int64_t i = 0; i < count; ++i) rows[i] = pairs[first + i] / probe;
+          // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
+          // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
+          const torch::Tensor block =
+              torch::mm(q_chunk.index_select(0, torch::from_blob(rows.data(), {count}, torch::kInt64)), grouped.keys.narrow(0, grouped.start[cl], width).t())
+                  .contiguous();
+          for (std::int64_t i = 0; i < count; ++i) {
+            const std::int64_t p = pairs[first + i];
+            float* row_scores = block.data_ptr<float>() + i * width;
+            for (std::int64_t e = excluded_start[p]; e < excluded_start[p + 1]; ++e) row_scores[excluded_column[e]] = minus_inf;
+            selector.offer(p / probe, row_scores, grouped.start[cl], width);
+          }
+        }
       }
     });
-    StreamingTopK selector(c, k);
+    // Per query, the threads' candidates merged: the best k (equal scores in position order, as one selector over
+    // every probed cluster would have ranked them, whatever the threads).
     float* score_out = out.scores.data_ptr<float>() + r0 * k;
     std::int64_t* id_out = out.indices.data_ptr<std::int64_t>() + r0 * k;
     at::parallel_for(0, c, 16, [&](std::int64_t begin, std::int64_t end) {
+      const std::size_t all = static_cast<std::size_t>(threads * k);
+      std::vector<float> candidate_score(all);
+      std::vector<std::int64_t> candidate(all);
+      std::vector<std::int64_t> order(all);
       for (std::int64_t r = begin; r < end; ++r) {
-        const std::int64_t* mine = probe_of + r * probe;
-        if (exclude) {
-          for (std::int64_t e = ex_row[r0 + r]; e < ex_row[r0 + r + 1]; ++e) {
-            const std::int64_t key = ex_key[e];
-            if (key < 0 || key >= m) continue;
-            const std::int64_t position = grouped.position_of[static_cast<std::size_t>(key)];
-            const std::int64_t cl = grouped.cluster_at[static_cast<std::size_t>(position)];
-            const std::int64_t* slot = std::lower_bound(mine, mine + probe, cl);
-            if (slot == mine + probe || *slot != cl) continue;
-            scores[static_cast<std::size_t>(offset[r * probe + (slot - mine)] + position - grouped.start[cl])] = minus_inf;
-          }
+        std::int64_t found = 0;
+        for (int t = 0; t < threads; ++t) {  // each thread's list, padded with -1, written after the ones before it
+          selectors[static_cast<std::size_t>(t)].finish(r, candidate_score.data() + found, candidate.data() + found);
+          const std::int64_t end_of_list = found + k;
+          while (found < end_of_list && candidate[found] >= 0) ++found;
         }
-        for (std::int64_t s = 0; s < probe; ++s) {
-          const std::int64_t cl = mine[s];
-          if (grouped.size(cl) > 0) selector.offer(r, scores.data() + offset[r * probe + s], grouped.start[cl], grouped.size(cl));
-        }
-        selector.finish(r, score_out + r * k, id_out + r * k);
+        const auto better = [&](std::int64_t a, std::int64_t b) {
+          return candidate_score[a] != candidate_score[b] ? candidate_score[a] > candidate_score[b] : candidate[a] < candidate[b];
+        };
+        for (std::int64_t j = 0; j < found; ++j) order[j] = j;
+        const std::int64_t kept = std::min(found, k);
+        std::partial_sort(order.begin(), order.begin() + kept, order.begin() + found, better);
         for (std::int64_t j = 0; j < k; ++j) {
-          std::int64_t& id = id_out[r * k + j];
-          if (id >= 0) id = grouped.key_at[static_cast<std::size_t>(id)];
+          score_out[r * k + j] = j < kept ? candidate_score[order[j]] : minus_inf;
+          id_out[r * k + j] = j < kept ? grouped.key_at[static_cast<std::size_t>(candidate[order[j]])] : -1;
         }
       }
     });

@@ -21,8 +21,8 @@ namespace xmc {
 struct ClusteredSearchOptions {
   std::int64_t cluster_size = 0;   ///< keys per cluster on average: ⌈m / cluster_size⌉ clusters; 0 = ⌈√m⌉ (at least 64)
   std::int64_t probe = 64;         ///< clusters searched per query (clamped to the number of clusters)
-  std::int64_t scores_bytes = 0;   ///< memory for one chunk of queries' scores (probe × cluster size floats per query): sets
-                                   ///< how many queries are searched at once; 0 = the memory budget's share (128 MB at 512 MB)
+  std::int64_t scores_bytes = 0;   ///< memory for one chunk of queries' selection state (a top-k selector a query and thread):
+                                   ///< sets how many queries are searched at once; 0 = the memory budget's share (128 MB at 512 MB)
   std::uint64_t seed = 0;          ///< the k-means' seed
   ExcludeLists exclude;            ///< optional: key ids never returned, per query row
   Progress* progress = nullptr;    ///< optional: told the query rows done after each chunk, as units of a task the caller started

@@ -72,9 +72,15 @@ std::uint32_t above_mask(const float* block, float bar) {
 
 }  // namespace
 
+std::int64_t StreamingTopK::capacity_for(std::int64_t k) { return std::max<std::int64_t>(4 * k, 64); }
+
+std::int64_t StreamingTopK::bytes_per_row(std::int64_t k) {
+  return capacity_for(k) * static_cast<std::int64_t>(sizeof(std::int64_t)) + static_cast<std::int64_t>(sizeof(std::int64_t) + sizeof(float));
+}
+
 StreamingTopK::StreamingTopK(std::int64_t rows, std::int64_t k)
     : k_(k),
-      capacity_(std::max<std::int64_t>(4 * k, 64)),
+      capacity_(capacity_for(k)),
       keys_(static_cast<std::size_t>(rows * capacity_)),
       counts_(static_cast<std::size_t>(rows), 0),
       bars_(static_cast<std::size_t>(rows), kMinusInf) {}

@@ -20,6 +20,9 @@ class StreamingTopK {
   /// `rows` independent rows, `k` results each (k ≥ 0).
   StreamingTopK(std::int64_t rows, std::int64_t k);
 
+  /// The memory a row takes, for `k` results.
+  static std::int64_t bytes_per_row(std::int64_t k);
+
   /// Offers `width` scores of `row` against keys first_key, first_key + 1, ...; for each row, chunks
   /// must come in ascending key order (first_key < 2^32). Distinct rows may be offered from different
   /// threads at once.
@@ -31,6 +34,8 @@ class StreamingTopK {
 
  private:
   void shrink(std::int64_t row);
+
+  static std::int64_t capacity_for(std::int64_t k);
 
   std::int64_t k_;
   std::int64_t capacity_;              ///< candidates a row holds before it is cut back to k

@@ -52,7 +52,7 @@ TEST(ClusteredSearch, SearchingEveryClusterIsExactWithAndWithoutExclusions) {
   ClusteredSearchOptions options;
   options.cluster_size = 64;
   options.probe = 64;  // 4096 keys in clusters of 64 on average: 64 clusters, all searched
-  options.scores_bytes = 4096 * 4 * 7;  // 7 queries a chunk: chunks end mid-way through the 200
+  options.scores_bytes = 4096 * 4 * 7;  // a few dozen queries a chunk: chunks end mid-way through the 200
   ClusteredSearchStats stats;
   const TopK top = clustered_top_k(data.queries, data.keys, 10, options, &stats);
   EXPECT_EQ(stats.clusters, 64);
@@ -78,6 +78,45 @@ TEST(ClusteredSearch, SearchingEveryClusterIsExactWithAndWithoutExclusions) {
   const TopK rest = clustered_top_k(data.queries, data.keys, 10, options);
   const auto want_rest = brute_force_ids(data.queries, data.keys, 10, excluded);
   for (std::int64_t i = 0; i < 200; ++i) EXPECT_EQ(row_of(rest.indices, i), want_rest[static_cast<std::size_t>(i)]) << "query " << i;
+}
+
+TEST(ClusteredSearch, TheResultDoesNotDependOnHowManyThreadsSearch) {
+  // Each thread takes a run of clusters with a selector of its own, and their candidates are merged per query: the
+  // merge must give what one selector over all the probed clusters gives, ties included (every key appears twice,
+  // so every score is tied), with exclusions, whatever the number of threads and chunks.
+  const Clustered data = clustered_data(300, 2000, 16, 5);
+  const torch::Tensor keys = torch::cat({data.keys, data.keys});  // key j and key j + 2000 score alike
+  std::vector<std::int64_t> indptr{0}, indices;
+  for (std::int64_t i = 0; i < 300; ++i) {
+    indices.insert(indices.end(), {i, 3 * i + 2});
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  ClusteredSearchOptions options;
+  options.cluster_size = 50;
+  options.probe = 12;
+  options.scores_bytes = 64 * 1024;  // a few chunks
+  options.exclude = {torch::tensor(indptr), torch::tensor(indices)};
+  const int threads_before = at::get_num_threads();
+  const KeyClusters clusters(keys, 50, 3);
+  std::vector<TopK> results;
+  for (const int threads : {1, 2, 3}) {
+    at::set_num_threads(threads);
+    results.push_back(clusters.search(data.queries, 20, options));
+  }
+  at::set_num_threads(threads_before);
+  for (std::size_t t = 1; t < results.size(); ++t) {
+    EXPECT_TRUE(torch::equal(results[t].indices, results[0].indices)) << t + 1 << " threads against 1";
+    EXPECT_TRUE(torch::equal(results[t].scores, results[0].scores)) << t + 1 << " threads against 1";
+  }
+  // No excluded key comes back (its twin may), and scores descend.
+  const torch::Tensor ids = results[0].indices;
+  for (std::int64_t i = 0; i < 300; ++i) {
+    const std::vector<std::int64_t> got = row_of(ids, i);
+    EXPECT_EQ(std::count(got.begin(), got.end(), i), 0) << "query " << i << " got its excluded key " << i;
+    EXPECT_EQ(std::count(got.begin(), got.end(), 3 * i + 2), 0) << "query " << i << " got its excluded key " << 3 * i + 2;
+    for (std::size_t j = 0; j + 1 < got.size(); ++j)
+      EXPECT_GE(results[0].scores[i][static_cast<std::int64_t>(j)].item<float>(), results[0].scores[i][static_cast<std::int64_t>(j + 1)].item<float>());
+  }
 }
 
 TEST(ClusteredSearch, KeysTakenOverAreRegroupedInPlaceAndSearchedExactlyToo) {
