@@ -231,7 +231,11 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
       std::vector<std::int64_t> fill(first_pair.begin(), first_pair.end() - 1);
       for (std::int64_t p = 0; p < c * probe; ++p) pairs[static_cast<std::size_t>(fill[static_cast<std::size_t>(probe_of[p])]++)] = p;
     }
-    for (std::int64_t cl = 0; cl < clusters; ++cl) scanned += (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl);
+    // The chunk's work: every probing query against its cluster's keys (the products' entries).
+    const auto work_of = [&](std::int64_t cl) { return (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl); };
+    std::int64_t total = 0;
+    for (std::int64_t cl = 0; cl < clusters; ++cl) total += work_of(cl);
+    scanned += total;
     // Exclusions as columns of (query, slot) pairs: the excluded keys that lie in a cluster the query probes.
     std::fill(excluded_start.begin(), excluded_start.begin() + c * probe + 1, 0);
     excluded_column.clear();
@@ -257,12 +261,10 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
     }
     // Runs of clusters of about equal work (queries × keys), one a thread.
     {
-      std::int64_t total = 0;
-      for (std::int64_t cl = 0; cl < clusters; ++cl) total += (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl);
       std::int64_t done = 0, t = 1;
       run_start[0] = 0;
       for (std::int64_t cl = 0; cl < clusters && t < threads; ++cl) {
-        done += (first_pair[cl + 1] - first_pair[cl]) * grouped.size(cl);
+        done += work_of(cl);
         while (t < threads && done * threads >= total * t) run_start[static_cast<std::size_t>(t++)] = cl + 1;
       }
       while (t <= threads) run_start[static_cast<std::size_t>(t++)] = clusters;
