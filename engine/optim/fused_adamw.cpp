@@ -41,6 +41,17 @@ struct UpdateConstants {
   float minus_step;     ///< -lr / bias_correction1
 };
 
+/// Asks for the `bytes` at `row` to come into the cache, to be written. The rows a step touches lie scattered over
+/// tables of a gigabyte and more, so the hardware cannot guess the next one: without this each row's first lines
+/// wait on memory (loads of rows took most of the deferred update's and the catch-up's time).
+inline void prefetch_row(const void* row, std::int64_t bytes) {
+  const char* at = static_cast<const char*>(row);
+  for (std::int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(at + offset, 1, 3);
+}
+
+/// How many rows ahead of the one being updated a row loop prefetches.
+constexpr std::int64_t kPrefetchRowsAhead = 4;
+
 /// A deferred table's first moment, float32 or bfloat16, read and written a row at a time as floats: a float32
 /// row in place, a bfloat16 one through a per-thread copy that store() rounds back (to nearest, ties to even).
 class FirstMomentRows {
@@ -56,6 +67,11 @@ class FirstMomentRows {
     const c10::BFloat16* from = halves_ + row * width_;
     for (std::int64_t e = 0; e < width_; ++e) scratch[static_cast<std::size_t>(e)] = static_cast<float>(from[e]);
     return scratch.data();
+  }
+  /// Asks for row `row` to come into the cache (see prefetch_row).
+  void prefetch(std::int64_t row) const {
+    if (floats_ != nullptr) prefetch_row(floats_ + row * width_, width_ * static_cast<std::int64_t>(sizeof(float)));
+    else prefetch_row(halves_ + row * width_, width_ * static_cast<std::int64_t>(sizeof(c10::BFloat16)));
   }
   /// Writes a row load() gave back (nothing to do for float32).
   void store(std::int64_t row, const float* values) const {
@@ -147,6 +163,12 @@ void update_touched_rows(float* p, const std::int64_t* touched, const float* val
   at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> scratch;
     for (std::int64_t k = begin; k < end; ++k) {
+      if (k + kPrefetchRowsAhead < end) {
+        const std::int64_t ahead = touched[k + kPrefetchRowsAhead];
+        prefetch_row(p + ahead * width, width * 4);
+        prefetch_row(v + ahead * width, width * 4);
+        m.prefetch(ahead);
+      }
       const std::int64_t at = touched[k] * width;
       float* mr = m.load(touched[k], scratch);
       update_range<true>(p + at, values + k * width, mr, v + at, 0, width, c);
@@ -162,6 +184,11 @@ void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const f
   at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> scratch;
     for (std::int64_t k = begin; k < end; ++k) {
+      if (k + kPrefetchRowsAhead < end) {
+        const std::int64_t ahead = touched[k + kPrefetchRowsAhead];
+        prefetch_row(p + ahead * width, width * 4);
+        m.prefetch(ahead);
+      }
       const std::int64_t row = touched[k];
       const float* g = values + k * width;
       double squares = 0;
@@ -449,7 +476,10 @@ void FusedAdamW::bring_rows_up_to_date() {
 /// Row r, up to date with step s, through the steps s+1 … u without a gradient: m ← β1^k·m, v ← β2^k·v, and
 /// p ← D·p − C·m/√v with D = Π d_j and C = Σ_j gain_j·ρ^(j−s)·Π_{i>j} d_i (d_j = 1 − lr_j·wd, gain_j = lr_j/bc1_j·√bc2_j,
 /// ρ = β1/√β2), since each of those steps moves p by gain_j·m_j/√v_j = gain_j·ρ^(j−s)·m/√v (eps left out). The sum
-/// stops where ρ^(j−s) falls below 1e-12; the decay products come from prefix sums of their logarithms.
+/// stops at j = s + H, where ρ^(j−s) falls below 1e-12; the decay products come from prefix sums of their logarithms.
+/// C is looked up, not summed for each row (a row's sum was most of a step's catch-up): for the s within H of u,
+/// from a table made by the recursion C(s−1, u) = ρ·(gain_s·Π_{i=s+1}^u d_i + C(s, u)); for older s, as
+/// C(s, s+H)·Π_{i=s+H+1}^u d_i, C(s, s+H) made once per step s as the history reaches s + H.
 void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, std::int64_t count, std::int64_t to_step) {
   if (rows.since < 0 || to_step <= rows.since) return;  // every row is up to date with `since`
   torch::Tensor& p = rows.parameter;
@@ -464,24 +494,46 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
   const double rho = rows.beta1 / std::sqrt(rows.beta2);
   const std::int64_t horizon = rho > 0 && rho < 1 ? static_cast<std::int64_t>(std::ceil(std::log(1e-12) / std::log(rho))) : 1;
   const auto log_decay = [&](std::int64_t step) { return rows.log_decay[static_cast<std::size_t>(step - rows.since)]; };
+  // C(s, u) for s in [first_step, u) into `out` (if given) by the recursion; returns C(first_step, u).
+  const auto coefficients = [&](std::int64_t first_step, std::int64_t u, double* out) {
+    double c = 0, decay_after = 1;  // C(s, u) and Π_{i=s+1}^u d_i, from s = u down
+    for (std::int64_t s = u; s > first_step; --s) {
+      const auto at = static_cast<std::size_t>(s - rows.since - 1);  // step s's constants
+      c = rho * (rows.gain[at] * decay_after + c);
+      decay_after *= rows.decay[at];
+      if (out != nullptr) out[s - 1 - first_step] = c;
+    }
+    return c;
+  };
+  const std::int64_t recent_from = std::max(rows.since, to_step - horizon);
+  std::vector<double> recent(static_cast<std::size_t>(to_step - recent_from + 1), 0.0);  // C(s, u) for s in [recent_from, u]
+  coefficients(recent_from, to_step, recent.data());
+  for (std::int64_t s = rows.since + static_cast<std::int64_t>(rows.settled.size()); s < recent_from; ++s)
+    rows.settled.push_back(coefficients(s, s + horizon, nullptr));  // C(s, s + H)
+  const auto coefficient = [&](std::int64_t from) {
+    if (from >= recent_from) return recent[static_cast<std::size_t>(from - recent_from)];
+    return rows.settled[static_cast<std::size_t>(from - rows.since)] * std::exp(log_decay(to_step) - log_decay(from + horizon));
+  };
   const std::int64_t n = which != nullptr ? count : row_count;
   at::parallel_for(0, n, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> scratch;
     for (std::int64_t i = begin; i < end; ++i) {
+      if (which != nullptr && i + kPrefetchRowsAhead < end) {  // all rows in order: the hardware follows
+        const std::int64_t ahead = which[i + kPrefetchRowsAhead];
+        if (up_to[ahead] < to_step) {
+          prefetch_row(values + ahead * width, width * 4);
+          m.prefetch(ahead);
+          if (!rows.row_wise) prefetch_row(v + ahead * width, width * 4);
+        }
+      }
       const std::int64_t row = which != nullptr ? which[i] : i;
       const std::int64_t from = up_to[row];
       if (from >= to_step) continue;
       const double decay = std::exp(log_decay(to_step) - log_decay(from));
-      double coefficient = 0, rho_power = 1, decay_after = decay;  // decay_after: Π_{i>j} d_i
-      for (std::int64_t j = from + 1; j <= std::min(to_step, from + horizon); ++j) {
-        const auto at = static_cast<std::size_t>(j - rows.since - 1);
-        rho_power *= rho;
-        decay_after /= rows.decay[at];
-        coefficient += rows.gain[at] * rho_power * decay_after;
-      }
+      const double step_coefficient = coefficient(from);
       const auto k = static_cast<double>(to_step - from);
       const auto m_factor = static_cast<float>(std::pow(rows.beta1, k)), v_factor = static_cast<float>(std::pow(rows.beta2, k));
-      const auto d = static_cast<float>(decay), step = static_cast<float>(coefficient);
+      const auto d = static_cast<float>(decay), step = static_cast<float>(step_coefficient);
       float* pr = values + row * width;
       float* mr = m.load(row, scratch);
       if (rows.row_wise) {

@@ -66,6 +66,7 @@ class FusedAdamW : public torch::optim::AdamW {
     std::vector<double> gain;     ///< step since + i + 1: lr / bc1 · √bc2
     std::vector<double> decay;    ///< step since + i + 1: 1 − lr·wd
     std::vector<double> log_decay;  ///< prefix sums of log(1 − lr·wd): [i] over steps since + 1 … since + i
+    std::vector<double> settled;  ///< [i]: the catch-up coefficient of a row resting from step since + i over the H steps after (catch_up_rows)
     double beta1 = 0.9, beta2 = 0.999;
     bool row_wise = false;        ///< one second moment per row ([rows x 1])
     bool bfloat16_first_moment = false;
@@ -78,6 +79,7 @@ class FusedAdamW : public torch::optim::AdamW {
       gain.clear();
       decay.clear();
       log_decay.assign(1, 0.0);
+      settled.clear();
     }
   };
   void catch_up_rows(DeferredRows& rows, const std::int64_t* which, std::int64_t count, std::int64_t to_step);

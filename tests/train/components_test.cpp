@@ -330,7 +330,7 @@ TEST(FusedAdamW, LazyRowsOnlyUpdateTheRowsAStepTouched) {
 // updated every row every step, up to eps's share (gradients of order 1 here).
 TEST(FusedAdamW, DeferredRowsEndWhereDenseAdamWDoes) {
   torch::manual_seed(11);
-  const std::int64_t rows = 60, width = 8, steps = 400;
+  const std::int64_t rows = 60, width = 8, steps = 600;  // rests past the catch-up's horizon (263 steps) after step 150
   const torch::Tensor start = torch::randn({rows, width});
   torch::Tensor dense_table = start.clone().requires_grad_(), deferred_table = start.clone().requires_grad_();
   const auto options = torch::optim::AdamWOptions(0.01).weight_decay(0.3);
@@ -339,8 +339,10 @@ TEST(FusedAdamW, DeferredRowsEndWhereDenseAdamWDoes) {
   std::mt19937_64 rng(4);
   for (std::int64_t step = 1; step <= steps; ++step) {
     std::vector<std::int64_t> touched;
-    for (std::int64_t r = 0; r < rows - 2; ++r)  // row r is touched with probability 1/(r+1): row 0 always, row 57 rarely
+    for (std::int64_t r = 0; r < rows - 4; ++r)  // row r is touched with probability 1/(r+1): row 0 always, row 55 rarely
       if (rng() % static_cast<std::uint64_t>(r + 1) == 0) touched.push_back(r);
+    if (step == 160 || step == 500) touched.push_back(rows - 4);  // rests 340 steps, then 100
+    if (step == 160) touched.push_back(rows - 3);                 // rests the last 440 steps
     const torch::Tensor index = torch::tensor(touched).unsqueeze(0);
     const torch::Tensor values = torch::randn({static_cast<std::int64_t>(touched.size()), width});
     for (FusedAdamW* optimizer : {&dense, &deferred}) {
