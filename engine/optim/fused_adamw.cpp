@@ -188,16 +188,23 @@ void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const f
         const std::int64_t ahead = touched[k + kPrefetchRowsAhead];
         prefetch_row(p + ahead * width, width * 4);
         m.prefetch(ahead);
+        __builtin_prefetch(v + ahead, 1, 3);
       }
       const std::int64_t row = touched[k];
       const float* g = values + k * width;
+      // Eight running sums, so that the additions do not wait on each other (one sum was a tenth of the update's time).
+      double partial[8] = {};
+      std::int64_t e = 0;
+      for (; e + 8 <= width; e += 8)
+        for (int lane = 0; lane < 8; ++lane) partial[lane] += static_cast<double>(g[e + lane]) * g[e + lane];
       double squares = 0;
-      for (std::int64_t e = 0; e < width; ++e) squares += static_cast<double>(g[e]) * g[e];
+      for (const double sum : partial) squares += sum;
+      for (; e < width; ++e) squares += static_cast<double>(g[e]) * g[e];
       const float vr = v[row] = c.beta2 * v[row] + c.one_minus_beta2 * static_cast<float>(squares / static_cast<double>(std::max<std::int64_t>(1, width)));
       const float denominator = std::sqrt(vr) / c.sqrt_bias_correction2 + c.eps;
       float* pr = p + row * width;
       float* mr = m.load(row, scratch);
-      for (std::int64_t e = 0; e < width; ++e) {
+      for (e = 0; e < width; ++e) {
         mr[e] = c.beta1 * mr[e] + c.one_minus_beta1 * g[e];
         pr[e] = pr[e] * c.decay + c.minus_step * (mr[e] / denominator);
       }
@@ -523,7 +530,7 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
         if (up_to[ahead] < to_step) {
           prefetch_row(values + ahead * width, width * 4);
           m.prefetch(ahead);
-          if (!rows.row_wise) prefetch_row(v + ahead * width, width * 4);
+          prefetch_row(v + ahead * (rows.row_wise ? 1 : width), (rows.row_wise ? 1 : width) * 4);
         }
       }
       const std::int64_t row = which != nullptr ? which[i] : i;
