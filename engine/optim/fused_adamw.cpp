@@ -86,6 +86,14 @@ class FirstMomentRows {
   c10::BFloat16* halves_;
 };
 
+/// Asks for row `row` of a deferred table (`width` floats), of its first moment and of its second moment (`v_width`
+/// floats a row: the table's width, or 1 with one second moment per row) to come into the cache.
+void prefetch_state_row(const float* p, const FirstMomentRows& m, const float* v, std::int64_t width, std::int64_t v_width, std::int64_t row) {
+  prefetch_row(p + row * width, width * static_cast<std::int64_t>(sizeof(float)));
+  m.prefetch(row);
+  prefetch_row(v + row * v_width, v_width * static_cast<std::int64_t>(sizeof(float)));
+}
+
 /// p ← p·decay − step · m / (√v / √bc2 + eps), after m ← β1·m + (1−β1)·g and v ← β2·v + (1−β2)·g², over
 /// [begin, end): four lanes at a time where SSE is there (std::sqrt's errno check keeps the compiler from
 /// vectorising the plain loop), then one by one. Without a gradient (kWithGradient false, g unread): g = 0,
@@ -163,12 +171,7 @@ void update_touched_rows(float* p, const std::int64_t* touched, const float* val
   at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> scratch;
     for (std::int64_t k = begin; k < end; ++k) {
-      if (k + kPrefetchRowsAhead < end) {
-        const std::int64_t ahead = touched[k + kPrefetchRowsAhead];
-        prefetch_row(p + ahead * width, width * 4);
-        prefetch_row(v + ahead * width, width * 4);
-        m.prefetch(ahead);
-      }
+      if (k + kPrefetchRowsAhead < end) prefetch_state_row(p, m, v, width, width, touched[k + kPrefetchRowsAhead]);
       const std::int64_t at = touched[k] * width;
       float* mr = m.load(touched[k], scratch);
       update_range<true>(p + at, values + k * width, mr, v + at, 0, width, c);
@@ -184,12 +187,7 @@ void update_touched_rows_row_wise(float* p, const std::int64_t* touched, const f
   at::parallel_for(0, touched_count, std::max<std::int64_t>(1, (1 << 12) / std::max<std::int64_t>(1, width)), [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> scratch;
     for (std::int64_t k = begin; k < end; ++k) {
-      if (k + kPrefetchRowsAhead < end) {
-        const std::int64_t ahead = touched[k + kPrefetchRowsAhead];
-        prefetch_row(p + ahead * width, width * 4);
-        m.prefetch(ahead);
-        __builtin_prefetch(v + ahead, 1, 3);
-      }
+      if (k + kPrefetchRowsAhead < end) prefetch_state_row(p, m, v, width, 1, touched[k + kPrefetchRowsAhead]);
       const std::int64_t row = touched[k];
       const float* g = values + k * width;
       // Eight running sums, so that the additions do not wait on each other (one sum was a tenth of the update's time).
@@ -527,11 +525,7 @@ void FusedAdamW::catch_up_rows(DeferredRows& rows, const std::int64_t* which, st
     for (std::int64_t i = begin; i < end; ++i) {
       if (which != nullptr && i + kPrefetchRowsAhead < end) {  // all rows in order: the hardware follows
         const std::int64_t ahead = which[i + kPrefetchRowsAhead];
-        if (up_to[ahead] < to_step) {
-          prefetch_row(values + ahead * width, width * 4);
-          m.prefetch(ahead);
-          prefetch_row(v + ahead * (rows.row_wise ? 1 : width), (rows.row_wise ? 1 : width) * 4);
-        }
+        if (up_to[ahead] < to_step) prefetch_state_row(values, m, v, width, rows.row_wise ? 1 : width, ahead);
       }
       const std::int64_t row = which != nullptr ? which[i] : i;
       const std::int64_t from = up_to[row];
