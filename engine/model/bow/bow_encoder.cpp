@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "engine/core/error.h"
+#include "engine/model/row_parallel_linear.h"
 #include "engine/model/table_rows.h"
 
 namespace xmc {
@@ -146,9 +147,12 @@ torch::Tensor BowEncoderImpl::encode_input(const EncoderInput& encoder_input) {
     before_reading_rows(embeddings_->weight, input);  // rows whose updates an optimiser deferred are brought up to date
     h = embeddings_->forward(input, prepared.bag_offsets, weights);
   }
-  if (!projection_.is_empty()) h = projection_->forward(h);
+  // The dense layers split their rows over the threads (model/row_parallel_linear.h): with the system BLAS on one
+  // core they were most of a training step's serial time.
+  auto dense = [](const torch::nn::Linear& layer, const torch::Tensor& in) { return row_parallel_linear(in, layer->weight, layer->bias); };
+  if (!projection_.is_empty()) h = dense(projection_, h);
   if (hidden_.is_empty()) return h;
-  return h + residual_out_->forward(torch::gelu(hidden_->forward(h)));
+  return h + dense(residual_out_, torch::gelu(dense(hidden_, h)));
 }
 
 void BowEncoderImpl::set_word_vectors(const std::vector<std::int64_t>& rows, const std::vector<float>& vectors) {
