@@ -1,9 +1,12 @@
 // bench/clustered_search: the clustered (IVF) top-k against exact top-k on the same queries and keys, for a
 // range of probes: seconds for each (the clustering of the keys included in IVF's), their ratio, the share of
-// the keys IVF scanned, and its recall of the exact top-10 and top-k. Data: a mixture of Gaussian clusters on
+// the keys IVF scanned, and its recall of the exact top-10 and top-k. Synthetic data: a mixture of Gaussian clusters on
 // the unit sphere (labels and queries from the same centres), as trained embeddings are clustered; `centres`
 // sets how many (more centres, less structure).
 // Usage: bench_clustered_search [queries] [labels] [dim] [k] [centres] [probes, comma-separated]
+//        bench_clustered_search QUERIES.npy KEYS.npy [k] [probes] [FROM:TO]
+// The second form searches a run's own vectors (`xmc embed --mode M` of test queries, and with `--side label`);
+// FROM:TO keeps those columns only (the de block of a UniDEC run's concat vectors ranks as its de mode does).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +22,8 @@
 #include "bench/sphere_mixture.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
+#include "engine/core/error.h"
+#include "engine/data/npy_file.h"
 #include "engine/index/clustered_search.h"
 #include "engine/index/exact_search.h"
 
@@ -44,18 +49,40 @@ double recall(const torch::Tensor& got, const torch::Tensor& want, std::int64_t 
   return sum / static_cast<double>(got.size(0));
 }
 
+/// A float32 [rows × cols] .npy file, read whole.
+torch::Tensor read_npy_matrix(const std::string& path) {
+  const xmc::NpyHeader header = xmc::read_npy_header(path);
+  if (header.descr != "<f4" || header.shape.size() != 2) throw xmc::InputError(path, "expected a 2-D float32 array");
+  torch::Tensor out = torch::empty({header.shape[0], header.shape[1]});
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr || std::fseek(file, static_cast<long>(header.data_offset), SEEK_SET) != 0 ||
+      std::fread(out.data_ptr<float>(), sizeof(float), static_cast<std::size_t>(out.numel()), file) != static_cast<std::size_t>(out.numel()))
+    throw xmc::InputError(path, "cannot read its values");
+  std::fclose(file);
+  return out;
+}
+
+bool ends_with_npy(const char* s) {
+  const std::string name(s);
+  return name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::int64_t nq = argc > 1 ? std::atoll(argv[1]) : 20'000;
-  const std::int64_t m = argc > 2 ? std::atoll(argv[2]) : 1'300'000;
-  const std::int64_t d = argc > 3 ? std::atoll(argv[3]) : 128;
-  const std::int64_t k = argc > 4 ? std::atoll(argv[4]) : 100;
-  const std::int64_t centres_count = argc > 5 ? std::atoll(argv[5]) : 20'000;
+  // Either the synthetic layout, or QUERIES.npy KEYS.npy [k] [probes] [FROM:TO] (the columns searched, e.g. one
+  // block of a UniDEC run's joint label matrix).
+  const bool from_files = argc > 2 && ends_with_npy(argv[1]) && ends_with_npy(argv[2]);
+  const int k_arg = from_files ? 3 : 4, probes_arg = from_files ? 4 : 6;
+  const std::int64_t nq = from_files ? 0 : argc > 1 ? std::atoll(argv[1]) : 20'000;
+  const std::int64_t m = from_files ? 0 : argc > 2 ? std::atoll(argv[2]) : 1'300'000;
+  const std::int64_t d = !from_files && argc > 3 ? std::atoll(argv[3]) : 128;
+  const std::int64_t k = argc > k_arg ? std::atoll(argv[k_arg]) : 100;
+  const std::int64_t centres_count = !from_files && argc > 5 ? std::atoll(argv[5]) : 20'000;
   std::vector<std::int64_t> probes{16, 32, 64, 128};
-  if (argc > 6) {
+  if (argc > probes_arg) {
     probes.clear();
-    std::stringstream list(argv[6]);
+    std::stringstream list(argv[probes_arg]);
     for (std::string item; std::getline(list, item, ',');) probes.push_back(std::atoll(item.c_str()));
   }
   xmc::keep_freed_memory_for_reuse();
@@ -64,10 +91,27 @@ int main(int argc, char** argv) {
   at::set_num_threads(threads);
   torch::NoGradGuard no_grad;
 
-  torch::manual_seed(1);
-  const auto centres = unit_rows(torch::randn({centres_count, d}));
-  const auto labels = around(centres, m);
-  const auto queries = around(centres, nq);
+  torch::Tensor labels, queries;
+  if (from_files) {
+    queries = read_npy_matrix(argv[1]);
+    labels = read_npy_matrix(argv[2]);
+    if (queries.size(1) != labels.size(1))
+      throw xmc::InputError(argv[2], std::to_string(labels.size(1)) + " columns, the queries " + std::to_string(queries.size(1)));
+    if (argc > 5) {
+      const std::string range = argv[5];
+      const auto colon = range.find(':');
+      const std::int64_t from = std::atoll(range.substr(0, colon).c_str());
+      const std::int64_t to = colon == std::string::npos ? labels.size(1) : std::atoll(range.substr(colon + 1).c_str());
+      if (from < 0 || to > labels.size(1) || from >= to) throw xmc::ConfigError("columns " + range + " outside 0:" + std::to_string(labels.size(1)));
+      labels = labels.narrow(1, from, to - from).contiguous();
+      queries = queries.narrow(1, from, to - from).contiguous();
+    }
+  } else {
+    torch::manual_seed(1);
+    const auto centres = unit_rows(torch::randn({centres_count, d}));
+    labels = around(centres, m);
+    queries = around(centres, nq);
+  }
 
   auto t0 = Clock::now();
   const xmc::TopK exact = xmc::exact_top_k(queries, labels, k);
@@ -83,10 +127,10 @@ int main(int argc, char** argv) {
         "{\"bench\":\"clustered_top_k\",\"queries\":%lld,\"keys\":%lld,\"dim\":%lld,\"k\":%lld,\"centres\":%lld,\"threads\":%d,"
         "\"clusters\":%lld,\"probe\":%lld,\"scanned\":%.4f,\"exact_s\":%.2f,\"ivf_s\":%.2f,\"speedup\":%.2f,"
         "\"clustering_s\":%.2f,\"exact_queries_per_s\":%.0f,\"ivf_queries_per_s_after_clustering\":%.0f,\"recall_at_10\":%.4f,\"recall_at_k\":%.4f}\n",
-        static_cast<long long>(nq), static_cast<long long>(m), static_cast<long long>(d), static_cast<long long>(k),
+        static_cast<long long>(queries.size(0)), static_cast<long long>(labels.size(0)), static_cast<long long>(labels.size(1)), static_cast<long long>(k),
         static_cast<long long>(centres_count), threads, static_cast<long long>(stats.clusters), static_cast<long long>(stats.probed),
-        stats.scanned_fraction, t_exact, t_ivf, t_exact / t_ivf, stats.clustering_seconds, static_cast<double>(nq) / t_exact,
-        static_cast<double>(nq) / (t_ivf - stats.clustering_seconds), recall(approximate.indices, exact.indices, std::min<std::int64_t>(10, k)),
+        stats.scanned_fraction, t_exact, t_ivf, t_exact / t_ivf, stats.clustering_seconds, static_cast<double>(queries.size(0)) / t_exact,
+        static_cast<double>(queries.size(0)) / (t_ivf - stats.clustering_seconds), recall(approximate.indices, exact.indices, std::min<std::int64_t>(10, k)),
         recall(approximate.indices, exact.indices, k));
     std::fflush(stdout);
   }
