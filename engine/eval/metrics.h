@@ -30,6 +30,13 @@ struct EvalResult {
   /// queries (before any filtering); -1 when the search was exact.
   double search_recall_at_10 = -1;
   std::int64_t search_recall_queries = 0;
+  /// An inverted file tuned to a recall target (EvaluationSetup::recall_target): the probe it ranked with (the
+  /// last one tried when it fell back), of how many clusters, and its recall@10 on the calibration queries.
+  std::int64_t search_probe = 0;
+  std::int64_t search_clusters = 0;
+  double calibration_recall_at_10 = -1;
+  std::int64_t calibration_queries = 0;
+  bool search_fell_back_to_exact = false;  ///< no probe up to half the clusters reached the target: ranked exactly
 
   /// Value of a metric by name; throws xmc::Error listing the available names when absent.
   double get(std::string_view name) const;

@@ -32,6 +32,19 @@ IvfIndex::~IvfIndex() = default;
 
 const IvfIndexOptions& IvfIndex::options() const { return impl_->options; }
 
+void IvfIndex::set_probe(std::int64_t probe) {
+  if (probe < 1) throw ConfigError("IvfIndex: probe must be >= 1, got " + std::to_string(probe));
+  impl_->options.probe = probe;
+}
+
+std::int64_t IvfIndex::clusters() const { return ntotal_ == 0 ? 0 : current_clusters().clusters(); }
+
+KeyClusters IvfIndex::current_clusters() const {
+  std::lock_guard lock(impl_->clusters_mutex);
+  if (!impl_->clusters) impl_->clusters.emplace(torch::from_blob(impl_->data.data(), {ntotal_, dim_}, torch::kFloat), impl_->options.cluster_size);
+  return *impl_->clusters;  // shares the groups
+}
+
 void IvfIndex::add(std::int64_t n, const float* x) {
   if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("IvfIndex::add: bad n or null x");
   impl_->data.insert(impl_->data.end(), x, x + n * dim_);
@@ -48,15 +61,10 @@ void IvfIndex::search(std::int64_t n, const float* x, std::int64_t k, float* sco
   all_scores.fill_(-std::numeric_limits<float>::infinity());
   all_labels.fill_(-1);
   if (ntotal_ == 0) return;
-  std::optional<KeyClusters> clusters;
-  {
-    std::lock_guard lock(impl_->clusters_mutex);
-    if (!impl_->clusters) impl_->clusters.emplace(torch::from_blob(impl_->data.data(), {ntotal_, dim_}, torch::kFloat), impl_->options.cluster_size);
-    clusters = impl_->clusters;  // shares the groups
-  }
+  const KeyClusters clusters = current_clusters();
   ClusteredSearchOptions search;
   search.probe = impl_->options.probe;
-  const TopK top = clusters->search(torch::from_blob(const_cast<float*>(x), {n, dim_}, torch::kFloat), k, search);
+  const TopK top = clusters.search(torch::from_blob(const_cast<float*>(x), {n, dim_}, torch::kFloat), k, search);
   const std::int64_t found = top.indices.size(1);
   all_scores.narrow(1, 0, found).copy_(top.scores);
   all_labels.narrow(1, 0, found).copy_(top.indices);

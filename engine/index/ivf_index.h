@@ -10,6 +10,8 @@
 
 namespace xmc {
 
+class KeyClusters;
+
 struct IvfIndexOptions {
   std::int64_t probe = 64;        ///< clusters searched per query
   std::int64_t cluster_size = 0;  ///< vectors per cluster on average; 0 = ⌈√n⌉ (at least 64)
@@ -29,8 +31,14 @@ class IvfIndex final : public Index {
   static std::unique_ptr<IvfIndex> read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, IvfIndexOptions options = {});
 
   const IvfIndexOptions& options() const;
+  /// Clusters searched per query from now on (>= 1); the clusters stay as they are. Not during a search.
+  void set_probe(std::int64_t probe);
+  /// The clusters the stored vectors are grouped into (made now when they are not yet).
+  std::int64_t clusters() const;
 
  private:
+  KeyClusters current_clusters() const;  ///< the clusters, made first when there are none
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
+#include "engine/index/ivf_index.h"
 #include "engine/index/sampled_queries.h"
 
 namespace xmc {
@@ -142,11 +143,21 @@ struct RankingEvaluation::Impl {
   /// Over the sampled test rows taken so far, the mean share of the exact top 10 that the index's top 10 holds.
   double recall_at_10() const {
     const torch::Tensor sample = recall_sample->embeddings().contiguous();
+    return recall_at_10(sample, exact_top_10(sample));
+  }
+
+  /// The exact top 10 of `sample`'s rows over the label matrix, [rows x min(10, labels)] ids on the CPU.
+  torch::Tensor exact_top_10(const torch::Tensor& sample) const {
     const std::int64_t k = std::min<std::int64_t>(10, num_labels);
+    const torch::Tensor exact_floats = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
+    return exact_top_k(sample.to(exact_floats.device(), torch::kFloat), exact_floats, k).indices.to(torch::kCPU, torch::kInt64).contiguous();
+  }
+
+  /// The mean share of each row's `exact` top 10 that the index's top 10 of `sample` (contiguous CPU float) holds.
+  double recall_at_10(const torch::Tensor& sample, const torch::Tensor& exact) const {
+    const std::int64_t k = exact.size(1);
     torch::Tensor found = torch::empty({sample.size(0), k}, torch::kInt64), scores = torch::empty({sample.size(0), k}, torch::kFloat32);
     index->search(sample.size(0), sample.data_ptr<float>(), k, scores.data_ptr<float>(), found.data_ptr<std::int64_t>());
-    const torch::Tensor exact_floats = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
-    const torch::Tensor exact = exact_top_k(sample.to(exact_floats.device()), exact_floats, k).indices.to(torch::kCPU, torch::kInt64).contiguous();
     const auto* approximate_ids = found.data_ptr<std::int64_t>();
     const auto* exact_ids = exact.data_ptr<std::int64_t>();
     double sum = 0;
@@ -157,6 +168,33 @@ struct RankingEvaluation::Impl {
       sum += static_cast<double>(hits) / static_cast<double>(k);
     }
     return sum / static_cast<double>(sample.size(0));
+  }
+
+  /// Tunes an inverted file's probe to setup.recall_target on up to 500 evenly spaced rows of `queries` (see
+  /// EvaluationSetup), or drops the index for exact search when half the clusters do not reach it.
+  void calibrate(const torch::Tensor& queries) {
+    calibrated = true;
+    auto* ivf = dynamic_cast<IvfIndex*>(index.get());
+    if (ivf == nullptr || setup.recall_target <= 0 || queries.size(0) == 0) return;
+    const std::int64_t rows = std::min<std::int64_t>(500, queries.size(0));
+    const torch::Tensor picked = torch::div(torch::arange(rows, torch::kInt64) * queries.size(0), rows, "floor");
+    const torch::Tensor sample = queries.detach().index_select(0, picked.to(queries.device())).to(torch::kCPU, torch::kFloat).contiguous();
+    const torch::Tensor exact = exact_top_10(sample);
+    calibration.search_clusters = ivf->clusters();
+    calibration.calibration_queries = rows;
+    for (std::int64_t probe = ivf->options().probe;; probe *= 2) {
+      ivf->set_probe(probe);
+      calibration.search_probe = probe;
+      calibration.calibration_recall_at_10 = recall_at_10(sample, exact);
+      if (calibration.calibration_recall_at_10 >= setup.recall_target) return;
+      if (2 * probe > calibration.search_clusters / 2) break;  // the next probe would scan more than half the labels
+    }
+    // Exact search instead, on the label matrix in place (as for index "exact"); the index's copy goes.
+    calibration.search_fell_back_to_exact = true;
+    index.reset();
+    recall_sample.reset();
+    keys = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
+    if (!has_unit_column_stride(keys)) keys = keys.contiguous();
   }
 
   RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {
@@ -172,6 +210,8 @@ struct RankingEvaluation::Impl {
   std::unique_ptr<Index> index;
   torch::Tensor exact_keys;                        ///< with an index: the label matrix, for the recall's exact searches
   std::unique_ptr<SampledQueries> recall_sample;  ///< with an index: the test rows its recall is measured on
+  bool calibrated = false;                        ///< calibrate() ran (on the first slice)
+  EvalResult calibration;                         ///< its search_* and calibration_* fields
   StreamingEvaluator evaluator;
 };
 
@@ -180,6 +220,7 @@ RankingEvaluation::RankingEvaluation(const torch::Tensor& label_matrix, const Ev
 RankingEvaluation::~RankingEvaluation() = default;
 
 void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
+  if (!impl_->calibrated) impl_->calibrate(queries);
   if (impl_->recall_sample) impl_->recall_sample->take(first, queries);
   const std::int64_t chunk = exact_search_query_chunk({});
   for (std::int64_t start = 0; start < queries.size(0); start += chunk) {
@@ -190,6 +231,11 @@ void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
 
 EvalResult RankingEvaluation::result() const {
   EvalResult result = impl_->evaluator.result();
+  result.search_probe = impl_->calibration.search_probe;
+  result.search_clusters = impl_->calibration.search_clusters;
+  result.calibration_recall_at_10 = impl_->calibration.calibration_recall_at_10;
+  result.calibration_queries = impl_->calibration.calibration_queries;
+  result.search_fell_back_to_exact = impl_->calibration.search_fell_back_to_exact;
   if (impl_->recall_sample && impl_->recall_sample->taken() > 0) {
     result.search_recall_at_10 = impl_->recall_at_10();
     result.search_recall_queries = impl_->recall_sample->taken();

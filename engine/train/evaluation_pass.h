@@ -29,7 +29,14 @@ struct EvaluationSetup {
   /// With an approximate index: test queries (an even sample) whose top 10 is also found exactly, for the recall
   /// (measured once, when the result is asked for).
   std::int64_t recall_sample = 1000;
+  /// With an inverted file (ivf): before ranking, its probe is doubled from the one specified until its recall@10
+  /// against exact search, on up to 500 rows of the first slice of test queries, reaches this; when no probe up to
+  /// half the clusters does, the labels are searched exactly instead. 0: the index as specified.
+  double recall_target = 0;
 };
+
+/// The recall@10 an evaluation with eval.index "auto" tunes its inverted file to (EvaluationSetup::recall_target).
+inline constexpr double kAutoEvalRecallTarget = 0.95;
 
 /// The index spec an evaluation searches with: `spec` itself, or for "auto" "ivf" from `approximate_above` labels
 /// and "exact" below.

@@ -444,9 +444,14 @@ struct Trainer::Impl {
     eval_setup.top = config.eval_top;
     check_eval_index(config.eval_index);
     eval_setup.index = resolved_eval_index(config.eval_index, dataset.num_labels(), config.eval_approximate_above);
-    if (config.eval_index == "auto" && eval_setup.index != "exact")
+    if (config.eval_index == "auto" && eval_setup.index != "exact") {
+      // The automatic choice keeps its promise: each evaluation raises the probe until the inverted file keeps
+      // 0.95 of the exact top 10, or searches exactly.
+      eval_setup.recall_target = kAutoEvalRecallTarget;
       phase("evaluations search the labels through an inverted file (" + eval_setup.index + "; eval.index auto: " + std::to_string(dataset.num_labels()) +
-            " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) + "), their recall@10 against exact logged");
+            " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) +
+            "), its probe raised until it keeps 0.95 of the exact top 10 (exact search when half the clusters do not), the recall logged");
+    }
 
     if (config.tsne_every > 0) {
       snapshot_query = choose_snapshot_query();
@@ -668,13 +673,23 @@ struct Trainer::Impl {
     ModeEvaluation evaluation = evaluate_modes(*method, sampled ? test_sample->corpus : test_corpus, label_corpus, sampled ? test_sample->setup : eval_setup,
                                                reporter, rag_options.use == "on" ? &rag : nullptr);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    for (std::size_t m = 0; m < evaluation.modes.size(); ++m)
-      if (const EvalResult& result = evaluation.results[m]; result.search_recall_queries > 0) {
+    for (std::size_t m = 0; m < evaluation.modes.size(); ++m) {
+      const EvalResult& result = evaluation.results[m];
+      char calibrated[160] = "";
+      if (result.calibration_queries > 0)
+        std::snprintf(calibrated, sizeof calibrated, "%s probe %lld of %lld cluster%s kept %.3f of the exact top 10 on %lld test queries",
+                      result.search_fell_back_to_exact ? "the inverted file's" : "at", static_cast<long long>(result.search_probe),
+                      static_cast<long long>(result.search_clusters), result.search_clusters == 1 ? "" : "s", result.calibration_recall_at_10,
+                      static_cast<long long>(result.calibration_queries));
+      if (result.search_fell_back_to_exact) {
+        phase("evaluation (" + evaluation.modes[m].name + "): exact search: " + calibrated + ", under " + std::to_string(eval_setup.recall_target).substr(0, 4));
+      } else if (result.search_recall_queries > 0) {
         char recall[32];
         std::snprintf(recall, sizeof recall, "%.3f", result.search_recall_at_10);
-        phase("evaluation (" + evaluation.modes[m].name + "): " + eval_setup.index + " search, recall@10 " + recall + " against exact on " +
-              std::to_string(result.search_recall_queries) + " sampled test queries");
+        phase("evaluation (" + evaluation.modes[m].name + "): " + eval_setup.index + " search" + (result.calibration_queries > 0 ? std::string(" ") + calibrated + ";" : std::string(",")) +
+              " recall@10 " + recall + " against exact on " + std::to_string(result.search_recall_queries) + " sampled test queries");
       }
+    }
     const EvalResult& primary = evaluation.results.front();
     TrainEvent e;
     e.kind = TrainEvent::Kind::Evaluation;

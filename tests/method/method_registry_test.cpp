@@ -295,6 +295,72 @@ TEST(ModeEvaluation, AnApproximateSearchsRecallIsMeasuredOnAnEvenSampleOfTestRow
   EXPECT_DOUBLE_EQ(exact.result().get("P@1"), 0.0);
 }
 
+TEST(ModeEvaluation, ARecallTargetRaisesTheProbeOrFallsBackToExactSearch) {
+  // Worked by hand, as the test above. Four orthogonal groups of 32 labels, (s + i/100)·e_g with s = 1, 3, 0.5, 0.5
+  // for g = 1..4, which an inverted file of 32 labels a cluster makes its four clusters. Query (1, 0.5, 0, 0) is
+  // nearest e1's centroid, then e2's; its exact top 10 is labels 54-63 of e2's group (scores 1.61-1.655 against at
+  // most 1.31 in e1's). Probe 1 finds none of them (recall 0); probe 2, half the clusters, finds all: the target
+  // 0.95 is met there.
+  torch::Tensor labels = torch::zeros({128, 4});
+  const double scale[4] = {1, 3, 0.5, 0.5};
+  for (std::int64_t g = 0; g < 4; ++g)
+    for (std::int64_t i = 0; i < 32; ++i) labels[32 * g + i][g] = scale[g] + static_cast<double>(i) / 100;
+  const std::int64_t n = 30;
+  torch::Tensor queries = torch::zeros({n, 4});
+  queries.select(1, 0).fill_(1);
+  queries.select(1, 1).fill_(0.5);
+  const CsrMatrix truth = csr_from_rows(std::vector<std::vector<std::int32_t>>(n, std::vector<std::int32_t>{63}), 128);
+  EvaluationSetup setup;
+  setup.truth = &truth;
+  setup.ks = {1};
+  setup.top = 10;
+  setup.index = "ivf:probe=1,size=32";
+  setup.recall_target = 0.95;
+  RankingEvaluation raised(labels, setup);
+  raised.add(queries, 0);
+  const EvalResult tuned = raised.result();
+  EXPECT_FALSE(tuned.search_fell_back_to_exact);
+  EXPECT_EQ(tuned.search_probe, 2);
+  EXPECT_EQ(tuned.search_clusters, 4);
+  EXPECT_EQ(tuned.calibration_queries, n);
+  EXPECT_DOUBLE_EQ(tuned.calibration_recall_at_10, 1.0);
+  EXPECT_DOUBLE_EQ(tuned.search_recall_at_10, 1.0);
+  EXPECT_DOUBLE_EQ(tuned.get("P@1"), 1.0) << "label 63 ranks first once e2's cluster is searched";
+
+  // Without a target the index ranks as specified: probe 1 searches e1's cluster only.
+  setup.recall_target = 0;
+  RankingEvaluation as_specified(labels, setup);
+  as_specified.add(queries, 0);
+  EXPECT_EQ(as_specified.result().calibration_queries, 0);
+  EXPECT_DOUBLE_EQ(as_specified.result().search_recall_at_10, 0.0);
+  EXPECT_DOUBLE_EQ(as_specified.result().get("P@1"), 0.0);
+
+  // Two clusters (the test above's two groups of 64): the probe cannot rise past half the clusters, so the labels
+  // are searched exactly. Query rows alternate (1, 0.5, 0, 0), whose top 10 lies in the other cluster (recall 0),
+  // and (0, 1, 0, 0) (recall 1): 15 of the 30 rows, 0.5.
+  torch::Tensor two_groups = torch::zeros({128, 4});
+  for (std::int64_t i = 0; i < 64; ++i) {
+    two_groups[i][0] = 1 + static_cast<double>(i) / 100;
+    two_groups[64 + i][1] = 3 + static_cast<double>(i) / 100;
+  }
+  for (std::int64_t r = 1; r < n; r += 2) {
+    queries[r][0] = 0;
+    queries[r][1] = 1;
+  }
+  setup.index = "ivf:probe=1,size=64";
+  setup.recall_target = 0.95;
+  RankingEvaluation fell_back(two_groups, setup);
+  fell_back.add(queries, 0);
+  const EvalResult exact = fell_back.result();
+  EXPECT_TRUE(exact.search_fell_back_to_exact);
+  EXPECT_EQ(exact.search_probe, 1);
+  EXPECT_EQ(exact.search_clusters, 2);
+  EXPECT_DOUBLE_EQ(exact.calibration_recall_at_10, 0.5);
+  EXPECT_EQ(exact.search_recall_queries, 0) << "an exact search has no recall to report";
+  // Exactly, every row's first label is 127 (0.5·3.63 = 1.815 against at most 1.63 for the first kind of row), never 63.
+  EXPECT_DOUBLE_EQ(exact.get("P@1"), 0.0);
+}
+
 TEST(CollapseSignal, EveryEvaluationRecordsItAndNgameOnBibtexDoesNotCollapse) {
   // Bibtex's long documents made NGAME's triplet training collapse within ~20 steps when its embeddings
   // went through the Tanh(Linear) DE head (score spread 0.002, mean cosine 0.999 after one epoch).
