@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   const std::int64_t m = from_files ? 0 : argc > 2 ? std::atoll(argv[2]) : 1'300'000;
   const std::int64_t d = !from_files && argc > 3 ? std::atoll(argv[3]) : 128;
   const std::int64_t k = argc > k_arg ? std::atoll(argv[k_arg]) : 100;
-  const std::int64_t centres_count = !from_files && argc > 5 ? std::atoll(argv[5]) : 20'000;
+  const std::int64_t centres_count = from_files ? 0 : argc > 5 ? std::atoll(argv[5]) : 20'000;  // 0: a run's own vectors
   std::vector<std::int64_t> probes{16, 32, 64, 128};
   if (argc > probes_arg) {
     probes.clear();

@@ -314,11 +314,14 @@ TEST(ModeEvaluation, ARecallTargetRaisesTheProbeOrFallsBackToExactSearch) {
   setup.truth = &truth;
   setup.ks = {1};
   setup.top = 10;
-  setup.index = "ivf:probe=1,size=32";
-  setup.recall_target = 0.95;
-  RankingEvaluation raised(labels, setup);
-  raised.add(queries, 0);
-  const EvalResult tuned = raised.result();
+  const auto evaluated = [&](const torch::Tensor& keys, const std::string& index, double recall_target) {
+    setup.index = index;
+    setup.recall_target = recall_target;
+    RankingEvaluation evaluation(keys, setup);
+    evaluation.add(queries, 0);
+    return evaluation.result();
+  };
+  const EvalResult tuned = evaluated(labels, "ivf:probe=1,size=32", 0.95);
   EXPECT_FALSE(tuned.search_fell_back_to_exact);
   EXPECT_EQ(tuned.search_probe, 2);
   EXPECT_EQ(tuned.search_clusters, 4);
@@ -328,12 +331,10 @@ TEST(ModeEvaluation, ARecallTargetRaisesTheProbeOrFallsBackToExactSearch) {
   EXPECT_DOUBLE_EQ(tuned.get("P@1"), 1.0) << "label 63 ranks first once e2's cluster is searched";
 
   // Without a target the index ranks as specified: probe 1 searches e1's cluster only.
-  setup.recall_target = 0;
-  RankingEvaluation as_specified(labels, setup);
-  as_specified.add(queries, 0);
-  EXPECT_EQ(as_specified.result().calibration_queries, 0);
-  EXPECT_DOUBLE_EQ(as_specified.result().search_recall_at_10, 0.0);
-  EXPECT_DOUBLE_EQ(as_specified.result().get("P@1"), 0.0);
+  const EvalResult as_specified = evaluated(labels, "ivf:probe=1,size=32", 0);
+  EXPECT_EQ(as_specified.calibration_queries, 0);
+  EXPECT_DOUBLE_EQ(as_specified.search_recall_at_10, 0.0);
+  EXPECT_DOUBLE_EQ(as_specified.get("P@1"), 0.0);
 
   // Two clusters (the test above's two groups of 64): the probe cannot rise past half the clusters, so the labels
   // are searched exactly. Query rows alternate (1, 0.5, 0, 0), whose top 10 lies in the other cluster (recall 0),
@@ -347,11 +348,7 @@ TEST(ModeEvaluation, ARecallTargetRaisesTheProbeOrFallsBackToExactSearch) {
     queries[r][0] = 0;
     queries[r][1] = 1;
   }
-  setup.index = "ivf:probe=1,size=64";
-  setup.recall_target = 0.95;
-  RankingEvaluation fell_back(two_groups, setup);
-  fell_back.add(queries, 0);
-  const EvalResult exact = fell_back.result();
+  const EvalResult exact = evaluated(two_groups, "ivf:probe=1,size=64", 0.95);
   EXPECT_TRUE(exact.search_fell_back_to_exact);
   EXPECT_EQ(exact.search_probe, 1);
   EXPECT_EQ(exact.search_clusters, 2);
