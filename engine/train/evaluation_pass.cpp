@@ -130,14 +130,21 @@ struct RankingEvaluation::Impl {
     if (setup.index == "exact") {
       // The labels are searched where they lie: an index would hold a copy of its own (at 1.3M labels, UniDEC's
       // concat matrix is 2.7 GB), on a GPU two. The same search as the exact index's, so the same results.
-      keys = label_matrix.detach();
-      if (keys.scalar_type() != torch::kFloat) keys = keys.to(torch::kFloat);
-      if (!has_unit_column_stride(keys)) keys = keys.contiguous();  // a column block of a larger matrix is read in place
+      keys = keys_in_place(label_matrix);
     } else {
       index = label_index(setup.index, label_matrix);
       exact_keys = label_matrix.detach();  // the caller's: held, not copied, for the recall's exact searches
       if (setup.recall_sample > 0 && setup.truth != nullptr) recall_sample = std::make_unique<SampledQueries>(setup.truth->rows, setup.recall_sample);
     }
+  }
+
+  /// The label matrix as exact search reads it: float, and in place where it can be (a column block of a larger
+  /// matrix is read in place).
+  static torch::Tensor keys_in_place(const torch::Tensor& label_matrix) {
+    torch::Tensor out = label_matrix.detach();
+    if (out.scalar_type() != torch::kFloat) out = out.to(torch::kFloat);
+    if (!has_unit_column_stride(out)) out = out.contiguous();
+    return out;
   }
 
   /// Over the sampled test rows taken so far, the mean share of the exact top 10 that the index's top 10 holds.
@@ -193,8 +200,7 @@ struct RankingEvaluation::Impl {
     calibration.search_fell_back_to_exact = true;
     index.reset();
     recall_sample.reset();
-    keys = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
-    if (!has_unit_column_stride(keys)) keys = keys.contiguous();
+    keys = keys_in_place(exact_keys);
   }
 
   RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {

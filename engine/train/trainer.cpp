@@ -48,6 +48,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// `value` with two decimals ("0.95"), for log lines.
+std::string two_decimals(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
 /// A stop request unwinds the training loop through this (caught in run()).
 struct StopRequested {};
 
@@ -446,11 +453,11 @@ struct Trainer::Impl {
     eval_setup.index = resolved_eval_index(config.eval_index, dataset.num_labels(), config.eval_approximate_above);
     if (config.eval_index == "auto" && eval_setup.index != "exact") {
       // The automatic choice keeps its promise: each evaluation raises the probe until the inverted file keeps
-      // 0.95 of the exact top 10, or searches exactly.
+      // kAutoEvalRecallTarget of the exact top 10, or searches exactly.
       eval_setup.recall_target = kAutoEvalRecallTarget;
       phase("evaluations search the labels through an inverted file (" + eval_setup.index + "; eval.index auto: " + std::to_string(dataset.num_labels()) +
-            " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) +
-            "), its probe raised until it keeps 0.95 of the exact top 10 (exact search when half the clusters do not), the recall logged");
+            " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) + "), its probe raised until it keeps " +
+            two_decimals(kAutoEvalRecallTarget) + " of the exact top 10 (exact search when half the clusters do not), the recall logged");
     }
 
     if (config.tsne_every > 0) {
@@ -682,7 +689,7 @@ struct Trainer::Impl {
                       static_cast<long long>(result.search_clusters), result.search_clusters == 1 ? "" : "s", result.calibration_recall_at_10,
                       static_cast<long long>(result.calibration_queries));
       if (result.search_fell_back_to_exact) {
-        phase("evaluation (" + evaluation.modes[m].name + "): exact search: " + calibrated + ", under " + std::to_string(eval_setup.recall_target).substr(0, 4));
+        phase("evaluation (" + evaluation.modes[m].name + "): exact search: " + calibrated + ", under " + two_decimals(eval_setup.recall_target));
       } else if (result.search_recall_queries > 0) {
         char recall[32];
         std::snprintf(recall, sizeof recall, "%.3f", result.search_recall_at_10);
