@@ -148,6 +148,9 @@ TopK KeyClusters::exact(const torch::Tensor& queries, std::int64_t k, const Excl
 std::int64_t KeyClusters::clusters() const { return groups_->clusters(); }
 std::int64_t KeyClusters::size() const { return groups_->keys.size(0); }
 double KeyClusters::clustering_seconds() const { return groups_->clustering_seconds; }
+const float* KeyClusters::grouped_keys() const { return groups_->keys.data_ptr<float>(); }
+const std::vector<std::int64_t>& KeyClusters::key_at() const { return groups_->key_at; }
+const std::vector<std::int64_t>& KeyClusters::position_of() const { return groups_->position_of; }
 
 TopK clustered_top_k(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k, const ClusteredSearchOptions& options,
                      ClusteredSearchStats* stats) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/core/progress.h"
 #include "engine/index/exact_search.h"
@@ -54,6 +55,11 @@ class KeyClusters {
   std::int64_t clusters() const;
   std::int64_t size() const;
   double clustering_seconds() const;
+  /// Where the grouped keys lie (the moved-in keys' own memory when they were regrouped in place).
+  const float* grouped_keys() const;
+  /// Position in the grouped keys -> key id, and key id -> position.
+  const std::vector<std::int64_t>& key_at() const;
+  const std::vector<std::int64_t>& position_of() const;
 
   struct Groups;
 

@@ -1,5 +1,6 @@
 #include "engine/index/ivf_index.h"
 
+#include <cstring>
 #include <istream>
 #include <limits>
 #include <mutex>
@@ -16,9 +17,42 @@ namespace xmc {
 
 struct IvfIndex::Impl {
   IvfIndexOptions options;
-  std::vector<float> data;                        // ntotal × dim, row-major
+  // ntotal × dim, row-major: in id order until the clusters are made, which regroup it in place (no second copy);
+  // grouped() says which.
+  std::vector<float> data;
   mutable std::mutex clusters_mutex;              // guards clusters
   mutable std::optional<KeyClusters> clusters;    // made on the first search after an add
+
+  bool grouped() const { return clusters && !data.empty() && clusters->grouped_keys() == data.data(); }
+
+  /// Drops the clusters, first putting grouped rows back in id order (the row at position p is key key_at[p]: each
+  /// permutation cycle is walked once, one row carried along).
+  void drop_clusters(std::int64_t dim) {
+    if (grouped()) {
+      const std::vector<std::int64_t>& key_at = clusters->key_at();
+      const auto d = static_cast<std::size_t>(dim);
+      const std::size_t row_bytes = d * sizeof(float);
+      std::vector<float> carried(d), displaced(d);
+      std::vector<bool> moved(key_at.size(), false);
+      for (std::size_t start = 0; start < key_at.size(); ++start) {
+        if (moved[start]) continue;
+        std::memcpy(carried.data(), data.data() + start * d, row_bytes);
+        for (std::size_t p = start;;) {
+          moved[p] = true;
+          const auto q = static_cast<std::size_t>(key_at[p]);
+          if (q == start) {
+            std::memcpy(data.data() + q * d, carried.data(), row_bytes);
+            break;
+          }
+          std::memcpy(displaced.data(), data.data() + q * d, row_bytes);
+          std::memcpy(data.data() + q * d, carried.data(), row_bytes);
+          carried.swap(displaced);
+          p = q;
+        }
+      }
+    }
+    clusters.reset();
+  }
 };
 
 IvfIndex::IvfIndex(std::int64_t dim, IvfIndexOptions options) : Index(dim), impl_(std::make_unique<Impl>()) {
@@ -41,16 +75,17 @@ std::int64_t IvfIndex::clusters() const { return ntotal_ == 0 ? 0 : current_clus
 
 KeyClusters IvfIndex::current_clusters() const {
   std::lock_guard lock(impl_->clusters_mutex);
+  // The clusters take the rows over and regroup them in place (see Impl::data).
   if (!impl_->clusters) impl_->clusters.emplace(torch::from_blob(impl_->data.data(), {ntotal_, dim_}, torch::kFloat), impl_->options.cluster_size);
   return *impl_->clusters;  // shares the groups
 }
 
 void IvfIndex::add(std::int64_t n, const float* x) {
   if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("IvfIndex::add: bad n or null x");
+  std::lock_guard lock(impl_->clusters_mutex);
+  impl_->drop_clusters(dim_);
   impl_->data.insert(impl_->data.end(), x, x + n * dim_);
   ntotal_ += n;
-  std::lock_guard lock(impl_->clusters_mutex);
-  impl_->clusters.reset();
 }
 
 void IvfIndex::search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const {
@@ -71,14 +106,24 @@ void IvfIndex::search(std::int64_t n, const float* x, std::int64_t k, float* sco
 }
 
 void IvfIndex::reset() {
+  std::lock_guard lock(impl_->clusters_mutex);
+  impl_->clusters.reset();
   impl_->data.clear();
   impl_->data.shrink_to_fit();
   ntotal_ = 0;
-  std::lock_guard lock(impl_->clusters_mutex);
-  impl_->clusters.reset();
 }
 
-void IvfIndex::write(std::ostream& out) const { write_raw_vectors(out, impl_->data); }
+void IvfIndex::write(std::ostream& out) const {
+  std::lock_guard lock(impl_->clusters_mutex);
+  if (!impl_->grouped()) {
+    write_raw_vectors(out, impl_->data);
+    return;
+  }
+  // Searched since the last add: the rows lie in the clusters' order; they are written in id order.
+  const std::vector<std::int64_t>& position_of = impl_->clusters->position_of();
+  const auto row_bytes = static_cast<std::streamsize>(dim_ * static_cast<std::int64_t>(sizeof(float)));
+  for (const std::int64_t position : position_of) out.write(reinterpret_cast<const char*>(impl_->data.data() + position * dim_), row_bytes);
+}
 
 std::unique_ptr<IvfIndex> IvfIndex::read(std::istream& in, std::uint64_t bytes, std::int64_t dim, std::int64_t ntotal, IvfIndexOptions options) {
   std::vector<float> vectors = read_raw_vectors(in, bytes, dim, ntotal, "an IVF index");
