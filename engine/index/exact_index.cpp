@@ -34,6 +34,10 @@ ExactIndex::ExactIndex(std::int64_t dim, ExactIndexOptions options) : Index(dim)
 
 ExactIndex::~ExactIndex() = default;
 
+void ExactIndex::reserve(std::int64_t n) {
+  if (n > ntotal_) impl_->data.reserve(static_cast<std::size_t>(n * dim_));
+}
+
 void ExactIndex::add(std::int64_t n, const float* x) {
   if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("ExactIndex::add: bad n or null x");
   impl_->data.insert(impl_->data.end(), x, x + n * dim_);

@@ -24,6 +24,10 @@ class Index {
   /// @param x input vectors, size n * dim()
   virtual void add(std::int64_t n, const float* x) = 0;
 
+  /// Room for `n` vectors in all, so that adding up to them does not move the ones stored (a hint; the default
+  /// does nothing). Adding a large matrix in pieces after it keeps memory at one copy.
+  virtual void reserve(std::int64_t n) { (void)n; }
+
   /// The k best stored vectors for each of n queries.
   /// @param x      query vectors, size n * dim()
   /// @param scores output inner products, size n * k, best first per query

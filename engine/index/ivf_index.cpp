@@ -80,6 +80,13 @@ KeyClusters IvfIndex::current_clusters() const {
   return *impl_->clusters;  // shares the groups
 }
 
+void IvfIndex::reserve(std::int64_t n) {
+  std::lock_guard lock(impl_->clusters_mutex);
+  if (n <= ntotal_ || static_cast<std::size_t>(n * dim_) <= impl_->data.capacity()) return;
+  impl_->drop_clusters(dim_);  // the clusters read the rows where they lie, which growing moves
+  impl_->data.reserve(static_cast<std::size_t>(n * dim_));
+}
+
 void IvfIndex::add(std::int64_t n, const float* x) {
   if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("IvfIndex::add: bad n or null x");
   std::lock_guard lock(impl_->clusters_mutex);

@@ -23,6 +23,7 @@ class IvfIndex final : public Index {
   ~IvfIndex() override;
 
   void add(std::int64_t n, const float* x) override;
+  void reserve(std::int64_t n) override;
   /// Safe to call from several threads at once (not during add/reset).
   void search(std::int64_t n, const float* x, std::int64_t k, float* scores, std::int64_t* labels) const override;
   void reset() override;

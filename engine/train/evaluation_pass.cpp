@@ -29,8 +29,15 @@ std::string resolved_eval_index(const std::string& spec, std::int64_t num_labels
 
 std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix) {
   std::unique_ptr<Index> index = make_index(spec, label_matrix.size(1));
-  const torch::Tensor rows = label_matrix.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  index->add(rows.size(0), rows.data_ptr<float>());
+  // A piece at a time (~64 MB): a column block of a larger matrix, or one on a GPU, is copied for the index piece by
+  // piece, not whole first (the freed copy would stay in the process's heap: 1.3 GB at 1.3M labels x 256).
+  const std::int64_t n = label_matrix.size(0);
+  const std::int64_t piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / std::max<std::int64_t>(1, 4 * label_matrix.size(1)));
+  index->reserve(n);
+  for (std::int64_t first = 0; first < n; first += piece) {
+    const torch::Tensor rows = label_matrix.detach().narrow(0, first, std::min(piece, n - first)).to(torch::kCPU, torch::kFloat).contiguous();
+    index->add(rows.size(0), rows.data_ptr<float>());
+  }
   return index;
 }
 
