@@ -57,6 +57,10 @@ struct InferenceMode {
   std::shared_ptr<const EvaluationSubset> subset;
   /// Set when the mode ranks by itself: label_matrix and query_encoder are then unused (and empty).
   std::shared_ptr<const QueryRanker> ranker;
+  /// Under an approximate evaluation index: the modes (by name; this one may be among them) whose index searches
+  /// propose this mode's candidates, which it ranks exactly by its own label matrix (shared_candidate_evaluation.h).
+  /// Every mode naming the same list ranks the same labels and is evaluated with them. Empty: an index of its own.
+  std::vector<std::string> candidates_from;
 };
 
 /// Ranking labels for queries, in each inference mode.

@@ -84,8 +84,6 @@ RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels,
   return remove_filtered(found, top, filter, row_offset);
 }
 
-namespace {
-
 StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels) {
   EvalOptions options;
   options.ks = setup.ks;
@@ -93,7 +91,6 @@ StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num
   return StreamingEvaluator(options, num_labels, setup.inv_propensities, setup.bins);
 }
 
-/// Adds test rows [start, start + predictions' rows) with their filtered predictions to `evaluator`.
 void add_predictions(StreamingEvaluator& evaluator, const EvaluationSetup& setup, const RankedPredictions& predictions, std::int64_t start) {
   const std::int64_t rows = predictions.labels.size(0);
   const std::int64_t top = predictions.labels.size(1);
@@ -105,6 +102,8 @@ void add_predictions(StreamingEvaluator& evaluator, const EvaluationSetup& setup
     evaluator.add_row(setup.truth->row_indices(start + r), ranked);
   }
 }
+
+namespace {
 
 /// Streams rows [0, n) through `rank_chunk` (start, rows -> filtered predictions) into the metrics.
 EvalResult evaluate_chunks(std::int64_t n, std::int64_t num_labels, const EvaluationSetup& setup, Progress& progress, std::string_view task,

@@ -61,6 +61,12 @@ std::int64_t top_before_filtering(std::int64_t top, std::int64_t n, const Filter
 /// `ranked` ([n x k], best first, -1 padded) cut to `top` per row with the filter pairs of rows [row_offset, ...) removed.
 RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t top, const FilterPairs* filter, std::int64_t row_offset);
 
+/// The metrics' accumulator for an evaluation of `setup` over `num_labels` labels.
+StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels);
+/// Adds test rows [start, start + predictions' rows) with their filtered predictions ([rows x top], -1 padded) to
+/// `evaluator`.
+void add_predictions(StreamingEvaluator& evaluator, const EvaluationSetup& setup, const RankedPredictions& predictions, std::int64_t start);
+
 /// Every test query ranked by `ranker` (tokens in `queries`), evaluated as evaluate_ranking() does.
 EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpus& queries, const EvaluationSetup& setup,
                                  Progress& progress = silent_progress(), std::string_view task = "ranking test queries");

@@ -8,6 +8,7 @@
 #include "engine/core/memory_budget.h"
 #include "engine/text/corpus_rows.h"
 #include "engine/train/retrieval_augmented_ranking.h"
+#include "engine/train/shared_candidate_evaluation.h"
 
 namespace xmc {
 namespace {
@@ -77,23 +78,49 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
   // Streamed modes are ranked together, each slice encoded once for all; through an approximate index one
   // mode at a time instead, each slice encoded again for each: an index holds its own copy of its mode's
   // label matrix (at 1.3M labels UniDEC's three would be 5.3 GB at once), and encoding is cheap beside ranking.
-  std::vector<std::vector<std::size_t>> passes;
+  // Modes that take their candidates from the same modes' indexes are one pass: their indexes' copies are those
+  // modes' only (UniDEC's de and clf blocks: 2.7 GB, as concat's own index alone).
+  struct Pass {
+    std::vector<std::size_t> modes;
+    bool shared_candidates = false;
+  };
+  std::vector<Pass> passes;
   if (setup.index == "exact") {
-    if (!streamed_modes.empty()) passes.push_back(streamed_modes);
+    if (!streamed_modes.empty()) passes.push_back({streamed_modes});
   } else {
-    for (const std::size_t m : streamed_modes) passes.push_back({m});
+    for (const std::size_t m : streamed_modes) {
+      const std::vector<std::string>& from = out.modes[m].candidates_from;
+      const auto same = std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.shared_candidates && out.modes[p.modes.front()].candidates_from == from; });
+      if (from.empty()) passes.push_back({{m}});
+      else if (same == passes.end()) passes.push_back({{m}, true});
+      else same->modes.push_back(m);
+    }
   }
-  for (const std::vector<std::size_t>& pass : passes) {
+  for (const Pass& pass : passes) {
     std::vector<std::unique_ptr<RankingEvaluation>> evaluations;
+    std::unique_ptr<SharedCandidateEvaluation> shared;
     std::vector<std::string> encoders;
     std::string names;
     std::int64_t floats_per_query = 0;
-    for (const std::size_t m : pass) {
+    std::vector<torch::Tensor> label_matrices;
+    for (const std::size_t m : pass.modes) {
       const InferenceMode& mode = out.modes[m];
-      evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
+      if (!pass.shared_candidates) evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
+      label_matrices.push_back(mode.label_matrix);
       names += (names.empty() ? "" : ", ") + mode.name;
       if (add_encoder(encoders, mode.query_encoder)) floats_per_query += mode.label_matrix.size(1);
     }
+    if (pass.shared_candidates) {
+      std::vector<std::size_t> proposers;
+      for (const std::string& name : out.modes[pass.modes.front()].candidates_from) {
+        const auto at = std::find_if(pass.modes.begin(), pass.modes.end(), [&](std::size_t m) { return out.modes[m].name == name; });
+        if (at == pass.modes.end())
+          throw Error("evaluation: mode \"" + out.modes[pass.modes.front()].name + "\" takes candidates from \"" + name + "\", which is not a mode ranked with it");
+        proposers.push_back(static_cast<std::size_t>(at - pass.modes.begin()));
+      }
+      shared = std::make_unique<SharedCandidateEvaluation>(label_matrices, proposers, setup);
+    }
+    label_matrices.clear();
     const std::int64_t n = test_queries.size();
     const std::int64_t slice = test_query_slice(floats_per_query);
     reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + names + ")", n);
@@ -101,11 +128,14 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
       const std::int64_t rows = std::min(slice, n - first);
       const std::map<std::string, torch::Tensor> part =
           ranking.encode_queries_for(encoders, corpus_rows(test_queries, first, first + rows), silent_progress(), {});
-      for (std::size_t i = 0; i < pass.size(); ++i) {
-        const auto it = part.find(out.modes[pass[i]].query_encoder);
-        if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[pass[i]].query_encoder + "\"");
-        evaluations[i]->add(it->second, first);
+      std::vector<torch::Tensor> per_mode;
+      for (const std::size_t m : pass.modes) {
+        const auto it = part.find(out.modes[m].query_encoder);
+        if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[m].query_encoder + "\"");
+        per_mode.push_back(it->second);
       }
+      if (shared) shared->add(per_mode, first);
+      for (std::size_t i = 0; i < evaluations.size(); ++i) evaluations[i]->add(per_mode[i], first);
       // The first rows stay, for the score spread of the training space (score_spread reads up to 1024).
       if (first == 0)
         for (const auto& [name, embedded] : part)
@@ -113,7 +143,10 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
       reporter.update(first + rows);
     }
     reporter.finish();
-    for (std::size_t i = 0; i < pass.size(); ++i) out.results[pass[i]] = evaluations[i]->result();
+    std::vector<EvalResult> results;
+    if (shared) results = shared->results();
+    for (const auto& evaluation : evaluations) results.push_back(evaluation->result());
+    for (std::size_t i = 0; i < pass.modes.size(); ++i) out.results[pass.modes[i]] = std::move(results[i]);
   }
   std::vector<std::string> unseen;  // no test queries at all: the encoders' empty matrices stand in
   for (const std::string& name : streamed)

@@ -39,6 +39,7 @@
 #include "engine/optim/lr_schedule.h"
 #include "engine/distributed/overlapped_gradient_reducer.h"
 #include "engine/train/mode_evaluation.h"
+#include "engine/train/shared_candidate_evaluation.h"
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/core/regular_file.h"
@@ -693,7 +694,13 @@ struct Trainer::Impl {
       } else if (result.search_recall_queries > 0) {
         char recall[32];
         std::snprintf(recall, sizeof recall, "%.3f", result.search_recall_at_10);
-        phase("evaluation (" + evaluation.modes[m].name + "): " + eval_setup.index + " search" + (result.calibration_queries > 0 ? std::string(" ") + calibrated + ";" : std::string(",")) +
+        std::string searched = eval_setup.index + " search";
+        if (const std::vector<std::string>& from = evaluation.modes[m].candidates_from; !from.empty()) {
+          searched = "the top " + std::to_string(kCandidatesPerIndex) + " candidates of " + eval_setup.index + " searches of ";
+          for (std::size_t i = 0; i < from.size(); ++i) searched += (i == 0 ? "" : i + 1 == from.size() ? " and " : ", ") + from[i];
+          searched += ", ranked exactly,";
+        }
+        phase("evaluation (" + evaluation.modes[m].name + "): " + searched + (result.calibration_queries > 0 ? std::string(" ") + calibrated + ";" : std::string(",")) +
               " recall@10 " + recall + " against exact on " + std::to_string(result.search_recall_queries) + " sampled test queries");
       }
     }
