@@ -84,6 +84,28 @@ RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels,
   return remove_filtered(found, top, filter, row_offset);
 }
 
+torch::Tensor exact_search_keys(const torch::Tensor& label_matrix) {
+  torch::Tensor out = label_matrix.detach();
+  if (out.scalar_type() != torch::kFloat) out = out.to(torch::kFloat);
+  if (!has_unit_column_stride(out)) out = out.contiguous();
+  return out;
+}
+
+double share_of_exact_top(const torch::Tensor& found, const torch::Tensor& exact) {
+  const std::int64_t n = exact.size(0), k = exact.size(1);
+  if (n == 0 || k == 0) return 1.0;
+  const torch::Tensor got = found.narrow(1, 0, k).contiguous();
+  const auto* got_ids = got.data_ptr<std::int64_t>();
+  const auto* exact_ids = exact.data_ptr<std::int64_t>();
+  double sum = 0;
+  for (std::int64_t r = 0; r < n; ++r) {
+    std::int64_t hits = 0;
+    for (std::int64_t j = 0; j < k; ++j) hits += std::find(got_ids + r * k, got_ids + (r + 1) * k, exact_ids[r * k + j]) != got_ids + (r + 1) * k;
+    sum += static_cast<double>(hits) / static_cast<double>(k);
+  }
+  return sum / static_cast<double>(n);
+}
+
 StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels) {
   EvalOptions options;
   options.ks = setup.ks;
@@ -136,21 +158,12 @@ struct RankingEvaluation::Impl {
     if (setup.index == "exact") {
       // The labels are searched where they lie: an index would hold a copy of its own (at 1.3M labels, UniDEC's
       // concat matrix is 2.7 GB), on a GPU two. The same search as the exact index's, so the same results.
-      keys = keys_in_place(label_matrix);
+      keys = exact_search_keys(label_matrix);
     } else {
       index = label_index(setup.index, label_matrix);
       exact_keys = label_matrix.detach();  // the caller's: held, not copied, for the recall's exact searches
       if (setup.recall_sample > 0 && setup.truth != nullptr) recall_sample = std::make_unique<SampledQueries>(setup.truth->rows, setup.recall_sample);
     }
-  }
-
-  /// The label matrix as exact search reads it: float, and in place where it can be (a column block of a larger
-  /// matrix is read in place).
-  static torch::Tensor keys_in_place(const torch::Tensor& label_matrix) {
-    torch::Tensor out = label_matrix.detach();
-    if (out.scalar_type() != torch::kFloat) out = out.to(torch::kFloat);
-    if (!has_unit_column_stride(out)) out = out.contiguous();
-    return out;
   }
 
   /// Over the sampled test rows taken so far, the mean share of the exact top 10 that the index's top 10 holds.
@@ -171,16 +184,7 @@ struct RankingEvaluation::Impl {
     const std::int64_t k = exact.size(1);
     torch::Tensor found = torch::empty({sample.size(0), k}, torch::kInt64), scores = torch::empty({sample.size(0), k}, torch::kFloat32);
     index->search(sample.size(0), sample.data_ptr<float>(), k, scores.data_ptr<float>(), found.data_ptr<std::int64_t>());
-    const auto* approximate_ids = found.data_ptr<std::int64_t>();
-    const auto* exact_ids = exact.data_ptr<std::int64_t>();
-    double sum = 0;
-    for (std::int64_t r = 0; r < sample.size(0); ++r) {
-      std::int64_t hits = 0;
-      for (std::int64_t j = 0; j < k; ++j)
-        hits += std::find(approximate_ids + r * k, approximate_ids + (r + 1) * k, exact_ids[r * k + j]) != approximate_ids + (r + 1) * k;
-      sum += static_cast<double>(hits) / static_cast<double>(k);
-    }
-    return sum / static_cast<double>(sample.size(0));
+    return share_of_exact_top(found, exact);
   }
 
   /// Tunes an inverted file's probe to setup.recall_target on up to 500 evenly spaced rows of `queries` (see
@@ -206,7 +210,7 @@ struct RankingEvaluation::Impl {
     calibration.search_fell_back_to_exact = true;
     index.reset();
     recall_sample.reset();
-    keys = keys_in_place(exact_keys);
+    keys = exact_search_keys(exact_keys);
   }
 
   RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {

@@ -61,6 +61,13 @@ std::int64_t top_before_filtering(std::int64_t top, std::int64_t n, const Filter
 /// `ranked` ([n x k], best first, -1 padded) cut to `top` per row with the filter pairs of rows [row_offset, ...) removed.
 RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t top, const FilterPairs* filter, std::int64_t row_offset);
 
+/// A label matrix as exact search reads it: float, and in place where it can be (a column block of a larger matrix is
+/// read in place).
+torch::Tensor exact_search_keys(const torch::Tensor& label_matrix);
+/// The mean over rows of the share of `exact`'s ids ([n x k] int64, CPU) that the first k of the same row of `found`
+/// ([n x >= k]) hold: an approximate search's recall@k against exact search (1 when there is nothing to find).
+double share_of_exact_top(const torch::Tensor& found, const torch::Tensor& exact);
+
 /// The metrics' accumulator for an evaluation of `setup` over `num_labels` labels.
 StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels);
 /// Adds test rows [start, start + predictions' rows) with their filtered predictions ([rows x top], -1 padded) to

@@ -39,34 +39,6 @@ RankedPredictions rank_candidates(const torch::Tensor& queries, const torch::Ten
   return out;
 }
 
-namespace {
-
-/// The mean share of each row's `exact` top ids that the same row of `found` ([n x >= k]) holds among its first k.
-double mean_recall(const torch::Tensor& found, const torch::Tensor& exact) {
-  const std::int64_t n = exact.size(0), k = exact.size(1);
-  if (n == 0 || k == 0) return 1.0;
-  const torch::Tensor got = found.narrow(1, 0, k).contiguous();
-  const auto* got_ids = got.data_ptr<std::int64_t>();
-  const auto* exact_ids = exact.data_ptr<std::int64_t>();
-  double sum = 0;
-  for (std::int64_t r = 0; r < n; ++r) {
-    std::int64_t hits = 0;
-    for (std::int64_t j = 0; j < k; ++j) hits += std::find(got_ids + r * k, got_ids + (r + 1) * k, exact_ids[r * k + j]) != got_ids + (r + 1) * k;
-    sum += static_cast<double>(hits) / static_cast<double>(k);
-  }
-  return sum / static_cast<double>(n);
-}
-
-/// A label matrix as exact search reads it: float, and in place where it can be.
-torch::Tensor keys_in_place(const torch::Tensor& label_matrix) {
-  torch::Tensor out = label_matrix.detach();
-  if (out.scalar_type() != torch::kFloat) out = out.to(torch::kFloat);
-  if (!has_unit_column_stride(out)) out = out.contiguous();
-  return out;
-}
-
-}  // namespace
-
 struct SharedCandidateEvaluation::Impl {
   Impl(const std::vector<torch::Tensor>& label_matrices, const std::vector<std::size_t>& proposing, const EvaluationSetup& evaluation_setup)
       : setup(evaluation_setup), proposers(proposing), calibration(label_matrices.size()) {
@@ -75,7 +47,7 @@ struct SharedCandidateEvaluation::Impl {
     for (const torch::Tensor& matrix : label_matrices) {
       if (matrix.size(0) != num_labels)
         throw Error("shared-candidate evaluation: the modes rank " + std::to_string(num_labels) + " and " + std::to_string(matrix.size(0)) + " labels");
-      keys.push_back(keys_in_place(matrix));
+      keys.push_back(exact_search_keys(matrix));
       evaluators.push_back(make_evaluator(setup, num_labels));
     }
     for (const std::size_t p : proposers)
@@ -137,7 +109,7 @@ struct SharedCandidateEvaluation::Impl {
         calibration[m].search_probe = probe;
         calibration[m].search_clusters = clusters;
         calibration[m].calibration_queries = rows;
-        calibration[m].calibration_recall_at_10 = mean_recall(found[m], exact[m]);
+        calibration[m].calibration_recall_at_10 = share_of_exact_top(found[m], exact[m]);
         every_mode_reached = every_mode_reached && calibration[m].calibration_recall_at_10 >= setup.recall_target;
       }
       if (every_mode_reached) return;
@@ -184,7 +156,7 @@ struct SharedCandidateEvaluation::Impl {
       for (const SampledQueries& s : samples) sample.push_back(s.embeddings().contiguous());
       const std::vector<torch::Tensor> found = top_10_through_candidates(sample);
       const std::vector<torch::Tensor> exact = exact_top_10(sample);
-      for (std::size_t m = 0; m < keys.size(); ++m) recall[m] = mean_recall(found[m], exact[m]);
+      for (std::size_t m = 0; m < keys.size(); ++m) recall[m] = share_of_exact_top(found[m], exact[m]);
     }
     for (std::size_t m = 0; m < keys.size(); ++m) {
       EvalResult result = evaluators[m].result();
