@@ -27,7 +27,8 @@ void check(bool ok, const std::string& what) {
 
 /// The keys regrouped so that each cluster is one contiguous block, with the maps between the two orders.
 struct KeyClusters::Groups {
-  torch::Tensor keys;                      ///< [m, d] float32, cluster after cluster
+  torch::Tensor keys;                      ///< [m, d] float32, cluster after cluster; borrowed keys: in id order
+  bool borrowed = false;                   ///< keys in id order, each cluster's rows gathered when searched
   torch::Tensor centroids;                 ///< [C, d] unit rows (zero for a cluster without keys)
   std::vector<std::int64_t> start;         ///< C + 1 offsets of the blocks in `keys`
   std::vector<std::int64_t> key_at;        ///< position in `keys` -> key id
@@ -37,11 +38,16 @@ struct KeyClusters::Groups {
   double clustering_seconds = 0;
   std::int64_t clusters() const { return static_cast<std::int64_t>(start.size()) - 1; }
   std::int64_t size(std::int64_t cluster) const { return start[cluster + 1] - start[cluster]; }
+  /// A cluster's keys, [size(cluster), d]: a slice of `keys`, or its rows gathered when the keys are borrowed.
+  torch::Tensor block(std::int64_t cluster) const {
+    if (!borrowed) return keys.narrow(0, start[cluster], size(cluster));
+    return keys.index_select(0, torch::from_blob(const_cast<std::int64_t*>(key_at.data() + start[cluster]), {size(cluster)}, torch::kInt64));
+  }
 };
 
 namespace {
 
-void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed, bool in_place) {
+void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int64_t clusters, std::uint64_t seed, bool in_place, bool borrowed) {
   const std::int64_t m = keys.size(0);
   const SphericalKMeans kmeans = spherical_kmeans(keys, clusters, {.seed = seed});
   clusters = kmeans.centroids.size(0);
@@ -60,6 +66,11 @@ void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int6
     out.key_at[static_cast<std::size_t>(position)] = j;
     out.position_of[static_cast<std::size_t>(j)] = position;
     out.cluster_at[static_cast<std::size_t>(position)] = static_cast<std::int32_t>(assigned[j]);
+  }
+  if (borrowed) {
+    out.keys = keys;
+    out.borrowed = true;
+    return;
   }
   if (!in_place) {
     out.keys = keys.index_select(0, torch::from_blob(out.key_at.data(), {m}, torch::kInt64)).contiguous();
@@ -91,16 +102,24 @@ void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int6
 
 }  // namespace
 
-KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed) { build(keys, cluster_size, seed, false); }
+KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed) { build(keys, cluster_size, seed, Placement::kCopied); }
 
 KeyClusters::KeyClusters(torch::Tensor&& keys, std::int64_t cluster_size, std::uint64_t seed) {
   torch::Tensor own = std::move(keys);
   const bool sole = own.defined() && own.use_count() == 1 && own.storage().use_count() == 1 && own.is_cpu() &&
                     own.scalar_type() == torch::kFloat && own.is_contiguous() && !own.requires_grad();
-  build(own, cluster_size, seed, sole);
+  build(own, cluster_size, seed, sole ? Placement::kRegroupedInPlace : Placement::kCopied);
 }
 
-void KeyClusters::build(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed, bool in_place) {
+KeyClusters KeyClusters::borrowing(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed) {
+  check(keys.is_cpu() && keys.scalar_type() == torch::kFloat && has_unit_column_stride(keys),
+        "borrowed keys must be a 2-D float32 CPU tensor with unit column stride");
+  KeyClusters out;
+  out.build(keys, cluster_size, seed, Placement::kBorrowed);
+  return out;
+}
+
+void KeyClusters::build(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed, Placement placement) {
   check(keys.dim() == 2, "keys must be 2-D");
   check(keys.is_cpu() && keys.is_floating_point(), "keys must be floating point, on the CPU");
   check(cluster_size >= 0, "cluster_size must be >= 0, got " + std::to_string(cluster_size));
@@ -118,12 +137,19 @@ void KeyClusters::build(const torch::Tensor& keys, std::int64_t cluster_size, st
   }
   if (cluster_size == 0) cluster_size = std::max<std::int64_t>(64, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(m)))));
   const auto began = std::chrono::steady_clock::now();
-  cluster_keys(*groups, keys.to(torch::kFloat).contiguous(), (m + cluster_size - 1) / cluster_size, seed, in_place);
+  const std::int64_t clusters = (m + cluster_size - 1) / cluster_size;
+  if (placement == Placement::kBorrowed) cluster_keys(*groups, keys, clusters, seed, false, true);
+  else cluster_keys(*groups, keys.to(torch::kFloat).contiguous(), clusters, seed, placement == Placement::kRegroupedInPlace, false);
   groups->clustering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 
 TopK KeyClusters::exact(const torch::Tensor& queries, std::int64_t k, const ExcludeLists& exclude) const {
   const Groups& grouped = *groups_;
+  if (grouped.borrowed) {  // the keys in id order: searched as they are
+    TopK found = exact_top_k(queries, grouped.keys, std::min(k, grouped.keys.size(0)), {.exclude = exclude});
+    found.indices = found.indices.to(torch::kCPU, torch::kInt64).contiguous();
+    return found;
+  }
   ExactSearchOptions options;
   if (!exclude.empty()) {
     // Key ids to positions in the grouped keys.
@@ -148,7 +174,7 @@ TopK KeyClusters::exact(const torch::Tensor& queries, std::int64_t k, const Excl
 std::int64_t KeyClusters::clusters() const { return groups_->clusters(); }
 std::int64_t KeyClusters::size() const { return groups_->keys.size(0); }
 double KeyClusters::clustering_seconds() const { return groups_->clustering_seconds; }
-const float* KeyClusters::grouped_keys() const { return groups_->keys.data_ptr<float>(); }
+const float* KeyClusters::grouped_keys() const { return groups_->borrowed ? nullptr : groups_->keys.data_ptr<float>(); }
 const std::vector<std::int64_t>& KeyClusters::key_at() const { return groups_->key_at; }
 const std::vector<std::int64_t>& KeyClusters::position_of() const { return groups_->position_of; }
 
@@ -288,7 +314,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
           // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
           // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
           const torch::Tensor block =
-              torch::mm(q_chunk.index_select(0, torch::from_blob(rows.data(), {count}, torch::kInt64)), grouped.keys.narrow(0, grouped.start[cl], width).t())
+              torch::mm(q_chunk.index_select(0, torch::from_blob(rows.data(), {count}, torch::kInt64)), grouped.block(cl).t())
                   .contiguous();
           for (std::int64_t i = 0; i < count; ++i) {
             const std::int64_t p = pairs[first + i];

@@ -46,6 +46,11 @@ class KeyClusters {
   /// The same, taking the keys over: when nothing else holds their storage (the caller moved its only handle in)
   /// and they are contiguous float32, they are regrouped in place instead of copied (1.3 GB at 1.3M keys x 256).
   explicit KeyClusters(torch::Tensor&& keys, std::int64_t cluster_size = 0, std::uint64_t seed = 0);
+  /// The same over keys left where they lie, in id order (nothing copied: a column block of a larger matrix costs no
+  /// memory): `keys` must be float32 on the CPU with unit column stride, and must not change while these clusters are
+  /// searched (the handle is held, so their storage stays alive). Each cluster's rows are gathered for its product,
+  /// which costs a copy of the cluster per chunk of queries beside a product over all the chunk's queries that probe it.
+  static KeyClusters borrowing(const torch::Tensor& keys, std::int64_t cluster_size = 0, std::uint64_t seed = 0);
   /// The approximate top-k of the queries over the keys (as clustered_top_k; options.cluster_size and seed are
   /// the constructor's business). Safe to call from several threads at once.
   TopK search(const torch::Tensor& queries, std::int64_t k, const ClusteredSearchOptions& options = {}, ClusteredSearchStats* stats = nullptr) const;
@@ -55,7 +60,8 @@ class KeyClusters {
   std::int64_t clusters() const;
   std::int64_t size() const;
   double clustering_seconds() const;
-  /// Where the grouped keys lie (the moved-in keys' own memory when they were regrouped in place).
+  /// Where the grouped keys lie (the moved-in keys' own memory when they were regrouped in place); nullptr for
+  /// borrowed keys, which stay in id order.
   const float* grouped_keys() const;
   /// Position in the grouped keys -> key id, and key id -> position.
   const std::vector<std::int64_t>& key_at() const;
@@ -64,7 +70,9 @@ class KeyClusters {
   struct Groups;
 
  private:
-  void build(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed, bool in_place);
+  enum class Placement { kCopied, kRegroupedInPlace, kBorrowed };
+  KeyClusters() = default;
+  void build(const torch::Tensor& keys, std::int64_t cluster_size, std::uint64_t seed, Placement placement);
   std::shared_ptr<const Groups> groups_;
 };
 

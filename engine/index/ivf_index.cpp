@@ -20,10 +20,25 @@ struct IvfIndex::Impl {
   // ntotal × dim, row-major: in id order until the clusters are made, which regroup it in place (no second copy);
   // grouped() says which.
   std::vector<float> data;
+  // Or the caller's rows, in id order, row i at borrowed + i·borrowed_stride (over_rows): then `data` is empty.
+  const float* borrowed = nullptr;
+  std::int64_t borrowed_stride = 0;
+  std::shared_ptr<const void> borrowed_owner;
   mutable std::mutex clusters_mutex;              // guards clusters
   mutable std::optional<KeyClusters> clusters;    // made on the first search after an add
 
   bool grouped() const { return clusters && !data.empty() && clusters->grouped_keys() == data.data(); }
+  const float* row(std::int64_t id, std::int64_t dim) const { return borrowed != nullptr ? borrowed + id * borrowed_stride : data.data() + id * dim; }
+
+  /// Borrowed rows copied into `data` (before the index grows), the borrow let go.
+  void own_rows(std::int64_t ntotal, std::int64_t dim) {
+    if (borrowed == nullptr) return;
+    clusters.reset();
+    data.resize(static_cast<std::size_t>(ntotal * dim));
+    for (std::int64_t i = 0; i < ntotal; ++i) std::memcpy(data.data() + i * dim, row(i, dim), static_cast<std::size_t>(dim) * sizeof(float));
+    borrowed = nullptr;
+    borrowed_owner.reset();
+  }
 
   /// Drops the clusters, first putting grouped rows back in id order (the row at position p is key key_at[p]: each
   /// permutation cycle is walked once, one row carried along).
@@ -62,6 +77,19 @@ IvfIndex::IvfIndex(std::int64_t dim, IvfIndexOptions options) : Index(dim), impl
   impl_->options = options;
 }
 
+std::unique_ptr<IvfIndex> IvfIndex::over_rows(std::int64_t dim, IvfIndexOptions options, std::int64_t n, const float* rows, std::int64_t row_stride,
+                                               std::shared_ptr<const void> owner) {
+  if (n < 0 || (n > 0 && (rows == nullptr || row_stride < dim)))
+    throw ConfigError("IvfIndex::over_rows: bad n, null rows or a row stride shorter than dim");
+  auto index = std::make_unique<IvfIndex>(dim, options);
+  if (n == 0) return index;
+  index->impl_->borrowed = rows;
+  index->impl_->borrowed_stride = row_stride;
+  index->impl_->borrowed_owner = std::move(owner);
+  index->ntotal_ = n;
+  return index;
+}
+
 IvfIndex::~IvfIndex() = default;
 
 const IvfIndexOptions& IvfIndex::options() const { return impl_->options; }
@@ -75,15 +103,22 @@ std::int64_t IvfIndex::clusters() const { return ntotal_ == 0 ? 0 : current_clus
 
 KeyClusters IvfIndex::current_clusters() const {
   std::lock_guard lock(impl_->clusters_mutex);
-  // The clusters take the rows over and regroup them in place (see Impl::data).
-  if (!impl_->clusters) impl_->clusters.emplace(torch::from_blob(impl_->data.data(), {ntotal_, dim_}, torch::kFloat), impl_->options.cluster_size);
+  if (!impl_->clusters) {
+    if (impl_->borrowed != nullptr)
+      impl_->clusters = KeyClusters::borrowing(
+          torch::from_blob(const_cast<float*>(impl_->borrowed), {ntotal_, dim_}, {impl_->borrowed_stride, 1}, torch::kFloat), impl_->options.cluster_size);
+    else  // the clusters take the rows over and regroup them in place (see Impl::data)
+      impl_->clusters.emplace(torch::from_blob(impl_->data.data(), {ntotal_, dim_}, torch::kFloat), impl_->options.cluster_size);
+  }
   return *impl_->clusters;  // shares the groups
 }
 
 void IvfIndex::reserve(std::int64_t n) {
   std::lock_guard lock(impl_->clusters_mutex);
   if (n <= ntotal_ || static_cast<std::size_t>(n * dim_) <= impl_->data.capacity()) return;
-  impl_->drop_clusters(dim_);  // the clusters read the rows where they lie, which growing moves
+  impl_->drop_clusters(dim_);
+  if (impl_->borrowed != nullptr) impl_->data.reserve(static_cast<std::size_t>(n * dim_));  // room first, then the copy
+  impl_->own_rows(ntotal_, dim_);  // the clusters read the rows where they lie, which growing moves
   impl_->data.reserve(static_cast<std::size_t>(n * dim_));
 }
 
@@ -91,6 +126,7 @@ void IvfIndex::add(std::int64_t n, const float* x) {
   if (n < 0 || (n > 0 && x == nullptr)) throw ConfigError("IvfIndex::add: bad n or null x");
   std::lock_guard lock(impl_->clusters_mutex);
   impl_->drop_clusters(dim_);
+  impl_->own_rows(ntotal_, dim_);
   impl_->data.insert(impl_->data.end(), x, x + n * dim_);
   ntotal_ += n;
 }
@@ -117,18 +153,24 @@ void IvfIndex::reset() {
   impl_->clusters.reset();
   impl_->data.clear();
   impl_->data.shrink_to_fit();
+  impl_->borrowed = nullptr;
+  impl_->borrowed_owner.reset();
   ntotal_ = 0;
 }
 
 void IvfIndex::write(std::ostream& out) const {
   std::lock_guard lock(impl_->clusters_mutex);
+  const auto row_bytes = static_cast<std::streamsize>(dim_ * static_cast<std::int64_t>(sizeof(float)));
+  if (impl_->borrowed != nullptr) {  // the caller's rows, in id order
+    for (std::int64_t id = 0; id < ntotal_; ++id) out.write(reinterpret_cast<const char*>(impl_->row(id, dim_)), row_bytes);
+    return;
+  }
   if (!impl_->grouped()) {
     write_raw_vectors(out, impl_->data);
     return;
   }
   // Searched since the last add: the rows lie in the clusters' order; they are written in id order.
   const std::vector<std::int64_t>& position_of = impl_->clusters->position_of();
-  const auto row_bytes = static_cast<std::streamsize>(dim_ * static_cast<std::int64_t>(sizeof(float)));
   for (const std::int64_t position : position_of) out.write(reinterpret_cast<const char*>(impl_->data.data() + position * dim_), row_bytes);
 }
 

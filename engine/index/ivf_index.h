@@ -20,6 +20,11 @@ struct IvfIndexOptions {
 class IvfIndex final : public Index {
  public:
   explicit IvfIndex(std::int64_t dim, IvfIndexOptions options = {});
+  /// An index over n rows the caller keeps, in id order: row i is the dim floats at rows + i·row_stride. Nothing is
+  /// copied (an evaluation's column block of a 1.3M-label matrix would be 1.3 GB); the rows must not change while the
+  /// index lives, and `owner` is held to keep them alive. An add() first copies them in, as an ordinary index holds.
+  static std::unique_ptr<IvfIndex> over_rows(std::int64_t dim, IvfIndexOptions options, std::int64_t n, const float* rows, std::int64_t row_stride,
+                                             std::shared_ptr<const void> owner);
   ~IvfIndex() override;
 
   void add(std::int64_t n, const float* x) override;

@@ -62,7 +62,8 @@ SphericalKMeans spherical_kmeans(const torch::Tensor& rows, std::int64_t k, cons
   if (options.iterations < 0 || options.sample_per_centroid < 1)
     throw ConfigError("spherical_kmeans: iterations must be >= 0 and sample_per_centroid >= 1");
   torch::NoGradGuard no_grad;
-  const torch::Tensor x = rows.to(torch::kCPU, torch::kFloat).contiguous();
+  // Float rows on the CPU are read where they lie (a column block of a larger matrix is not copied whole).
+  const torch::Tensor x = rows.is_cpu() && rows.scalar_type() == torch::kFloat ? rows : rows.to(torch::kCPU, torch::kFloat).contiguous();
   const std::int64_t n = x.size(0), d = x.size(1);
   SphericalKMeans out;
   if (n == 0) {

@@ -29,7 +29,15 @@ std::string resolved_eval_index(const std::string& spec, std::int64_t num_labels
 
 std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix) {
   std::unique_ptr<Index> index = make_index(spec, label_matrix.size(1));
-  // A piece at a time (~64 MB): a column block of a larger matrix, or one on a GPU, is copied for the index piece by
+  // An inverted file reads a float matrix on the CPU where it lies (held, not copied: 1.3 GB a column block at 1.3M
+  // labels x 256); the evaluation does not change its label matrices while it searches them.
+  if (const auto* ivf = dynamic_cast<const IvfIndex*>(index.get());
+      ivf != nullptr && label_matrix.is_cpu() && label_matrix.scalar_type() == torch::kFloat && has_unit_column_stride(label_matrix)) {
+    auto held = std::make_shared<const torch::Tensor>(label_matrix.detach());
+    const float* rows = held->data_ptr<float>();
+    return IvfIndex::over_rows(held->size(1), ivf->options(), held->size(0), rows, std::max(held->stride(0), held->size(1)), held);
+  }
+  // Another index, or a matrix to convert: a piece at a time (~64 MB): a column block of a larger matrix, or one on a GPU, is copied for the index piece by
   // piece, not whole first (the freed copy would stay in the process's heap: 1.3 GB at 1.3M labels x 256).
   const std::int64_t n = label_matrix.size(0);
   const std::int64_t piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / std::max<std::int64_t>(1, 4 * label_matrix.size(1)));

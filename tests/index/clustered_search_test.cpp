@@ -149,6 +149,44 @@ TEST(ClusteredSearch, KeysTakenOverAreRegroupedInPlaceAndSearchedExactlyToo) {
   EXPECT_TRUE(torch::equal(from_shared.search(data.queries, 10, options).indices, copied.search(data.queries, 10, options).indices));
 }
 
+TEST(ClusteredSearch, BorrowedKeysStayWhereTheyLieAndAreSearchedAsACopyIs) {
+  // The keys as a column block of a wider matrix: borrowed, they are neither copied nor reordered, and the search
+  // (each cluster's rows gathered) and exact() give what clusters over a copy give.
+  const Clustered data = clustered_data(60, 3000, 16, 6);
+  const torch::Tensor wide = torch::cat({torch::randn({3000, 2}), data.keys, torch::randn({3000, 3})}, 1);
+  const torch::Tensor before = wide.clone();
+  const torch::Tensor block = wide.narrow(1, 2, 16);
+  const KeyClusters copied(block, 64, 2);
+  const KeyClusters borrowed = KeyClusters::borrowing(block, 64, 2);
+  EXPECT_EQ(borrowed.grouped_keys(), nullptr);
+  ClusteredSearchOptions options;
+  options.probe = 5;
+  const TopK from_copy = copied.search(data.queries, 10, options);
+  const TopK in_place = borrowed.search(data.queries, 10, options);
+  EXPECT_TRUE(torch::equal(in_place.indices, from_copy.indices));
+  EXPECT_TRUE(torch::allclose(in_place.scores, from_copy.scores, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::equal(wide, before)) << "borrowed keys must be left as they were";
+  // Every cluster probed, with exclusions: the brute-force top 10 of what is left; exact() alike.
+  std::vector<std::set<std::int64_t>> excluded;
+  std::vector<std::int64_t> indptr{0}, indices;
+  for (std::int64_t i = 0; i < 60; ++i) {
+    excluded.push_back({i, 3 * i + 1});
+    indices.insert(indices.end(), {i, 3 * i + 1});
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  options.probe = borrowed.clusters();
+  options.exclude = {torch::tensor(indptr), torch::tensor(indices)};
+  const TopK everything = borrowed.search(data.queries, 10, options);
+  const TopK exact = borrowed.exact(data.queries, 10, options.exclude);
+  const auto want = brute_force_ids(data.queries, data.keys, 10, excluded);
+  for (std::int64_t i = 0; i < 60; ++i) {
+    EXPECT_EQ(row_of(everything.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+    EXPECT_EQ(row_of(exact.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+  }
+  EXPECT_THROW(KeyClusters::borrowing(wide.t(), 64, 2), ConfigError);              // columns not adjacent
+  EXPECT_THROW(KeyClusters::borrowing(block.to(torch::kDouble), 64, 2), ConfigError);  // not float32
+}
+
 TEST(ClusteredSearch, SearchingSomeClustersScansTheirShareAndKeepsMostOfTheExactTop10) {
   const Clustered data = clustered_data(500, 8192, 16, 2);
   ClusteredSearchOptions options;

@@ -11,12 +11,14 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/index/ivf_index.h"
 #include "tests/support/test_support.h"
 
 namespace xmc {
@@ -276,6 +278,42 @@ TEST_F(IndexFactory, SavedIndexesSearchExactlyAsBefore) {
       EXPECT_EQ(search(*index, queries_, kK).labels, search(*fresh, queries_, kK).labels) << spec;
     }
   }
+}
+
+TEST_F(IndexFactory, AnInvertedFileOverTheCallersRowsSearchesSavesAndGrowsAsOneHoldingACopy) {
+  // The base vectors as a column block of a wider matrix (3 other columns around them), left where they lie.
+  constexpr std::int64_t kWidth = kDim + 3;
+  auto wide = std::make_shared<std::vector<float>>(static_cast<std::size_t>(kBase * kWidth), -7.0f);
+  for (std::int64_t i = 0; i < kBase; ++i) std::copy_n(base_.data() + i * kDim, kDim, wide->data() + i * kWidth + 2);
+  const std::vector<float> wide_before = *wide;
+  const std::weak_ptr<std::vector<float>> watched = wide;
+  const auto copying = built("ivf:probe=8");
+  auto borrowing = IvfIndex::over_rows(kDim, {.probe = 8}, kBase, wide->data() + 2, kWidth, wide);
+  wide.reset();  // the index keeps the rows alive
+  ASSERT_EQ(borrowing->ntotal(), kBase);
+  const Found borrowed = search(*borrowing, queries_, kK);
+  const Found copied = search(*copying, queries_, kK);
+  EXPECT_EQ(borrowed.labels, copied.labels);
+  EXPECT_EQ(borrowed.scores, copied.scores);
+  expect_well_formed(borrowed, truth_, 1e-5, "ivf over rows");
+  ASSERT_FALSE(watched.expired());
+  EXPECT_EQ(*watched.lock(), wide_before) << "searching must leave the caller's rows where and as they were";
+
+  // Saved, it is an ordinary IVF file: loaded, it searches alike.
+  test::TempDir dir;
+  save_index(*borrowing, "ivf:probe=8", dir / "over_rows.xmcindex");
+  EXPECT_EQ(search(*load_index(dir / "over_rows.xmcindex"), queries_, kK).labels, copied.labels);
+
+  // Grown, it copies the rows in first and labels the new vector next; the caller's rows stay untouched.
+  const float* extra = queries_.data();
+  borrowing->add(1, extra);
+  copying->add(1, extra);
+  EXPECT_EQ(borrowing->ntotal(), kBase + 1);
+  EXPECT_EQ(search(*borrowing, std::vector<float>(extra, extra + kDim), 1).label(0, 0), kBase);
+  EXPECT_EQ(search(*borrowing, queries_, kK).labels, search(*copying, queries_, kK).labels);
+  EXPECT_TRUE(watched.expired()) << "an index that copied the rows in lets the caller's go";
+
+  EXPECT_THROW(IvfIndex::over_rows(kDim, {}, 10, base_.data(), kDim - 1, nullptr), ConfigError);  // rows overlap
 }
 
 TEST_F(IndexFactory, EmptyIndexesSaveAndLoad) {
