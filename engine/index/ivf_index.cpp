@@ -116,10 +116,9 @@ KeyClusters IvfIndex::current_clusters() const {
 void IvfIndex::reserve(std::int64_t n) {
   std::lock_guard lock(impl_->clusters_mutex);
   if (n <= ntotal_ || static_cast<std::size_t>(n * dim_) <= impl_->data.capacity()) return;
-  impl_->drop_clusters(dim_);
-  if (impl_->borrowed != nullptr) impl_->data.reserve(static_cast<std::size_t>(n * dim_));  // room first, then the copy
-  impl_->own_rows(ntotal_, dim_);  // the clusters read the rows where they lie, which growing moves
+  impl_->drop_clusters(dim_);  // the clusters read the rows where they lie, which growing moves
   impl_->data.reserve(static_cast<std::size_t>(n * dim_));
+  impl_->own_rows(ntotal_, dim_);  // borrowed rows copied in, into the room made
 }
 
 void IvfIndex::add(std::int64_t n, const float* x) {

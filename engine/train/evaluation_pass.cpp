@@ -99,6 +99,32 @@ torch::Tensor exact_search_keys(const torch::Tensor& label_matrix) {
   return out;
 }
 
+torch::Tensor evenly_spaced_rows(const torch::Tensor& queries, std::int64_t rows) {
+  rows = std::min(rows, queries.size(0));
+  const torch::Tensor picked = torch::div(torch::arange(rows, torch::kInt64) * queries.size(0), rows, "floor");
+  return queries.detach().index_select(0, picked.to(queries.device())).to(torch::kCPU, torch::kFloat).contiguous();
+}
+
+void ProbeCalibration::write_to(EvalResult& result, std::size_t mode) const {
+  result.search_probe = probe;
+  result.search_clusters = clusters;
+  result.calibration_queries = queries;
+  result.calibration_recall_at_10 = mode < recall_at_10.size() ? recall_at_10[mode] : -1;
+  result.search_fell_back_to_exact = fell_back_to_exact;
+}
+
+ProbeCalibration calibrate_probe(std::int64_t first_probe, std::int64_t clusters, std::int64_t queries, double target,
+                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at) {
+  ProbeCalibration out{.clusters = clusters, .queries = queries};
+  for (out.probe = first_probe;; out.probe *= 2) {
+    out.recall_at_10 = recall_at(out.probe);
+    if (std::all_of(out.recall_at_10.begin(), out.recall_at_10.end(), [&](double recall) { return recall >= target; })) return out;
+    if (2 * out.probe > clusters / 2) break;  // the next probe would scan more than half the labels
+  }
+  out.fell_back_to_exact = true;
+  return out;
+}
+
 double share_of_exact_top(const torch::Tensor& found, const torch::Tensor& exact) {
   const std::int64_t n = exact.size(0), k = exact.size(1);
   if (n == 0 || k == 0) return 1.0;
@@ -201,21 +227,14 @@ struct RankingEvaluation::Impl {
     calibrated = true;
     auto* ivf = dynamic_cast<IvfIndex*>(index.get());
     if (ivf == nullptr || setup.recall_target <= 0 || queries.size(0) == 0) return;
-    const std::int64_t rows = std::min<std::int64_t>(500, queries.size(0));
-    const torch::Tensor picked = torch::div(torch::arange(rows, torch::kInt64) * queries.size(0), rows, "floor");
-    const torch::Tensor sample = queries.detach().index_select(0, picked.to(queries.device())).to(torch::kCPU, torch::kFloat).contiguous();
+    const torch::Tensor sample = evenly_spaced_rows(queries, 500);
     const torch::Tensor exact = exact_top_10(sample);
-    calibration.search_clusters = ivf->clusters();
-    calibration.calibration_queries = rows;
-    for (std::int64_t probe = ivf->options().probe;; probe *= 2) {
+    calibration = calibrate_probe(ivf->options().probe, ivf->clusters(), sample.size(0), setup.recall_target, [&](std::int64_t probe) {
       ivf->set_probe(probe);
-      calibration.search_probe = probe;
-      calibration.calibration_recall_at_10 = recall_at_10(sample, exact);
-      if (calibration.calibration_recall_at_10 >= setup.recall_target) return;
-      if (2 * probe > calibration.search_clusters / 2) break;  // the next probe would scan more than half the labels
-    }
-    // Exact search instead, on the label matrix in place (as for index "exact"); the index's copy goes.
-    calibration.search_fell_back_to_exact = true;
+      return std::vector<double>{recall_at_10(sample, exact)};
+    });
+    if (!calibration.fell_back_to_exact) return;
+    // Exact search instead, on the label matrix in place (as for index "exact"); the index goes.
     index.reset();
     recall_sample.reset();
     keys = exact_search_keys(exact_keys);
@@ -235,7 +254,7 @@ struct RankingEvaluation::Impl {
   torch::Tensor exact_keys;                        ///< with an index: the label matrix, for the recall's exact searches
   std::unique_ptr<SampledQueries> recall_sample;  ///< with an index: the test rows its recall is measured on
   bool calibrated = false;                        ///< calibrate() ran (on the first slice)
-  EvalResult calibration;                         ///< its search_* and calibration_* fields
+  ProbeCalibration calibration;
   StreamingEvaluator evaluator;
 };
 
@@ -255,11 +274,7 @@ void RankingEvaluation::add(const torch::Tensor& queries, std::int64_t first) {
 
 EvalResult RankingEvaluation::result() const {
   EvalResult result = impl_->evaluator.result();
-  result.search_probe = impl_->calibration.search_probe;
-  result.search_clusters = impl_->calibration.search_clusters;
-  result.calibration_recall_at_10 = impl_->calibration.calibration_recall_at_10;
-  result.calibration_queries = impl_->calibration.calibration_queries;
-  result.search_fell_back_to_exact = impl_->calibration.search_fell_back_to_exact;
+  impl_->calibration.write_to(result);
   if (impl_->recall_sample && impl_->recall_sample->taken() > 0) {
     result.search_recall_at_10 = impl_->recall_at_10();
     result.search_recall_queries = impl_->recall_sample->taken();

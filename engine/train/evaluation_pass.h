@@ -4,6 +4,7 @@
 // streamed row by row (never an N x L matrix).
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,8 +47,9 @@ std::string resolved_eval_index(const std::string& spec, std::int64_t num_labels
 /// Throws ConfigError naming the key eval.index when `spec` is not an index description (nor "auto").
 void check_eval_index(const std::string& spec);
 
-/// An index over the rows of `label_matrix` ([L x d]) made from `spec` (index_factory.h), holding its own copy of
-/// them (an exact evaluation searches the matrix itself instead: evaluate_ranking).
+/// An index over the rows of `label_matrix` ([L x d]) made from `spec` (index_factory.h). An inverted file reads a
+/// float matrix on the CPU where it lies (held, so it must not change while the index is searched); other indexes,
+/// or a matrix elsewhere, get a copy of their own. (An exact evaluation searches the matrix itself: evaluate_ranking.)
 std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor& label_matrix);
 
 /// The `top` best labels of each of `queries` ([n x d]) in `labels`, with the filter pairs of rows
@@ -67,6 +69,26 @@ torch::Tensor exact_search_keys(const torch::Tensor& label_matrix);
 /// The mean over rows of the share of `exact`'s ids ([n x k] int64, CPU) that the first k of the same row of `found`
 /// ([n x >= k]) hold: an approximate search's recall@k against exact search (1 when there is nothing to find).
 double share_of_exact_top(const torch::Tensor& found, const torch::Tensor& exact);
+
+/// Up to `rows` evenly spaced rows of `queries` (rows i·n/rows), contiguous float on the CPU: a calibration's sample.
+torch::Tensor evenly_spaced_rows(const torch::Tensor& queries, std::int64_t rows);
+
+/// What tuning inverted files' probe to a recall target found, for one or several modes searched alike.
+struct ProbeCalibration {
+  std::int64_t probe = 0;             ///< the probe ranked with (the last one tried when it fell back)
+  std::int64_t clusters = 0;          ///< of how many clusters
+  std::int64_t queries = 0;           ///< calibration queries (0: not calibrated)
+  std::vector<double> recall_at_10;   ///< per mode, at `probe`
+  bool fell_back_to_exact = false;    ///< no probe up to half the clusters reached the target
+  /// Mode `mode`'s part of it into `result`'s search_* and calibration_* fields.
+  void write_to(EvalResult& result, std::size_t mode = 0) const;
+};
+
+/// Doubles the probe from `first_probe` until every mode's recall@10 against exact search reaches `target`: each try
+/// calls `recall_at(probe)`, which sets the indexes' probe and returns each mode's recall on the `queries`
+/// calibration rows. Falls back to exact when the next probe would scan more than half of the `clusters`.
+ProbeCalibration calibrate_probe(std::int64_t first_probe, std::int64_t clusters, std::int64_t queries, double target,
+                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at);
 
 /// The metrics' accumulator for an evaluation of `setup` over `num_labels` labels.
 StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels);

@@ -41,7 +41,7 @@ RankedPredictions rank_candidates(const torch::Tensor& queries, const torch::Ten
 
 struct SharedCandidateEvaluation::Impl {
   Impl(const std::vector<torch::Tensor>& label_matrices, const std::vector<std::size_t>& proposing, const EvaluationSetup& evaluation_setup)
-      : setup(evaluation_setup), proposers(proposing), calibration(label_matrices.size()) {
+      : setup(evaluation_setup), proposers(proposing) {
     if (label_matrices.empty() || proposers.empty()) throw Error("shared-candidate evaluation: no modes or no proposing mode");
     num_labels = label_matrices.front().size(0);
     for (const torch::Tensor& matrix : label_matrices) {
@@ -94,28 +94,19 @@ struct SharedCandidateEvaluation::Impl {
     for (const auto& index : indexes) ivfs.push_back(dynamic_cast<IvfIndex*>(index.get()));
     const std::int64_t n = queries.front().size(0);
     if (indexes.empty() || std::count(ivfs.begin(), ivfs.end(), nullptr) > 0 || setup.recall_target <= 0 || n == 0) return;
-    const std::int64_t rows = std::min<std::int64_t>(500, n);
-    const torch::Tensor picked = torch::div(torch::arange(rows, torch::kInt64) * n, rows, "floor");
     std::vector<torch::Tensor> sample;
-    for (const torch::Tensor& q : queries) sample.push_back(q.detach().index_select(0, picked.to(q.device())).to(torch::kCPU, torch::kFloat).contiguous());
+    for (const torch::Tensor& q : queries) sample.push_back(evenly_spaced_rows(q, 500));
     const std::vector<torch::Tensor> exact = exact_top_10(sample);
     std::int64_t clusters = ivfs.front()->clusters();
     for (IvfIndex* ivf : ivfs) clusters = std::min(clusters, ivf->clusters());
-    for (std::int64_t probe = ivfs.front()->options().probe;; probe *= 2) {
+    calibration = calibrate_probe(ivfs.front()->options().probe, clusters, sample.front().size(0), setup.recall_target, [&](std::int64_t probe) {
       for (IvfIndex* ivf : ivfs) ivf->set_probe(probe);
       const std::vector<torch::Tensor> found = top_10_through_candidates(sample);
-      bool every_mode_reached = true;
-      for (std::size_t m = 0; m < keys.size(); ++m) {
-        calibration[m].search_probe = probe;
-        calibration[m].search_clusters = clusters;
-        calibration[m].calibration_queries = rows;
-        calibration[m].calibration_recall_at_10 = share_of_exact_top(found[m], exact[m]);
-        every_mode_reached = every_mode_reached && calibration[m].calibration_recall_at_10 >= setup.recall_target;
-      }
-      if (every_mode_reached) return;
-      if (2 * probe > clusters / 2) break;  // the next probe would scan more than half the labels
-    }
-    for (EvalResult& mode : calibration) mode.search_fell_back_to_exact = true;
+      std::vector<double> recall;
+      for (std::size_t m = 0; m < keys.size(); ++m) recall.push_back(share_of_exact_top(found[m], exact[m]));
+      return recall;
+    });
+    if (!calibration.fell_back_to_exact) return;
     indexes.clear();
     samples.clear();
   }
@@ -160,11 +151,7 @@ struct SharedCandidateEvaluation::Impl {
     }
     for (std::size_t m = 0; m < keys.size(); ++m) {
       EvalResult result = evaluators[m].result();
-      result.search_probe = calibration[m].search_probe;
-      result.search_clusters = calibration[m].search_clusters;
-      result.calibration_recall_at_10 = calibration[m].calibration_recall_at_10;
-      result.calibration_queries = calibration[m].calibration_queries;
-      result.search_fell_back_to_exact = calibration[m].search_fell_back_to_exact;
+      calibration.write_to(result, m);
       if (recall[m] >= 0) {
         result.search_recall_at_10 = recall[m];
         result.search_recall_queries = sampled;
@@ -182,7 +169,7 @@ struct SharedCandidateEvaluation::Impl {
   std::vector<SampledQueries> samples;             ///< per mode, the same test rows, for the recall over them
   std::vector<StreamingEvaluator> evaluators;      ///< per mode
   bool calibrated = false;
-  std::vector<EvalResult> calibration;             ///< per mode, its search_* and calibration_* fields
+  ProbeCalibration calibration;                    ///< one probe for every proposing index, a recall per mode
 };
 
 SharedCandidateEvaluation::SharedCandidateEvaluation(const std::vector<torch::Tensor>& label_matrices, const std::vector<std::size_t>& proposers,

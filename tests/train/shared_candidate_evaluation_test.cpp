@@ -61,6 +61,51 @@ std::vector<EvalResult> evaluate_three_modes(const TwoBlocks& labels, const torc
   return evaluation.results();
 }
 
+TEST(CalibrateProbe, DoublesUntilEveryModeReachesTheTargetOrHalfTheClustersWouldBeScanned) {
+  // Two modes; recalls by probe, worked by hand: at 4 the second mode misses 0.9, at 8 both reach it.
+  std::vector<std::int64_t> tried;
+  const ProbeCalibration reached = calibrate_probe(4, 40, 500, 0.9, [&](std::int64_t probe) {
+    tried.push_back(probe);
+    return probe < 8 ? std::vector<double>{0.95, 0.5} : std::vector<double>{0.92, 0.96};
+  });
+  EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 8}));
+  EXPECT_EQ(reached.probe, 8);
+  EXPECT_FALSE(reached.fell_back_to_exact);
+  EvalResult second;
+  reached.write_to(second, 1);
+  EXPECT_EQ(second.search_probe, 8);
+  EXPECT_EQ(second.search_clusters, 40);
+  EXPECT_EQ(second.calibration_queries, 500);
+  EXPECT_DOUBLE_EQ(second.calibration_recall_at_10, 0.96);
+  EXPECT_FALSE(second.search_fell_back_to_exact);
+  // Never reached with 40 clusters: 4, 8, 16 are tried (32 would scan more than 20 of them), then exact search.
+  tried.clear();
+  const ProbeCalibration missed = calibrate_probe(4, 40, 500, 0.9, [&](std::int64_t probe) {
+    tried.push_back(probe);
+    return std::vector<double>{0.99, 0.8};
+  });
+  EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 8, 16}));
+  EXPECT_EQ(missed.probe, 16);
+  EXPECT_TRUE(missed.fell_back_to_exact);
+  EvalResult first;
+  missed.write_to(first, 0);
+  EXPECT_TRUE(first.search_fell_back_to_exact);
+  EXPECT_DOUBLE_EQ(first.calibration_recall_at_10, 0.99);
+  // Not calibrated: the fields a result has when its search was used as specified.
+  EvalResult untouched;
+  ProbeCalibration{}.write_to(untouched);
+  EXPECT_EQ(untouched.calibration_queries, 0);
+  EXPECT_DOUBLE_EQ(untouched.calibration_recall_at_10, -1);
+}
+
+TEST(EvenlySpacedRows, TakesRowsIEveryNOverRowsAsFloat) {
+  const torch::Tensor queries = torch::arange(10, torch::kDouble).unsqueeze(1).repeat({1, 2});
+  const torch::Tensor picked = evenly_spaced_rows(queries, 4);  // rows 0, 2 (10/4 = 2.5), 5, 7 (7.5)
+  ASSERT_EQ(picked.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(picked.select(1, 0), torch::tensor({0.f, 2.f, 5.f, 7.f})));
+  EXPECT_EQ(evenly_spaced_rows(queries, 50).size(0), 10);  // never more rows than there are
+}
+
 TEST(SharedCandidateEvaluation, EachModeRanksTheUnionOfTheProposingIndexesCandidates) {
   const std::int64_t n = 20;
   const CsrMatrix truth = csr_from_rows(std::vector<std::vector<std::int32_t>>(n, std::vector<std::int32_t>{127}), 128);
