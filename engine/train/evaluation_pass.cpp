@@ -35,10 +35,10 @@ std::unique_ptr<Index> label_index(const std::string& spec, const torch::Tensor&
       ivf != nullptr && label_matrix.is_cpu() && label_matrix.scalar_type() == torch::kFloat && has_unit_column_stride(label_matrix)) {
     auto held = std::make_shared<const torch::Tensor>(label_matrix.detach());
     const float* rows = held->data_ptr<float>();
-    return IvfIndex::over_rows(held->size(1), ivf->options(), held->size(0), rows, std::max(held->stride(0), held->size(1)), held);
+    return IvfIndex::over_rows(held->size(1), ivf->options(), held->size(0), rows, held->stride(0), held);
   }
-  // Another index, or a matrix to convert: a piece at a time (~64 MB): a column block of a larger matrix, or one on a GPU, is copied for the index piece by
-  // piece, not whole first (the freed copy would stay in the process's heap: 1.3 GB at 1.3M labels x 256).
+  // Another index, or a matrix to convert (from a GPU, or not float): copied a piece (~64 MB) at a time, not whole
+  // first (a freed whole copy would stay in the process's heap: 1.3 GB at 1.3M labels x 256).
   const std::int64_t n = label_matrix.size(0);
   const std::int64_t piece = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / std::max<std::int64_t>(1, 4 * label_matrix.size(1)));
   index->reserve(n);
@@ -79,6 +79,12 @@ RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t 
     }
   }
   return out;
+}
+
+RankedPredictions exact_ranking(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k) {
+  const torch::Tensor floats = keys.scalar_type() == torch::kFloat ? keys : keys.to(torch::kFloat);
+  const TopK top = exact_top_k(queries.detach().to(floats.device(), torch::kFloat), floats, k);
+  return {top.indices.to(torch::kCPU, torch::kInt64).contiguous(), top.scores.to(torch::kCPU, torch::kFloat32).contiguous()};
 }
 
 RankedPredictions rank_labels(const torch::Tensor& queries, const Index& labels, std::int64_t top, const FilterPairs* filter,
@@ -208,9 +214,7 @@ struct RankingEvaluation::Impl {
 
   /// The exact top 10 of `sample`'s rows over the label matrix, [rows x min(10, labels)] ids on the CPU.
   torch::Tensor exact_top_10(const torch::Tensor& sample) const {
-    const std::int64_t k = std::min<std::int64_t>(10, num_labels);
-    const torch::Tensor exact_floats = exact_keys.scalar_type() == torch::kFloat ? exact_keys : exact_keys.to(torch::kFloat);
-    return exact_top_k(sample.to(exact_floats.device(), torch::kFloat), exact_floats, k).indices.to(torch::kCPU, torch::kInt64).contiguous();
+    return exact_ranking(sample, exact_keys, std::min<std::int64_t>(10, num_labels)).labels;
   }
 
   /// The mean share of each row's `exact` top 10 that the index's top 10 of `sample` (contiguous CPU float) holds.
@@ -243,8 +247,7 @@ struct RankingEvaluation::Impl {
   RankedPredictions rank(const torch::Tensor& queries, std::int64_t start) const {
     if (index) return rank_labels(queries, *index, setup.top, setup.filter, start);
     const std::int64_t k = std::min(num_labels, top_before_filtering(setup.top, queries.size(0), setup.filter, start));
-    const TopK top = exact_top_k(queries.detach().to(keys.device(), torch::kFloat), keys, k);
-    return remove_filtered({top.indices.to(torch::kCPU), top.scores.to(torch::kCPU)}, setup.top, setup.filter, start);
+    return remove_filtered(exact_ranking(queries, keys, k), setup.top, setup.filter, start);
   }
 
   const EvaluationSetup& setup;

@@ -66,6 +66,9 @@ RankedPredictions remove_filtered(const RankedPredictions& ranked, std::int64_t 
 /// A label matrix as exact search reads it: float, and in place where it can be (a column block of a larger matrix is
 /// read in place).
 torch::Tensor exact_search_keys(const torch::Tensor& label_matrix);
+/// The exact top `k` of `queries` ([n x d]) over `keys` ([L x d], on any device, made float if not), best first,
+/// on the CPU: the ranking an evaluation falls back to, and the truth an approximate one's recall is measured against.
+RankedPredictions exact_ranking(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k);
 /// The mean over rows of the share of `exact`'s ids ([n x k] int64, CPU) that the first k of the same row of `found`
 /// ([n x >= k]) hold: an approximate search's recall@k against exact search (1 when there is nothing to find).
 double share_of_exact_top(const torch::Tensor& found, const torch::Tensor& exact);

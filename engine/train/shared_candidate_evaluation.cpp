@@ -82,7 +82,7 @@ struct SharedCandidateEvaluation::Impl {
   std::vector<torch::Tensor> exact_top_10(const std::vector<torch::Tensor>& queries) const {
     std::vector<torch::Tensor> out;
     for (std::size_t m = 0; m < keys.size(); ++m)
-      out.push_back(exact_top_k(queries[m].to(keys[m].device(), torch::kFloat), keys[m], std::min<std::int64_t>(10, num_labels)).indices.to(torch::kCPU, torch::kInt64).contiguous());
+      out.push_back(exact_ranking(queries[m], keys[m], std::min<std::int64_t>(10, num_labels)).labels);
     return out;
   }
 
@@ -126,13 +126,7 @@ struct SharedCandidateEvaluation::Impl {
       const std::int64_t k = std::min(num_labels, top_before_filtering(setup.top, rows, setup.filter, row));
       const torch::Tensor shared = indexes.empty() ? torch::Tensor() : candidates(part, std::max(kCandidatesPerIndex, k));
       for (std::size_t m = 0; m < keys.size(); ++m) {
-        RankedPredictions ranked;
-        if (indexes.empty()) {
-          const TopK top = exact_top_k(part[m].detach().to(keys[m].device(), torch::kFloat), keys[m], k);
-          ranked = {top.indices.to(torch::kCPU), top.scores.to(torch::kCPU)};
-        } else {
-          ranked = rank_candidates(part[m], keys[m], shared, k);
-        }
+        const RankedPredictions ranked = indexes.empty() ? exact_ranking(part[m], keys[m], k) : rank_candidates(part[m], keys[m], shared, k);
         add_predictions(evaluators[m], setup, remove_filtered(ranked, setup.top, setup.filter, row), row);
       }
     }

@@ -14,6 +14,16 @@
 namespace xmc {
 namespace {
 
+// Query i excludes the ids of excluded[i], as the search takes them.
+ExcludeLists exclusion_lists(const std::vector<std::set<std::int64_t>>& excluded) {
+  std::vector<std::int64_t> indptr{0}, indices;
+  for (const auto& own : excluded) {
+    indices.insert(indices.end(), own.begin(), own.end());
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  return {torch::tensor(indptr), torch::tensor(indices)};
+}
+
 // Every query's ids of its best k keys by inner product in double, excluded ids dropped.
 std::vector<std::vector<std::int64_t>> brute_force_ids(const torch::Tensor& queries, const torch::Tensor& keys, std::int64_t k,
                                                        const std::vector<std::set<std::int64_t>>& excluded = {}) {
@@ -66,15 +76,12 @@ TEST(ClusteredSearch, SearchingEveryClusterIsExactWithAndWithoutExclusions) {
 
   // Each query excludes its own exact top 3 and key 7: the result is the exact top 10 of what is left.
   std::vector<std::set<std::int64_t>> excluded;
-  std::vector<std::int64_t> indptr{0}, indices;
   for (std::int64_t i = 0; i < 200; ++i) {
     std::set<std::int64_t> own(want[static_cast<std::size_t>(i)].begin(), want[static_cast<std::size_t>(i)].begin() + 3);
     own.insert(7);
-    indices.insert(indices.end(), own.begin(), own.end());
-    indptr.push_back(static_cast<std::int64_t>(indices.size()));
     excluded.push_back(own);
   }
-  options.exclude = {torch::tensor(indptr), torch::tensor(indices)};
+  options.exclude = exclusion_lists(excluded);
   const TopK rest = clustered_top_k(data.queries, data.keys, 10, options);
   const auto want_rest = brute_force_ids(data.queries, data.keys, 10, excluded);
   for (std::int64_t i = 0; i < 200; ++i) EXPECT_EQ(row_of(rest.indices, i), want_rest[static_cast<std::size_t>(i)]) << "query " << i;
@@ -86,16 +93,13 @@ TEST(ClusteredSearch, TheResultDoesNotDependOnHowManyThreadsSearch) {
   // so every score is tied), with exclusions, whatever the number of threads and chunks.
   const Clustered data = clustered_data(300, 2000, 16, 5);
   const torch::Tensor keys = torch::cat({data.keys, data.keys});  // key j and key j + 2000 score alike
-  std::vector<std::int64_t> indptr{0}, indices;
-  for (std::int64_t i = 0; i < 300; ++i) {
-    indices.insert(indices.end(), {i, 3 * i + 2});
-    indptr.push_back(static_cast<std::int64_t>(indices.size()));
-  }
+  std::vector<std::set<std::int64_t>> excluded;
+  for (std::int64_t i = 0; i < 300; ++i) excluded.push_back({i, 3 * i + 2});
   ClusteredSearchOptions options;
   options.cluster_size = 50;
   options.probe = 12;
   options.scores_bytes = 64 * 1024;  // a few chunks
-  options.exclude = {torch::tensor(indptr), torch::tensor(indices)};
+  options.exclude = exclusion_lists(excluded);
   const int threads_before = at::get_num_threads();
   const KeyClusters clusters(keys, 50, 3);
   std::vector<TopK> results;
@@ -132,13 +136,8 @@ TEST(ClusteredSearch, KeysTakenOverAreRegroupedInPlaceAndSearchedExactlyToo) {
   EXPECT_TRUE(torch::equal(copied.search(data.queries, 10, options).indices, taken.search(data.queries, 10, options).indices));
   EXPECT_TRUE(torch::equal(data.keys, original)) << "the copying clusters must leave the caller's keys as they were";
   std::vector<std::set<std::int64_t>> excluded;
-  std::vector<std::int64_t> indptr{0}, indices;
-  for (std::int64_t i = 0; i < 50; ++i) {
-    excluded.push_back({i, 2 * i + 1});
-    indices.insert(indices.end(), {i, 2 * i + 1});
-    indptr.push_back(static_cast<std::int64_t>(indices.size()));
-  }
-  const TopK exact = taken.exact(data.queries, 10, {torch::tensor(indptr), torch::tensor(indices)});
+  for (std::int64_t i = 0; i < 50; ++i) excluded.push_back({i, 2 * i + 1});
+  const TopK exact = taken.exact(data.queries, 10, exclusion_lists(excluded));
   const auto want = brute_force_ids(data.queries, original, 10, excluded);
   for (std::int64_t i = 0; i < 50; ++i) EXPECT_EQ(row_of(exact.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
   // A matrix someone else still holds is copied, never reordered under them.
@@ -168,14 +167,9 @@ TEST(ClusteredSearch, BorrowedKeysStayWhereTheyLieAndAreSearchedAsACopyIs) {
   EXPECT_TRUE(torch::equal(wide, before)) << "borrowed keys must be left as they were";
   // Every cluster probed, with exclusions: the brute-force top 10 of what is left; exact() alike.
   std::vector<std::set<std::int64_t>> excluded;
-  std::vector<std::int64_t> indptr{0}, indices;
-  for (std::int64_t i = 0; i < 60; ++i) {
-    excluded.push_back({i, 3 * i + 1});
-    indices.insert(indices.end(), {i, 3 * i + 1});
-    indptr.push_back(static_cast<std::int64_t>(indices.size()));
-  }
+  for (std::int64_t i = 0; i < 60; ++i) excluded.push_back({i, 3 * i + 1});
   options.probe = borrowed.clusters();
-  options.exclude = {torch::tensor(indptr), torch::tensor(indices)};
+  options.exclude = exclusion_lists(excluded);
   const TopK everything = borrowed.search(data.queries, 10, options);
   const TopK exact = borrowed.exact(data.queries, 10, options.exclude);
   const auto want = brute_force_ids(data.queries, data.keys, 10, excluded);
