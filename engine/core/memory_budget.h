@@ -3,7 +3,7 @@
 // state and the label embeddings plus this budget, whatever the number of queries or labels:
 //   - exact search's block of scores ([query chunk x key chunk] floats)           1/16
 //   - an inverted-file search's chunk of queries (a top-k selector a query and thread) 1/4
-//   - an evaluation's score spread (float64 [queries x label chunk])               1/8
+//   - an evaluation's score spread (float32 and float64 [queries x label chunk])   1/8
 //   - UniDEC's scores of a chunk of queries against every label (loss, sampling) 1/16
 //   - k-means' assignment scores ([rows x centroids])                             1/8
 //   - a shortlist refresh's slice of queries (their ids and scores)               1/16

@@ -206,8 +206,10 @@ ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& labe
   const std::int64_t n = std::min<std::int64_t>(queries.size(0), 1024);
   const std::int64_t labels = label_matrix.size(0);
   if (n == 0 || labels < 2) return {};
-  // float64 scores of every query against a chunk of labels: 8 n bytes a label.
-  if (label_chunk <= 0) label_chunk = std::max<std::int64_t>(2, memory_budget_part(memory_share::kScoreSpread) / (8 * n));
+  // A chunk of labels costs 12 n bytes a label at once: the float32 products and their float64 copy, whose
+  // deviations are squared in place (sized for the float64 copy alone, the spread's temporaries took ~5x their share:
+  // 0.3 GB at the end of an evaluation).
+  if (label_chunk <= 0) label_chunk = std::max<std::int64_t>(2, memory_budget_part(memory_share::kScoreSpread) / (12 * n));
   const torch::Tensor q = queries.narrow(0, 0, n);
   // Per query: the labels seen, the mean of their scores and the sum of squared deviations from it, merged chunk
   // by chunk (Chan et al.'s pairwise update), so the result is the one-pass std's up to rounding.
@@ -215,9 +217,9 @@ ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& labe
   torch::Tensor mean, squares;
   for (std::int64_t first = 0; first < labels; first += label_chunk) {
     const std::int64_t width = std::min(label_chunk, labels - first);
-    const torch::Tensor scores = torch::matmul(q, label_matrix.narrow(0, first, width).t()).to(torch::kFloat64);
+    torch::Tensor scores = torch::matmul(q, label_matrix.narrow(0, first, width).t()).to(torch::kFloat64);
     const torch::Tensor chunk_mean = scores.mean(/*dim=*/1);
-    const torch::Tensor chunk_squares = (scores - chunk_mean.unsqueeze(1)).square().sum(/*dim=*/1);
+    const torch::Tensor chunk_squares = scores.sub_(chunk_mean.unsqueeze(1)).square_().sum(/*dim=*/1);
     if (seen == 0) {
       mean = chunk_mean;
       squares = chunk_squares;
