@@ -86,7 +86,10 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
     }
     batches = batcher.epoch_batches(epoch, embeddings, &context.progress);
   }
-  if (config_.get<NegativesOptions>().kind == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= config_.get<NegativesOptions>().refresh_every)) {
+  const NegativesOptions& negatives = config_.get<NegativesOptions>();
+  if (negatives.kind == "hard" && epoch < negatives.start_epoch)
+    context.phase("in-batch negatives alone until epoch " + std::to_string(negatives.start_epoch + 1) + " (hard.start_epoch " + std::to_string(negatives.start_epoch) + ")");
+  else if (negatives.kind == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= negatives.refresh_every)) {
     context.phase("refreshing hard-negative shortlists");
     shortlist_ = refreshed_shortlist(model, context);
     shortlist_epoch_ = epoch;

@@ -19,6 +19,12 @@ OptionGroup negatives_option_group() {
       .integer("hard.refresh_every", &NegativesOptions::refresh_every, 1, std::numeric_limits<std::int64_t>::max(),
                "Epochs between shortlist refreshes")
       .when("negatives=hard")
+      .integer("hard.start_epoch", &NegativesOptions::start_epoch, 0, std::numeric_limits<std::int64_t>::max(),
+               "First epoch (0-based) with hard negatives (hard.* and UniDEC's psl.*): the first shortlists are searched at its "
+               "start, by embeddings that have trained; earlier epochs train on in-batch negatives alone (UniDEC, DEPSL: the "
+               "batch's sampled positives). Untrained embeddings rank labels by chance, and an approximate search of them keeps "
+               "little of their exact top 10 (0.30 at 1.3M labels, bench/RESULTS.md)")
+      .when("negatives=hard")
       .text("hard.search", &NegativesOptions::search, {"auto", "exact", "ivf", "hnsw"},
             "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found: exact top-k; ivf, an inverted file of "
             "label clusters (spherical k-means, about sqrt(labels) labels each; each query searches hard.probe of them); an HNSW graph "

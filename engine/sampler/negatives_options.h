@@ -13,6 +13,7 @@ struct NegativesOptions {
   std::int64_t hard_per_query = 2;         ///< hard negatives sampled per query from its shortlist
   std::int64_t shortlist = 100;            ///< size of each query's hard-negative shortlist
   std::int64_t refresh_every = 2;          ///< epochs between shortlist refreshes
+  std::int64_t start_epoch = 0;            ///< first epoch with hard negatives, whose start searches the first shortlists
   std::int64_t label_chunk = 4096;         ///< labels encoded per chunk with negatives = all (gradient caching)
   std::string search = "auto";             ///< how shortlists are found: exact | ivf | hnsw | auto (ivf from search_above labels)
   std::int64_t search_above = 200000;      ///< with search = auto, the label count from which shortlists are approximate

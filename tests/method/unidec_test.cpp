@@ -831,6 +831,28 @@ TEST(Unidec, DepslTrainsTheDualEncoderAlone) {
   EXPECT_GT(result.metrics.get("P@1"), 0.5);
 }
 
+TEST(Unidec, HardNegativesWaitForTheirStartEpoch) {
+  // Before hard.start_epoch no shortlist is searched and the pools hold the sampled positives alone: a run whose
+  // start lies past its last epoch trains the very model an in-batch run trains, one that starts them in its
+  // second epoch another.
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 7, 300, 60);
+  const auto classifiers_after = [&](const std::string& negatives, std::int64_t start_epoch, const std::string& db) {
+    TrainConfig config = small_unidec_config(dir / "data");
+    config.epochs = 2;
+    config.eval_every = 0;
+    config.tsne_every = 0;
+    config.edit<NegativesOptions>().kind = negatives;
+    config.edit<NegativesOptions>().start_epoch = start_epoch;
+    TrainingRun run(config, dir / db);
+    EXPECT_EQ(run.run().outcome, RunOutcome::Completed);
+    return checkpoint_tensor(dir / db, run.run_id(), "classifiers");
+  };
+  const torch::Tensor in_batch = classifiers_after("inbatch", 0, "a.sqlite");
+  EXPECT_TRUE(torch::equal(classifiers_after("hard", 2, "b.sqlite"), in_batch));
+  EXPECT_FALSE(torch::equal(classifiers_after("hard", 1, "c.sqlite"), in_batch));
+}
+
 TEST(Unidec, ResumeEqualsAnUninterruptedRun) {
   test::TempDir dir;
   test::write_keyword_dataset(dir / "data", 7, 300, 60);

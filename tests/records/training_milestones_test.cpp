@@ -39,6 +39,9 @@ TEST(TrainingMilestones, ShortlistRefreshesAreMarkedWhenNotEveryEpoch) {
   c.edit<NegativesOptions>().kind = "hard";
   c.edit<PslOptions>().refresh_every = 5;  // τ: refreshed at the start of epochs 0, 5, 10
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{5, "shortlists"}, {10, "shortlists"}}));
+  c.edit<NegativesOptions>().start_epoch = 2;  // in-batch negatives alone before epoch 2: searched at 2, 7
+  EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{2, "shortlists"}, {7, "shortlists"}}));
+  c.edit<NegativesOptions>().start_epoch = 0;
   c.method = "dexml";
   c.edit<NegativesOptions>().refresh_every = 1;
   EXPECT_TRUE(marks(c).empty());

@@ -9,7 +9,9 @@ namespace xmc {
 std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) {
   const NegativesOptions& negatives = config.get<NegativesOptions>();
   if (negatives.kind != "hard") return {};
-  return periodic_marks(negatives.refresh_every, negatives.refresh_every, config.epochs, "shortlists");
+  // Searched at the start of hard.start_epoch, then every refresh_every epochs; epoch 0 is not marked.
+  const std::int64_t start = negatives.start_epoch;
+  return periodic_marks(start > 0 ? start : negatives.refresh_every, negatives.refresh_every, config.epochs, "shortlists");
 }
 
 MethodInfo dexml_method_info() {

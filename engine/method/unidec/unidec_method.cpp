@@ -122,8 +122,12 @@ class UnidecMethod final : public Method {
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
     epoch_ = epoch;
     QueryBatcher& batcher = context.batcher;
-    const bool refreshes_shortlists =
-        config_.get<NegativesOptions>().kind == "hard" && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every);
+    const NegativesOptions& negatives = config_.get<NegativesOptions>();
+    const bool hard_yet = negatives.kind == "hard" && epoch >= negatives.start_epoch;
+    if (negatives.kind == "hard" && !hard_yet)
+      context.phase("no hard negatives until epoch " + std::to_string(negatives.start_epoch + 1) + " (hard.start_epoch " + std::to_string(negatives.start_epoch) +
+                    "): the label pool holds the batch's sampled positives");
+    const bool refreshes_shortlists = hard_yet && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every);
     // The shortlists' N x S ids (0.9 GB at 2.25M queries x 100) are not held while the next ones are searched,
     // nor while the queries are clustered.
     if (refreshes_shortlists) window_.release();
@@ -142,7 +146,6 @@ class UnidecMethod final : public Method {
     }
     if (refreshes_shortlists) {
       context.phase("refreshing hard-negative shortlists");
-      const NegativesOptions& negatives = config_.get<NegativesOptions>();
       ShortlistReport report;
       // Handed to the search (std::move below): an IVF search regroups them in place instead of copying them.
       torch::Tensor labels = model_->embed_all(context.label_corpus, UnidecSpace::De, context.progress, "hard-negative index: encoding labels");

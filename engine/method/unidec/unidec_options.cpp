@@ -12,8 +12,9 @@ namespace {
 
 std::vector<EpochMark> psl_shortlist_marks(const TrainConfig& config) {
   if (config.get<NegativesOptions>().kind != "hard") return {};
-  const std::int64_t every = config.get<PslOptions>().refresh_every;
-  return periodic_marks(every, every, config.epochs, "shortlists");
+  // Searched at the start of hard.start_epoch, then every τ epochs; epoch 0 is not marked.
+  const std::int64_t every = config.get<PslOptions>().refresh_every, start = config.get<NegativesOptions>().start_epoch;
+  return periodic_marks(start > 0 ? start : every, every, config.epochs, "shortlists");
 }
 
 }  // namespace
