@@ -1,6 +1,6 @@
 // bench/clustered_search: the clustered (IVF) top-k against exact top-k on the same queries and keys, for a
-// range of probes: seconds for each (the clustering of the keys included in IVF's), their ratio, the share of
-// the keys IVF scanned, and its recall of the exact top-10 and top-k. Synthetic data: a mixture of Gaussian clusters on
+// range of probes, each with float32 and with bfloat16 products: seconds for each (the keys' clustering apart), the
+// ratio to exact, the share of the keys IVF scanned, and its recall of the exact top-10 and top-k. Synthetic data: a mixture of Gaussian clusters on
 // the unit sphere (labels and queries from the same centres), as trained embeddings are clustered; `centres`
 // sets how many (more centres, less structure).
 // Usage: bench_clustered_search [queries] [labels] [dim] [k] [centres] [probes, comma-separated]
@@ -116,23 +116,31 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   const xmc::TopK exact = xmc::exact_top_k(queries, labels, k);
   const double t_exact = seconds_since(t0);
+  // The keys clustered once; each probe searched with float32 products, then with bfloat16 ones (their candidates
+  // re-scored in float32), the two side by side.
+  t0 = Clock::now();
+  const xmc::KeyClusters clusters(labels);
+  const double t_clustering = seconds_since(t0);
   for (const std::int64_t probe : probes) {
-    xmc::ClusteredSearchOptions options;
-    options.probe = probe;
-    xmc::ClusteredSearchStats stats;
-    t0 = Clock::now();
-    const xmc::TopK approximate = xmc::clustered_top_k(queries, labels, k, options, &stats);
-    const double t_ivf = seconds_since(t0);
-    std::printf(
-        "{\"bench\":\"clustered_top_k\",\"queries\":%lld,\"keys\":%lld,\"dim\":%lld,\"k\":%lld,\"centres\":%lld,\"threads\":%d,"
-        "\"clusters\":%lld,\"probe\":%lld,\"scanned\":%.4f,\"exact_s\":%.2f,\"ivf_s\":%.2f,\"speedup\":%.2f,"
-        "\"clustering_s\":%.2f,\"exact_queries_per_s\":%.0f,\"ivf_queries_per_s_after_clustering\":%.0f,\"recall_at_10\":%.4f,\"recall_at_k\":%.4f}\n",
-        static_cast<long long>(queries.size(0)), static_cast<long long>(labels.size(0)), static_cast<long long>(labels.size(1)), static_cast<long long>(k),
-        static_cast<long long>(centres_count), threads, static_cast<long long>(stats.clusters), static_cast<long long>(stats.probed),
-        stats.scanned_fraction, t_exact, t_ivf, t_exact / t_ivf, stats.clustering_seconds, static_cast<double>(queries.size(0)) / t_exact,
-        static_cast<double>(queries.size(0)) / (t_ivf - stats.clustering_seconds), recall(approximate.indices, exact.indices, std::min<std::int64_t>(10, k)),
-        recall(approximate.indices, exact.indices, k));
-    std::fflush(stdout);
+    for (const bool bfloat16 : {false, true}) {
+      xmc::ClusteredSearchOptions options;
+      options.probe = probe;
+      options.bfloat16_products = bfloat16;
+      xmc::ClusteredSearchStats stats;
+      t0 = Clock::now();
+      const xmc::TopK approximate = clusters.search(queries, k, options, &stats);
+      const double t_search = seconds_since(t0);
+      std::printf(
+          "{\"bench\":\"clustered_top_k\",\"products\":\"%s\",\"queries\":%lld,\"keys\":%lld,\"dim\":%lld,\"k\":%lld,\"centres\":%lld,"
+          "\"threads\":%d,\"clusters\":%lld,\"probe\":%lld,\"scanned\":%.4f,\"exact_s\":%.2f,\"clustering_s\":%.2f,\"search_s\":%.2f,"
+          "\"speedup_after_clustering\":%.2f,\"exact_queries_per_s\":%.0f,\"ivf_queries_per_s\":%.0f,\"recall_at_10\":%.4f,\"recall_at_k\":%.4f}\n",
+          bfloat16 ? "bfloat16" : "float32", static_cast<long long>(queries.size(0)), static_cast<long long>(labels.size(0)),
+          static_cast<long long>(labels.size(1)), static_cast<long long>(k), static_cast<long long>(centres_count), threads,
+          static_cast<long long>(clusters.clusters()), static_cast<long long>(stats.probed), stats.scanned_fraction, t_exact, t_clustering, t_search,
+          t_exact / t_search, static_cast<double>(queries.size(0)) / t_exact, static_cast<double>(queries.size(0)) / t_search,
+          recall(approximate.indices, exact.indices, std::min<std::int64_t>(10, k)), recall(approximate.indices, exact.indices, k));
+      std::fflush(stdout);
+    }
   }
   return 0;
 }

@@ -23,6 +23,23 @@ void check(bool ok, const std::string& what) {
   if (!ok) throw ConfigError("clustered_top_k: " + what);
 }
 
+/// bfloat16 products are padded to multiples of this in both dimensions: the matrix library makes (and caches) a
+/// kernel per shape, and clusters' sizes and the queries probing them vary from product to product.
+constexpr std::int64_t kProductPadding = 64;
+
+std::int64_t padded(std::int64_t size) { return (size + kProductPadding - 1) / kProductPadding * kProductPadding; }
+
+/// <a, b> over `d` floats, in eight running sums the compiler vectorises.
+float dot(const float* a, const float* b, std::int64_t d) {
+  float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::int64_t e = 0;
+  for (; e + 8 <= d; e += 8)
+    for (int lane = 0; lane < 8; ++lane) sums[lane] += a[e + lane] * b[e + lane];
+  float total = ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
+  for (; e < d; ++e) total += a[e] * b[e];
+  return total;
+}
+
 }  // namespace
 
 /// The keys regrouped so that each cluster is one contiguous block, with the maps between the two orders.
@@ -36,6 +53,11 @@ struct KeyClusters::Groups {
   std::vector<std::int32_t> cluster_at;    ///< position in `keys` -> cluster
   std::int64_t dim = 0;
   double clustering_seconds = 0;
+  /// The float32 key at `position` of the grouped order.
+  const float* key_row(std::int64_t position) const {
+    const std::int64_t row = borrowed ? key_at[static_cast<std::size_t>(position)] : position;
+    return keys.data_ptr<float>() + row * keys.stride(0);
+  }
   std::int64_t clusters() const { return static_cast<std::int64_t>(start.size()) - 1; }
   std::int64_t size(std::int64_t cluster) const { return start[cluster + 1] - start[cluster]; }
   /// A cluster's keys, [size(cluster), d]: a slice of `keys`, or its rows gathered when the keys are borrowed.
@@ -216,6 +238,9 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   const torch::Tensor q = queries.to(torch::kFloat).contiguous();
   const std::int64_t clusters = grouped.clusters();
   const std::int64_t probe = std::min(options.probe, clusters);
+  // With bfloat16 products, more candidates than asked for, each re-scored in float32 before the best k are kept.
+  const bool bf16 = options.bfloat16_products;
+  const std::int64_t candidates = bf16 ? std::min(m, k + std::max<std::int64_t>(16, k / 4)) : k;
 
   const bool exclude = !options.exclude.empty();
   torch::Tensor ex_ptr, ex_ids;
@@ -233,7 +258,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   // chunk can hold many queries, and each cluster's product then has many rows: the products' rate grows with them
   // (on 2 cores, float32 products of ~25 queries run ~90 GFLOP/s a core, of ~200 queries ~200).
   const int threads = std::max(1, at::get_num_threads());
-  const std::int64_t per_query = threads * StreamingTopK::bytes_per_row(k) +
+  const std::int64_t per_query = threads * StreamingTopK::bytes_per_row(candidates) +
                                  probe * static_cast<std::int64_t>(3 * sizeof(std::int64_t));  // probed, pairs, exclusions' offsets
   const std::int64_t scores_bytes = options.scores_bytes > 0 ? options.scores_bytes : memory_budget_part(memory_share::kClusteredSearchScores);
   const std::int64_t chunk = std::clamp<std::int64_t>(scores_bytes / per_query, 1, n);
@@ -248,6 +273,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   for (std::int64_t r0 = 0; r0 < n; r0 += chunk) {
     const std::int64_t c = std::min(chunk, n - r0);
     const torch::Tensor q_chunk = q.narrow(0, r0, c);
+    const torch::Tensor q16 = bf16 ? q_chunk.to(torch::kBFloat16) : torch::Tensor();
     // Each query's `probe` best clusters, in ascending cluster order.
     const torch::Tensor probed =
         std::get<0>(std::get<1>(chunk_inner_products(q_chunk, grouped.centroids).topk(probe, 1)).sort(1)).contiguous();
@@ -300,25 +326,40 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
     }
     std::vector<StreamingTopK> selectors;
     selectors.reserve(static_cast<std::size_t>(threads));
-    for (int t = 0; t < threads; ++t) selectors.emplace_back(c, k);
+    for (int t = 0; t < threads; ++t) selectors.emplace_back(c, candidates);
     at::parallel_for(0, threads, 1, [&](std::int64_t begin, std::int64_t end) {
       std::vector<std::int64_t> rows;
+      torch::Tensor keys16;  // with bfloat16 products: the cluster's keys converted, zero rows after them
       for (std::int64_t t = begin; t < end; ++t) {
         StreamingTopK& selector = selectors[static_cast<std::size_t>(t)];
         for (std::int64_t cl = run_start[t]; cl < run_start[t + 1]; ++cl) {
           const std::int64_t first = first_pair[cl], count = first_pair[cl + 1] - first;
           const std::int64_t width = grouped.size(cl);
           if (count == 0 || width == 0) continue;
-          rows.resize(static_cast<std::size_t>(count));
+          const std::int64_t row_count = bf16 ? padded(count) : count;
+          rows.resize(static_cast<std::size_t>(row_count));
           for (std::int64_t i = 0; i < count; ++i) rows[i] = pairs[first + i] / probe;
-          // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
-          // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
-          const torch::Tensor block =
-              torch::mm(q_chunk.index_select(0, torch::from_blob(rows.data(), {count}, torch::kInt64)), grouped.block(cl).t())
-                  .contiguous();
+          std::fill(rows.begin() + count, rows.end(), rows[0]);  // padding rows: scored, never offered
+          const torch::Tensor picked = torch::from_blob(rows.data(), {row_count}, torch::kInt64);
+          torch::Tensor block;
+          std::int64_t row_stride = width;
+          if (bf16) {
+            // oneDNN's bfloat16 kernels, on shapes padded so that few distinct ones occur (the padding columns are
+            // never offered). The keys are converted a cluster at a time, as they are multiplied: a bfloat16 copy of
+            // them all would add half the float32 keys' memory (0.67 GB at 1.3M x 256) for a few seconds' saving.
+            row_stride = padded(width);
+            if (!keys16.defined() || keys16.size(0) < row_stride) keys16 = torch::empty({row_stride, grouped.dim}, torch::kBFloat16);
+            keys16.narrow(0, 0, width).copy_(grouped.block(cl));
+            keys16.narrow(0, width, row_stride - width).zero_();
+            block = torch::mm(q16.index_select(0, picked), keys16.narrow(0, 0, row_stride).t()).to(torch::kFloat32).contiguous();
+          } else {
+            // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
+            // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
+            block = torch::mm(q_chunk.index_select(0, picked), grouped.block(cl).t()).contiguous();
+          }
           for (std::int64_t i = 0; i < count; ++i) {
             const std::int64_t p = pairs[first + i];
-            float* row_scores = block.data_ptr<float>() + i * width;
+            float* row_scores = block.data_ptr<float>() + i * row_stride;
             for (std::int64_t e = excluded_start[p]; e < excluded_start[p + 1]; ++e) row_scores[excluded_column[e]] = minus_inf;
             selector.offer(p / probe, row_scores, grouped.start[cl], width);
           }
@@ -330,7 +371,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
     float* score_out = out.scores.data_ptr<float>() + r0 * k;
     std::int64_t* id_out = out.indices.data_ptr<std::int64_t>() + r0 * k;
     at::parallel_for(0, c, 16, [&](std::int64_t begin, std::int64_t end) {
-      const std::size_t all = static_cast<std::size_t>(threads * k);
+      const std::size_t all = static_cast<std::size_t>(threads * candidates);
       std::vector<float> candidate_score(all);
       std::vector<std::int64_t> candidate(all);
       std::vector<std::int64_t> order(all);
@@ -338,15 +379,22 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
         std::int64_t found = 0;
         for (int t = 0; t < threads; ++t) {  // each thread's list, padded with -1, written after the ones before it
           selectors[static_cast<std::size_t>(t)].finish(r, candidate_score.data() + found, candidate.data() + found);
-          const std::int64_t end_of_list = found + k;
+          const std::int64_t end_of_list = found + candidates;
           while (found < end_of_list && candidate[found] >= 0) ++found;
         }
         const auto better = [&](std::int64_t a, std::int64_t b) {
           return candidate_score[a] != candidate_score[b] ? candidate_score[a] > candidate_score[b] : candidate[a] < candidate[b];
         };
         for (std::int64_t j = 0; j < found; ++j) order[j] = j;
-        const std::int64_t kept = std::min(found, k);
+        std::int64_t kept = std::min(found, candidates);
         std::partial_sort(order.begin(), order.begin() + kept, order.begin() + found, better);
+        if (bf16) {  // the candidates' float32 scores, and the best k of them
+          const float* query = q_chunk.data_ptr<float>() + r * grouped.dim;
+          for (std::int64_t j = 0; j < kept; ++j) candidate_score[order[j]] = dot(query, grouped.key_row(candidate[order[j]]), grouped.dim);
+          const std::int64_t best = std::min(kept, k);
+          std::partial_sort(order.begin(), order.begin() + best, order.begin() + kept, better);
+          kept = best;
+        }
         for (std::int64_t j = 0; j < k; ++j) {
           score_out[r * k + j] = j < kept ? candidate_score[order[j]] : minus_inf;
           id_out[r * k + j] = j < kept ? grouped.key_at[static_cast<std::size_t>(candidate[order[j]])] : -1;

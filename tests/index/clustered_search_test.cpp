@@ -181,6 +181,43 @@ TEST(ClusteredSearch, BorrowedKeysStayWhereTheyLieAndAreSearchedAsACopyIs) {
   EXPECT_THROW(KeyClusters::borrowing(block.to(torch::kDouble), 64, 2), ConfigError);  // not float32
 }
 
+TEST(ClusteredSearch, BfloatProductsReturnTheExactTopKInFloat32Order) {
+  // Scored in bfloat16 (about 3 significant digits) and re-scored in float32: with every cluster probed, each query's
+  // best 10 is the brute-force one in its order and with its float32 scores, with exclusions, over keys copied or
+  // borrowed. 4001 keys in clusters of about 64: every product padded past its cluster's end with zero keys.
+  const Clustered data = clustered_data(150, 4001, 16, 7);
+  std::vector<std::set<std::int64_t>> excluded;
+  for (std::int64_t i = 0; i < 150; ++i) excluded.push_back({i, 4000 - i});
+  const torch::Tensor wide = torch::cat({torch::randn({4001, 3}), data.keys}, 1);
+  const KeyClusters copied(data.keys, 64, 2);
+  const KeyClusters borrowed = KeyClusters::borrowing(wide.narrow(1, 3, 16), 64, 2);
+  const auto want = brute_force_ids(data.queries, data.keys, 10, excluded);
+  for (const KeyClusters* clusters : {&copied, &borrowed}) {
+    SCOPED_TRACE(clusters == &copied ? "copied keys" : "borrowed keys");
+    ClusteredSearchOptions options;
+    options.bfloat16_products = true;
+    options.probe = clusters->clusters();
+    options.scores_bytes = 64 * 1024;  // several chunks
+    options.exclude = exclusion_lists(excluded);
+    const TopK top = clusters->search(data.queries, 10, options);
+    for (std::int64_t i = 0; i < 150; ++i) EXPECT_EQ(row_of(top.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+    const torch::Tensor expected = (data.queries.unsqueeze(1) * data.keys.index_select(0, top.indices.view(-1)).view({150, 10, 16})).sum(2);
+    EXPECT_TRUE(torch::allclose(top.scores, expected, 1e-5, 1e-5)) << "scores are float32 products, not bfloat16 ones";
+  }
+  // Probing some clusters, bfloat16 keeps what float32 keeps (the same clusters are probed), but for near ties.
+  ClusteredSearchOptions some;
+  some.probe = 8;
+  const TopK float32 = copied.search(data.queries, 10, some);
+  some.bfloat16_products = true;
+  const TopK bfloat16 = copied.search(data.queries, 10, some);
+  double same = 0;
+  for (std::int64_t i = 0; i < 150; ++i) {
+    const std::vector<std::int64_t> a = row_of(float32.indices, i), b = row_of(bfloat16.indices, i);
+    for (const std::int64_t id : a) same += std::count(b.begin(), b.end(), id) > 0 ? 0.1 / 150 : 0.0;
+  }
+  EXPECT_GE(same, 0.99);
+}
+
 TEST(ClusteredSearch, SearchingSomeClustersScansTheirShareAndKeepsMostOfTheExactTop10) {
   const Clustered data = clustered_data(500, 8192, 16, 2);
   ClusteredSearchOptions options;
