@@ -840,6 +840,9 @@ struct Trainer::Impl {
       if (state.batch_in_epoch == 0) {
         bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
         state.epoch_batches = method->epoch_batches(stage, epoch, ctx);
+        // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
+        // pages go back to the system instead of staying in the heap through the epoch (1.2 GB at 2.25M queries).
+        return_freed_memory();
         if (distributed.enabled()) share_batches(*communicator, state.epoch_batches);
       }
 
