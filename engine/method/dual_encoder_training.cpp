@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
 #include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
@@ -44,7 +45,12 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
   torch::Tensor labels = model->embed_all(context.label_corpus, context.progress, "hard-negative index: encoding labels");
   const std::int64_t num_labels = labels.size(0);
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
-  const ShortlistSearch search{.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe};
+  const ShortlistSearch search{
+      .kind = negatives.search,
+      .ann_above = negatives.search_above,
+      .probe = negatives.probe,
+      .max_probe = negatives.max_probe,
+      .bfloat16_products = negatives.bfloat16_products()};
   ShortlistReport report;
   // The training queries (this rank's share of them in data-parallel training) are embedded a slice at a time
   // as the search reaches them (2.3 GB held otherwise at 2.25M queries x 256).
@@ -90,6 +96,9 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
   if (negatives.kind == "hard" && epoch < negatives.start_epoch)
     context.phase("in-batch negatives alone until epoch " + std::to_string(negatives.start_epoch + 1) + " (hard.start_epoch " + std::to_string(negatives.start_epoch) + ")");
   else if (negatives.kind == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= negatives.refresh_every)) {
+    // The clustering's embeddings and temporaries go back to the system before the refresh allocates its own (as
+    // UniDEC's refresh does).
+    return_freed_memory();
     context.phase("refreshing hard-negative shortlists");
     shortlist_ = refreshed_shortlist(model, context);
     shortlist_epoch_ = epoch;

@@ -108,11 +108,12 @@ torch::Tensor hnsw_shortlist(const QueryRows& queries, const torch::Tensor& labe
 
 /// The clustered (IVF) search's best `size` labels of each query that are not its positives.
 torch::Tensor ivf_shortlist(const QueryRows& queries, const KeyClusters& clusters, const CsrMatrix& positives, std::int64_t size,
-                            std::int64_t probe, Progress& progress, ShortlistReport& report, SampledQueries& sample) {
+                            std::int64_t probe, bool bfloat16_products, Progress& progress, ShortlistReport& report, SampledQueries* sample) {
   double scanned = 0;
-  torch::Tensor ids = by_slices(queries, size, slice_rows(size), &progress, &sample, [&](std::int64_t begin, std::int64_t end, const torch::Tensor& embedded) {
+  torch::Tensor ids = by_slices(queries, size, slice_rows(size), &progress, sample, [&](std::int64_t begin, std::int64_t end, const torch::Tensor& embedded) {
     ClusteredSearchOptions options;
     options.probe = probe;
+    options.bfloat16_products = bfloat16_products;
     options.exclude = ExcludeLists::from_csr(csr_row_range(positives, begin, end));
     ClusteredSearchStats stats;
     torch::Tensor found =
@@ -122,60 +123,70 @@ torch::Tensor ivf_shortlist(const QueryRows& queries, const KeyClusters& cluster
     return found;
   });
   report.clusters = clusters.clusters();
+  report.bfloat16 = bfloat16_products;
   report.scanned_fraction = queries.count > 0 ? scanned / static_cast<double>(queries.count) : 0.0;
   return ids;
 }
 
-/// Over the sampled queries (evenly spread), the mean share of the exact shortlist's labels that the approximate
-/// one holds (recall@S), and the mean share of the exact top-10 in the approximate top-10 (recall@10).
-/// `exact(queries, k, exclude)`: the exact top-k ids, positives excluded.
-using ExactSearch = std::function<torch::Tensor(const torch::Tensor&, std::int64_t, const ExcludeLists&)>;
-
-void sampled_recall(const torch::Tensor& approximate, const SampledQueries& sample, const ExactSearch& exact_search, const CsrMatrix& positives,
-                    std::int64_t size, ShortlistReport& report) {
-  const std::vector<std::int64_t>& rows = sample.rows();
-  report.sampled = static_cast<std::int64_t>(rows.size());
-  report.recall = report.recall_at_10 = 1.0;
-  if (rows.empty()) return;
-  const CsrMatrix own = csr_rows(positives, rows);
-  const torch::Tensor exact = exact_search(sample.embeddings(), size, ExcludeLists::from_csr(own)).to(torch::kCPU, torch::kInt64).contiguous();
-  const std::int64_t exact_width = exact.size(1);
-  const auto* want = exact.data_ptr<std::int64_t>();
-  const auto* got = approximate.data_ptr<std::int32_t>();
-  // Share of want[0, depth) (ignoring -1) found in got[0, depth).
-  const auto share = [&](std::size_t i, std::int64_t depth, double& sum, std::int64_t& counted) {
-    std::vector<std::int64_t> mine(got + rows[i] * size, got + rows[i] * size + depth);
+/// The mean over rows of the share of exact[r, 0..depth) (ignoring -1) that found[r, 0..depth) holds, over the rows
+/// where the exact list has any label (1 when none has). Both [n x >= depth] int64 or int32, CPU.
+double mean_share(const torch::Tensor& found, const torch::Tensor& exact, std::int64_t depth) {
+  const torch::Tensor got = found.to(torch::kInt64).contiguous(), want = exact.to(torch::kInt64).contiguous();
+  const std::int64_t got_width = got.size(1), want_width = want.size(1);
+  const auto* got_ids = got.data_ptr<std::int64_t>();
+  const auto* want_ids = want.data_ptr<std::int64_t>();
+  double sum = 0;
+  std::int64_t counted = 0;
+  for (std::int64_t r = 0; r < want.size(0); ++r) {
+    std::vector<std::int64_t> mine(got_ids + r * got_width, got_ids + r * got_width + std::min(depth, got_width));
     std::sort(mine.begin(), mine.end());
     std::int64_t hits = 0, total = 0;
-    for (std::int64_t j = 0; j < depth; ++j) {
-      const std::int64_t label = j < exact_width ? want[static_cast<std::int64_t>(i) * exact_width + j] : -1;
+    for (std::int64_t j = 0; j < std::min(depth, want_width); ++j) {
+      const std::int64_t label = want_ids[r * want_width + j];
       if (label < 0) continue;
       ++total;
       hits += std::binary_search(mine.begin(), mine.end(), label) ? 1 : 0;
     }
-    if (total == 0) return;
+    if (total == 0) continue;
     sum += static_cast<double>(hits) / static_cast<double>(total);
     ++counted;
-  };
-  double sum = 0, sum_10 = 0;
-  std::int64_t counted = 0, counted_10 = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    share(i, size, sum, counted);
-    share(i, std::min<std::int64_t>(10, size), sum_10, counted_10);
   }
-  if (counted > 0) report.recall = sum / static_cast<double>(counted);
-  if (counted_10 > 0) report.recall_at_10 = sum_10 / static_cast<double>(counted_10);
+  return counted > 0 ? sum / static_cast<double>(counted) : 1.0;
+}
+
+/// The approximate shortlist's recall@S and recall@10 on the sampled rows, against their exact shortlists
+/// (`exact`: [rows x <= S] ids, positives excluded).
+void sampled_recall(const torch::Tensor& approximate, const std::vector<std::int64_t>& rows, const torch::Tensor& exact, std::int64_t size,
+                    ShortlistReport& report) {
+  report.sampled = static_cast<std::int64_t>(rows.size());
+  report.recall = report.recall_at_10 = 1.0;
+  if (rows.empty()) return;
+  const torch::Tensor found = approximate.index_select(0, torch::tensor(rows, torch::kInt64));
+  report.recall = mean_share(found, exact, size);
+  report.recall_at_10 = mean_share(found, exact, std::min<std::int64_t>(10, size));
+}
+
+/// The sampled rows' embeddings, row by row ([rows x d] float32, CPU): for tuning a search before the pass that
+/// embeds every row.
+torch::Tensor embed_rows(const QueryRows& queries, const std::vector<std::int64_t>& rows) {
+  std::vector<torch::Tensor> parts;
+  parts.reserve(rows.size());
+  for (const std::int64_t r : rows) parts.push_back(queries.embed(r, r + 1).detach().to(torch::kCPU, torch::kFloat32));
+  return torch::cat(parts).contiguous();
 }
 
 }  // namespace
 
 std::string ShortlistReport::describe(std::int64_t labels, std::int64_t size) const {
   if (!approximate) return "hard-negative shortlists: exact top-" + std::to_string(size) + " of " + std::to_string(labels) + " labels";
-  char text[160];
+  char text[320];
   std::string searched = "HNSW over " + std::to_string(labels) + " labels";
   if (how == "ivf") {
-    std::snprintf(text, sizeof text, " (%lld clusters, %lld searched: %.1f %% of the labels a query)", static_cast<long long>(clusters),
-                  static_cast<long long>(probed), 100.0 * scanned_fraction);
+    char raised[96] = "";
+    if (probed > first_probe && first_probe > 0)
+      std::snprintf(raised, sizeof raised, ", raised from %lld toward recall@10 %.2f", static_cast<long long>(first_probe), recall_target);
+    std::snprintf(text, sizeof text, " (%lld clusters, %lld searched%s: %.1f %% of the labels a query%s)", static_cast<long long>(clusters),
+                  static_cast<long long>(probed), raised, 100.0 * scanned_fraction, bfloat16 ? "; bfloat16 products, candidates re-scored in float32" : "");
     searched = "IVF over " + std::to_string(labels) + " labels" + text;
   }
   std::snprintf(text, sizeof text, "%.3f (recall@10 %.3f)", recall, recall_at_10);
@@ -205,25 +216,45 @@ torch::Tensor hard_negative_shortlist(const QueryRows& queries, torch::Tensor la
     return ids;
   }
   SampledQueries sample(queries.count, search.recall_sample);
+  const CsrMatrix sampled_positives = csr_rows(positives, sample.rows());
   torch::Tensor ids;
   if (own.how == "hnsw") {
     ids = hnsw_shortlist(queries, labels, positives, size, progress, sample);
-    sampled_recall(ids, sample, [&](const torch::Tensor& q, std::int64_t k, const ExcludeLists& exclude) {
+    torch::Tensor exact;
+    if (!sample.rows().empty()) {
       ExactSearchOptions options;
-      options.exclude = exclude;
-      return exact_top_k(q, labels, std::min(k, labels.size(0)), options).indices;
-    }, positives, size, own);
+      options.exclude = ExcludeLists::from_csr(sampled_positives);
+      exact = exact_top_k(sample.embeddings(), labels, std::min(size, labels.size(0)), options).indices;
+    }
+    sampled_recall(ids, sample.rows(), exact, size, own);
   } else {
-    progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
     // The clusters take the label matrix over: regrouped in place when the caller handed its only handle in.
     torch::Tensor keys = labels.detach().to(torch::kCPU, torch::kFloat32).contiguous();  // the same tensor when it already is
     labels.reset();
     const KeyClusters clusters(std::move(keys));
-    ids = ivf_shortlist(queries, clusters, positives, size, search.probe, progress, own, sample);
+    // The sampled queries' exact shortlists first: the probe is tuned on them, then the refresh's recall measured.
+    const torch::Tensor sample_queries = sample.rows().empty() ? torch::Tensor() : embed_rows(queries, sample.rows());
+    const ExcludeLists sample_exclusions = ExcludeLists::from_csr(sampled_positives);
+    const torch::Tensor exact = sample.rows().empty() ? torch::Tensor() : clusters.exact(sample_queries, size, sample_exclusions).indices;
+    std::int64_t probe = search.probe;
+    own.first_probe = search.probe;
+    if (search.max_probe > probe && exact.defined()) {
+      own.recall_target = search.recall_target;
+      ClusteredSearchOptions options;
+      options.bfloat16_products = search.bfloat16_products;
+      options.exclude = sample_exclusions;
+      for (;; probe *= 2) {
+        options.probe = probe;
+        const torch::Tensor found = clusters.search(sample_queries, std::min(size, clusters.size()), options).indices;
+        if (mean_share(found, exact, std::min<std::int64_t>(10, size)) >= search.recall_target || 2 * probe > search.max_probe ||
+            probe >= clusters.clusters())
+          break;
+      }
+    }
+    progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
+    ids = ivf_shortlist(queries, clusters, positives, size, probe, search.bfloat16_products, progress, own, nullptr);
     progress.finish();
-    sampled_recall(ids, sample, [&](const torch::Tensor& q, std::int64_t k, const ExcludeLists& exclude) {
-      return clusters.exact(q, k, exclude).indices;
-    }, positives, size, own);
+    sampled_recall(ids, sample.rows(), exact, size, own);
   }
   own.approximate = true;
   if (report != nullptr) *report = own;

@@ -20,6 +20,11 @@ struct ShortlistSearch {
   std::string kind = "exact";  ///< exact | ivf | hnsw | auto
   std::int64_t ann_above = 200000;  ///< with auto: ivf from this many labels
   std::int64_t probe = 64;          ///< with ivf: label clusters searched per query
+  /// With ivf: the probe is doubled from `probe`, up to this, until the sampled queries keep `recall_target` of their
+  /// exact top 10 (0 or <= probe: `probe` as it is).
+  std::int64_t max_probe = 0;
+  double recall_target = 0.95;
+  bool bfloat16_products = false;   ///< with ivf: clusters scored in bfloat16, candidates re-scored in float32
   std::int64_t recall_sample = 1000;  ///< queries the approximate shortlists are checked on against exact ones
 };
 
@@ -29,6 +34,9 @@ struct ShortlistReport {
   std::string how;              ///< "exact", "ivf" or "hnsw"
   std::int64_t clusters = 0;    ///< with ivf: label clusters, and how many each query searched
   std::int64_t probed = 0;
+  std::int64_t first_probe = 0; ///< with ivf: the probe tried first (probed > first_probe: raised toward recall_target)
+  double recall_target = 0;     ///< with ivf and a raised probe: the recall@10 it was raised toward
+  bool bfloat16 = false;        ///< with ivf: scored in bfloat16, re-scored in float32
   double scanned_fraction = 1;  ///< with ivf: mean share of the labels a query was scored against
   double recall = 1.0;          ///< mean over the sampled queries of |approximate ∩ exact| / |exact|
   double recall_at_10 = 1.0;    ///< the same for the top 10 of both

@@ -555,7 +555,8 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
            {"xrlinear.trees=17", "xrlinear.trees"},
            {"xrlinear.knn=-1", "xrlinear.knn"},
            {"xrlinear.knn_weight=1.5", "xrlinear.knn_weight"},
-           {"hard.search=annoy", "hard.search"}}) {
+           {"hard.search=annoy", "hard.search"},
+           {"hard.precision=float16", "hard.precision"}}) {
     r = xmc("train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() + " --set " + set);
     EXPECT_EQ(r.exit_code, 1) << set;
     EXPECT_NE(r.output.find(expected), std::string::npos) << set << ": " << r.output;

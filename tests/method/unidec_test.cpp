@@ -309,11 +309,13 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
   for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 13 + 1) % num_labels)});
   const CsrMatrix positives = csr_from_rows(rows, num_labels);
   const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
-  for (const std::string kind : {"hnsw", "ivf"}) {
-    SCOPED_TRACE(kind);
+  for (const std::string variant : {"hnsw", "ivf", "ivf bfloat16"}) {
+    SCOPED_TRACE(variant);
+    const std::string kind = variant.substr(0, 4) == "hnsw" ? "hnsw" : "ivf";
+    const bool bfloat16 = variant == "ivf bfloat16";
     ShortlistReport report;
-    const torch::Tensor approximate =
-        hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = kind, .probe = 16}, &report);
+    const torch::Tensor approximate = hard_negative_shortlist(queries, labels, positives, size, silent_progress(),
+                                                              {.kind = kind, .probe = 16, .bfloat16_products = bfloat16}, &report);
     ASSERT_EQ(approximate.sizes(), exact.sizes());
     EXPECT_TRUE(report.approximate);
     EXPECT_EQ(report.how, kind);
@@ -339,6 +341,8 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
     if (kind == "ivf") {
       // 3000 labels in clusters of 64 on average (sqrt(3000) = 55 is below the floor of 64): 47 clusters, 16 searched.
       EXPECT_EQ(report.clusters, 47);
+      EXPECT_EQ(report.bfloat16, bfloat16);
+      EXPECT_EQ(line.find("bfloat16 products, candidates re-scored in float32") != std::string::npos, bfloat16) << line;
       EXPECT_EQ(report.probed, 16);
       EXPECT_GT(report.scanned_fraction, 0.0);
       EXPECT_LT(report.scanned_fraction, 0.6);
@@ -357,8 +361,44 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
   EXPECT_THROW(hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 0}), ConfigError);
 }
 
-// A refresh embeds the training queries a slice at a time (never all of them at once), and the shortlists and
-// recalls it finds are those of the same queries embedded beforehand: int32 ids, exact or approximate.
+// An IVF refresh raises its probe (doubling from hard.probe, up to hard.max_probe) until the sampled queries keep
+// 0.95 of their exact top 10, and says so; capped lower, it stops at the cap with the recall it got.
+TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
+  torch::manual_seed(8);
+  const std::int64_t n = 400, num_labels = 3000, size = 20;
+  const torch::Tensor centres = torch::randn({30, 16});
+  const torch::Tensor labels = points_around(centres, num_labels, 0.5);
+  const torch::Tensor queries = points_around(centres, n, 0.5);
+  std::vector<std::vector<std::int32_t>> rows;
+  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 11) % num_labels)});
+  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  // 3000 labels: 47 clusters of about 64. One probed cluster keeps little of a query's top 10.
+  ShortlistReport fixed;
+  hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1}, &fixed);
+  ASSERT_LT(fixed.recall_at_10, 0.95);
+  EXPECT_EQ(fixed.probed, 1);
+
+  ShortlistReport raised;
+  const torch::Tensor ids = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1, .max_probe = 64}, &raised);
+  EXPECT_GE(raised.recall_at_10, 0.95);
+  EXPECT_GT(raised.probed, 1);
+  EXPECT_LE(raised.probed, 47);
+  EXPECT_EQ(raised.probed & (raised.probed - 1), 0) << "doubled from 1: a power of two, got " << raised.probed;
+  EXPECT_EQ(raised.first_probe, 1);
+  const std::string line = raised.describe(num_labels, size);
+  EXPECT_NE(line.find(std::to_string(raised.probed) + " searched, raised from 1 toward recall@10 0.95"), std::string::npos) << line;
+  for (std::int64_t r = 0; r < n; ++r)
+    for (const std::int64_t label : to_vector(ids[r])) EXPECT_NE(label, (r * 11) % num_labels) << "row " << r << " kept its positive";
+
+  ShortlistReport capped;
+  hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1, .max_probe = 2}, &capped);
+  EXPECT_EQ(capped.probed, fixed.probed < 2 && fixed.recall_at_10 < 0.95 ? 2 : 1);
+  EXPECT_LE(capped.recall_at_10, raised.recall_at_10);
+}
+
+// A refresh embeds the training queries a slice at a time (never all of them at once; an IVF refresh embeds its
+// sampled rows first), and the shortlists and recalls it finds are those of the same queries embedded beforehand:
+// int32 ids, exact or approximate.
 TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
   set_memory_budget_mb(kMinMemoryBudgetMb);  // slices of 32 MB / 16 / (12 bytes x 20) = 8,738 queries
   torch::manual_seed(9);
@@ -382,6 +422,13 @@ TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
     EXPECT_EQ(got.scalar_type(), torch::kInt32);
     EXPECT_EQ(got.sizes(), (std::vector<std::int64_t>{n, size}));
     EXPECT_TRUE(torch::equal(got, want));
+    if (kind == "ivf") {
+      // First the 1,000 sampled rows (i x 20), one by one: the probe is tuned and the recall measured on them.
+      ASSERT_GE(asked.size(), 1000u);
+      for (std::int64_t i = 0; i < 1000; ++i)
+        EXPECT_EQ(asked[static_cast<std::size_t>(i)], std::make_pair(i * 20, i * 20 + 1)) << "sampled row " << i;
+      asked.erase(asked.begin(), asked.begin() + 1000);
+    }
     ASSERT_EQ(asked.size(), 3u) << "20,000 queries in slices of 8,738";
     std::int64_t next = 0;
     for (const auto& [begin, end] : asked) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
 #include "engine/data/dataset.h"
@@ -145,6 +146,9 @@ class UnidecMethod final : public Method {
       batches = batcher.epoch_batches(epoch, embeddings, &context.progress);
     }
     if (refreshes_shortlists) {
+      // The clustering's embeddings and temporaries (2.3 GB at 2.25M queries) go back to the system before the
+      // refresh allocates its own: the heap keeps freed blocks for reuse, and the refresh's do not fit in theirs.
+      return_freed_memory();
       context.phase("refreshing hard-negative shortlists");
       ShortlistReport report;
       // Handed to the search (std::move below): an IVF search regroups them in place instead of copying them.
@@ -156,7 +160,12 @@ class UnidecMethod final : public Method {
                               }};
       const torch::Tensor shortlist = hard_negative_shortlist(queries, std::move(labels), context.dataset.train_labels, config_.get<PslOptions>().shortlist,
                                                               context.progress,
-                                                              {.kind = negatives.search, .ann_above = negatives.search_above, .probe = negatives.probe}, &report);
+                                                              {.kind = negatives.search,
+                                                               .ann_above = negatives.search_above,
+                                                               .probe = negatives.probe,
+                                                               .max_probe = negatives.max_probe,
+                                                               .bfloat16_products = negatives.bfloat16_products()},
+                                                              &report);
       if (report.approximate) context.phase(report.describe(context.dataset.num_labels(), config_.get<PslOptions>().shortlist));
       window_.refresh(shortlist, epoch, context.label_pool_rng);
     }
