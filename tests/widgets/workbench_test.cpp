@@ -40,6 +40,7 @@
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/decoder/decoder_options.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
+#include "engine/sampler/negatives_options.h"
 #include "widgets/plot_export.h"  // QCustomPlot, included the way the widgets need it
 #include "widgets/decile_plot.h"
 #include "widgets/file_dialogs.h"
@@ -546,6 +547,23 @@ class WorkbenchTest : public QObject {
     QVERIFY(!form.field_shown("encoder.min_count"));
     form.set_field_text("encoder.lora.rank", "64");
     QCOMPARE(form.config().get<xmc::DecoderOptions>().lora_rank, std::int64_t{64});
+    // The shortlist search's keys (its probe, the probe it may be raised to, the products' type) with hard negatives only.
+    form.set_field_text("method", "unidec");
+    form.set_field_text("negatives", "inbatch");
+    for (const char* key : {"hard.probe", "hard.max_probe", "hard.precision"}) QVERIFY2(!form.field_shown(key), key);
+    form.set_field_text("negatives", "hard");
+    for (const char* key : {"hard.probe", "hard.max_probe", "hard.precision", "psl.shortlist"}) QVERIFY2(form.field_shown(key), key);
+    form.set_field_text("hard.max_probe", "256");
+    form.set_field_text("hard.precision", "float32");
+    QCOMPARE(form.config().get<xmc::NegativesOptions>().max_probe, std::int64_t{256});
+    QVERIFY(!form.config().get<xmc::NegativesOptions>().bfloat16_products());
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
+      form.resize(900, 1400);
+      QCoreApplication::processEvents();
+      form.grab().save(QString::fromUtf8(keep) + "/launch-form-unidec-hard.png");
+    }
+    form.set_field_text("method", "ngame");
+    form.set_field_text("negatives", "inbatch");
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       form.resize(900, 1400);
       form.grab().save(QString::fromUtf8(keep) + "/launch-form-decoder.png");
