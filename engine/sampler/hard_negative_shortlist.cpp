@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
