@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -29,14 +30,28 @@ constexpr std::int64_t kProductPadding = 64;
 
 std::int64_t padded(std::int64_t size) { return (size + kProductPadding - 1) / kProductPadding * kProductPadding; }
 
-/// <a, b> over `d` floats, in eight running sums the compiler vectorises.
-float dot(const float* a, const float* b, std::int64_t d) {
+/// A bfloat16's value: its 16 bits are the top half of the float32 it rounds.
+inline float widened(std::uint16_t bits) {
+  const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+/// <a, b> over `d` values (float32, or bfloat16 bits widened as they are read), in eight running sums the
+/// compiler vectorises.
+template <typename Key>
+float dot(const float* a, const Key* b, std::int64_t d) {
+  const auto value = [](Key key) {
+    if constexpr (std::is_same_v<Key, float>) return key;
+    else return widened(key);
+  };
   float sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   std::int64_t e = 0;
   for (; e + 8 <= d; e += 8)
-    for (int lane = 0; lane < 8; ++lane) sums[lane] += a[e + lane] * b[e + lane];
+    for (int lane = 0; lane < 8; ++lane) sums[lane] += a[e + lane] * value(b[e + lane]);
   float total = ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
-  for (; e < d; ++e) total += a[e] * b[e];
+  for (; e < d; ++e) total += a[e] * value(b[e]);
   return total;
 }
 
@@ -44,7 +59,7 @@ float dot(const float* a, const float* b, std::int64_t d) {
 
 /// The keys regrouped so that each cluster is one contiguous block, with the maps between the two orders.
 struct KeyClusters::Groups {
-  torch::Tensor keys;                      ///< [m, d] float32, cluster after cluster; borrowed keys: in id order
+  torch::Tensor keys;                      ///< [m, d] float32 or bfloat16, cluster after cluster; borrowed keys: float32 in id order
   bool borrowed = false;                   ///< keys in id order, each cluster's rows gathered when searched
   torch::Tensor centroids;                 ///< [C, d] unit rows (zero for a cluster without keys)
   std::vector<std::int64_t> start;         ///< C + 1 offsets of the blocks in `keys`
@@ -53,10 +68,12 @@ struct KeyClusters::Groups {
   std::vector<std::int32_t> cluster_at;    ///< position in `keys` -> cluster
   std::int64_t dim = 0;
   double clustering_seconds = 0;
-  /// The float32 key at `position` of the grouped order.
-  const float* key_row(std::int64_t position) const {
+  /// <query, the key at `position` of the grouped order>, in float32 arithmetic.
+  float score(const float* query, std::int64_t position) const {
     const std::int64_t row = borrowed ? key_at[static_cast<std::size_t>(position)] : position;
-    return keys.data_ptr<float>() + row * keys.stride(0);
+    if (keys.scalar_type() == torch::kBFloat16)
+      return dot(query, reinterpret_cast<const std::uint16_t*>(keys.data_ptr<at::BFloat16>()) + row * keys.stride(0), dim);
+    return dot(query, keys.data_ptr<float>() + row * keys.stride(0), dim);
   }
   std::int64_t clusters() const { return static_cast<std::int64_t>(start.size()) - 1; }
   std::int64_t size(std::int64_t cluster) const { return start[cluster + 1] - start[cluster]; }
@@ -100,23 +117,22 @@ void cluster_keys(KeyClusters::Groups& out, const torch::Tensor& keys, std::int6
   }
   // Rows moved along the permutation's cycles: position p receives key key_at[p], one row held aside a cycle.
   out.keys = keys;
-  const std::int64_t d = keys.size(1);
-  float* rows = out.keys.data_ptr<float>();
-  std::vector<float> held(static_cast<std::size_t>(d));
+  const auto row_bytes = static_cast<std::size_t>(keys.size(1)) * keys.element_size();
+  auto* rows = static_cast<unsigned char*>(out.keys.data_ptr());
+  std::vector<unsigned char> held(row_bytes);
   std::vector<bool> placed(static_cast<std::size_t>(m), false);
-  const auto row_bytes = static_cast<std::size_t>(d) * sizeof(float);
   for (std::int64_t start = 0; start < m; ++start) {
     if (placed[static_cast<std::size_t>(start)]) continue;
-    std::memcpy(held.data(), rows + start * d, row_bytes);
+    std::memcpy(held.data(), rows + start * row_bytes, row_bytes);
     std::int64_t position = start;
     while (true) {
       placed[static_cast<std::size_t>(position)] = true;
       const std::int64_t source = out.key_at[static_cast<std::size_t>(position)];
       if (source == start) {
-        std::memcpy(rows + position * d, held.data(), row_bytes);
+        std::memcpy(rows + position * row_bytes, held.data(), row_bytes);
         break;
       }
-      std::memcpy(rows + position * d, rows + source * d, row_bytes);
+      std::memcpy(rows + position * row_bytes, rows + source * row_bytes, row_bytes);
       position = source;
     }
   }
@@ -129,7 +145,7 @@ KeyClusters::KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size, s
 KeyClusters::KeyClusters(torch::Tensor&& keys, std::int64_t cluster_size, std::uint64_t seed) {
   torch::Tensor own = std::move(keys);
   const bool sole = own.defined() && own.use_count() == 1 && own.storage().use_count() == 1 && own.is_cpu() &&
-                    own.scalar_type() == torch::kFloat && own.is_contiguous() && !own.requires_grad();
+                    (own.scalar_type() == torch::kFloat || own.scalar_type() == torch::kBFloat16) && own.is_contiguous() && !own.requires_grad();
   build(own, cluster_size, seed, sole ? Placement::kRegroupedInPlace : Placement::kCopied);
 }
 
@@ -161,7 +177,8 @@ void KeyClusters::build(const torch::Tensor& keys, std::int64_t cluster_size, st
   const auto began = std::chrono::steady_clock::now();
   const std::int64_t clusters = (m + cluster_size - 1) / cluster_size;
   if (placement == Placement::kBorrowed) cluster_keys(*groups, keys, clusters, seed, false, true);
-  else cluster_keys(*groups, keys.to(torch::kFloat).contiguous(), clusters, seed, placement == Placement::kRegroupedInPlace, false);
+  else cluster_keys(*groups, keys.to(keys.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat).contiguous(), clusters, seed,
+                    placement == Placement::kRegroupedInPlace, false);
   groups->clustering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 
@@ -196,7 +213,8 @@ TopK KeyClusters::exact(const torch::Tensor& queries, std::int64_t k, const Excl
 std::int64_t KeyClusters::clusters() const { return groups_->clusters(); }
 std::int64_t KeyClusters::size() const { return groups_->keys.size(0); }
 double KeyClusters::clustering_seconds() const { return groups_->clustering_seconds; }
-const float* KeyClusters::grouped_keys() const { return groups_->borrowed ? nullptr : groups_->keys.data_ptr<float>(); }
+const void* KeyClusters::grouped_keys() const { return groups_->borrowed ? nullptr : groups_->keys.data_ptr(); }
+bool KeyClusters::keys_in_bfloat16() const { return groups_->keys.scalar_type() == torch::kBFloat16; }
 const std::vector<std::int64_t>& KeyClusters::key_at() const { return groups_->key_at; }
 const std::vector<std::int64_t>& KeyClusters::position_of() const { return groups_->position_of; }
 
@@ -355,7 +373,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
           } else {
             // torch::mm (the system BLAS, OpenBLAS under packaging/setup.sh, on this thread) rather than oneDNN: the
             // products' shapes change from cluster to cluster, and oneDNN makes a new kernel for every shape.
-            block = torch::mm(q_chunk.index_select(0, picked), grouped.block(cl).t()).contiguous();
+            block = torch::mm(q_chunk.index_select(0, picked), grouped.block(cl).to(torch::kFloat).t()).contiguous();
           }
           for (std::int64_t i = 0; i < count; ++i) {
             const std::int64_t p = pairs[first + i];
@@ -390,7 +408,7 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
         std::partial_sort(order.begin(), order.begin() + kept, order.begin() + found, better);
         if (bf16) {  // the candidates' float32 scores, and the best k of them
           const float* query = q_chunk.data_ptr<float>() + r * grouped.dim;
-          for (std::int64_t j = 0; j < kept; ++j) candidate_score[order[j]] = dot(query, grouped.key_row(candidate[order[j]]), grouped.dim);
+          for (std::int64_t j = 0; j < kept; ++j) candidate_score[order[j]] = grouped.score(query, candidate[order[j]]);
           const std::int64_t best = std::min(kept, k);
           std::partial_sort(order.begin(), order.begin() + best, order.begin() + kept, better);
           kept = best;

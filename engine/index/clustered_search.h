@@ -27,7 +27,8 @@ struct ClusteredSearchOptions {
   std::uint64_t seed = 0;          ///< the k-means' seed
   /// Score the probed clusters in bfloat16 (where the CPU multiplies it natively, several times faster than float32),
   /// then re-score each query's best k + max(16, k/4) candidates in float32 and keep the best k of those: what is
-  /// returned is ordered by exact float32 scores; only which candidates reach the re-scoring can differ.
+  /// returned is ordered by exact float32 scores (of the bfloat16 keys, when they are held so); only which
+  /// candidates reach the re-scoring can differ.
   bool bfloat16_products = false;
   ExcludeLists exclude;            ///< optional: key ids never returned, per query row
   Progress* progress = nullptr;    ///< optional: told the query rows done after each chunk, as units of a task the caller started
@@ -45,10 +46,12 @@ struct ClusteredSearchStats {
 class KeyClusters {
  public:
   /// Groups `keys` ([m, d] floating, CPU) by spherical k-means into ⌈m / cluster_size⌉ clusters (0 = ⌈√m⌉
-  /// keys a cluster, at least 64). The keys are copied.
+  /// keys a cluster, at least 64). The keys are copied: in bfloat16 when they are bfloat16 (half the memory; then
+  /// every score is of the rounded keys, and exact() is the exact top-k of the rounded keys), float32 otherwise.
   explicit KeyClusters(const torch::Tensor& keys, std::int64_t cluster_size = 0, std::uint64_t seed = 0);
   /// The same, taking the keys over: when nothing else holds their storage (the caller moved its only handle in)
-  /// and they are contiguous float32, they are regrouped in place instead of copied (1.3 GB at 1.3M keys x 256).
+  /// and they are contiguous float32 or bfloat16, they are regrouped in place instead of copied (1.3 GB at 1.3M
+  /// keys x 256 in float32).
   explicit KeyClusters(torch::Tensor&& keys, std::int64_t cluster_size = 0, std::uint64_t seed = 0);
   /// The same over keys left where they lie, in id order (nothing copied: a column block of a larger matrix costs no
   /// memory): `keys` must be float32 on the CPU with unit column stride, and must not change while these clusters are
@@ -66,7 +69,9 @@ class KeyClusters {
   double clustering_seconds() const;
   /// Where the grouped keys lie (the moved-in keys' own memory when they were regrouped in place); nullptr for
   /// borrowed keys, which stay in id order.
-  const float* grouped_keys() const;
+  const void* grouped_keys() const;
+  /// The keys are held in bfloat16 (they were given so).
+  bool keys_in_bfloat16() const;
   /// Position in the grouped keys -> key id, and key id -> position.
   const std::vector<std::int64_t>& key_at() const;
   const std::vector<std::int64_t>& position_of() const;

@@ -26,7 +26,7 @@ torch::Tensor nearest(const torch::Tensor& rows, const torch::Tensor& centroids)
   torch::Tensor out = torch::empty({n}, torch::kInt64);
   for (std::int64_t first = 0; first < n; first += chunk) {
     const std::int64_t count = std::min(chunk, n - first);
-    out.narrow(0, first, count).copy_(chunk_inner_products(unit(rows.narrow(0, first, count)), centroids).argmax(1));
+    out.narrow(0, first, count).copy_(chunk_inner_products(unit(rows.narrow(0, first, count).to(torch::kFloat)), centroids).argmax(1));
   }
   return out;
 }
@@ -62,8 +62,10 @@ SphericalKMeans spherical_kmeans(const torch::Tensor& rows, std::int64_t k, cons
   if (options.iterations < 0 || options.sample_per_centroid < 1)
     throw ConfigError("spherical_kmeans: iterations must be >= 0 and sample_per_centroid >= 1");
   torch::NoGradGuard no_grad;
-  // Float rows on the CPU are read where they lie (a column block of a larger matrix is not copied whole).
-  const torch::Tensor x = rows.is_cpu() && rows.scalar_type() == torch::kFloat ? rows : rows.to(torch::kCPU, torch::kFloat).contiguous();
+  // Float32 or bfloat16 rows on the CPU are read where they lie (a column block of a larger matrix, or bfloat16 keys
+  // kept for their half size, are not copied whole), a chunk at a time in float32.
+  const bool readable = rows.is_cpu() && (rows.scalar_type() == torch::kFloat || rows.scalar_type() == torch::kBFloat16);
+  const torch::Tensor x = readable ? rows : rows.to(torch::kCPU, torch::kFloat).contiguous();
   const std::int64_t n = x.size(0), d = x.size(1);
   SphericalKMeans out;
   if (n == 0) {
@@ -79,7 +81,7 @@ SphericalKMeans spherical_kmeans(const torch::Tensor& rows, std::int64_t k, cons
   shuffle_rows(order, rng);
   const std::int64_t sample_size = std::min(n, k * options.sample_per_centroid);
   const torch::Tensor sample_ids = torch::tensor(std::vector<std::int64_t>(order.begin(), order.begin() + sample_size), torch::kInt64);
-  const torch::Tensor sample = unit(x.index_select(0, sample_ids));
+  const torch::Tensor sample = unit(x.index_select(0, sample_ids).to(torch::kFloat));
   torch::Tensor centroids = seeded_centroids(sample, k, rng);
   for (std::int64_t it = 0; it < options.iterations; ++it) {
     const torch::Tensor assigned = nearest(sample, centroids);
@@ -96,7 +98,7 @@ SphericalKMeans spherical_kmeans(const torch::Tensor& rows, std::int64_t k, cons
   const std::int64_t chunk = std::int64_t{1} << 16;
   for (std::int64_t first = 0; first < n; first += chunk) {
     const std::int64_t count = std::min(chunk, n - first);
-    sums.index_add_(0, out.assignment.narrow(0, first, count), unit(x.narrow(0, first, count)));
+    sums.index_add_(0, out.assignment.narrow(0, first, count), unit(x.narrow(0, first, count).to(torch::kFloat)));
   }
   out.centroids = unit(sums).contiguous();
   return out;

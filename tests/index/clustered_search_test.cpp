@@ -218,6 +218,41 @@ TEST(ClusteredSearch, BfloatProductsReturnTheExactTopKInFloat32Order) {
   EXPECT_GE(same, 0.99);
 }
 
+TEST(ClusteredSearch, BfloatKeysAreHeldAsGivenAndSearchedAsTheirRoundedValues) {
+  // Keys given in bfloat16 stay in bfloat16 (half the memory; moved in, regrouped in their own storage): with every
+  // cluster probed, in bfloat16 or float32 products, each query's best 10 is the brute-force one over the rounded
+  // keys, with float32 scores of them; exact() agrees.
+  const Clustered data = clustered_data(120, 3001, 16, 11);
+  const torch::Tensor rounded = data.keys.to(torch::kBFloat16);
+  const torch::Tensor widened = rounded.to(torch::kFloat);  // the values the bfloat16 keys hold
+  torch::Tensor handed = rounded.clone();
+  const void* storage = handed.data_ptr();
+  const KeyClusters copied(rounded, 64, 2);
+  const KeyClusters taken(std::move(handed), 64, 2);
+  EXPECT_TRUE(copied.keys_in_bfloat16());
+  EXPECT_TRUE(taken.keys_in_bfloat16());
+  EXPECT_EQ(taken.grouped_keys(), storage) << "moved-in bfloat16 keys are regrouped where they lie";
+  EXPECT_FALSE(KeyClusters(data.keys, 64, 2).keys_in_bfloat16());
+  std::vector<std::set<std::int64_t>> excluded;
+  for (std::int64_t i = 0; i < 120; ++i) excluded.push_back({i, 3000 - i});
+  const auto want = brute_force_ids(data.queries, widened, 10, excluded);
+  for (const KeyClusters* clusters : {&copied, &taken}) {
+    for (const bool bfloat16_products : {false, true}) {
+      SCOPED_TRACE(std::string(clusters == &copied ? "copied" : "moved in") + (bfloat16_products ? ", bfloat16 products" : ", float32 products"));
+      ClusteredSearchOptions options;
+      options.bfloat16_products = bfloat16_products;
+      options.probe = clusters->clusters();
+      options.exclude = exclusion_lists(excluded);
+      const TopK top = clusters->search(data.queries, 10, options);
+      for (std::int64_t i = 0; i < 120; ++i) EXPECT_EQ(row_of(top.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+      const torch::Tensor expected = (data.queries.unsqueeze(1) * widened.index_select(0, top.indices.view(-1)).view({120, 10, 16})).sum(2);
+      EXPECT_TRUE(torch::allclose(top.scores, expected, 1e-5, 1e-5)) << "float32 scores of the rounded keys";
+    }
+    const TopK exact = clusters->exact(data.queries, 10, exclusion_lists(excluded));
+    for (std::int64_t i = 0; i < 120; ++i) EXPECT_EQ(row_of(exact.indices, i), want[static_cast<std::size_t>(i)]) << "query " << i;
+  }
+}
+
 TEST(ClusteredSearch, SearchingSomeClustersScansTheirShareAndKeepsMostOfTheExactTop10) {
   const Clustered data = clustered_data(500, 8192, 16, 2);
   ClusteredSearchOptions options;

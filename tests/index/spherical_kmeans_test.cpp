@@ -54,6 +54,18 @@ TEST(SphericalKMeans, FindsGroupsOfDirectionsWhateverTheRowsLengths) {
   }
 }
 
+TEST(SphericalKMeans, BfloatRowsClusterAsTheirValuesInFloat32Do) {
+  // Rows held in bfloat16 are read where they lie, a chunk at a time: the clusters are those of the same values in
+  // float32.
+  const Groups g = four_axes();
+  const torch::Tensor rounded = g.rows.to(torch::kBFloat16);
+  const SphericalKMeans from_bfloat16 = spherical_kmeans(rounded, 4, {.seed = 3});
+  const SphericalKMeans from_float32 = spherical_kmeans(rounded.to(torch::kFloat), 4, {.seed = 3});
+  EXPECT_TRUE(torch::equal(from_bfloat16.assignment, from_float32.assignment));
+  EXPECT_TRUE(torch::allclose(from_bfloat16.centroids, from_float32.centroids, 1e-6, 1e-6));
+  EXPECT_EQ(from_bfloat16.centroids.scalar_type(), torch::kFloat);
+}
+
 TEST(SphericalKMeans, MoreClustersThanRowsGivesOneClusterARow) {
   const torch::Tensor rows = torch::eye(3);
   const SphericalKMeans result = spherical_kmeans(rows, 10);
