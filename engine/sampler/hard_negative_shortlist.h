@@ -20,11 +20,11 @@ struct ShortlistSearch {
   std::string kind = "exact";  ///< exact | ivf | hnsw | auto
   std::int64_t ann_above = 200000;  ///< with auto: ivf from this many labels
   std::int64_t probe = 64;          ///< with ivf: label clusters searched per query
-  /// With ivf: the probe is doubled from `probe`, up to this, until the sampled queries keep `recall_target` of their
-  /// exact top 10 (0 or <= probe: `probe` as it is).
+  /// With ivf: the probe is raised from `probe` by half at a time, up to this, until the sampled queries keep
+  /// `recall_target` of their exact top 10 (0 or <= probe: `probe` as it is).
   std::int64_t max_probe = 0;
   double recall_target = 0.95;
-  bool bfloat16_products = false;   ///< with ivf: clusters scored in bfloat16, candidates re-scored in float32
+  bool bfloat16_products = false;   ///< with ivf: labels held and scored in bfloat16, candidates re-scored in float32
   std::int64_t recall_sample = 1000;  ///< queries the approximate shortlists are checked on against exact ones
 };
 
@@ -36,7 +36,7 @@ struct ShortlistReport {
   std::int64_t probed = 0;
   std::int64_t first_probe = 0; ///< with ivf: the probe tried first (probed > first_probe: raised toward recall_target)
   double recall_target = 0;     ///< with ivf and a raised probe: the recall@10 it was raised toward
-  bool bfloat16 = false;        ///< with ivf: scored in bfloat16, re-scored in float32
+  bool bfloat16 = false;        ///< with ivf: labels held and scored in bfloat16, re-scored in float32
   double scanned_fraction = 1;  ///< with ivf: mean share of the labels a query was scored against
   double recall = 1.0;          ///< mean over the sampled queries of |approximate ∩ exact| / |exact|
   double recall_at_10 = 1.0;    ///< the same for the top 10 of both
@@ -46,25 +46,32 @@ struct ShortlistReport {
   std::string describe(std::int64_t labels, std::int64_t size) const;
 };
 
-/// The queries a shortlist is searched for, embedded a slice of rows at a time: a refresh holds one slice of
-/// query embeddings (the memory budget's share), not all N of them (2.3 GB at 2.25M queries x 256).
-struct QueryRows {
+/// Rows (the queries a shortlist is searched for, or the labels) embedded a slice at a time: a refresh holds one
+/// slice of query embeddings (the memory budget's share), not all N of them (2.3 GB at 2.25M queries x 256).
+struct RowEmbeddings {
   std::int64_t count = 0;
   /// [end - begin x d] embeddings of rows [begin, end), on any device
   std::function<torch::Tensor(std::int64_t begin, std::int64_t end)> embed;
   /// The rows of embeddings already made ([N x d], row r = training row r).
-  static QueryRows of(const torch::Tensor& embeddings);
+  static RowEmbeddings of(const torch::Tensor& embeddings);
 };
 
 /// @param queries  the N training queries (row r = training row r)
 /// @param labels   [L x d] label embeddings. An IVF search takes them over: handed in with std::move (the only
-///                 handle), they are regrouped in place rather than copied (1.3 GB at 1.3M labels x 256)
+///                 handle), they are regrouped in place rather than copied (1.3 GB at 1.3M labels x 256 in float32).
+///                 With search.bfloat16_products an IVF search keeps them in bfloat16 (half that) and scores the
+///                 rounded labels; the sampled recall is still measured against the float32 labels' exact shortlists.
 /// @param positives train label matrix (N rows)
 /// @param progress told the rows done, as task "hard-negative shortlists (exact top-S)", "(IVF top-S)" or "(HNSW top-S)"
 /// @param report   when given, filled with how the shortlist was found
 /// @return [N x S] int32 CPU tensor of label ids, best first; -1 where fewer than S negatives exist (or, when
 ///         approximate, were found). int32: half the memory of int64 ids (0.9 GB at 2.25M queries x 100).
-torch::Tensor hard_negative_shortlist(const QueryRows& queries, torch::Tensor labels, const CsrMatrix& positives,
+torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, torch::Tensor labels, const CsrMatrix& positives,
+                                      std::int64_t size, Progress& progress = silent_progress(), const ShortlistSearch& search = {},
+                                      ShortlistReport* report = nullptr);
+/// The same with the labels embedded a slice at a time (told to `progress` as task "hard-negative index: encoding
+/// labels"): an IVF search in bfloat16 never holds them in float32, the other searches gather them in float32.
+torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, const RowEmbeddings& labels, const CsrMatrix& positives,
                                       std::int64_t size, Progress& progress = silent_progress(), const ShortlistSearch& search = {},
                                       ShortlistReport* report = nullptr);
 /// The same for embeddings already made.

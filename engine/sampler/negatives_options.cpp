@@ -40,16 +40,17 @@ OptionGroup negatives_option_group() {
                "With ivf shortlists: label clusters each query searches, the first probe tried (more: closer to exact, slower)")
       .when("negatives=hard")
       .integer("hard.max_probe", &NegativesOptions::max_probe, 1, 1 << 20,
-               "With ivf shortlists: each refresh doubles the probe from hard.probe, up to this, until 1,000 sampled training "
-               "queries keep 0.95 of their exact top 10 (each doubling doubles the refresh's products); the log says the probe "
-               "and recall reached. At 1.3M labels: 0.93 at 64, 0.96 at 128 on trained embeddings (bench/RESULTS.md). At or "
-               "below hard.probe: hard.probe as it is")
+               "With ivf shortlists: each refresh raises the probe from hard.probe by half at a time (64, 96, 128, ...), up to "
+               "this, until 1,000 sampled training queries keep 0.95 of their exact top 10 (the refresh's products grow with the "
+               "probe); the log says the probe and recall reached. At 1.3M labels: 0.93 at 64, 0.95-0.96 at 128 on trained "
+               "embeddings (bench/RESULTS.md). At or below hard.probe: hard.probe as it is")
       .when("negatives=hard")
       .text("hard.precision", &NegativesOptions::precision, {"auto", "float32", "bfloat16"},
-            "With ivf shortlists: the type the probed clusters are scored in. bfloat16 multiplies several times faster on a "
-            "CPU with AVX512-BF16 or AMX (and is emulated, slower, elsewhere); each query's best candidates are then re-scored "
-            "in float32, so the shortlist's order is exact and only its border can differ (the logged recall says how much). "
-            "auto: bfloat16 where the CPU has it natively")
+            "With ivf shortlists: the type the labels are held and the probed clusters scored in. bfloat16 multiplies several "
+            "times faster on a CPU with AVX512-BF16 or AMX (and is emulated, slower, elsewhere) and holds the labels in half "
+            "the memory; each query's best candidates are then re-scored in float32, so only the shortlist's border differs "
+            "from float32 search (the logged recall, against float32 exact search, says how much). auto: bfloat16 where the "
+            "CPU has it natively")
       .when("negatives=all;" + dual_encoder_methods)
       .integer("all.label_chunk", &NegativesOptions::label_chunk, 1, 1 << 24, "Labels encoded per chunk when negatives = all")
       .build();

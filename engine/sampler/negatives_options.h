@@ -18,10 +18,10 @@ struct NegativesOptions {
   std::string search = "auto";             ///< how shortlists are found: exact | ivf | hnsw | auto (ivf from search_above labels)
   std::int64_t search_above = 200000;      ///< with search = auto, the label count from which shortlists are approximate
   std::int64_t probe = 64;                 ///< with ivf: label clusters searched per query (the first tried)
-  std::int64_t max_probe = 128;            ///< with ivf: the probe is doubled up to this toward 0.95 of the exact top 10
-  std::string precision = "auto";          ///< with ivf: the products' type: float32 | bfloat16 | auto (bfloat16 where native)
+  std::int64_t max_probe = 128;            ///< with ivf: the probe is raised by half at a time up to this, toward 0.95 of the exact top 10
+  std::string precision = "auto";          ///< with ivf: the labels' and products' type: float32 | bfloat16 | auto (bfloat16 where native)
 
-  /// Whether an ivf shortlist search scores in bfloat16 (then re-scores its candidates in float32).
+  /// Whether an ivf shortlist search holds its labels and scores in bfloat16 (then re-scores its candidates in float32).
   bool bfloat16_products() const;
 };
 

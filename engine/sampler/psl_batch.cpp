@@ -182,14 +182,17 @@ PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> 
   return out;
 }
 
-void HardNegativeWindow::refresh(const torch::Tensor& shortlist, std::int64_t epoch, std::mt19937_64& rng) {
+void HardNegativeWindow::refresh(torch::Tensor shortlist, std::int64_t epoch, std::mt19937_64& rng) {
   shuffled_ = torch::Tensor();  // the old window is not needed to make the new one
   at::Generator generator = generator_from(rng);
   const torch::Tensor rows = shortlist.to(torch::kCPU);
+  shortlist.reset();
   const std::int64_t n = rows.size(0), s = rows.size(1);
-  // Label ids as int32 (a label count is far below 2^31): half the memory of the shortlist it came from, which
-  // the window outlives by a whole refresh period (0.9 GB instead of 1.8 at 2.25M queries x 100).
-  torch::Tensor shuffled = torch::empty({n, s}, torch::kInt32);
+  // Label ids as int32 (a label count is far below 2^31): half the memory of an int64 shortlist, which the window
+  // outlives by a whole refresh period (0.9 GB instead of 1.8 at 2.25M queries x 100). An int32 shortlist handed
+  // over (no other handle on it) is shuffled where it lies: a second one would be held beside it (0.9 GB more).
+  const bool handed_over = rows.scalar_type() == torch::kInt32 && rows.is_contiguous() && rows.use_count() == 1 && rows.storage().use_count() == 1;
+  torch::Tensor shuffled = handed_over ? rows : torch::empty({n, s}, torch::kInt32);
   // Slice by slice of rows: the draws come in the order one [N x S] draw makes them (row after row), and the
   // sort's temporaries (about five float64 or int64 arrays) take a slice that fits the memory budget's share, not
   // N x S (1.8 GB each at 2.25M queries x 100).

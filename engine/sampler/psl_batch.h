@@ -45,8 +45,9 @@ PslBatch build_psl_batch(const CsrMatrix& labels, std::span<const std::int64_t> 
 /// around only when η·τ exceeds its size).
 class HardNegativeWindow {
  public:
-  /// @param shortlist [N x S] int32 or int64 label ids, -1 = none (hard_negative_shortlist's output)
-  void refresh(const torch::Tensor& shortlist, std::int64_t epoch, std::mt19937_64& rng);
+  /// @param shortlist [N x S] int32 or int64 label ids, -1 = none (hard_negative_shortlist's output). Handed over
+  ///                  (std::move of the only handle) an int32 one is shuffled in place; otherwise it is left as it was.
+  void refresh(torch::Tensor shortlist, std::int64_t epoch, std::mt19937_64& rng);
   /// Drops the shortlist (ready() turns false) so that its memory is free while the next one is searched.
   void release() { shuffled_ = torch::Tensor(); }
   bool ready() const { return shuffled_.defined(); }

@@ -246,6 +246,24 @@ TEST(HardNegativeWindow, ShufflingSliceBySliceEqualsOneShuffleOfTheWhole) {
   EXPECT_FALSE(window.ready());
 }
 
+// An int32 shortlist handed over (the refresh's only handle) is shuffled where it lies, to the draws a copy gets;
+// one the caller still holds is left as it was.
+TEST(HardNegativeWindow, AShortlistHandedOverIsShuffledInPlaceToTheSameDraws) {
+  const std::int64_t n = 30000, s = 7;
+  const torch::Tensor shortlist = torch::arange(n * s, torch::kInt32).view({n, s});
+  const torch::Tensor kept = shortlist.clone();
+  HardNegativeWindow from_copy, in_place;
+  std::mt19937_64 rng_a(21), rng_b(21);
+  from_copy.refresh(shortlist, 2, rng_a);
+  EXPECT_TRUE(torch::equal(shortlist, kept)) << "a shortlist the caller holds is not shuffled under it";
+  torch::Tensor handed = shortlist.clone();
+  in_place.refresh(std::move(handed), 2, rng_b);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  for (std::int64_t epoch = 2; epoch < 4; ++epoch) EXPECT_TRUE(torch::equal(in_place.draw(all, epoch, 3), from_copy.draw(all, epoch, 3)));
+  EXPECT_EQ(rng_a(), rng_b()) << "both drew as much from the stream";
+}
+
 // The window keeps label ids as int32 (half the memory of the shortlist); it saves and loads to the same draws,
 // a checkpoint written when it kept int64 ids loads to the same draws too, and ids beyond int32 are refused by name.
 TEST(HardNegativeWindow, SavedAndOlderInt64WindowsLoadToTheSameDraws) {
@@ -342,7 +360,7 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
       // 3000 labels in clusters of 64 on average (sqrt(3000) = 55 is below the floor of 64): 47 clusters, 16 searched.
       EXPECT_EQ(report.clusters, 47);
       EXPECT_EQ(report.bfloat16, bfloat16);
-      EXPECT_EQ(line.find("bfloat16 products, candidates re-scored in float32") != std::string::npos, bfloat16) << line;
+      EXPECT_EQ(line.find("labels held and multiplied in bfloat16, candidates re-scored in float32") != std::string::npos, bfloat16) << line;
       EXPECT_EQ(report.probed, 16);
       EXPECT_GT(report.scanned_fraction, 0.0);
       EXPECT_LT(report.scanned_fraction, 0.6);
@@ -361,8 +379,9 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
   EXPECT_THROW(hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 0}), ConfigError);
 }
 
-// An IVF refresh raises its probe (doubling from hard.probe, up to hard.max_probe) until the sampled queries keep
-// 0.95 of their exact top 10, and says so; capped lower, it stops at the cap with the recall it got.
+// An IVF refresh raises its probe (by half at a time from hard.probe, at least by one, up to hard.max_probe) until
+// the sampled queries keep 0.95 of their exact top 10, and says so: the probe before the one it stops at keeps less.
+// Capped lower, it stops at the cap with the recall it got.
 TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
   torch::manual_seed(8);
   const std::int64_t n = 400, num_labels = 3000, size = 20;
@@ -381,9 +400,14 @@ TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
   ShortlistReport raised;
   const torch::Tensor ids = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1, .max_probe = 64}, &raised);
   EXPECT_GE(raised.recall_at_10, 0.95);
-  EXPECT_GT(raised.probed, 1);
+  ASSERT_GT(raised.probed, 1);
   EXPECT_LE(raised.probed, 47);
-  EXPECT_EQ(raised.probed & (raised.probed - 1), 0) << "doubled from 1: a power of two, got " << raised.probed;
+  std::int64_t before = 0, probe = 1;  // 1, 2, 3, 4, 6, 9, 13, ...: each half as large again as the last, at least one more
+  while (probe < raised.probed) before = probe, probe += std::max<std::int64_t>(1, probe / 2);
+  EXPECT_EQ(probe, raised.probed) << "not a probe of the sequence from 1";
+  ShortlistReport one_step_less;
+  hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = before}, &one_step_less);
+  EXPECT_LT(one_step_less.recall_at_10, 0.95) << "probe " << before << " already kept 0.95";
   EXPECT_EQ(raised.first_probe, 1);
   const std::string line = raised.describe(num_labels, size);
   EXPECT_NE(line.find(std::to_string(raised.probed) + " searched, raised from 1 toward recall@10 0.95"), std::string::npos) << line;
@@ -412,7 +436,7 @@ TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
   for (const std::string kind : {"exact", "ivf"}) {
     SCOPED_TRACE(kind);
     std::vector<std::pair<std::int64_t, std::int64_t>> asked;
-    const QueryRows streamed{.count = n, .embed = [&](std::int64_t begin, std::int64_t end) {
+    const RowEmbeddings streamed{.count = n, .embed = [&](std::int64_t begin, std::int64_t end) {
                                asked.emplace_back(begin, end);
                                return queries.narrow(0, begin, end - begin).clone();
                              }};
@@ -446,8 +470,78 @@ TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
     }
   }
   // A slice embedded to the wrong number of rows is refused by name.
-  const QueryRows short_rows{.count = n, .embed = [&](std::int64_t begin, std::int64_t end) { return queries.narrow(0, begin, end - begin - 1); }};
+  const RowEmbeddings short_rows{.count = n, .embed = [&](std::int64_t begin, std::int64_t end) { return queries.narrow(0, begin, end - begin - 1); }};
   EXPECT_THROW(hard_negative_shortlist(short_rows, labels, positives, size), Error);
+  set_memory_budget_mb(0);
+}
+
+// Labels embedded a slice at a time (as a refresh embeds them from the model): exact and float32 IVF searches find
+// what they find over the matrix made beforehand; an IVF search in bfloat16 never asks for them all at once, and the
+// recall it reports is against the float32 labels' exact shortlists. A slice of the wrong shape is refused by name.
+TEST(HardNegativeShortlist, EmbedsTheLabelsASliceAtATime) {
+  set_memory_budget_mb(kMinMemoryBudgetMb);  // label slices of 2 MB / (4 bytes x (8 + 500 sampled queries)) = 1,032 labels
+  torch::manual_seed(12);
+  const std::int64_t n = 500, num_labels = 4096, dim = 8, size = 20;
+  const torch::Tensor centres = torch::randn({64, dim});
+  const torch::Tensor labels = points_around(centres, num_labels, 0.3);
+  const torch::Tensor queries = points_around(centres, n, 0.3);
+  std::vector<std::vector<std::int32_t>> rows;
+  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 5 + 3) % num_labels)});
+  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  std::vector<std::pair<std::int64_t, std::int64_t>> asked;
+  const RowEmbeddings label_rows{.count = num_labels, .embed = [&](std::int64_t begin, std::int64_t end) {
+                                   asked.emplace_back(begin, end);
+                                   return labels.narrow(0, begin, end - begin).clone();
+                                 }};
+  const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
+  for (const std::string variant : {"exact", "ivf", "ivf bfloat16"}) {
+    SCOPED_TRACE(variant);
+    const ShortlistSearch search{.kind = variant.substr(0, 3) == "ivf" ? "ivf" : "exact", .probe = 8, .bfloat16_products = variant == "ivf bfloat16"};
+    asked.clear();
+    ShortlistReport by_slice, at_once;
+    const torch::Tensor got = hard_negative_shortlist(RowEmbeddings::of(queries), label_rows, positives, size, silent_progress(), search, &by_slice);
+    const torch::Tensor want = hard_negative_shortlist(queries, labels, positives, size, silent_progress(), search, &at_once);
+    ASSERT_EQ(got.sizes(), (std::vector<std::int64_t>{n, size}));
+    EXPECT_TRUE(torch::equal(got, want));
+    EXPECT_DOUBLE_EQ(by_slice.recall_at_10, at_once.recall_at_10);
+    // The labels in order, a first slice of 256 (its width sizes the rest); in bfloat16 none of the later ones
+    // over 1,032, gathered in float32 the rest at once (2 MB / (4 bytes x 8) = 65,536).
+    ASSERT_GE(asked.size(), 2u);
+    std::int64_t next = 0;
+    for (const auto& [begin, end] : asked) {
+      EXPECT_EQ(begin, next);
+      EXPECT_LE(end - begin, begin == 0 ? 256 : search.bfloat16_products ? 1032 : 65536);
+      next = end;
+    }
+    EXPECT_EQ(next, num_labels);
+    if (!search.bfloat16_products) continue;
+    EXPECT_GE(asked.size(), 5u);
+    // Every query is sampled (500 < 1,000): the recall reported is the overlap with the float32 exact shortlists.
+    EXPECT_EQ(by_slice.sampled, n);
+    double overlap_10 = 0;
+    for (std::int64_t r = 0; r < n; ++r) {
+      const std::vector<std::int64_t> found = to_vector(got[r]), truth = to_vector(exact[r]);
+      for (std::size_t j = 0; j < 10; ++j) overlap_10 += std::count(found.begin(), found.begin() + 10, truth[j]) > 0 ? 0.1 : 0.0;
+      for (const std::int64_t label : found) {
+        EXPECT_NE(label, (r * 7) % num_labels) << "row " << r << " kept a positive";
+        EXPECT_NE(label, (r * 5 + 3) % num_labels) << "row " << r << " kept a positive";
+      }
+    }
+    EXPECT_NEAR(by_slice.recall_at_10, overlap_10 / n, 1e-9);
+    EXPECT_GE(by_slice.recall_at_10, 0.9);
+    EXPECT_TRUE(by_slice.bfloat16);
+  }
+  const RowEmbeddings narrower{.count = num_labels, .embed = [&](std::int64_t begin, std::int64_t end) {
+                                 return labels.narrow(0, begin, end - begin).narrow(1, 0, begin == 0 ? dim : dim - 1);
+                               }};
+  for (const bool bfloat16 : {false, true}) {
+    try {
+      hard_negative_shortlist(RowEmbeddings::of(queries), narrower, positives, size, silent_progress(), {.kind = "ivf", .bfloat16_products = bfloat16});
+      ADD_FAILURE() << "labels of two widths were accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("labels 256 to "), std::string::npos) << error.what();
+    }
+  }
   set_memory_budget_mb(0);
 }
 
