@@ -43,6 +43,27 @@ torch::Tensor points_around(const torch::Tensor& centres, std::int64_t n, double
   return centres.index_select(0, torch::arange(n) % centres.size(0)) + spread * torch::randn({n, centres.size(1)});
 }
 
+/// Queries and labels for a shortlist search: `n` queries and `num_labels` labels around the same `centres` random
+/// centres of `dim` dimensions (torch's generator seeded with `seed`, spread as points_around spreads them); query
+/// r's positives are labels (r · step + offset) mod num_labels, one for each (step, offset).
+struct ShortlistProblem {
+  torch::Tensor queries, labels;
+  CsrMatrix positives;
+};
+ShortlistProblem shortlist_problem(std::int64_t seed, std::int64_t centres, std::int64_t dim, std::int64_t n, std::int64_t num_labels, double spread,
+                                   const std::vector<std::pair<std::int64_t, std::int64_t>>& positive_steps) {
+  torch::manual_seed(seed);
+  const torch::Tensor around = torch::randn({centres, dim});
+  ShortlistProblem problem;
+  problem.labels = points_around(around, num_labels, spread);
+  problem.queries = points_around(around, n, spread);
+  std::vector<std::vector<std::int32_t>> rows(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < n; ++r)
+    for (const auto& [step, offset] : positive_steps) rows[static_cast<std::size_t>(r)].push_back(static_cast<std::int32_t>((r * step + offset) % num_labels));
+  problem.positives = csr_from_rows(rows, num_labels);
+  return problem;
+}
+
 std::vector<std::int64_t> to_vector(const torch::Tensor& t) {
   const torch::Tensor c = t.to(torch::kInt64).contiguous();
   return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
@@ -318,14 +339,10 @@ TEST(HardNegativeWindow, ShortlistsLeaveTheQuerysPositivesOut) {
 // with the exact shortlists (computed here over every query, the sample being all of them), and they are high on
 // embeddings with structure; auto is exact below its label count and ivf from it; an unknown search is refused.
 TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExactOne) {
-  torch::manual_seed(5);
-  const std::int64_t n = 300, num_labels = 3000, dim = 16, size = 20;
-  const torch::Tensor centres = torch::randn({30, dim});
-  const torch::Tensor labels = points_around(centres, num_labels, 0.5);
-  const torch::Tensor queries = points_around(centres, n, 0.5);
-  std::vector<std::vector<std::int32_t>> rows;
-  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 13 + 1) % num_labels)});
-  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  const std::int64_t n = 300, num_labels = 3000, size = 20;
+  const ShortlistProblem problem = shortlist_problem(5, 30, 16, n, num_labels, 0.5, {{7, 0}, {13, 1}});
+  const torch::Tensor &queries = problem.queries, &labels = problem.labels;
+  const CsrMatrix& positives = problem.positives;
   const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
   for (const std::string variant : {"hnsw", "ivf", "ivf bfloat16"}) {
     SCOPED_TRACE(variant);
@@ -383,14 +400,10 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
 // the sampled queries keep 0.95 of their exact top 10, and says so: the probe before the one it stops at keeps less.
 // Capped lower, it stops at the cap with the recall it got.
 TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
-  torch::manual_seed(8);
   const std::int64_t n = 400, num_labels = 3000, size = 20;
-  const torch::Tensor centres = torch::randn({30, 16});
-  const torch::Tensor labels = points_around(centres, num_labels, 0.5);
-  const torch::Tensor queries = points_around(centres, n, 0.5);
-  std::vector<std::vector<std::int32_t>> rows;
-  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 11) % num_labels)});
-  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  const ShortlistProblem problem = shortlist_problem(8, 30, 16, n, num_labels, 0.5, {{11, 0}});
+  const torch::Tensor &queries = problem.queries, &labels = problem.labels;
+  const CsrMatrix& positives = problem.positives;
   // 3000 labels: 47 clusters of about 64. One probed cluster keeps little of a query's top 10.
   ShortlistReport fixed;
   hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1}, &fixed);
@@ -425,14 +438,10 @@ TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
 // int32 ids, exact or approximate.
 TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
   set_memory_budget_mb(kMinMemoryBudgetMb);  // slices of 32 MB / 16 / (12 bytes x 20) = 8,738 queries
-  torch::manual_seed(9);
-  const std::int64_t n = 20000, num_labels = 4096, dim = 8, size = 20;
-  const torch::Tensor centres = torch::randn({64, dim});
-  const torch::Tensor labels = points_around(centres, num_labels, 0.3);
-  const torch::Tensor queries = points_around(centres, n, 0.3);
-  std::vector<std::vector<std::int32_t>> rows;
-  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels)});
-  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  const std::int64_t n = 20000, num_labels = 4096, size = 20;
+  const ShortlistProblem problem = shortlist_problem(9, 64, 8, n, num_labels, 0.3, {{7, 0}});
+  const torch::Tensor &queries = problem.queries, &labels = problem.labels;
+  const CsrMatrix& positives = problem.positives;
   for (const std::string kind : {"exact", "ivf"}) {
     SCOPED_TRACE(kind);
     std::vector<std::pair<std::int64_t, std::int64_t>> asked;
@@ -480,14 +489,10 @@ TEST(HardNegativeShortlist, EmbedsTheQueriesASliceAtATime) {
 // recall it reports is against the float32 labels' exact shortlists. A slice of the wrong shape is refused by name.
 TEST(HardNegativeShortlist, EmbedsTheLabelsASliceAtATime) {
   set_memory_budget_mb(kMinMemoryBudgetMb);  // label slices of 2 MB / (4 bytes x (8 + 500 sampled queries)) = 1,032 labels
-  torch::manual_seed(12);
   const std::int64_t n = 500, num_labels = 4096, dim = 8, size = 20;
-  const torch::Tensor centres = torch::randn({64, dim});
-  const torch::Tensor labels = points_around(centres, num_labels, 0.3);
-  const torch::Tensor queries = points_around(centres, n, 0.3);
-  std::vector<std::vector<std::int32_t>> rows;
-  for (std::int64_t r = 0; r < n; ++r) rows.push_back({static_cast<std::int32_t>((r * 7) % num_labels), static_cast<std::int32_t>((r * 5 + 3) % num_labels)});
-  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  const ShortlistProblem problem = shortlist_problem(12, 64, dim, n, num_labels, 0.3, {{7, 0}, {5, 3}});
+  const torch::Tensor &queries = problem.queries, &labels = problem.labels;
+  const CsrMatrix& positives = problem.positives;
   std::vector<std::pair<std::int64_t, std::int64_t>> asked;
   const RowEmbeddings label_rows{.count = num_labels, .embed = [&](std::int64_t begin, std::int64_t end) {
                                    asked.emplace_back(begin, end);
