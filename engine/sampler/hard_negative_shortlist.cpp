@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
-#include <tuple>
+#include <vector>
 
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
@@ -15,6 +15,7 @@
 #include "engine/index/exact_search.h"
 #include "engine/index/hnsw_index.h"
 #include "engine/index/sampled_queries.h"
+#include "engine/index/streaming_top_k.h"
 
 namespace xmc {
 namespace {
@@ -217,13 +218,15 @@ torch::Tensor all_labels(const RowEmbeddings& labels, Progress& progress) {
 }
 
 /// The labels in bfloat16 ([L x d], half the float32 matrix, which is never held whole), and the sampled queries'
-/// exact shortlists against the float32 labels as the slices pass ([sampled x <= S] int64, -1 where fewer than S
-/// labels are not the query's positives; `exact` undefined without sampled queries).
+/// exact shortlists against the float32 labels as the slices pass ([sampled x min(S, L)] int64, -1 where fewer
+/// labels are not the query's positives; `exact` undefined without sampled queries). The slices' scores go through
+/// a StreamingTopK, as exact search's do: ties go to the lower label id.
 torch::Tensor labels_in_bfloat16(const RowEmbeddings& labels, const torch::Tensor& sample_queries, const CsrMatrix& sampled_positives,
                                  std::int64_t size, Progress& progress, torch::Tensor& exact) {
   const std::int64_t sampled = sample_queries.defined() ? sample_queries.size(0) : 0;
-  const float minus_inf = -std::numeric_limits<float>::infinity();
-  torch::Tensor keys, best_scores, best_ids;
+  const std::int64_t k = std::min(size, labels.count);
+  StreamingTopK best(sampled, k);
+  torch::Tensor keys;
   for_label_slices(labels, sampled, progress, [&](std::int64_t begin, const torch::Tensor& embedded) {
     const std::int64_t rows = embedded.size(0);
     if (!keys.defined()) keys = torch::empty({labels.count, embedded.size(1)}, torch::kBFloat16);
@@ -231,24 +234,19 @@ torch::Tensor labels_in_bfloat16(const RowEmbeddings& labels, const torch::Tenso
     if (sampled == 0) return;
     if (embedded.size(1) != sample_queries.size(1))
       throw Error("hard-negative index: labels have " + std::to_string(embedded.size(1)) + " columns, queries " + std::to_string(sample_queries.size(1)));
-    torch::Tensor scores = chunk_inner_products(sample_queries, embedded).contiguous();  // [sampled x rows]
+    const torch::Tensor scores = chunk_inner_products(sample_queries, embedded).contiguous();  // [sampled x rows]
     float* score = scores.data_ptr<float>();
-    for (std::int64_t r = 0; r < sampled; ++r)  // a query's own positives are not its negatives
-      for (const std::int32_t label : sampled_positives.row_indices(r))
-        if (label >= begin && label < begin + rows) score[r * rows + (label - begin)] = minus_inf;
-    auto [top_scores, top_at] = scores.topk(std::min(size, rows), 1);
-    top_at.add_(begin);
-    if (best_scores.defined()) {
-      top_scores = torch::cat({best_scores, top_scores}, 1);
-      top_at = torch::cat({best_ids, top_at}, 1);
-      torch::Tensor kept;
-      std::tie(top_scores, kept) = top_scores.topk(std::min(size, top_scores.size(1)), 1);
-      top_at = top_at.gather(1, kept);
+    for (std::int64_t r = 0; r < sampled; ++r) {
+      for (const std::int32_t label : sampled_positives.row_indices(r))  // a query's own positives are not its negatives
+        if (label >= begin && label < begin + rows) score[r * rows + (label - begin)] = -std::numeric_limits<float>::infinity();
+      best.offer(r, score + r * rows, begin, rows);
     }
-    best_scores = top_scores;
-    best_ids = top_at;
   });
-  if (best_ids.defined()) exact = best_ids.masked_fill(best_scores == minus_inf, -1).contiguous();
+  if (sampled > 0) {
+    exact = torch::empty({sampled, k}, torch::kInt64);
+    std::vector<float> scores(static_cast<std::size_t>(k));
+    for (std::int64_t r = 0; r < sampled; ++r) best.finish(r, scores.data(), exact.data_ptr<std::int64_t>() + r * k);
+  }
   return keys.defined() ? keys : torch::empty({0, 0}, torch::kBFloat16);
 }
 
