@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -275,8 +276,12 @@ TopK KeyClusters::search(const torch::Tensor& queries, std::int64_t k, const Clu
   // and the threads' candidates are merged per query at the end of a chunk. No query's scores are held whole, so a
   // chunk can hold many queries, and each cluster's product then has many rows: the products' rate grows with them
   // (on 2 cores, float32 products of ~25 queries run ~90 GFLOP/s a core, of ~200 queries ~200).
+  // The chunk is sized for a selector per core of the machine, not per thread searching now: a product's rows, and
+  // with them its rounding, are then the same however many threads search (some BLAS kernels round a row's scores
+  // differently as the product has more or fewer rows), and so is the result.
   const int threads = std::max(1, at::get_num_threads());
-  const std::int64_t per_query = threads * StreamingTopK::bytes_per_row(candidates) +
+  const std::int64_t planned_selectors = std::max(1U, std::thread::hardware_concurrency());
+  const std::int64_t per_query = planned_selectors * StreamingTopK::bytes_per_row(candidates) +
                                  probe * static_cast<std::int64_t>(3 * sizeof(std::int64_t));  // probed, pairs, exclusions' offsets
   const std::int64_t scores_bytes = options.scores_bytes > 0 ? options.scores_bytes : memory_budget_part(memory_share::kClusteredSearchScores);
   const std::int64_t chunk = std::clamp<std::int64_t>(scores_bytes / per_query, 1, n);
