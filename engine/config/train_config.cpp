@@ -181,6 +181,10 @@ OptionGroup evaluation_option_group() {
       .integer("eval.approximate_above", &TrainConfig::eval_approximate_above, 1, kNoMax,
                "With eval.index = auto: the label count from which evaluations search the labels through an inverted file (exact "
                "search costs test queries x labels: ~1 h for 970k queries at 1.3M labels on 2 cores)")
+      .integer("eval.set_aside_mb", &TrainConfig::eval_set_aside_mb, 0, kNoMax,
+               "Evaluations between epochs write the optimiser's moments and the hard-negative shortlists (idle while they run) to a "
+               "file beside the checkpoint and read them back after, when they take at least this many MB: their memory then holds "
+               "the evaluation's label matrices instead of lying under them (2 GB at 1.3M labels). 0 = always")
       .integer("checkpoint.every", &TrainConfig::checkpoint_every, 0, kNoMax, "Epochs between checkpoints (0 = only at the end)")
       .integer("checkpoint.every_steps", &TrainConfig::checkpoint_every_steps, 0, kNoMax,
                "Also a checkpoint every this many steps, inside epochs too (0 = off): what a crash or kill -9 can lose")

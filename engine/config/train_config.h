@@ -49,6 +49,7 @@ struct TrainConfig {
   std::int64_t eval_top = 100;             ///< predictions kept per test query
   std::int64_t eval_max_queries = 0;       ///< evaluations before the last rank an even sample of this many test queries (0 = all)
   std::string eval_index = "auto";         ///< index_factory spec the evaluation searches labels with, or auto
+  std::int64_t eval_set_aside_mb = 256;    ///< evaluations between epochs set the optimiser's moments and shortlists aside from this size
   std::int64_t eval_approximate_above = 1000000;  ///< with eval.index auto: the label count from which the search is ivf
   std::int64_t checkpoint_every = 1;       ///< epochs between checkpoints (0 = only at the end)
   std::int64_t checkpoint_every_steps = 0; ///< also a checkpoint every this many steps (0 = off)

@@ -37,6 +37,8 @@ class DualEncoderTraining {
   /// Drops the hard-negative shortlist once the stage has trained (N x S ids: 0.9 GB at 2.25M queries x 100),
   /// before the evaluation; a later epoch would search it again.
   void release_shortlist() { shortlist_ = torch::Tensor(); }
+  /// The hard-negative shortlist as held (undefined before the first refresh): a handle sharing it.
+  torch::Tensor shortlist() const { return shortlist_; }
 
   void save_state(torch::serialize::OutputArchive& archive) const;
   void load_state(torch::serialize::InputArchive& archive);

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace xmc {
 
@@ -17,6 +18,9 @@ class MethodState {
   /// is called before the parameters are loaded, so it can shape the model first.
   virtual void save_state(torch::serialize::OutputArchive& archive) const = 0;
   virtual void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) = 0;
+  /// Tensors of that state which an evaluation between epochs never reads (hard-negative shortlists): the trainer
+  /// may write them to a file and free them while it evaluates, and reads them back in place after.
+  virtual std::vector<torch::Tensor> idle_during_evaluation() const { return {}; }
 };
 
 }  // namespace xmc

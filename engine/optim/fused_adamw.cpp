@@ -470,6 +470,16 @@ void FusedAdamW::before_read(const void* table, const torch::Tensor& which) {
   catch_up_rows(rows, first, distinct.numel(), to_step);
 }
 
+std::vector<torch::Tensor> FusedAdamW::moments() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& [key, param_state] : state_) {
+    const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*param_state);
+    for (const torch::Tensor* t : {&adam.exp_avg(), &adam.exp_avg_sq(), &adam.max_exp_avg_sq()})
+      if (t->defined()) out.push_back(*t);
+  }
+  return out;
+}
+
 void FusedAdamW::bring_rows_up_to_date() {
   for (auto& [impl, rows] : deferred_) {
     if (rows.since < 0) continue;

@@ -55,6 +55,10 @@ class FusedAdamW : public torch::optim::AdamW {
   /// Applies every deferred update: call before the parameters are read outside a step (evaluation, checkpoint,
   /// a shortlist refresh) or the optimiser is dropped. Cheap when nothing is deferred.
   void bring_rows_up_to_date();
+  /// Every parameter's moments (first, second, and amsgrad's maximum where kept): handles sharing the state's own
+  /// tensors, for setting them aside while no step runs (train/set_aside_tensors.h). Call bring_rows_up_to_date()
+  /// first: deferred rows are caught up from these moments.
+  std::vector<torch::Tensor> moments() const;
 
  private:
   /// A deferred table's bookkeeping: the step each row is up to date with, and the steps' constants since the

@@ -51,6 +51,8 @@ class HardNegativeWindow {
   /// Drops the shortlist (ready() turns false) so that its memory is free while the next one is searched.
   void release() { shuffled_ = torch::Tensor(); }
   bool ready() const { return shuffled_.defined(); }
+  /// The shortlist as held (undefined before the first refresh): a handle sharing it.
+  torch::Tensor shortlist() const { return shuffled_; }
   /// The epoch of the last refresh (-1 before the first).
   std::int64_t refreshed_at() const { return epoch_; }
   /// [batch.size() x per_query] int64: the batch queries' negatives for `epoch` (-1 where the shortlist has none).

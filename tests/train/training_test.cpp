@@ -418,6 +418,95 @@ TEST(Training, ResumeContinuesBitForBit) {
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, c.metrics.get(name)) << name << " with prefetching";
 }
 
+// Evaluations between epochs write the optimiser's moments and the hard-negative shortlists to a file beside the
+// checkpoint and read them back after (eval.set_aside_mb): the run trains on exactly as one that keeps them in
+// memory. When the file cannot be written the run evaluates with them in memory; when it cannot be read back the
+// run fails, naming the file, and its last checkpoint is left as it was.
+TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
+  for (const std::string method : {"unidec", "dexml"}) {
+    SCOPED_TRACE(method);
+    test::TempDir dir;
+    write_synthetic_dataset(dir / "data", 2);
+    TrainConfig config = small_config(dir / "data");
+    config.epochs = 3;
+    config.eval_every = 1;
+    config.method = method;
+    config.edit<NegativesOptions>().kind = "hard";
+    const auto set_aside_lines = [](const std::filesystem::path& db, std::int64_t run) {
+      std::vector<std::string> out;
+      for (const LogLine& line : RunStore(db).log(run))
+        if (line.message.find("of optimiser moments and shortlists set aside in evaluation-set-aside.bin") != std::string::npos) out.push_back(line.message);
+      return out;
+    };
+
+    config.eval_set_aside_mb = 1 << 20;  // never
+    TrainingRun kept(config, dir / "a.sqlite");
+    const TrainResult a = kept.run();
+    ASSERT_EQ(a.outcome, RunOutcome::Completed);
+    EXPECT_TRUE(set_aside_lines(dir / "a.sqlite", kept.run_id()).empty());
+
+    config.eval_set_aside_mb = 0;  // always
+    TrainingRun aside(config, dir / "b.sqlite");
+    const TrainResult b = aside.run();
+    ASSERT_EQ(b.outcome, RunOutcome::Completed);
+    const std::vector<std::string> lines = set_aside_lines(dir / "b.sqlite", aside.run_id());
+    ASSERT_GE(lines.size(), 2U);  // the evaluations after epochs 1 and 2 at least
+    EXPECT_EQ(lines.front().rfind("evaluation: ", 0), 0U) << lines.front();
+    EXPECT_NE(lines.front().find(" MB of optimiser moments"), std::string::npos) << lines.front();
+    EXPECT_NE(lines.front().find("until it ends (eval.set_aside_mb 0)"), std::string::npos) << lines.front();
+    const auto run_dir = TrainingRun::run_directory(dir / "b.sqlite", aside.run_id());
+    EXPECT_FALSE(std::filesystem::exists(run_dir / "evaluation-set-aside.bin"));
+    const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", kept.run_id()) / "checkpoint.pt");
+    const auto pb = checkpoint_parameters(run_dir / "checkpoint.pt");
+    ASSERT_EQ(pa.size(), pb.size());
+    ASSERT_FALSE(pa.empty());
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+    for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+
+    // The file cannot be written (a folder stands where it goes): evaluated with the state in memory, same run.
+    TrainingRun blocked(config, dir / "c.sqlite");
+    const auto blocked_dir = TrainingRun::run_directory(dir / "c.sqlite", blocked.run_id());
+    blocked.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::EpochEnd) std::filesystem::create_directories(blocked_dir / "evaluation-set-aside.bin");
+    });
+    const TrainResult c = blocked.run();
+    ASSERT_EQ(c.outcome, RunOutcome::Completed);
+    EXPECT_TRUE(set_aside_lines(dir / "c.sqlite", blocked.run_id()).empty());
+    bool said = false;
+    for (const LogLine& line : RunStore(dir / "c.sqlite").log(blocked.run_id()))
+      said |= line.message.find("could not set ") == 0 && line.message.find("evaluation-set-aside.bin") != std::string::npos &&
+              line.message.find("; evaluating with them in memory") != std::string::npos;
+    EXPECT_TRUE(said);
+    const auto pc = checkpoint_parameters(blocked_dir / "checkpoint.pt");
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " kept in memory";
+
+    // The file is gone when the evaluation ends: the run fails, naming it, and writes no checkpoint over the last one.
+    config.checkpoint_every = 1;
+    TrainingRun lost(config, dir / "d.sqlite");
+    const auto lost_dir = TrainingRun::run_directory(dir / "d.sqlite", lost.run_id());
+    std::string checkpoint_before;
+    int set_asides = 0;
+    lost.subscribe([&](const TrainEvent& e) {
+      if (e.kind != TrainEvent::Kind::Phase || e.message.find("set aside in evaluation-set-aside.bin") == std::string::npos || ++set_asides != 2) return;
+      std::ifstream in(lost_dir / "checkpoint.pt", std::ios::binary);
+      checkpoint_before.assign(std::istreambuf_iterator<char>(in), {});
+      std::filesystem::remove(lost_dir / "evaluation-set-aside.bin");
+    });
+    try {
+      lost.run();
+      ADD_FAILURE() << "the run went on without its optimiser state";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("could not read the training state set aside during the evaluation back from " + (lost_dir / "evaluation-set-aside.bin").string()),
+                std::string::npos) << what;
+    }
+    EXPECT_EQ(RunStore(dir / "d.sqlite").get_run(lost.run_id()).status, RunStatus::Failed);
+    ASSERT_FALSE(checkpoint_before.empty());  // the checkpoint after epoch 1, taken when epoch 2's evaluation set the state aside
+    std::ifstream in(lost_dir / "checkpoint.pt", std::ios::binary);
+    EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(in), {}) == checkpoint_before);
+  }
+}
+
 // A run whose checkpoint file was deleted is not silently trained again from step 0: the resume is refused,
 // naming the file and --restart; with restart it trains from step 0, once, to the uninterrupted run's numbers.
 TEST(Training, ALostCheckpointIsRefusedUnlessTheRunIsRestarted) {
@@ -627,6 +716,8 @@ TEST(Training, BadConfigNamesTheKey) {
       {"eval.top=1000000000000", "eval.top: got 1000000000000, expected an integer in [1, 100000]"},
       {"irene.selection_margin=-1", "irene.selection_margin: got -1, expected a number in [0, 10]"},
       {"unidec.concat_holdout=0.6", "unidec.concat_holdout: got 0.6, expected a number in [0, 0.5]"},
+      {"eval.set_aside_mb=-1", "eval.set_aside_mb: got -1, expected an integer >= 0"},
+      {"eval.set_aside_mb=lots", "eval.set_aside_mb: got \"lots\", expected an integer >= 0"},
       // The config is stored as JSON, which holds UTF-8 only ("internal error" when the run was recorded).
       {"name=run\xff" "1", "name: got \"run?\", expected valid UTF-8 text (byte 255 at offset 3 is not)"},
       // A non-JSON value is taken as text, with whatever bytes it has; naming it ended the process (the JSON

@@ -52,6 +52,7 @@ class DexmlMethod final : public Method {
 
   void save_state(torch::serialize::OutputArchive& archive) const override { training_.save_state(archive); }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t) override { training_.load_state(archive); }
+  std::vector<torch::Tensor> idle_during_evaluation() const override { return {training_.shortlist()}; }
 
  private:
   TrainConfig config_;

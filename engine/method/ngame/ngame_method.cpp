@@ -125,6 +125,7 @@ class NgameMethod final : public Method {
     archive.write("has_classifiers", torch::tensor({static_cast<std::int64_t>(built_.model->has_classifiers())}, torch::kInt64));
     archive.write("embedding_head", torch::tensor({static_cast<std::int64_t>(built_.model->head())}, torch::kInt64));
   }
+  std::vector<torch::Tensor> idle_during_evaluation() const override { return {encoder_training_.shortlist()}; }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
     encoder_training_.load_state(archive);
     torch::Tensor head;

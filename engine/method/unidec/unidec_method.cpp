@@ -333,6 +333,7 @@ class UnidecMethod final : public Method {
     if (chosen_concat_weight_ >= 0) archive.write("concat_weight", torch::tensor({chosen_concat_weight_}, torch::kFloat64));
     archive.write("has_classifier_table", torch::tensor({static_cast<std::int64_t>(model_->has_classifier_table())}, torch::kInt64));
   }
+  std::vector<torch::Tensor> idle_during_evaluation() const override { return {window_.shortlist()}; }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
     window_.load(archive, "psl_shortlist");
     torch::Tensor epoch;

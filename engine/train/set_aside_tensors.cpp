@@ -1,0 +1,127 @@
+#include "engine/train/set_aside_tensors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace xmc {
+namespace {
+
+/// Files are written and read a piece at a time: no stdio buffer of a tensor's size.
+constexpr std::int64_t kPiece = std::int64_t{64} << 20;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f != nullptr) std::fclose(f);
+  }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+std::string why(int error) { return error != 0 ? std::strerror(error) : "cut short"; }
+
+}  // namespace
+
+std::vector<torch::Tensor> SetAsideTensors::eligible(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> out;
+  for (const torch::Tensor& t : tensors) {
+    if (!t.defined() || !t.is_cpu() || t.numel() == 0 || !t.is_contiguous() || t.storage_offset() != 0) continue;
+    // A view's storage is shared with its base: freeing the view would free nothing, and reading it back into
+    // storage of its own would part it from the base.
+    const c10::Storage& storage = t.storage();
+    if (storage.use_count() != 1 || static_cast<std::int64_t>(storage.nbytes()) != t.numel() * static_cast<std::int64_t>(t.element_size())) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const torch::Tensor& o) { return o.unsafeGetTensorImpl() == t.unsafeGetTensorImpl(); })) continue;
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::int64_t SetAsideTensors::set_aside_bytes(const std::vector<torch::Tensor>& tensors) {
+  std::int64_t bytes = 0;
+  for (const torch::Tensor& t : eligible(tensors)) bytes += t.numel() * static_cast<std::int64_t>(t.element_size());
+  return bytes;
+}
+
+SetAsideTensors::SetAsideTensors(const std::vector<torch::Tensor>& tensors, std::filesystem::path file) : file_(std::move(file)) {
+  for (const torch::Tensor& t : eligible(tensors)) {
+    held_.push_back({t, t.sizes().vec(), t.scalar_type()});
+    bytes_ += t.numel() * static_cast<std::int64_t>(t.element_size());
+  }
+  if (held_.empty()) {
+    restored_ = true;
+    return;
+  }
+  bool created = false;  // what stands at `file` is only removed when this made it
+  const auto fail = [&](int error) {
+    std::error_code ignored;
+    if (created) std::filesystem::remove(file_, ignored);
+    throw Error("could not set " + std::to_string(bytes_) + " bytes of training state aside in " + file_.string() + ": " + why(error));
+  };
+  {
+    errno = 0;
+    File out(std::fopen(file_.c_str(), "wb"));
+    if (!out) fail(errno);
+    created = true;
+    for (const Held& h : held_) {
+      const auto* bytes = static_cast<const char*>(h.tensor.data_ptr());
+      const std::int64_t total = h.tensor.numel() * static_cast<std::int64_t>(h.tensor.element_size());
+      for (std::int64_t at = 0; at < total; at += kPiece) {
+        const auto n = static_cast<std::size_t>(std::min(kPiece, total - at));
+        errno = 0;
+        if (std::fwrite(bytes + at, 1, n, out.get()) != n) fail(errno);
+      }
+    }
+    errno = 0;
+    if (std::fflush(out.get()) != 0) fail(errno);
+    std::FILE* raw = out.release();
+    errno = 0;
+    if (std::fclose(raw) != 0) fail(errno);
+  }
+  torch::NoGradGuard no_grad;
+  for (Held& h : held_) h.tensor.set_();  // the storage goes with its last handle: this one
+}
+
+void SetAsideTensors::restore() {
+  if (restored_) return;
+  restored_ = true;
+  const auto fail = [&](const std::string& what) {
+    throw Error("could not read the training state set aside during the evaluation back from " + file_.string() + ": " + what +
+                " (the run's last checkpoint is left as it was)");
+  };
+  errno = 0;
+  File in(std::fopen(file_.c_str(), "rb"));
+  if (!in) fail(why(errno));
+  // Its size first: a file cut short or grown is refused before any tensor is filled from it.
+  std::error_code size_error;
+  const std::uintmax_t size = std::filesystem::file_size(file_, size_error);
+  if (size_error) fail(size_error.message());
+  if (size != static_cast<std::uintmax_t>(bytes_))
+    fail("the file holds " + std::to_string(size) + " bytes, not the " + std::to_string(bytes_) + " written");
+  torch::NoGradGuard no_grad;
+  for (Held& h : held_) {
+    torch::Tensor fresh = torch::empty(h.sizes, torch::TensorOptions().dtype(h.type));
+    auto* bytes = static_cast<char*>(fresh.data_ptr());
+    const std::int64_t total = fresh.numel() * static_cast<std::int64_t>(fresh.element_size());
+    for (std::int64_t at = 0; at < total; at += kPiece) {
+      const auto n = static_cast<std::size_t>(std::min(kPiece, total - at));
+      errno = 0;
+      if (std::fread(bytes + at, 1, n, in.get()) != n) fail(why(std::ferror(in.get()) != 0 ? errno : 0));
+    }
+    h.tensor.set_(fresh);
+  }
+  in.reset();
+  std::error_code ignored;
+  std::filesystem::remove(file_, ignored);
+}
+
+SetAsideTensors::~SetAsideTensors() {
+  if (restored_) return;
+  std::error_code ignored;
+  std::filesystem::remove(file_, ignored);
+}
+
+}  // namespace xmc

@@ -1,0 +1,48 @@
+#pragma once
+// Engine-internal (includes torch). Tensors that nothing reads for a while, written to a file and their memory
+// handed back, then read back bit for bit: while an evaluation between epochs runs, the optimiser's moments and a
+// method's hard-negative shortlists (2.1 GB at 1.3M labels and 2.25M training queries) make room for its label
+// matrices instead of lying under them.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace xmc {
+
+class SetAsideTensors {
+ public:
+  /// Of `tensors`, those that can be set aside (set_aside_bytes() counts them): CPU, contiguous, covering their whole
+  /// storage, which nothing else shares. Others stay as they are.
+  static std::vector<torch::Tensor> eligible(const std::vector<torch::Tensor>& tensors);
+  static std::int64_t set_aside_bytes(const std::vector<torch::Tensor>& tensors);
+
+  /// Writes the eligible `tensors` to `file` (replacing it), then frees their storage: each handle, and every
+  /// handle sharing its tensor, holds no elements until restore(). Nothing is freed unless the whole file was
+  /// written: on a write error (a full disk) it throws Error naming the file, the tensors as they were.
+  SetAsideTensors(const std::vector<torch::Tensor>& tensors, std::filesystem::path file);
+  SetAsideTensors(const SetAsideTensors&) = delete;
+  SetAsideTensors& operator=(const SetAsideTensors&) = delete;
+  /// Deletes the file if restore() was not called (the tensors stay empty).
+  ~SetAsideTensors();
+
+  /// Reads the tensors back into fresh storage of their shape and type, where they were, and deletes the file.
+  /// Throws Error naming the file when it cannot (a file cut short or gone); the tensors then stay empty.
+  void restore();
+  std::int64_t bytes() const { return bytes_; }
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  struct Held {
+    torch::Tensor tensor;  ///< shares the caller's tensor: set_() on it empties and refills theirs
+    std::vector<std::int64_t> sizes;
+    torch::ScalarType type;
+  };
+  std::vector<Held> held_;
+  std::filesystem::path file_;
+  std::int64_t bytes_ = 0;
+  bool restored_ = false;
+};
+
+}  // namespace xmc
