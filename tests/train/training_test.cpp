@@ -53,6 +53,18 @@ TrainConfig small_config(const std::filesystem::path& data) {
   return c;
 }
 
+/// small_config() on a keyword dataset written into `dir`, for `method` with `negatives`.
+TrainConfig method_config(const std::filesystem::path& dir, const std::string& method, const std::string& negatives, std::int64_t epochs,
+                          std::int64_t eval_every) {
+  write_synthetic_dataset(dir / "data", 2);
+  TrainConfig config = small_config(dir / "data");
+  config.epochs = epochs;
+  config.eval_every = eval_every;
+  config.method = method;
+  config.edit<NegativesOptions>().kind = negatives;
+  return config;
+}
+
 // Every tensor of a (nested) archive, in key order.
 void collect_tensors(torch::serialize::InputArchive& archive, std::vector<torch::Tensor>& out) {
   for (const auto& key : archive.keys()) {
@@ -426,12 +438,7 @@ TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
   for (const std::string method : {"unidec", "dexml"}) {
     SCOPED_TRACE(method);
     test::TempDir dir;
-    write_synthetic_dataset(dir / "data", 2);
-    TrainConfig config = small_config(dir / "data");
-    config.epochs = 3;
-    config.eval_every = 1;
-    config.method = method;
-    config.edit<NegativesOptions>().kind = "hard";
+    TrainConfig config = method_config(dir.path(), method, "hard", 3, 1);
     const auto set_aside_lines = [](const std::filesystem::path& db, std::int64_t run) {
       std::vector<std::string> out;
       for (const LogLine& line : RunStore(db).log(run))
@@ -552,12 +559,7 @@ TEST(Training, ACheckpointWrittenWhileTheNextBatchIsPreparedResumesBitForBit) {
   for (const auto& [method, negatives] : std::vector<std::pair<std::string, std::string>>{{"dexml", "inbatch"}, {"unidec", "hard"}, {"unidec", "all"}}) {
     SCOPED_TRACE(method + " " + negatives);
     test::TempDir dir;
-    write_synthetic_dataset(dir / "data", 2);
-    TrainConfig config = small_config(dir / "data");
-    config.epochs = 2;
-    config.eval_every = 0;
-    config.method = method;
-    config.edit<NegativesOptions>().kind = negatives;
+    TrainConfig config = method_config(dir.path(), method, negatives, 2, 0);
     if (method == "unidec") config.edit<PslOptions>().positives = 1;  // one positive of several drawn: the draws show in the run
     TrainingRun whole(config, dir / "a.sqlite");
     const TrainResult a = whole.run();
