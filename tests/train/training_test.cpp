@@ -473,8 +473,14 @@ TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
     // The file cannot be written (a folder stands where it goes): evaluated with the state in memory, same run.
     TrainingRun blocked(config, dir / "c.sqlite");
     const auto blocked_dir = TrainingRun::run_directory(dir / "c.sqlite", blocked.run_id());
+    // One left by a process killed while it evaluated goes when a run starts in the folder.
+    std::filesystem::create_directories(blocked_dir);
+    std::ofstream(blocked_dir / "evaluation-set-aside.bin") << "left over";
+    bool stale_file_removed = false;
     blocked.subscribe([&](const TrainEvent& e) {
-      if (e.kind == TrainEvent::Kind::EpochEnd) std::filesystem::create_directories(blocked_dir / "evaluation-set-aside.bin");
+      if (e.kind != TrainEvent::Kind::EpochEnd) return;
+      if (e.epoch < 1.5) stale_file_removed = !std::filesystem::exists(blocked_dir / "evaluation-set-aside.bin");
+      std::filesystem::create_directories(blocked_dir / "evaluation-set-aside.bin");
     });
     const TrainResult c = blocked.run();
     ASSERT_EQ(c.outcome, RunOutcome::Completed);
@@ -484,6 +490,7 @@ TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
       said |= line.message.find("could not set ") == 0 && line.message.find("evaluation-set-aside.bin") != std::string::npos &&
               line.message.find("; evaluating with them in memory") != std::string::npos;
     EXPECT_TRUE(said);
+    EXPECT_TRUE(stale_file_removed);
     const auto pc = checkpoint_parameters(blocked_dir / "checkpoint.pt");
     for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pc[i])) << "parameter " << i << " kept in memory";
 
