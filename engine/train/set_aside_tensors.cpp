@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/core/write_failure.h"
 
 namespace xmc {
 namespace {
@@ -22,7 +23,11 @@ struct FileCloser {
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
-std::string why(int error) { return error != 0 ? std::strerror(error) : "cut short"; }
+/// Calls `move(at, n)` for the pieces [at, at + n) of `total` bytes, in order.
+template <typename Move>
+void for_each_piece(std::int64_t total, Move&& move) {
+  for (std::int64_t at = 0; at < total; at += kPiece) move(at, static_cast<std::size_t>(std::min(kPiece, total - at)));
+}
 
 }  // namespace
 
@@ -33,7 +38,7 @@ std::vector<torch::Tensor> SetAsideTensors::eligible(const std::vector<torch::Te
     // A view's storage is shared with its base: freeing the view would free nothing, and reading it back into
     // storage of its own would part it from the base.
     const c10::Storage& storage = t.storage();
-    if (storage.use_count() != 1 || static_cast<std::int64_t>(storage.nbytes()) != t.numel() * static_cast<std::int64_t>(t.element_size())) continue;
+    if (storage.use_count() != 1 || storage.nbytes() != t.nbytes()) continue;
     if (std::any_of(out.begin(), out.end(), [&](const torch::Tensor& o) { return o.unsafeGetTensorImpl() == t.unsafeGetTensorImpl(); })) continue;
     out.push_back(t);
   }
@@ -42,14 +47,14 @@ std::vector<torch::Tensor> SetAsideTensors::eligible(const std::vector<torch::Te
 
 std::int64_t SetAsideTensors::set_aside_bytes(const std::vector<torch::Tensor>& tensors) {
   std::int64_t bytes = 0;
-  for (const torch::Tensor& t : eligible(tensors)) bytes += t.numel() * static_cast<std::int64_t>(t.element_size());
+  for (const torch::Tensor& t : eligible(tensors)) bytes += static_cast<std::int64_t>(t.nbytes());
   return bytes;
 }
 
 SetAsideTensors::SetAsideTensors(const std::vector<torch::Tensor>& tensors, std::filesystem::path file) : file_(std::move(file)) {
   for (const torch::Tensor& t : eligible(tensors)) {
-    held_.push_back({t, t.sizes().vec(), t.scalar_type()});
-    bytes_ += t.numel() * static_cast<std::int64_t>(t.element_size());
+    held_.push_back({t, t.sizes().vec()});
+    bytes_ += static_cast<std::int64_t>(t.nbytes());
   }
   if (held_.empty()) {
     restored_ = true;
@@ -59,7 +64,8 @@ SetAsideTensors::SetAsideTensors(const std::vector<torch::Tensor>& tensors, std:
   const auto fail = [&](int error) {
     std::error_code ignored;
     if (created) std::filesystem::remove(file_, ignored);
-    throw Error("could not set " + std::to_string(bytes_) + " bytes of training state aside in " + file_.string() + ": " + why(error));
+    throw Error("could not set " + std::to_string(bytes_) + " bytes of training state aside in " + file_.string() + ": " +
+                why_write_failed(file_, static_cast<std::uintmax_t>(bytes_), error));
   };
   {
     errno = 0;
@@ -68,12 +74,10 @@ SetAsideTensors::SetAsideTensors(const std::vector<torch::Tensor>& tensors, std:
     created = true;
     for (const Held& h : held_) {
       const auto* bytes = static_cast<const char*>(h.tensor.data_ptr());
-      const std::int64_t total = h.tensor.numel() * static_cast<std::int64_t>(h.tensor.element_size());
-      for (std::int64_t at = 0; at < total; at += kPiece) {
-        const auto n = static_cast<std::size_t>(std::min(kPiece, total - at));
+      for_each_piece(static_cast<std::int64_t>(h.tensor.nbytes()), [&](std::int64_t at, std::size_t n) {
         errno = 0;
         if (std::fwrite(bytes + at, 1, n, out.get()) != n) fail(errno);
-      }
+      });
     }
     errno = 0;
     if (std::fflush(out.get()) != 0) fail(errno);
@@ -94,7 +98,7 @@ void SetAsideTensors::restore() {
   };
   errno = 0;
   File in(std::fopen(file_.c_str(), "rb"));
-  if (!in) fail(why(errno));
+  if (!in) fail(std::strerror(errno));
   // Its size first: a file cut short or grown is refused before any tensor is filled from it.
   std::error_code size_error;
   const std::uintmax_t size = std::filesystem::file_size(file_, size_error);
@@ -103,14 +107,12 @@ void SetAsideTensors::restore() {
     fail("the file holds " + std::to_string(size) + " bytes, not the " + std::to_string(bytes_) + " written");
   torch::NoGradGuard no_grad;
   for (Held& h : held_) {
-    torch::Tensor fresh = torch::empty(h.sizes, torch::TensorOptions().dtype(h.type));
+    torch::Tensor fresh = torch::empty(h.sizes, h.tensor.options());  // emptied, it kept its type
     auto* bytes = static_cast<char*>(fresh.data_ptr());
-    const std::int64_t total = fresh.numel() * static_cast<std::int64_t>(fresh.element_size());
-    for (std::int64_t at = 0; at < total; at += kPiece) {
-      const auto n = static_cast<std::size_t>(std::min(kPiece, total - at));
+    for_each_piece(static_cast<std::int64_t>(fresh.nbytes()), [&](std::int64_t at, std::size_t n) {
       errno = 0;
-      if (std::fread(bytes + at, 1, n, in.get()) != n) fail(why(std::ferror(in.get()) != 0 ? errno : 0));
-    }
+      if (std::fread(bytes + at, 1, n, in.get()) != n) fail(std::ferror(in.get()) != 0 ? std::strerror(errno) : "the file ended early");
+    });
     h.tensor.set_(fresh);
   }
   in.reset();

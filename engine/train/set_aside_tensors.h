@@ -31,13 +31,11 @@ class SetAsideTensors {
   /// Throws Error naming the file when it cannot (a file cut short or gone); the tensors then stay empty.
   void restore();
   std::int64_t bytes() const { return bytes_; }
-  const std::filesystem::path& file() const { return file_; }
 
  private:
   struct Held {
     torch::Tensor tensor;  ///< shares the caller's tensor: set_() on it empties and refills theirs
-    std::vector<std::int64_t> sizes;
-    torch::ScalarType type;
+    std::vector<std::int64_t> sizes;  ///< its shape before it was emptied (its type it keeps)
   };
   std::vector<Held> held_;
   std::filesystem::path file_;
