@@ -57,10 +57,14 @@ torch::Tensor exact_slice(const torch::Tensor& queries, const torch::Tensor& lab
   return exact_top_k(queries, labels, std::min(size, labels.size(0)), options).indices;
 }
 
+/// The labels are searched on the device the queries are embedded on: gathered slice by slice they lie on the CPU,
+/// while a GPU's training embeds its queries on the GPU (moved there once, at the first slice).
 torch::Tensor exact_shortlist(const RowEmbeddings& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
                               Progress* progress) {
+  torch::Tensor keys = labels;
   return by_slices(queries, size, slice_rows(size), progress, nullptr, [&](std::int64_t begin, std::int64_t end, const torch::Tensor& embedded) {
-    return exact_slice(embedded, labels, positives, begin, end, size);
+    if (keys.device() != embedded.device()) keys = keys.to(embedded.device());
+    return exact_slice(embedded, keys, positives, begin, end, size);
   });
 }
 
@@ -132,9 +136,10 @@ torch::Tensor ivf_shortlist(const RowEmbeddings& queries, const KeyClusters& clu
 }
 
 /// The mean over rows of the share of exact[r, 0..depth) (ignoring -1) that found[r, 0..depth) holds, over the rows
-/// where the exact list has any label (1 when none has). Both [n x >= depth] int64 or int32, CPU.
+/// where the exact list has any label (1 when none has). Both [n x >= depth] int64 or int32, on any device (the exact
+/// lists are found where the labels lie: on a GPU when a GPU's training hands its label matrix in).
 double mean_share(const torch::Tensor& found, const torch::Tensor& exact, std::int64_t depth) {
-  const torch::Tensor got = found.to(torch::kInt64).contiguous(), want = exact.to(torch::kInt64).contiguous();
+  const torch::Tensor got = found.to(torch::kCPU, torch::kInt64).contiguous(), want = exact.to(torch::kCPU, torch::kInt64).contiguous();
   const std::int64_t got_width = got.size(1), want_width = want.size(1);
   const auto* got_ids = got.data_ptr<std::int64_t>();
   const auto* want_ids = want.data_ptr<std::int64_t>();
@@ -346,7 +351,7 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, torch::Tenso
     if (!sample.rows().empty()) {
       ExactSearchOptions options;
       options.exclude = ExcludeLists::from_csr(sampled_positives);
-      exact = exact_top_k(sample.embeddings(), labels, std::min(size, labels.size(0)), options).indices;
+      exact = exact_top_k(sample.embeddings().to(labels.device()), labels, std::min(size, labels.size(0)), options).indices;
     }
     sampled_recall(ids, sample.rows(), exact, size, own);
     own.approximate = true;

@@ -1,13 +1,16 @@
 // The CUDA path, on a machine with a GPU (every test skips itself without one): exact search on the GPU
 // returns the CPU's top-k, balanced clustering on the GPU gives clusters of the allowed sizes covering every
-// row, and the bert forward under bf16 autocast on the GPU stays close to fp32 with fp32 weights and gradients.
+// row, the bert forward under bf16 autocast on the GPU stays close to fp32 with fp32 weights and gradients, and
+// hard-negative shortlists are found from queries and labels embedded on the GPU by every search.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "engine/index/exact_search.h"
 #include "engine/model/bert/bert_encoder.h"
+#include "engine/data/csr_matrix.h"
 #include "engine/sampler/balanced_clustering.h"
+#include "engine/sampler/hard_negative_shortlist.h"
 
 namespace xmc {
 namespace {
@@ -85,6 +88,54 @@ TEST(GpuAutocast, Bf16BertOnTheGpuStaysCloseToFp32) {
   for (const auto& p : mixed->parameters())
     if (p.grad().defined()) {
       EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+    }
+}
+
+// A GPU's training embeds its queries and labels on the GPU, a slice at a time; the exact search gathers the labels on
+// the CPU and the approximate ones search there. Each search must take that mix and find what the CPU finds.
+TEST(GpuShortlists, EverySearchTakesQueriesAndLabelsEmbeddedOnTheGpu) {
+  REQUIRE_CUDA();
+  torch::manual_seed(6);
+  const std::int64_t num_queries = 1500, num_labels = 4000, size = 20;
+  const auto unit = [](torch::Tensor t) { return torch::nn::functional::normalize(t, torch::nn::functional::NormalizeFuncOptions().dim(1)); };
+  const torch::Tensor queries = unit(torch::randn({num_queries, 32})), labels = unit(torch::randn({num_labels, 32}));
+  std::vector<std::vector<std::int32_t>> rows;  // two positives each, ascending
+  for (std::int64_t q = 0; q < num_queries; ++q) {
+    const auto a = static_cast<std::int32_t>(q * 7 % num_labels), b = static_cast<std::int32_t>((q * 13 + 1) % num_labels);
+    rows.push_back(a == b ? std::vector<std::int32_t>{a} : std::vector<std::int32_t>{std::min(a, b), std::max(a, b)});
+  }
+  const CsrMatrix positives = csr_from_rows(rows, num_labels);
+  const torch::Tensor on_cpu = hard_negative_shortlist(queries, labels, positives, size);  // exact, all on the CPU
+  const torch::Tensor gpu_queries = queries.cuda(), gpu_labels = labels.cuda();
+  const RowEmbeddings query_rows{.count = num_queries, .embed = [&](std::int64_t b, std::int64_t e) { return gpu_queries.narrow(0, b, e - b); }};
+  const RowEmbeddings label_rows{.count = num_labels, .embed = [&](std::int64_t b, std::int64_t e) { return gpu_labels.narrow(0, b, e - b); }};
+  const auto shared = [&](const torch::Tensor& found) {  // share of the CPU's exact shortlist found
+    const torch::Tensor got = found.cpu().to(torch::kInt64).contiguous(), want = on_cpu.to(torch::kInt64).contiguous();
+    const auto* got_ids = got.data_ptr<std::int64_t>();
+    const auto* want_ids = want.data_ptr<std::int64_t>();
+    std::int64_t kept = 0;
+    for (std::int64_t q = 0; q < num_queries; ++q) {
+      const std::set<std::int64_t> have(got_ids + q * size, got_ids + (q + 1) * size);
+      for (std::int64_t j = 0; j < size; ++j) kept += have.count(want_ids[q * size + j]);
+    }
+    return static_cast<double>(kept) / static_cast<double>(num_queries * size);
+  };
+  for (const std::string kind : {"exact", "hnsw", "ivf"})
+    for (const bool bfloat16 : {false, true}) {
+      if (bfloat16 && kind != "ivf") continue;
+      SCOPED_TRACE(kind + (bfloat16 ? " in bfloat16" : ""));
+      const ShortlistSearch search{.kind = kind, .probe = 16, .max_probe = 64, .bfloat16_products = bfloat16};
+      torch::Tensor streamed, given;
+      ASSERT_NO_THROW(streamed = hard_negative_shortlist(query_rows, label_rows, positives, size, silent_progress(), search));
+      ASSERT_NO_THROW(given = hard_negative_shortlist(gpu_queries, gpu_labels, positives, size, silent_progress(), search));
+      for (const torch::Tensor& found : {streamed, given}) {
+        ASSERT_EQ(found.sizes(), on_cpu.sizes());
+        const torch::Tensor ids = found.cpu().to(torch::kInt64);
+        for (std::int64_t q = 0; q < num_queries; q += 97)  // never a query's own positives
+          for (std::int64_t j = positives.indptr[q]; j < positives.indptr[q + 1]; ++j)
+            EXPECT_FALSE(ids[q].eq(positives.indices[static_cast<std::size_t>(j)]).any().item<bool>()) << "query " << q;
+        EXPECT_GT(shared(found), kind == "exact" ? 0.999 : 0.9);  // exact: up to ties at float precision
+      }
     }
 }
 
