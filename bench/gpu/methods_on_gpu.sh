@@ -3,7 +3,9 @@
 # device cpu (same config, same seed), printing one JSON line per run: method, device, whole-process seconds,
 # P@1 and P@5 of the run's primary mode. The two devices should agree to within a couple of P@1 points (their
 # kernels differ, so not to the bit); a large gap means the CUDA path computes something else.
-# Runs: dexml (bow), ngame (bow, clustered batches), unidec (bow, hard negatives), the decoder encoder (tiny
+# Runs: dexml (bow), ngame (bow, clustered batches), unidec (bow, hard negatives; then its shortlists found by the
+# inverted file in bfloat16 and float32 and by HNSW, and evaluated through an inverted file), dexml with hard
+# negatives from an inverted file, the decoder encoder (tiny
 # random Qwen2 with LoRA, bf16 autocast; on GPUs only), irene on a zero-shot split over a unidec base run, and
 # (GPUs only, when bench/random_bert is built) image fusion on the two-view synthetic set of bench/images_two_views.sh:
 # a random BERT text only and with early fusion, the random Qwen2-shaped decoder with early fusion in bf16.
@@ -48,6 +50,15 @@ for device in "${devices[@]}"; do
   train dexml "$device" --config datasets/configs/dexml-bow-wordnet.json --set epochs=3
   train ngame "$device" --config datasets/configs/ngame-bow-wordnet.json --set epochs=3 --set ngame.m4_epochs=1 --set sampler.grow_at=[]
   train unidec "$device" --config datasets/configs/unidec-bow-wordnet.json --set epochs=3 --set eval.every=0
+  # The shortlist refreshes' and the evaluation's other searches, with embeddings made on the device and searched on
+  # the CPU (the refresh's index, the inverted file) or where the labels lie (the sampled queries' exact lists).
+  for search in "ivf bfloat16" "ivf float32" hnsw; do
+    set -- $search
+    train "unidec-hard-$1${2:+-$2}" "$device" --config datasets/configs/unidec-bow-wordnet.json --set epochs=3 --set eval.every=0 \
+          --set hard.search="$1" ${2:+--set hard.precision=$2} --set hard.max_probe=256
+  done
+  train unidec-eval-ivf "$device" --config datasets/configs/unidec-bow-wordnet.json --set epochs=3 --set eval.every=1 --set eval.index=ivf
+  train dexml-hard-ivf "$device" --config datasets/configs/dexml-bow-wordnet.json --set epochs=3 --set negatives=hard --set hard.search=ivf
   if [ "$device" != cpu ] && [ -d datasets/tokenizers/qwen3 ]; then  # ~100 s a CPU core: GPU only
     train decoder-bf16 "$device" --config datasets/configs/vixml-decoder-wordnet.json --set encoder.precision=bf16
   fi
