@@ -1,36 +1,35 @@
 #include "engine/method/grad_cache.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include "engine/distributed/communicator.h"
+#include "engine/model/random_state.h"
 
 namespace xmc {
 namespace {
 
 /// Steps 1 and 3 of gradient caching over label rows [begin, end), chunk by chunk: encoded without graph,
-/// remembering the RNG state before each chunk, then re-encoded with graph under those states (so dropout
-/// replays) to push the cached gradient through.
+/// remembering the random state before each chunk, then re-encoded with graph under those states (so dropout
+/// replays, on a GPU too) to push the cached gradient through.
 class LabelChunks {
  public:
   LabelChunks(std::int64_t begin, std::int64_t end, std::int64_t chunk) : begin_(begin), end_(end), chunk_(chunk) {}
 
   /// The chunks' embeddings without graph, in row order (empty: no rows).
-  std::vector<torch::Tensor> encode_without_graph(XmcModel& model, const TokenizedCorpus& labels, at::Generator& generator) {
+  std::vector<torch::Tensor> encode_without_graph(XmcModel& model, const TokenizedCorpus& labels) {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> parts;
     for (std::int64_t start = begin_; start < end_; start += chunk_) {
-      rng_states_.push_back(generator.get_state());
+      rng_states_.push_back(RandomState::of(model->device()));
       parts.push_back(model->embed(labels, rows(start)));
     }
     return parts;
   }
 
   /// `cached` = ∂L/∂(the embeddings of rows [begin, end)), pushed through the re-encoded chunks.
-  void backward(XmcModel& model, const TokenizedCorpus& labels, at::Generator& generator, const torch::Tensor& cached) const {
+  void backward(XmcModel& model, const TokenizedCorpus& labels, const torch::Tensor& cached) const {
     std::size_t chunk = 0;
     for (std::int64_t start = begin_; start < end_; start += chunk_, ++chunk) {
       const std::vector<std::int64_t> chunk_rows = rows(start);
-      generator.set_state(rng_states_[chunk]);
+      rng_states_[chunk].restore();
       model->embed(labels, chunk_rows).backward(cached.narrow(0, start - begin_, static_cast<std::int64_t>(chunk_rows.size())));
     }
   }
@@ -43,7 +42,7 @@ class LabelChunks {
   }
 
   std::int64_t begin_, end_, chunk_;
-  std::vector<torch::Tensor> rng_states_;
+  std::vector<RandomState> rng_states_;
 };
 
 }  // namespace
@@ -52,19 +51,18 @@ std::pair<double, torch::Tensor> grad_cached_backward(XmcModel& model, const Tok
                                                       std::span<const std::int64_t> batch, const TokenizedCorpus& labels,
                                                       const torch::Tensor& positive_mask, const BatchLoss& loss,
                                                       std::int64_t label_chunk) {
-  auto generator = at::detail::getDefaultCPUGenerator();
   LabelChunks chunks(0, labels.size(), label_chunk);
   // 1. Label embeddings without graph.
-  torch::Tensor label_embeddings = torch::cat(chunks.encode_without_graph(model, labels, generator)).requires_grad_(true);
+  torch::Tensor label_embeddings = torch::cat(chunks.encode_without_graph(model, labels)).requires_grad_(true);
   // 2. Queries with graph; loss against every label.
   torch::Tensor q = model->embed(queries, batch);
   torch::Tensor value = loss(torch::matmul(q, label_embeddings.t()), positive_mask.to(q.device()));
   value.backward();
-  const torch::Tensor rng_after_queries = generator.get_state();
+  const RandomState rng_after_queries = RandomState::of(model->device());
   // 3. The cached gradient through each re-encoded chunk.
-  chunks.backward(model, labels, generator, label_embeddings.grad());
-  // Leave the RNG where a plain forward of labels-then-queries would have left it.
-  generator.set_state(rng_after_queries);
+  chunks.backward(model, labels, label_embeddings.grad());
+  // Leave the generators where a plain forward of labels-then-queries would have left them.
+  rng_after_queries.restore();
   return {value.item<double>(), q.detach()};
 }
 
@@ -73,10 +71,9 @@ std::pair<double, torch::Tensor> sharded_grad_cached_backward(XmcModel& model, c
                                                               const ShardedBatchLoss& loss, std::int64_t label_chunk,
                                                               Communicator& communicator) {
   const auto [label_begin, label_end] = shard_range(labels.size(), communicator.rank(), communicator.world_size());
-  auto generator = at::detail::getDefaultCPUGenerator();
   LabelChunks chunks(label_begin, label_end, label_chunk);
   // 1. This rank's labels without graph.
-  const std::vector<torch::Tensor> parts = chunks.encode_without_graph(model, labels, generator);
+  const std::vector<torch::Tensor> parts = chunks.encode_without_graph(model, labels);
   // 2. This rank's queries with graph, gathered; the whole batch against this rank's labels.
   const torch::Tensor q =
       all_gather_rows_with_grad(communicator, model->embed(queries, own_shard(batch, communicator)), static_cast<std::int64_t>(batch.size()));
@@ -84,10 +81,10 @@ std::pair<double, torch::Tensor> sharded_grad_cached_backward(XmcModel& model, c
       (parts.empty() ? torch::zeros({0, q.size(1)}, q.options()) : torch::cat(parts)).detach().requires_grad_(true);
   const ShardedLoss value = loss(torch::matmul(q, label_embeddings.t()), label_begin, label_end);
   value.part.backward();
-  const torch::Tensor rng_after_queries = generator.get_state();
+  const RandomState rng_after_queries = RandomState::of(model->device());
   // 3. The cached gradient through each re-encoded chunk of this rank's labels.
-  chunks.backward(model, labels, generator, label_embeddings.grad());
-  generator.set_state(rng_after_queries);
+  chunks.backward(model, labels, label_embeddings.grad());
+  rng_after_queries.restore();
   return {value.value, q.detach()};
 }
 

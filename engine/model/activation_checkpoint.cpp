@@ -1,11 +1,9 @@
 #include "engine/model/activation_checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <cstdint>
-#include <mutex>
 
 #include "engine/model/autocast.h"
+#include "engine/model/random_state.h"
 
 namespace xmc {
 namespace {
@@ -18,12 +16,8 @@ struct CheckpointedRun : public torch::autograd::Function<CheckpointedRun> {
   // The lists are TensorLists: autograd tracks each of their tensors as an input (a std::vector would be opaque).
   static variable_list forward(AutogradContext* ctx, torch::Tensor x, at::TensorList context, at::TensorList parameters,
                                RecomputableBlock* block, std::int64_t device_index, std::int64_t device_type, std::int64_t autocast) {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    torch::Tensor rng_state;
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      rng_state = generator.get_state();
-    }
+    const torch::Device device(static_cast<torch::DeviceType>(device_type), static_cast<c10::DeviceIndex>(device_index));
+    const RandomState rng_state = RandomState::of(device);
     ctx->saved_data["block"] = reinterpret_cast<std::int64_t>(block);
     ctx->saved_data["contexts"] = static_cast<std::int64_t>(context.size());
     ctx->saved_data["parameters"] = static_cast<std::int64_t>(parameters.size());
@@ -31,13 +25,13 @@ struct CheckpointedRun : public torch::autograd::Function<CheckpointedRun> {
     ctx->saved_data["device_type"] = device_type;
     ctx->saved_data["autocast"] = autocast;
     ctx->saved_data["x_requires_grad"] = x.requires_grad();
-    variable_list saved{x, rng_state};
+    // The device generator's state is undefined on the CPU (an undefined saved tensor comes back undefined).
+    variable_list saved{x, rng_state.cpu_state(), rng_state.device_state()};
     saved.insert(saved.end(), context.begin(), context.end());
     saved.insert(saved.end(), parameters.begin(), parameters.end());
     ctx->save_for_backward(saved);
     // Forward of a custom function runs with grad mode off: nothing of the block's graph is kept.
-    const AutocastScope mixed_precision(torch::Device(static_cast<torch::DeviceType>(device_type), static_cast<c10::DeviceIndex>(device_index)),
-                                        static_cast<torch::ScalarType>(autocast));
+    const AutocastScope mixed_precision(device, static_cast<torch::ScalarType>(autocast));
     return {block->run(x, context.vec())};
   }
 
@@ -52,26 +46,21 @@ struct CheckpointedRun : public torch::autograd::Function<CheckpointedRun> {
     const bool x_requires_grad = ctx->saved_data["x_requires_grad"].toBool();
 
     torch::Tensor x = saved[0].detach().requires_grad_(x_requires_grad);
-    const variable_list context(saved.begin() + 2, saved.begin() + 2 + static_cast<std::ptrdiff_t>(contexts));
-    const variable_list params(saved.begin() + 2 + static_cast<std::ptrdiff_t>(contexts), saved.end());
+    constexpr std::ptrdiff_t kFirstContext = 3;  // after x and the two generator states
+    const variable_list context(saved.begin() + kFirstContext, saved.begin() + kFirstContext + static_cast<std::ptrdiff_t>(contexts));
+    const variable_list params(saved.begin() + kFirstContext + static_cast<std::ptrdiff_t>(contexts), saved.end());
 
-    auto generator = at::detail::getDefaultCPUGenerator();
-    torch::Tensor rng_after;
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      rng_after = generator.get_state();
-      generator.set_state(saved[1]);
-    }
+    // The forward is replayed under the generators' states of the first one (the same dropout masks), and the
+    // generators are left where the backward found them.
+    const RandomState rng_after = RandomState::of(device);
+    RandomState(device, saved[1], saved[2]).restore();
     torch::Tensor output;
     {
       const torch::AutoGradMode grad_on(true);
       const AutocastScope mixed_precision(device, autocast);
       output = block->run(x, context);
     }
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(rng_after);
-    }
+    rng_after.restore();
 
     variable_list wrt;
     std::vector<std::size_t> where;  // position in the result of each input differentiated

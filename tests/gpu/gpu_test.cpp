@@ -1,14 +1,23 @@
 // The CUDA path, on a machine with a GPU (every test skips itself without one): exact search on the GPU
 // returns the CPU's top-k, balanced clustering on the GPU gives clusters of the allowed sizes covering every
 // row, the bert forward under bf16 autocast on the GPU stays close to fp32 with fp32 weights and gradients, and
-// hard-negative shortlists are found from queries and labels embedded on the GPU by every search.
+// hard-negative shortlists are found from queries and labels embedded on the GPU by every search, and a forward
+// replayed for its gradient (gradient caching, activation checkpointing) draws the GPU's dropout masks again.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 
 #include "engine/index/exact_search.h"
 #include "engine/model/bert/bert_encoder.h"
 #include "engine/data/csr_matrix.h"
+#include "engine/loss/loss_entry.h"
+#include "engine/method/grad_cache.h"
+#include "engine/method/xmc_model.h"
+#include "engine/model/bow/bow_encoder.h"
+#include "engine/model/decoder/decoder_config.h"
+#include "engine/model/decoder/decoder_encoder.h"
+#include "engine/model/random_state.h"
 #include "engine/sampler/balanced_clustering.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 
@@ -137,6 +146,107 @@ TEST(GpuShortlists, EverySearchTakesQueriesAndLabelsEmbeddedOnTheGpu) {
         EXPECT_GT(shared(found), kind == "exact" ? 0.999 : 0.9);  // exact: up to ties at float precision
       }
     }
+}
+
+// Gradient caching encodes the labels twice, without graph and again for the gradient: both must draw the same
+// dropout masks, which on a GPU come from the GPU's own generator.
+TEST(GpuReplays, GradientCachingWithDropoutGivesPlainBackpropagationsGradients) {
+  REQUIRE_CUDA();
+  const torch::Device device = torch::kCUDA;
+  torch::manual_seed(0);
+  const std::int64_t vocab = 30, labels = 23, queries_count = 6;
+  TokenizedCorpus queries, label_corpus;
+  std::mt19937_64 rng(1);
+  const auto word = [&rng] { return static_cast<std::int32_t>(2 + rng() % 28); };
+  for (int i = 0; i < queries_count; ++i) queries.append(std::vector<std::int32_t>{word(), word()});
+  for (int i = 0; i < labels; ++i) label_corpus.append(std::vector<std::int32_t>{word()});
+  BowEncoderOptions options;
+  options.vocab_size = vocab;
+  options.word_dim = 8;
+  options.dim = 8;
+  options.idf.assign(vocab, 1.0f);
+  options.device = device;
+  XmcModel model(std::make_shared<BowEncoderImpl>(options), 6, /*dropout=*/0.5);
+  model->train();
+  const std::vector<std::int64_t> batch{0, 1, 2, 3, 4, 5};
+  torch::Tensor mask = torch::zeros({queries_count, labels}, torch::kBool);
+  for (int i = 0; i < queries_count; ++i) mask[i][(i * 5) % labels] = true;
+  LossOptions loss_options;
+  auto loss = [&](const torch::Tensor& s, const torch::Tensor& m) { return compute_loss(loss_entry("decoupled_softmax"), s, m, loss_options); };
+  constexpr std::int64_t kChunk = 5;
+  const auto dense = [](const torch::Tensor& g) { return (g.is_sparse() ? g.to_dense() : g).cpu(); };
+
+  // Plain: the labels chunk by chunk (the cache's order of draws), then the queries, one backward.
+  const RandomState before = RandomState::of(device);
+  std::vector<torch::Tensor> parts;
+  for (std::int64_t start = 0; start < labels; start += kChunk) {
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = start; r < std::min(labels, start + kChunk); ++r) rows.push_back(r);
+    parts.push_back(model->embed(label_corpus, rows));
+  }
+  const torch::Tensor q = model->embed(queries, batch);
+  const torch::Tensor plain = loss(torch::matmul(q, torch::cat(parts).t()), mask.to(device));
+  plain.backward();
+  std::vector<torch::Tensor> plain_grads;
+  for (auto& p : model->parameters()) plain_grads.push_back(dense(p.grad()).clone());
+  model->zero_grad();
+
+  before.restore();
+  const auto [value, embeddings] = grad_cached_backward(model, queries, batch, label_corpus, mask, loss, kChunk);
+  EXPECT_NEAR(value, plain.item<double>(), 1e-5);
+  std::size_t i = 0;
+  for (auto& p : model->parameters()) {
+    EXPECT_TRUE(torch::allclose(dense(p.grad()), plain_grads[i], 1e-4, 1e-5)) << "parameter " << i;
+    ++i;
+  }
+}
+
+// A decoder whose layers are recomputed in backward must recompute them under the first forward's dropout masks:
+// with LoRA dropout on a GPU, checkpointing on and off give the same gradients.
+TEST(GpuReplays, CheckpointedDecoderLayersWithDropoutGiveTheSameGradients) {
+  REQUIRE_CUDA();
+  DecoderConfig config;
+  config.family = DecoderFamily::qwen2;
+  config.vocab_size = 50;
+  config.hidden_size = 16;
+  config.intermediate_size = 24;
+  config.num_layers = 2;
+  config.num_heads = 4;
+  config.num_kv_heads = 2;
+  config.head_dim = 4;
+  config.max_position_embeddings = 32;
+  config.eos_token_id = 49;
+  TokenizedCorpus corpus;
+  for (const std::vector<std::int32_t>& ids : {std::vector<std::int32_t>{5, 9, 49}, {3, 4, 5, 6, 49}, {11, 49}}) corpus.append(ids);
+  const std::vector<std::int64_t> rows{0, 1, 2};
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (const bool checkpointing : {false, true}) {
+    DecoderEncoderOptions options;
+    options.device = torch::kCUDA;
+    options.checkpointing = checkpointing;
+    options.lora.spec = {.rank = 4, .alpha = 8, .rslora = true, .dropout = 0.3};
+    options.lora.targets = {"q", "o", "up"};
+    torch::manual_seed(5);
+    DecoderEncoder model(config, options);
+    {
+      torch::NoGradGuard no_grad;  // every weight away from its start, so that every gradient is non-trivial
+      for (auto& p : model->parameters()) p.copy_(0.2 * torch::randn(p.sizes()));
+      for (auto& [name, tensor] : model->base_weights()) tensor->copy_(0.3 * torch::randn(tensor->sizes()));
+    }
+    model->train();
+    torch::manual_seed(11);  // the same masks in both first forwards
+    const torch::Tensor pooled = model->encode(corpus, rows);
+    (pooled * torch::linspace(-1, 1, pooled.numel(), pooled.options()).view(pooled.sizes())).sum().backward();
+    std::vector<torch::Tensor> g;
+    for (const auto& p : model->parameters()) {
+      ASSERT_TRUE(p.grad().defined());
+      g.push_back(p.grad().cpu().clone());
+    }
+    grads.push_back(std::move(g));
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  ASSERT_FALSE(grads[0].empty());
+  for (std::size_t i = 0; i < grads[0].size(); ++i) EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-5)) << "parameter " << i;
 }
 
 }  // namespace
