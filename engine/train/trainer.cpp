@@ -546,8 +546,9 @@ struct Trainer::Impl {
       else
         for (const torch::Tensor& p : group.parameters)
           // Not across processes: a checkpoint brings the rows up to date on rank 0 alone, whose rounding would then
-          // part from the others'.
-          if (config.deferred_rows_from > 0 && !distributed.enabled() && p.dim() >= 2 && p.size(0) >= config.deferred_rows_from) deferred.push_back(p);
+          // part from the others'. Not on a GPU: the deferred update is a CPU loop (a GPU updates the whole table).
+          if (config.deferred_rows_from > 0 && !distributed.enabled() && p.is_cpu() && p.dim() >= 2 && p.size(0) >= config.deferred_rows_from)
+            deferred.push_back(p);
       groups.emplace_back(std::move(group.parameters),
                           std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(group.lr).weight_decay(group.weight_decay)));
       base_lrs.push_back(group.lr);
