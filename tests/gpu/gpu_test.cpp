@@ -18,6 +18,7 @@
 #include "engine/model/decoder/decoder_config.h"
 #include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/random_state.h"
+#include "tests/support/tiny_decoder_config.h"
 #include "engine/sampler/balanced_clustering.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 
@@ -205,17 +206,7 @@ TEST(GpuReplays, GradientCachingWithDropoutGivesPlainBackpropagationsGradients) 
 // with LoRA dropout on a GPU, checkpointing on and off give the same gradients.
 TEST(GpuReplays, CheckpointedDecoderLayersWithDropoutGiveTheSameGradients) {
   REQUIRE_CUDA();
-  DecoderConfig config;
-  config.family = DecoderFamily::qwen2;
-  config.vocab_size = 50;
-  config.hidden_size = 16;
-  config.intermediate_size = 24;
-  config.num_layers = 2;
-  config.num_heads = 4;
-  config.num_kv_heads = 2;
-  config.head_dim = 4;
-  config.max_position_embeddings = 32;
-  config.eos_token_id = 49;
+  const DecoderConfig config = test::tiny_decoder_config();
   TokenizedCorpus corpus;
   for (const std::vector<std::int32_t>& ids : {std::vector<std::int32_t>{5, 9, 49}, {3, 4, 5, 6, 49}, {11, 49}}) corpus.append(ids);
   const std::vector<std::int64_t> rows{0, 1, 2};

@@ -14,6 +14,7 @@
 #include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/decoder/lora_linear.h"
 #include "tests/support/test_support.h"
+#include "tests/support/tiny_decoder_config.h"
 
 namespace xmc {
 namespace {
@@ -46,21 +47,6 @@ torch::Tensor expected_rows(const nlohmann::json& values) {
 /// Largest relative error of a row: ||a − b|| / ||b||.
 double worst_relative_error(const torch::Tensor& actual, const torch::Tensor& expected) {
   return ((actual - expected).norm(2, 1) / expected.norm(2, 1)).max().item<double>();
-}
-
-DecoderConfig tiny_config() {
-  DecoderConfig c;
-  c.family = DecoderFamily::qwen2;
-  c.vocab_size = 50;
-  c.hidden_size = 16;
-  c.intermediate_size = 24;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 4;
-  c.max_position_embeddings = 32;
-  c.eos_token_id = 49;
-  return c;
 }
 
 /// A model with every weight drawn at a visible scale (the HF default of 0.02 makes every output nearly alike).
@@ -155,7 +141,7 @@ TEST(LoraLinear, ScalesTheAdapterByAlphaOverRootRankOrOverRank) {
 }
 
 TEST(DecoderEncoder, ALaterTokenNeverChangesAnEarlierOne) {
-  DecoderEncoder model = random_model(tiny_config(), 3);
+  DecoderEncoder model = random_model(test::tiny_decoder_config(), 3);
   torch::NoGradGuard no_grad;
   const torch::Tensor short_ids = torch::tensor({{5, 9, 13, 49}}, torch::kLong);
   const torch::Tensor long_ids = torch::tensor({{5, 9, 13, 49, 7, 7, 21}}, torch::kLong);
@@ -168,13 +154,13 @@ TEST(DecoderEncoder, ALaterTokenNeverChangesAnEarlierOne) {
 }
 
 TEST(DecoderEncoder, PoolingIgnoresPaddingAndLastIsTheEos) {
-  DecoderEncoder model = random_model(tiny_config(), 4);
+  DecoderEncoder model = random_model(test::tiny_decoder_config(), 4);
   torch::NoGradGuard no_grad;
   const TokenizedCorpus corpus = corpus_of({{5, 49}, {3, 4, 5, 6, 7, 8, 9, 49}, {11, 12, 49}});
   for (const DecoderPooling pooling : {DecoderPooling::mean, DecoderPooling::last}) {
     DecoderEncoderOptions options;
     options.pooling = pooling;
-    DecoderEncoder pooled_model = random_model(tiny_config(), 4, options);
+    DecoderEncoder pooled_model = random_model(test::tiny_decoder_config(), 4, options);
     const torch::Tensor together = pooled_model->encode(corpus, std::vector<std::int64_t>{0, 1, 2});
     for (std::int64_t r = 0; r < 3; ++r) {
       const torch::Tensor alone = pooled_model->encode(corpus, std::vector<std::int64_t>{r});
@@ -188,7 +174,7 @@ TEST(DecoderEncoder, PoolingIgnoresPaddingAndLastIsTheEos) {
   // A text longer than max_len keeps its first max_len − 1 tokens and its EOS.
   DecoderEncoderOptions short_options;
   short_options.max_len = 3;
-  DecoderEncoder truncating = random_model(tiny_config(), 4, short_options);
+  DecoderEncoder truncating = random_model(test::tiny_decoder_config(), 4, short_options);
   const DecoderBatch batch = truncating->make_batch(corpus, std::vector<std::int64_t>{1});
   EXPECT_TRUE(torch::equal(batch.input_ids, torch::tensor({{3, 4, 49}}, torch::kLong)));
 }
@@ -204,7 +190,7 @@ TEST(DecoderEncoder, CheckpointedLayersGiveTheSameGradients) {
       options.checkpointing = checkpointing;
       options.lora.spec = {.rank = rank, .alpha = 8, .rslora = true, .dropout = 0.0};
       options.lora.targets = {"q", "o", "up"};
-      DecoderEncoder model = random_model(tiny_config(), 5, options);
+      DecoderEncoder model = random_model(test::tiny_decoder_config(), 5, options);
       model->train();
       {
         torch::NoGradGuard no_grad;  // adapters away from their zero start, so every gradient is non-trivial
@@ -236,7 +222,7 @@ TEST(DecoderEncoder, AnExportedModelWithMergedAdaptersEqualsTheAdaptersApplied) 
   DecoderEncoderOptions options;
   options.lora.spec = {.rank = 4, .alpha = 8, .rslora = true, .dropout = 0.0};
   options.lora.targets = {"q", "k", "v", "o", "gate", "up", "down"};
-  DecoderEncoder adapted = random_model(tiny_config(), 6, options);
+  DecoderEncoder adapted = random_model(test::tiny_decoder_config(), 6, options);
   {
     torch::NoGradGuard no_grad;
     for (auto& p : adapted->parameters()) p.copy_(0.2 * torch::randn(p.sizes()));
@@ -249,7 +235,7 @@ TEST(DecoderEncoder, AnExportedModelWithMergedAdaptersEqualsTheAdaptersApplied) 
   const torch::Tensor b = merged->encode(corpus, std::vector<std::int64_t>{0, 1});
   EXPECT_LT(worst_relative_error(b, a), 1e-5);
   // The adapters did change the model: the exported one is not the base.
-  DecoderEncoder base = random_model(tiny_config(), 6);
+  DecoderEncoder base = random_model(test::tiny_decoder_config(), 6);
   EXPECT_GT(worst_relative_error(base->encode(corpus, std::vector<std::int64_t>{0, 1}), a), 1e-2);
   // The written config reads back as the model's.
   const DecoderConfig config = read_decoder_config(dir / "merged" / "config.json");

@@ -15,6 +15,7 @@
 #include "engine/model/decoder/decoder_config.h"
 #include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/image_fusion.h"
+#include "tests/support/tiny_decoder_config.h"
 
 namespace xmc {
 namespace {
@@ -31,21 +32,6 @@ BertConfig tiny_bert() {
   config.intermediate_size = 64;
   config.max_position_embeddings = 64;
   return config;
-}
-
-DecoderConfig tiny_decoder() {
-  DecoderConfig c;
-  c.family = DecoderFamily::qwen2;
-  c.vocab_size = 50;
-  c.hidden_size = 16;
-  c.intermediate_size = 24;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 4;
-  c.max_position_embeddings = 64;
-  c.eos_token_id = 49;
-  return c;
 }
 
 TokenizedCorpus corpus_of(const std::vector<std::vector<std::int32_t>>& rows) {
@@ -98,7 +84,7 @@ BertEncoder bert(std::uint64_t seed, std::int64_t max_len = 16) {
 
 DecoderEncoder decoder(std::uint64_t seed, std::int64_t max_len = 16) {
   torch::manual_seed(static_cast<std::int64_t>(seed));
-  DecoderEncoder model(tiny_decoder(), DecoderEncoderOptions{.max_len = max_len});
+  DecoderEncoder model(test::tiny_decoder_config(64), DecoderEncoderOptions{.max_len = max_len});
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : model->base_weights())
     tensor->copy_(name.find("norm") != std::string::npos ? 1.0 + 0.1 * torch::randn(tensor->sizes()) : 0.3 * torch::randn(tensor->sizes()));
@@ -220,7 +206,7 @@ TEST(ImageFusion, DecoderImageTokensComeAfterThePrefixAndBeforeTheEos) {
 
 TEST(ImageFusion, ACutDecoderTextKeepsItsEosAfterItsImages) {
   torch::manual_seed(7);
-  DecoderEncoder fused(tiny_decoder(), DecoderEncoderOptions{.pooling = DecoderPooling::last, .max_len = 4});
+  DecoderEncoder fused(test::tiny_decoder_config(64), DecoderEncoderOptions{.pooling = DecoderPooling::last, .max_len = 4});
   fused->attach_images({.max_images = 2, .kind = ImageFusionKind::early, .image_dim = kImageDim}, {40});
   fused->eval();
   TokenizedCorpus corpus = corpus_of({{5, 6, 7, 8, 9, 49}, {8, 49}});  // row 0 is cut to max_len 4: 5 6 7 and its EOS
