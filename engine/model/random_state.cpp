@@ -8,11 +8,6 @@
 namespace xmc {
 namespace {
 
-at::Generator default_generator(torch::Device device) {
-  if (device.is_cpu()) return at::detail::getDefaultCPUGenerator();
-  return at::globalContext().defaultGenerator(device);
-}
-
 torch::Tensor state_of(at::Generator generator) {
   std::lock_guard<std::mutex> lock(generator.mutex());
   return generator.get_state();
@@ -26,7 +21,7 @@ void set_state(at::Generator generator, const torch::Tensor& state) {
 }  // namespace
 
 RandomState RandomState::of(torch::Device device) {
-  return {device, state_of(at::detail::getDefaultCPUGenerator()), device.is_cpu() ? torch::Tensor() : state_of(default_generator(device))};
+  return {device, state_of(at::detail::getDefaultCPUGenerator()), device.is_cpu() ? torch::Tensor() : state_of(at::globalContext().defaultGenerator(device))};
 }
 
 RandomState::RandomState(torch::Device device, torch::Tensor cpu_state, torch::Tensor device_state)
@@ -34,7 +29,7 @@ RandomState::RandomState(torch::Device device, torch::Tensor cpu_state, torch::T
 
 void RandomState::restore() const {
   set_state(at::detail::getDefaultCPUGenerator(), cpu_);
-  if (device_state_.defined()) set_state(default_generator(device_), device_state_);
+  if (device_state_.defined()) set_state(at::globalContext().defaultGenerator(device_), device_state_);
 }
 
 }  // namespace xmc

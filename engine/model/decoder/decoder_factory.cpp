@@ -3,10 +3,8 @@
 // template and EOS, and LoRA adapters. With adapters the base weights are not in the run's checkpoints, so the
 // run keeps the base folder's path and content hash (base_model.json in its folder) and refuses a base that
 // changed since; a random base is drawn from the run's seed alone, so resume and predict rebuild the same one.
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "engine/config/train_config.h"
@@ -18,6 +16,7 @@
 #include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/decoder/decoder_options.h"
 #include "engine/model/encoder_factory.h"
+#include "engine/model/random_state.h"
 #include "engine/model/encoder_options.h"
 #include "engine/model/hf_weights.h"
 #include "engine/model/image_fusion.h"
@@ -84,19 +83,12 @@ BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<s
     encoder = load_decoder_encoder(folder, options).ptr();
     description = "decoder encoder (" + model_config.model_type() + ") from " + folder.string();
   } else {
-    // Drawn from the run's seed alone, the global generator left as it was: resume and predict draw the same base.
-    auto generator = at::detail::getDefaultCPUGenerator();
-    torch::Tensor state;
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      state = generator.get_state();
-    }
+    // Drawn from the run's seed alone, the global generators left as they were (manual_seed seeds the device's
+    // too): resume and predict draw the same base.
+    const RandomState before = RandomState::of(options.device);
     torch::manual_seed(config.seed ^ 0x5DEECE66DULL);
     encoder = std::make_shared<DecoderEncoderImpl>(model_config, options);
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(state);
-    }
+    before.restore();
     description = "decoder encoder (" + model_config.model_type() + "), randomly initialised from " + (folder / "config.json").string();
   }
   if (options.lora.spec.rank > 0) check_base_identity(folder, run_dir);
