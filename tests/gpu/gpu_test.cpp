@@ -11,13 +11,11 @@
 #include "engine/index/exact_search.h"
 #include "engine/model/bert/bert_encoder.h"
 #include "engine/data/csr_matrix.h"
-#include "engine/loss/loss_entry.h"
 #include "engine/method/grad_cache.h"
-#include "engine/method/xmc_model.h"
-#include "engine/model/bow/bow_encoder.h"
 #include "engine/model/decoder/decoder_config.h"
 #include "engine/model/decoder/decoder_encoder.h"
 #include "engine/model/random_state.h"
+#include "tests/support/grad_cache_case.h"
 #include "tests/support/tiny_decoder_config.h"
 #include "engine/sampler/balanced_clustering.h"
 #include "engine/sampler/hard_negative_shortlist.h"
@@ -153,53 +151,15 @@ TEST(GpuShortlists, EverySearchTakesQueriesAndLabelsEmbeddedOnTheGpu) {
 // dropout masks, which on a GPU come from the GPU's own generator.
 TEST(GpuReplays, GradientCachingWithDropoutGivesPlainBackpropagationsGradients) {
   REQUIRE_CUDA();
-  const torch::Device device = torch::kCUDA;
-  torch::manual_seed(0);
-  const std::int64_t vocab = 30, labels = 23, queries_count = 6;
-  TokenizedCorpus queries, label_corpus;
-  std::mt19937_64 rng(1);
-  const auto word = [&rng] { return static_cast<std::int32_t>(2 + rng() % 28); };
-  for (int i = 0; i < queries_count; ++i) queries.append(std::vector<std::int32_t>{word(), word()});
-  for (int i = 0; i < labels; ++i) label_corpus.append(std::vector<std::int32_t>{word()});
-  BowEncoderOptions options;
-  options.vocab_size = vocab;
-  options.word_dim = 8;
-  options.dim = 8;
-  options.idf.assign(vocab, 1.0f);
-  options.device = device;
-  XmcModel model(std::make_shared<BowEncoderImpl>(options), 6, /*dropout=*/0.5);
-  model->train();
-  const std::vector<std::int64_t> batch{0, 1, 2, 3, 4, 5};
-  torch::Tensor mask = torch::zeros({queries_count, labels}, torch::kBool);
-  for (int i = 0; i < queries_count; ++i) mask[i][(i * 5) % labels] = true;
-  LossOptions loss_options;
-  auto loss = [&](const torch::Tensor& s, const torch::Tensor& m) { return compute_loss(loss_entry("decoupled_softmax"), s, m, loss_options); };
-  constexpr std::int64_t kChunk = 5;
-  const auto dense = [](const torch::Tensor& g) { return (g.is_sparse() ? g.to_dense() : g).cpu(); };
-
-  // Plain: the labels chunk by chunk (the cache's order of draws), then the queries, one backward.
-  const RandomState before = RandomState::of(device);
-  std::vector<torch::Tensor> parts;
-  for (std::int64_t start = 0; start < labels; start += kChunk) {
-    std::vector<std::int64_t> rows;
-    for (std::int64_t r = start; r < std::min(labels, start + kChunk); ++r) rows.push_back(r);
-    parts.push_back(model->embed(label_corpus, rows));
-  }
-  const torch::Tensor q = model->embed(queries, batch);
-  const torch::Tensor plain = loss(torch::matmul(q, torch::cat(parts).t()), mask.to(device));
-  plain.backward();
-  std::vector<torch::Tensor> plain_grads;
-  for (auto& p : model->parameters()) plain_grads.push_back(dense(p.grad()).clone());
-  model->zero_grad();
-
+  test::GradCacheCase problem(torch::kCUDA, /*dropout=*/0.5);
+  const RandomState before = RandomState::of(torch::kCUDA);  // the cache replays the plain computation's draws
+  const auto [plain, plain_grads] = problem.plain_backward();
   before.restore();
-  const auto [value, embeddings] = grad_cached_backward(model, queries, batch, label_corpus, mask, loss, kChunk);
-  EXPECT_NEAR(value, plain.item<double>(), 1e-5);
-  std::size_t i = 0;
-  for (auto& p : model->parameters()) {
-    EXPECT_TRUE(torch::allclose(dense(p.grad()), plain_grads[i], 1e-4, 1e-5)) << "parameter " << i;
-    ++i;
-  }
+  const auto [value, embeddings] =
+      grad_cached_backward(problem.model, problem.queries, problem.batch, problem.labels, problem.mask, problem.loss, test::GradCacheCase::kChunk);
+  EXPECT_NEAR(value, plain, 1e-5);
+  const std::vector<torch::Tensor> grads = problem.gradients();
+  for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_TRUE(torch::allclose(grads[i], plain_grads[i], 1e-4, 1e-5)) << "parameter " << i;
 }
 
 // A decoder whose layers are recomputed in backward must recompute them under the first forward's dropout masks:

@@ -21,6 +21,8 @@
 #include "engine/train/step_prefetcher.h"
 #include "engine/model/table_rows.h"
 #include "engine/method/grad_cache.h"
+#include "engine/model/random_state.h"
+#include "tests/support/grad_cache_case.h"
 #include "engine/optim/lr_schedule.h"
 
 namespace xmc {
@@ -618,58 +620,19 @@ TEST(BowEncoder, ATokenOutsideTheVocabularyIsRefusedByItsId) {
 }
 
 TEST(GradCache, GradientsEqualPlainBackpropagation) {
-  torch::manual_seed(0);
-  const std::int64_t vocab = 30, labels = 23;
-  TokenizedCorpus queries, label_corpus;
-  std::mt19937_64 rng(1);
-  for (int i = 0; i < 6; ++i) {
-    std::vector<std::int32_t> t{static_cast<std::int32_t>(2 + rng() % 28), static_cast<std::int32_t>(2 + rng() % 28)};
-    queries.append(t);
-  }
-  for (int i = 0; i < labels; ++i) {
-    std::vector<std::int32_t> t{static_cast<std::int32_t>(2 + rng() % 28)};
-    label_corpus.append(t);
-  }
-  BowEncoderOptions options;
-  options.vocab_size = vocab;
-  options.word_dim = 8;
-  options.dim = 8;
-  options.idf.assign(vocab, 1.0f);
-  XmcModel model(std::make_shared<BowEncoderImpl>(options), 6, /*dropout=*/0.2);
-  model->train();
-  const std::vector<std::int64_t> batch{0, 1, 2, 3, 4, 5};
-  torch::Tensor mask = torch::zeros({6, labels}, torch::kBool);
-  for (int i = 0; i < 6; ++i) mask[i][(i * 5) % labels] = true;
-  LossOptions loss_options;
-  auto loss = [&](const torch::Tensor& s, const torch::Tensor& m) { return compute_loss(loss_entry("decoupled_softmax"), s, m, loss_options); };
-  constexpr std::int64_t kChunk = 5;
+  test::GradCacheCase problem(torch::kCPU, /*dropout=*/0.2);
+  XmcModel& model = problem.model;
+  const TokenizedCorpus& queries = problem.queries;
+  const TokenizedCorpus& label_corpus = problem.labels;
 
-  // Plain: labels chunk by chunk (same dropout draws as the cache), then queries, one backward.
-  const auto rng_state = at::detail::getDefaultCPUGenerator().get_state();
-  std::vector<torch::Tensor> parts;
-  for (std::int64_t start = 0; start < labels; start += kChunk) {
-    std::vector<std::int64_t> rows;
-    for (std::int64_t r = start; r < std::min(labels, start + kChunk); ++r) rows.push_back(r);
-    parts.push_back(model->embed(label_corpus, rows));
-  }
-  torch::Tensor q = model->embed(queries, batch);
-  torch::Tensor plain = loss(torch::matmul(q, torch::cat(parts).t()), mask);
-  plain.backward();
-  std::vector<torch::Tensor> plain_grads;
-  // The bag-of-words table's gradient is row-sparse on the CPU: compared as the dense tensor it stands for.
-  auto dense = [](const torch::Tensor& g) { return g.is_sparse() ? g.to_dense() : g; };
-  for (auto& p : model->parameters()) plain_grads.push_back(dense(p.grad()).clone());
-  model->zero_grad();
-
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  generator.set_state(rng_state);
-  const auto [value, embeddings] = grad_cached_backward(model, queries, batch, label_corpus, mask, loss, kChunk);
-  EXPECT_NEAR(value, plain.item<double>(), 1e-6);
-  std::size_t i = 0;
-  for (auto& p : model->parameters()) {
-    EXPECT_TRUE(torch::allclose(dense(p.grad()), plain_grads[i], 1e-5, 1e-6)) << "parameter " << i;
-    ++i;
-  }
+  const RandomState before = RandomState::of(torch::kCPU);  // the cache replays the plain computation's draws
+  const auto [plain, plain_grads] = problem.plain_backward();
+  before.restore();
+  const auto [value, embeddings] =
+      grad_cached_backward(model, queries, problem.batch, label_corpus, problem.mask, problem.loss, test::GradCacheCase::kChunk);
+  EXPECT_NEAR(value, plain, 1e-6);
+  const std::vector<torch::Tensor> grads = problem.gradients();
+  for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_TRUE(torch::allclose(grads[i], plain_grads[i], 1e-5, 1e-6)) << "parameter " << i;
   // Five label chunks and the queries added their table rows: one entry per word any of them has.
   std::set<std::int32_t> words;
   for (std::int64_t r = 0; r < queries.size(); ++r)
