@@ -1,6 +1,5 @@
 #include "engine/method/checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "engine/core/pickle_shape.h"
 #include "engine/core/write_failure.h"
 #include "engine/method/method_state.h"
+#include "engine/model/random_state.h"
 #include "engine/core/zip_integrity.h"
 
 namespace xmc {
@@ -52,7 +52,6 @@ void write_state(torch::serialize::OutputArchive& a, const TrainingState& s) {
   a.write("batch_rows", torch::tensor(flat, torch::kInt64));
   a.write("sampler_state", bytes_tensor(s.sampler_state));
   a.write("label_pool_rng", bytes_tensor(s.label_pool_rng));
-  a.write("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
   a.write("identity_store", bytes_tensor(s.store_id));
   a.write("identity_run", scalar(s.run_id));
 }
@@ -79,6 +78,12 @@ std::int64_t model_checksum(torch::nn::Module& module) {
   for (const auto& p : module.named_parameters()) add(p.key(), p.value());
   for (const auto& b : module.named_buffers()) add(b.key(), b.value());
   return static_cast<std::int64_t>(h);
+}
+
+/// The device the module's parameters live on (the CPU for a module without any).
+torch::Device module_device(torch::nn::Module& module) {
+  for (const auto& p : module.parameters()) return p.device();
+  return torch::kCPU;
 }
 
 std::string shape_text(c10::IntArrayRef sizes) {
@@ -148,6 +153,10 @@ TrainingState read_state(torch::serialize::InputArchive& a) {
 void save_checkpoint(const std::filesystem::path& path, MethodState& method, torch::optim::Optimizer* optimizer, const TrainingState& state) {
   torch::serialize::OutputArchive archive;
   write_state(archive, state);
+  // Torch's generators: the CPU's, and a GPU's own (its dropout draws from it) when the model is there.
+  const RandomState random = RandomState::of(module_device(method.module()));
+  archive.write("cpu_rng", random.cpu_state());
+  if (random.device_state().defined()) archive.write("device_rng", random.device_state());
   torch::serialize::OutputArchive method_archive;
   method.save_state(method_archive);
   archive.write("method", method_archive);
@@ -291,10 +300,13 @@ TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& me
     torch::Tensor checksum;
     if (archive.try_read("model_checksum", checksum) && checksum.item<std::int64_t>() != model_checksum(method.module()))
       throw InputError(path.string(), "its model tensors do not match the checksum saved with them: the checkpoint is damaged");
-    torch::Tensor rng;
-    archive.read("cpu_rng", rng);
-    at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle: shares the global state
-    generator.set_state(rng);
+    // A GPU generator's state is put back only on the same kind of device: a run resumed on the CPU, or from a
+    // checkpoint written before it was saved, continues the GPU's stream as it stands.
+    torch::Tensor cpu_rng, device_rng;
+    archive.read("cpu_rng", cpu_rng);
+    const torch::Device device = module_device(method.module());
+    if (device.is_cpu() || !archive.try_read("device_rng", device_rng)) device_rng = torch::Tensor();
+    RandomState(device, cpu_rng, device_rng).restore();
     return state;
   } catch (const Error&) {
     throw;

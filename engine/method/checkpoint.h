@@ -2,7 +2,7 @@
 // Engine-internal (includes torch). A checkpoint holds everything needed to continue a run bit-for-bit
 // on CPU: model, the current stage's optimiser, sampler RNG and clusters, the epoch's batch order and
 // position, the stale embeddings of the last pass, the method's own state (e.g. hard-negative
-// shortlists, in the sub-archive "method") and torch's RNG. Written to a temporary file and renamed, so
+// shortlists, in the sub-archive "method") and torch's RNGs (the CPU's; a GPU's too for a model there). Written to a temporary file and renamed, so
 // a crash never leaves a half-written checkpoint in place of a good one.
 #include <torch/torch.h>
 
@@ -37,7 +37,8 @@ void check_torch_archive(const std::filesystem::path& path);
 /// Reads only the training state.
 TrainingState read_checkpoint_state(const std::filesystem::path& path);
 
-/// Loads the method's state (which shapes its model), then its parameters, and restores torch's CPU RNG.
+/// Loads the method's state (which shapes its model), then its parameters, and restores torch's CPU RNG and,
+/// for a model on a GPU, that GPU's generator (saved with checkpoints written on one).
 /// Checkpoints written before methods kept their own state (keys at the top level) load too. Refused with
 /// an error naming the file, never loaded in part: a checkpoint of another store or run (when `store_id`
 /// is given and the checkpoint records its owner), a parameter whose saved shape differs from the model's

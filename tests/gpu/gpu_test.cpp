@@ -2,13 +2,23 @@
 // returns the CPU's top-k, balanced clustering on the GPU gives clusters of the allowed sizes covering every
 // row, the bert forward under bf16 autocast on the GPU stays close to fp32 with fp32 weights and gradients, and
 // hard-negative shortlists are found from queries and labels embedded on the GPU by every search, and a forward
-// replayed for its gradient (gradient caching, activation checkpointing) draws the GPU's dropout masks again.
+// replayed for its gradient (gradient caching, activation checkpointing) draws the GPU's dropout masks again, and
+// a checkpoint of a run on the GPU puts the GPU's generator back.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 
+#include "engine/config/train_config.h"
+#include "engine/data/dataset.h"
 #include "engine/index/exact_search.h"
+#include "engine/method/checkpoint.h"
+#include "engine/method/method.h"
+#include "engine/method/method_registry.h"
+#include "engine/model/encoder_options.h"
+#include "engine/train/training_run.h"
+#include "tests/support/synthetic_dataset.h"
+#include "tests/support/test_support.h"
 #include "engine/model/bert/bert_encoder.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/method/grad_cache.h"
@@ -198,6 +208,40 @@ TEST(GpuReplays, CheckpointedDecoderLayersWithDropoutGiveTheSameGradients) {
   ASSERT_EQ(grads[0].size(), grads[1].size());
   ASSERT_FALSE(grads[0].empty());
   for (std::size_t i = 0; i < grads[0].size(); ++i) EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-4, 1e-5)) << "parameter " << i;
+}
+
+// A run resumed on the GPU continues its dropout masks only when the checkpoint brings the GPU's own generator
+// back: loading a checkpoint twice, with draws in between, must give the same next draws on the GPU.
+TEST(GpuCheckpoints, LoadingACheckpointPutsTheGpusGeneratorBack) {
+  REQUIRE_CUDA();
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 3, 200, 30);
+  TrainConfig config;
+  config.dataset = dir / "data";
+  config.device = "cuda";
+  config.edit<EncoderOptions>().dim = 32;
+  config.batch_size = 32;
+  config.epochs = 1;
+  config.eval_every = 0;
+  config.threads = 1;
+  TrainingRun run(config, dir / "runs.sqlite");
+  run.run();
+  const auto run_dir = TrainingRun::run_directory(dir / "runs.sqlite", run.run_id());
+  std::unique_ptr<Method> method = make_method(config);
+  method->build({}, run_dir);
+  const std::int64_t num_labels = load_dataset(dir / "data").num_labels();
+  const auto draws_after_load = [&] {
+    load_checkpoint(run_dir / "checkpoint.pt", *method, num_labels);
+    const torch::Tensor gpu = torch::rand({64}, torch::kCUDA).cpu();
+    const torch::Tensor cpu = torch::rand({64});
+    return std::make_pair(gpu, cpu);
+  };
+  const auto first = draws_after_load();
+  (void)torch::rand({1000}, torch::kCUDA);  // the generators move on, as a run's steps would move them
+  (void)torch::rand({1000});
+  const auto second = draws_after_load();
+  EXPECT_TRUE(torch::equal(first.first, second.first)) << "the GPU's generator was not put back";
+  EXPECT_TRUE(torch::equal(first.second, second.second)) << "the CPU's generator was not put back";
 }
 
 }  // namespace
