@@ -36,7 +36,7 @@ struct BalancedClusteringOptions {
   std::int64_t iterations = 10;   ///< 2-means iterations (assignments) per split; fewer at a fixed point
   Progress* progress = nullptr;   ///< optional: one unit per tree level; cancelled() throws xmc::Cancelled
   std::int64_t tile_floats = 0;   ///< floats per op (0: sized for the device's cache)
-  std::int64_t copy_bytes = 0;    ///< float copies of the nodes split at once (0: the memory budget's part); bigger nodes are read in place
+  std::int64_t copy_bytes = 0;    ///< float copies of the nodes split at once (0: the memory budget's part, on a GPU at least the embeddings' size as floats); bigger nodes are read in place
 };
 
 /// Balanced clusters of the rows of `embeddings`.
