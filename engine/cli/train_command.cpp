@@ -136,7 +136,7 @@ void add_train_command(CLI::App& app, CommandContext& context) {
       "  xmc train --config datasets/configs/dexml-bow-wordnet.json --nproc 2\n"
       "  multi-host: xmc train --config c.json --rank 0 --world-size 2 --master 10.0.0.1:29500   (on 10.0.0.1)\n"
       "              xmc train --rank 1 --world-size 2 --master 10.0.0.1:29500                  (on the other host)\n"
-      "Ctrl-C stops cleanly with a checkpoint; --resume continues from it.");
+      "Ctrl-C stops cleanly with a checkpoint (an evaluation under way is dropped); --resume continues from it.");
   cmd->callback([args, &context] {
     if (args->list_keys) {
       if (args->config.empty() && args->sets.empty()) return print_keys(nullptr);

@@ -125,6 +125,7 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
     const std::int64_t slice = test_query_slice(floats_per_query);
     reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + names + ")", n);
     for (std::int64_t first = 0; first < n; first += slice) {
+      if (reporter.cancelled()) throw Cancelled();
       const std::int64_t rows = std::min(slice, n - first);
       const std::map<std::string, torch::Tensor> part =
           ranking.encode_queries_for(encoders, corpus_rows(test_queries, first, first + rows), silent_progress(), {});

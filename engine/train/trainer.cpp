@@ -113,15 +113,22 @@ bool is_out_of_memory(const std::exception& e) {
   return what.find("out of memory") != std::string::npos;
 }
 
-/// Forwards a run's progress reports but never cancels the work: a run stops through request_stop(),
-/// which checkpoints at a step boundary, not in the middle of clustering or an evaluation.
+/// Forwards a run's progress reports. A run stops through request_stop(), which checkpoints at a step boundary,
+/// not in the middle of clustering or a shortlist refresh; only an evaluation, which changes no training state,
+/// is cut short by it (`stops_evaluation`, set while one runs).
 class ReportOnlyProgress final : public Progress {
  public:
   Progress* target = &silent_progress();
+  const std::atomic<bool>* stop_requested = nullptr;
+  bool stops_evaluation = false;
   void start(std::string_view task, std::int64_t total) override { target->start(task, total); }
   void update(std::int64_t done) override { target->update(done); }
   void finish() override { target->finish(); }
+  bool cancelled() const override { return stops_evaluation && stop_requested != nullptr && stop_requested->load(); }
 };
+
+/// A stop asked for while an evaluation ran: the evaluation is dropped and the run checkpoints where it stood.
+struct EvaluationStopped {};
 
 }  // namespace
 
@@ -668,10 +675,20 @@ struct Trainer::Impl {
     }
     std::unique_ptr<SetAsideTensors> aside = set_aside_idle_state();
     EvalResult result;
+    // A stop asked for now ends the evaluation at its next slice of test queries, without recording it (a user
+    // would otherwise wait out a 20-minute evaluation for a Ctrl-C). Several processes stop only at a step, together.
+    struct StopsEvaluation {
+      ReportOnlyProgress& reporter;
+      StopsEvaluation(ReportOnlyProgress& r, bool on) : reporter(r) { reporter.stops_evaluation = on; }
+      ~StopsEvaluation() { reporter.stops_evaluation = false; }
+    } stops_evaluation(reporter, !distributed.enabled());
     try {
       result = evaluate_on_main(epoch, final);
+    } catch (const Cancelled&) {
+      bring_back(aside);  // the stop writes a checkpoint, which needs them
+      throw EvaluationStopped{};
     } catch (...) {
-      bring_back(aside);  // a stop asked for during the evaluation writes a checkpoint, which needs them
+      bring_back(aside);  // a failure after which a checkpoint may still be written needs them too
       throw;
     }
     bring_back(aside);
@@ -999,8 +1016,14 @@ struct Trainer::Impl {
       snapshot_batches = std::move(state.epoch_batches);
       state.epoch_batches.clear();
       const bool last = epoch + 1 == stage.epochs;
-      if (!last && stage.evaluate_between_epochs && config.eval_every > 0 && (epoch + 1) % config.eval_every == 0)
-        evaluate(offset + static_cast<double>(epoch + 1));
+      if (!last && stage.evaluate_between_epochs && config.eval_every > 0 && (epoch + 1) % config.eval_every == 0) {
+        try {
+          evaluate(offset + static_cast<double>(epoch + 1));
+        } catch (const EvaluationStopped&) {
+          ++state.epoch;  // the epoch is done: the checkpoint resumes at the next one
+          throw;
+        }
+      }
       if (!last && config.checkpoint_every > 0 && (epoch + 1) % config.checkpoint_every == 0) {
         ++state.epoch;  // the checkpoint resumes at the next epoch
         checkpoint();
@@ -1014,6 +1037,7 @@ struct Trainer::Impl {
 
   TrainResult run(Progress& progress) {
     reporter.target = &progress;
+    reporter.stop_requested = &stop_requested;
     try {
       publish_kind(TrainEvent::Kind::Started);
       system_use.sample();  // starts the CPU clock
@@ -1050,14 +1074,13 @@ struct Trainer::Impl {
       checkpoint();
       return finish(result, RunOutcome::Completed);
     } catch (const StopRequested&) {
-      progress.finish();
-      checkpoint();
-      publish_system_use(epoch_now(), true);
-      TrainEvent e;
-      e.kind = TrainEvent::Kind::Stopped;
-      e.message = "stopped at step " + std::to_string(state.step) + " (checkpoint written)";
-      publish(e);
-      return {RunOutcome::Stopped, last_eval, last_modes};
+      return stopped_on_request("stopped at step " + std::to_string(state.step) + " (checkpoint written)");
+    } catch (const EvaluationStopped&) {
+      // Training since the last checkpoint is kept; the evaluation is not recorded. A resume goes on training, or
+      // after the last step runs the final evaluation again.
+      return stopped_on_request("stopped during the evaluation at step " + std::to_string(state.step) + " (checkpoint written; " +
+                                (state.stage == kDone ? "a resume runs the final evaluation" : "a resume goes on training without that evaluation") +
+                                ")");
     } catch (const std::exception& e) {
       progress.finish();
       std::string message = e.what();
@@ -1073,6 +1096,17 @@ struct Trainer::Impl {
       // A worker that never heard from rank 0 does not know the run's id.
       throw Error((setup.run_id > 0 ? "run " + std::to_string(setup.run_id) + " failed: " : std::string()) + message);
     }
+  }
+
+  TrainResult stopped_on_request(const std::string& message) {
+    reporter.finish();
+    checkpoint();
+    publish_system_use(epoch_now(), true);
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Stopped;
+    e.message = message;
+    publish(e);
+    return {RunOutcome::Stopped, last_eval, last_modes};
   }
 
   TrainResult finish(const EvalResult& result, RunOutcome outcome) {

@@ -521,6 +521,68 @@ TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
   }
 }
 
+// A stop asked for while an evaluation runs (Ctrl-C, the workbench's Stop) ends the evaluation instead of waiting
+// for it (20 minutes at 970k test queries): the evaluation is not recorded, the state set aside for it comes back
+// into the checkpoint, and a resume trains on, or runs the final evaluation again, to the uninterrupted run's result.
+TEST(Training, AStopDuringAnEvaluationEndsItAndResumesToTheUninterruptedResult) {
+  test::TempDir dir;
+  TrainConfig config = method_config(dir.path(), "unidec", "hard", 3, 1);
+  config.eval_set_aside_mb = 0;  // the shortlists and moments are away while it evaluates
+  TrainingRun whole(config, dir / "a.sqlite");
+  const TrainResult a = whole.run();
+  ASSERT_EQ(a.outcome, RunOutcome::Completed);
+  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
+  ASSERT_FALSE(pa.empty());
+  std::set<double> evaluated_epochs;
+  for (const EvalPoint& point : RunStore(dir / "a.sqlite").evaluations(whole.run_id())) evaluated_epochs.insert(point.epoch);
+  ASSERT_EQ(evaluated_epochs, (std::set<double>{1, 2, 3}));
+
+  // Stopped at the n-th evaluation's start (1: after epoch 1; 3: the final one), then resumed.
+  for (const int stop_at : {1, 3}) {
+    SCOPED_TRACE("stopped in evaluation " + std::to_string(stop_at));
+    const auto db = dir / ("stop" + std::to_string(stop_at) + ".sqlite");
+    TrainingRun stopped(config, db);
+    int evaluations = 0;
+    std::int64_t steps_before_stop = 0;
+    stopped.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step) steps_before_stop = e.step;
+      if (e.kind == TrainEvent::Kind::Phase && e.message == "evaluating" && ++evaluations == stop_at) stopped.request_stop();
+    });
+    ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
+    const auto run_dir = TrainingRun::run_directory(db, stopped.run_id());
+    EXPECT_FALSE(std::filesystem::exists(run_dir / "evaluation-set-aside.bin"));
+    {
+      const RunStore store(db);
+      const auto log = store.log(stopped.run_id());
+      ASSERT_FALSE(log.empty());
+      EXPECT_NE(log.back().message.find("stopped during the evaluation at step " + std::to_string(steps_before_stop)), std::string::npos) << log.back().message;
+      EXPECT_NE(log.back().message.find(stop_at == 3 ? "a resume runs the final evaluation" : "a resume goes on training without that evaluation"),
+                std::string::npos)
+          << log.back().message;
+      std::set<double> recorded;  // the stopped evaluation left no point
+      for (const EvalPoint& point : store.evaluations(stopped.run_id())) recorded.insert(point.epoch);
+      EXPECT_EQ(recorded, stop_at == 3 ? (std::set<double>{1, 2}) : (std::set<double>{}));
+    }
+    std::int64_t first_step_after_resume = -1;
+    TrainingRun resumed = TrainingRun::resume(stopped.run_id(), db);
+    resumed.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step && first_step_after_resume < 0) first_step_after_resume = e.step;
+    });
+    const TrainResult b = resumed.run();
+    ASSERT_EQ(b.outcome, RunOutcome::Completed);
+    // Epoch 1 is not trained again after a stop in the evaluation that followed it; nothing is after the last.
+    EXPECT_EQ(first_step_after_resume, stop_at == 3 ? -1 : steps_before_stop + 1);
+    const auto pb = checkpoint_parameters(run_dir / "checkpoint.pt");
+    ASSERT_EQ(pa.size(), pb.size());
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+    ASSERT_FALSE(a.metrics.metrics.empty());
+    for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+    std::set<double> recorded;
+    for (const EvalPoint& point : RunStore(db).evaluations(stopped.run_id())) recorded.insert(point.epoch);
+    EXPECT_EQ(recorded, stop_at == 1 ? (std::set<double>{2, 3}) : (std::set<double>{1, 2, 3}));
+  }
+}
+
 // A run whose checkpoint file was deleted is not silently trained again from step 0: the resume is refused,
 // naming the file and --restart; with restart it trains from step 0, once, to the uninterrupted run's numbers.
 TEST(Training, ALostCheckpointIsRefusedUnlessTheRunIsRestarted) {
