@@ -144,6 +144,11 @@ OptionGroup optimisation_option_group() {
                "touched or read, in one closed-form step. The same result as every row every step up to Adam's eps, at the cost "
                "of the rows a step touches (a dense step at 1.3M rows x 256 takes ~0.13 s on 2 cores); 0 = every row every step")
       .fixed_on_resume()
+      .integer("deferred_sync_steps", &TrainConfig::deferred_sync_steps, 0, kNoMax,
+               "Tables taking deferred updates (deferred_rows_from) are brought up to date every this many steps, and a checkpoint "
+               "placed by time (checkpoint.every_minutes) waits for the next such step: a row brought up in two parts rounds "
+               "otherwise than in one, so a run's numbers would depend on when its checkpoints fell (~1 s a time at 1.3M words "
+               "and 1.3M labels x 256). 0 = only at epochs, evaluations and checkpoints")
       .text("table_second_moment", &TrainConfig::table_second_moment, {"row", "element"},
             "Tables taking deferred updates (deferred_rows_from): AdamW's second moment per row (the mean of the row's squared "
             "gradient, as FBGEMM's partial row-wise Adam for embedding tables: the optimiser holds once the table instead of "

@@ -39,6 +39,7 @@ struct TrainConfig {
   std::string schedule = "linear";         ///< linear | cosine | constant decay after warm-up
   double grad_clip = 1.0;                  ///< max global gradient norm (0 = off)
   std::int64_t deferred_rows_from = 200000;  ///< AdamW defers untouched rows of parameters of at least this many rows (0 = never)
+  std::int64_t deferred_sync_steps = 1024;   ///< deferred rows brought up to date every this many steps; time-placed checkpoints wait for one (0 = off)
   std::string table_second_moment = "row";   ///< tables with deferred rows: AdamW's second moment per element | row
   std::string table_first_moment = "bfloat16";  ///< tables with deferred rows: AdamW's first moment in float32 | bfloat16
   std::int64_t max_steps = 0;              ///< stop after this many steps (0 = all epochs); for smoke tests

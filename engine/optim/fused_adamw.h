@@ -55,6 +55,8 @@ class FusedAdamW : public torch::optim::AdamW {
   /// Applies every deferred update: call before the parameters are read outside a step (evaluation, checkpoint,
   /// a shortlist refresh) or the optimiser is dropped. Cheap when nothing is deferred.
   void bring_rows_up_to_date();
+  /// Whether any table takes deferred updates.
+  bool defers_rows() const { return !deferred_.empty(); }
   /// Every parameter's moments (first, second, and amsgrad's maximum where kept): handles sharing the state's own
   /// tensors, for setting them aside while no step runs (train/set_aside_tensors.h). Call bring_rows_up_to_date()
   /// first: deferred rows are caught up from these moments.

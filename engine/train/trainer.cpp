@@ -837,9 +837,12 @@ struct Trainer::Impl {
 
   /// A checkpoint inside an epoch is due after checkpoint.every_steps steps or checkpoint.every_minutes of
   /// training since the last one (how much a crash can lose).
-  bool checkpoint_due() const {
+  /// With deferred rows, one placed by time waits for a step at which the rows are brought up to date anyway
+  /// (`synced_here`, deferred_sync_steps): the checkpoint then changes none of the run's arithmetic.
+  bool checkpoint_due(bool synced_here) const {
     if (state.step == last_checkpoint_step) return false;
     if (config.checkpoint_every_steps > 0 && state.step - last_checkpoint_step >= config.checkpoint_every_steps) return true;
+    if (optimizer && optimizer->defers_rows() && config.deferred_sync_steps > 0 && !synced_here) return false;
     return config.checkpoint_every_minutes > 0 &&
            std::chrono::duration<double>(Clock::now() - last_checkpoint_time).count() >= 60 * config.checkpoint_every_minutes;
   }
@@ -955,7 +958,11 @@ struct Trainer::Impl {
         }
         // Several processes stop together: at the step after the one whose gradient reduction carried the request.
         if (distributed.enabled() ? stop_agreed : stop_requested.load()) throw StopRequested{};
-        if (checkpoint_due()) checkpoint();  // resumes at this batch
+        // Every run brings its deferred rows up to date at the same steps, whether a checkpoint falls there or not.
+        const bool synced_here = config.deferred_sync_steps > 0 && state.step > 0 && state.step % config.deferred_sync_steps == 0 &&
+                                 optimizer && optimizer->defers_rows();
+        if (synced_here) bring_rows_up_to_date();
+        if (checkpoint_due(synced_here)) checkpoint();  // resumes at this batch
         if (config.max_steps > 0 && state.step >= config.max_steps) return false;
         const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
         const auto step_start = Clock::now();

@@ -521,6 +521,44 @@ TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
   }
 }
 
+// A checkpoint brings the deferred rows up to date, and a row brought up in two parts rounds otherwise than in one:
+// checkpoints placed by time made a run's numbers depend on the machine's speed. Every run brings them up every
+// deferred_sync_steps steps, and a time-placed checkpoint waits for such a step: a checkpoint due at every step then
+// changes nothing.
+TEST(Training, CheckpointsPlacedByTimeChangeNothingInARunWithDeferredRows) {
+  test::TempDir dir;
+  TrainConfig config = method_config(dir.path(), "unidec", "hard", 3, 0);
+  config.deferred_rows_from = 10;  // the word table and the classifiers take deferred updates
+  config.deferred_sync_steps = 4;
+  config.checkpoint_every_minutes = 0;
+  TrainingRun plain(config, dir / "a.sqlite");
+  const TrainResult a = plain.run();
+  ASSERT_EQ(a.outcome, RunOutcome::Completed);
+
+  config.checkpoint_every_minutes = 1e-9;  // due at every step
+  TrainingRun timed(config, dir / "b.sqlite");
+  std::vector<std::int64_t> timed_checkpoints;  // those not at an epoch's end (checkpoint.every) or the run's
+  std::set<std::int64_t> epoch_ends;
+  bool deferred = false;
+  timed.subscribe([&](const TrainEvent& e) {
+    if (e.kind == TrainEvent::Kind::EpochEnd) epoch_ends.insert(e.step);
+    if (e.kind == TrainEvent::Kind::Checkpoint && epoch_ends.count(e.step) == 0) timed_checkpoints.push_back(e.step);
+    if (e.kind == TrainEvent::Kind::Phase && e.message.rfind("AdamW defers the untouched rows of", 0) == 0) deferred = true;
+  });
+  const TrainResult b = timed.run();
+  ASSERT_EQ(b.outcome, RunOutcome::Completed);
+  EXPECT_TRUE(deferred);
+  ASSERT_GE(timed_checkpoints.size(), 3U);
+  for (const std::int64_t step : timed_checkpoints) EXPECT_EQ(step % 4, 0) << "a time-placed checkpoint at step " << step;
+
+  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", plain.run_id()) / "checkpoint.pt");
+  const auto pb = checkpoint_parameters(TrainingRun::run_directory(dir / "b.sqlite", timed.run_id()) / "checkpoint.pt");
+  ASSERT_EQ(pa.size(), pb.size());
+  ASSERT_FALSE(pa.empty());
+  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+}
+
 // A stop asked for while an evaluation runs (Ctrl-C, the workbench's Stop) ends the evaluation instead of waiting
 // for it (20 minutes at 970k test queries): the evaluation is not recorded, the state set aside for it comes back
 // into the checkpoint, and a resume trains on, or runs the final evaluation again, to the uninterrupted run's result.
