@@ -145,6 +145,10 @@ class TrainingStages {
   virtual bool splits_batch_across_ranks(const StageSpec& /*stage*/) const { return false; }
   /// The batches (training query rows) of epoch `epoch` of `stage`.
   virtual std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) = 0;
+  /// True when epoch_batches() may be cut short by xmc::Cancelled (a stop asked for during its clustering or
+  /// shortlist refresh) and called again for the same epoch with the same result: it changes no state a checkpoint
+  /// saves before it is done, or none that the second call does not make again. The trainer puts the sampler back.
+  virtual bool epoch_batches_can_stop() const { return false; }
   /// Builds ahead what train_step() needs of `batch`, or null when the method prepares nothing ahead. May run
   /// on another thread while the previous step trains: it may read the dataset, the corpora and state that
   /// only changes between epochs, draw from context.label_pool_rng (the trainer puts the stream back when it

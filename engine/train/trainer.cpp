@@ -113,22 +113,37 @@ bool is_out_of_memory(const std::exception& e) {
   return what.find("out of memory") != std::string::npos;
 }
 
-/// Forwards a run's progress reports. A run stops through request_stop(), which checkpoints at a step boundary,
-/// not in the middle of clustering or a shortlist refresh; only an evaluation, which changes no training state,
-/// is cut short by it (`stops_evaluation`, set while one runs).
+/// Forwards a run's progress reports. A run stops through request_stop(), which checkpoints at a step boundary;
+/// only work that can be dropped and done again is cut short by it (`stoppable`, set while such work runs): an
+/// evaluation, which changes no training state, and an epoch's start (clustering, shortlist refresh) for a method
+/// that says it can start the epoch again.
 class ReportOnlyProgress final : public Progress {
  public:
   Progress* target = &silent_progress();
   const std::atomic<bool>* stop_requested = nullptr;
-  bool stops_evaluation = false;
+  bool stoppable = false;
   void start(std::string_view task, std::int64_t total) override { target->start(task, total); }
   void update(std::int64_t done) override { target->update(done); }
   void finish() override { target->finish(); }
-  bool cancelled() const override { return stops_evaluation && stop_requested != nullptr && stop_requested->load(); }
+  bool cancelled() const override { return stoppable && stop_requested != nullptr && stop_requested->load(); }
+};
+
+/// Marks the reporter stoppable (`on`) for its own lifetime.
+class StoppableWork {
+ public:
+  StoppableWork(ReportOnlyProgress& reporter, bool on) : reporter_(reporter) { reporter_.stoppable = on; }
+  ~StoppableWork() { reporter_.stoppable = false; }
+  StoppableWork(const StoppableWork&) = delete;
+  StoppableWork& operator=(const StoppableWork&) = delete;
+
+ private:
+  ReportOnlyProgress& reporter_;
 };
 
 /// A stop asked for while an evaluation ran: the evaluation is dropped and the run checkpoints where it stood.
 struct EvaluationStopped {};
+/// A stop asked for while an epoch's batches were made: the run checkpoints at that epoch's start.
+struct EpochStartStopped {};
 
 }  // namespace
 
@@ -677,11 +692,7 @@ struct Trainer::Impl {
     EvalResult result;
     // A stop asked for now ends the evaluation at its next slice of test queries, without recording it (a user
     // would otherwise wait out a 20-minute evaluation for a Ctrl-C). Several processes stop only at a step, together.
-    struct StopsEvaluation {
-      ReportOnlyProgress& reporter;
-      StopsEvaluation(ReportOnlyProgress& r, bool on) : reporter(r) { reporter.stops_evaluation = on; }
-      ~StopsEvaluation() { reporter.stops_evaluation = false; }
-    } stops_evaluation(reporter, !distributed.enabled());
+    const StoppableWork stoppable(reporter, !distributed.enabled());
     try {
       result = evaluate_on_main(epoch, final);
     } catch (const Cancelled&) {
@@ -894,6 +905,22 @@ struct Trainer::Impl {
            (state.epoch_batches.empty() ? 0.0 : static_cast<double>(state.batch_in_epoch) / static_cast<double>(state.epoch_batches.size()));
   }
 
+  /// The method's batches for `epoch`. A stop asked for while they are made (a clustering, a shortlist refresh:
+  /// 10 minutes at 2.25M queries) ends them when the method can make them again: the sampler goes back to where
+  /// it stood, and the checkpoint resumes at the epoch's start. Several processes stop only at a step, together.
+  std::vector<std::vector<std::int64_t>> epoch_batches_or_stop(const StageSpec& stage, std::int64_t epoch, TrainContext& ctx) {
+    const bool can_stop = !distributed.enabled() && method->epoch_batches_can_stop();
+    const std::string sampler_before = can_stop ? batcher->save_state() : std::string();
+    const StoppableWork stoppable(reporter, can_stop);
+    try {
+      return method->epoch_batches(stage, epoch, ctx);
+    } catch (const Cancelled&) {
+      if (!can_stop) throw;
+      batcher->load_state(sampler_before);
+      throw EpochStartStopped{};
+    }
+  }
+
   /// Trains stage `index` from state.epoch/batch_in_epoch to its end; returns false when max_steps stopped it.
   bool train_stage(std::size_t index, Progress& progress) {
     const StageSpec& stage = stages[index];
@@ -924,7 +951,7 @@ struct Trainer::Impl {
       if (config.max_steps > 0 && state.step >= config.max_steps) return false;
       if (state.batch_in_epoch == 0) {
         bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
-        state.epoch_batches = method->epoch_batches(stage, epoch, ctx);
+        state.epoch_batches = epoch_batches_or_stop(stage, epoch, ctx);
         // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
         // pages go back to the system instead of staying in the heap through the epoch (1.2 GB at 2.25M queries).
         return_freed_memory();
@@ -1082,6 +1109,9 @@ struct Trainer::Impl {
       return finish(result, RunOutcome::Completed);
     } catch (const StopRequested&) {
       return stopped_on_request("stopped at step " + std::to_string(state.step) + " (checkpoint written)");
+    } catch (const EpochStartStopped&) {
+      return stopped_on_request("stopped before epoch " + std::to_string(state.epoch + 1) + "'s training, while its batches or shortlists were made, at step " +
+                                std::to_string(state.step) + " (checkpoint written; a resume starts that epoch again)");
     } catch (const EvaluationStopped&) {
       // Training since the last checkpoint is kept; the evaluation is not recorded. A resume goes on training, or
       // after the last step runs the final evaluation again.

@@ -559,6 +559,58 @@ TEST(Training, CheckpointsPlacedByTimeChangeNothingInARunWithDeferredRows) {
   for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
 }
 
+// A stop asked for while an epoch's batches are made (UniDEC's query clustering and shortlist refresh, 10 minutes at
+// 2.25M queries) ends that work instead of waiting for it: the sampler goes back to where it stood, the checkpoint
+// resumes at the epoch's start, and the resumed run reaches the uninterrupted run's parameters and metrics.
+TEST(Training, AStopWhileAnEpochsShortlistsOrClustersAreMadeResumesToTheUninterruptedResult) {
+  test::TempDir dir;
+  TrainConfig config = method_config(dir.path(), "unidec", "hard", 3, 0);
+  config.edit<PslOptions>().refresh_every = 1;  // a refresh at every epoch's start
+  config.edit<QueryBatcherOptions>().type = "cluster";
+  config.edit<ClusterBatchOptions>().cluster_size = 4;
+  config.edit<ClusterBatchOptions>().start_epoch = 1;  // clusters from epoch 2 on
+  TrainingRun whole(config, dir / "a.sqlite");
+  const TrainResult a = whole.run();
+  ASSERT_EQ(a.outcome, RunOutcome::Completed);
+  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
+  ASSERT_FALSE(pa.empty());
+
+  // Stopped when epoch 2's shortlist refresh (the second), or epoch 2's clustering (the first: its queries are
+  // encoded just before), begins.
+  for (const auto& [phase, nth] : std::vector<std::pair<std::string, int>>{{"refreshing hard-negative shortlists", 2}, {"encoding training queries", 1}}) {
+    SCOPED_TRACE("stopped at \"" + phase + "\" number " + std::to_string(nth));
+    const auto db = dir / (std::to_string(phase.size()) + ".sqlite");
+    TrainingRun stopped(config, db);
+    int seen = 0;
+    std::int64_t steps = 0;
+    bool epoch_two_trained = false;
+    stopped.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step) steps = e.step;
+      if (e.kind == TrainEvent::Kind::Phase && e.message == "epoch 2/3") epoch_two_trained = true;
+      if (e.kind == TrainEvent::Kind::Phase && e.message == phase && ++seen == nth) stopped.request_stop();
+    });
+    ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
+    EXPECT_FALSE(epoch_two_trained);
+    const auto log = RunStore(db).log(stopped.run_id());
+    ASSERT_FALSE(log.empty());
+    EXPECT_NE(log.back().message.find("stopped before epoch 2's training, while its batches or shortlists were made, at step " + std::to_string(steps)),
+              std::string::npos)
+        << log.back().message;
+    std::int64_t first_step_after_resume = -1;
+    TrainingRun resumed = TrainingRun::resume(stopped.run_id(), db);
+    resumed.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step && first_step_after_resume < 0) first_step_after_resume = e.step;
+    });
+    const TrainResult b = resumed.run();
+    ASSERT_EQ(b.outcome, RunOutcome::Completed);
+    EXPECT_EQ(first_step_after_resume, steps + 1);
+    const auto pb = checkpoint_parameters(TrainingRun::run_directory(db, stopped.run_id()) / "checkpoint.pt");
+    ASSERT_EQ(pa.size(), pb.size());
+    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+    for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+  }
+}
+
 // A stop asked for while an evaluation runs (Ctrl-C, the workbench's Stop) ends the evaluation instead of waiting
 // for it (20 minutes at 970k test queries): the evaluation is not recorded, the state set aside for it comes back
 // into the checkpoint, and a resume trains on, or runs the final evaluation again, to the uninterrupted run's result.

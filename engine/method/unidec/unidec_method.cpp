@@ -120,6 +120,10 @@ class UnidecMethod final : public Method {
     return held_out_rows_;
   }
 
+  // Cut short, it leaves the shortlist window released (a refresh epoch) or as it was: a second call for the epoch
+  // refreshes again from the same model, so the checkpoint between them needs neither.
+  bool epoch_batches_can_stop() const override { return true; }
+
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
     epoch_ = epoch;
     QueryBatcher& batcher = context.batcher;
