@@ -853,10 +853,13 @@ struct Trainer::Impl {
   bool checkpoint_due(bool synced_here) const {
     if (state.step == last_checkpoint_step) return false;
     if (config.checkpoint_every_steps > 0 && state.step - last_checkpoint_step >= config.checkpoint_every_steps) return true;
-    if (optimizer && optimizer->defers_rows() && config.deferred_sync_steps > 0 && !synced_here) return false;
+    if (syncs_deferred_rows() && !synced_here) return false;
     return config.checkpoint_every_minutes > 0 &&
            std::chrono::duration<double>(Clock::now() - last_checkpoint_time).count() >= 60 * config.checkpoint_every_minutes;
   }
+
+  /// Whether this stage's optimiser defers table rows and brings them up to date every deferred_sync_steps steps.
+  bool syncs_deferred_rows() const { return config.deferred_sync_steps > 0 && optimizer && optimizer->defers_rows(); }
 
   // ---- one stage ------------------------------------------------------------------------------
 
@@ -986,8 +989,7 @@ struct Trainer::Impl {
         // Several processes stop together: at the step after the one whose gradient reduction carried the request.
         if (distributed.enabled() ? stop_agreed : stop_requested.load()) throw StopRequested{};
         // Every run brings its deferred rows up to date at the same steps, whether a checkpoint falls there or not.
-        const bool synced_here = config.deferred_sync_steps > 0 && state.step > 0 && state.step % config.deferred_sync_steps == 0 &&
-                                 optimizer && optimizer->defers_rows();
+        const bool synced_here = syncs_deferred_rows() && state.step > 0 && state.step % config.deferred_sync_steps == 0;
         if (synced_here) bring_rows_up_to_date();
         if (checkpoint_due(synced_here)) checkpoint();  // resumes at this batch
         if (config.max_steps > 0 && state.step >= config.max_steps) return false;

@@ -85,6 +85,31 @@ std::vector<torch::Tensor> checkpoint_parameters(const std::filesystem::path& pa
   return out;
 }
 
+/// The final checkpoint's parameters of run `run` in `db`.
+std::vector<torch::Tensor> final_parameters(const std::filesystem::path& db, std::int64_t run) {
+  return checkpoint_parameters(TrainingRun::run_directory(db, run) / "checkpoint.pt");
+}
+
+/// Run `run` of `db` ended with parameters `expected` and the metrics of `reference` (`result` is its own), bit for bit.
+void expect_same_end(const std::vector<torch::Tensor>& expected, const TrainResult& reference, const std::filesystem::path& db, std::int64_t run,
+                     const TrainResult& result) {
+  const auto parameters = final_parameters(db, run);
+  ASSERT_EQ(expected.size(), parameters.size());
+  ASSERT_FALSE(expected.empty());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(torch::equal(expected[i], parameters[i])) << "parameter " << i;
+  for (const auto& [name, value] : reference.metrics.metrics) EXPECT_EQ(value, result.metrics.get(name)) << name;
+}
+
+/// Resumes run `run` of `db` to its end; `first_step` gets the first step it trained (-1: none).
+TrainResult resume_to_the_end(const std::filesystem::path& db, std::int64_t run, std::int64_t& first_step) {
+  first_step = -1;
+  TrainingRun resumed = TrainingRun::resume(run, db);
+  resumed.subscribe([&](const TrainEvent& e) {
+    if (e.kind == TrainEvent::Kind::Step && first_step < 0) first_step = e.step;
+  });
+  return resumed.run();
+}
+
 }  // namespace
 
 TEST(Training, DexmlLearnsAndRecordsTheRun) {
@@ -551,12 +576,7 @@ TEST(Training, CheckpointsPlacedByTimeChangeNothingInARunWithDeferredRows) {
   ASSERT_GE(timed_checkpoints.size(), 3U);
   for (const std::int64_t step : timed_checkpoints) EXPECT_EQ(step % 4, 0) << "a time-placed checkpoint at step " << step;
 
-  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", plain.run_id()) / "checkpoint.pt");
-  const auto pb = checkpoint_parameters(TrainingRun::run_directory(dir / "b.sqlite", timed.run_id()) / "checkpoint.pt");
-  ASSERT_EQ(pa.size(), pb.size());
-  ASSERT_FALSE(pa.empty());
-  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
-  for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+  expect_same_end(final_parameters(dir / "a.sqlite", plain.run_id()), a, dir / "b.sqlite", timed.run_id(), b);
 }
 
 // A stop asked for while an epoch's batches are made (UniDEC's query clustering and shortlist refresh, 10 minutes at
@@ -572,7 +592,7 @@ TEST(Training, AStopWhileAnEpochsShortlistsOrClustersAreMadeResumesToTheUninterr
   TrainingRun whole(config, dir / "a.sqlite");
   const TrainResult a = whole.run();
   ASSERT_EQ(a.outcome, RunOutcome::Completed);
-  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
+  const auto pa = final_parameters(dir / "a.sqlite", whole.run_id());
   ASSERT_FALSE(pa.empty());
 
   // Stopped when epoch 2's shortlist refresh (the second), or epoch 2's clustering (the first: its queries are
@@ -597,17 +617,10 @@ TEST(Training, AStopWhileAnEpochsShortlistsOrClustersAreMadeResumesToTheUninterr
               std::string::npos)
         << log.back().message;
     std::int64_t first_step_after_resume = -1;
-    TrainingRun resumed = TrainingRun::resume(stopped.run_id(), db);
-    resumed.subscribe([&](const TrainEvent& e) {
-      if (e.kind == TrainEvent::Kind::Step && first_step_after_resume < 0) first_step_after_resume = e.step;
-    });
-    const TrainResult b = resumed.run();
+    const TrainResult b = resume_to_the_end(db, stopped.run_id(), first_step_after_resume);
     ASSERT_EQ(b.outcome, RunOutcome::Completed);
     EXPECT_EQ(first_step_after_resume, steps + 1);
-    const auto pb = checkpoint_parameters(TrainingRun::run_directory(db, stopped.run_id()) / "checkpoint.pt");
-    ASSERT_EQ(pa.size(), pb.size());
-    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
-    for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+    expect_same_end(pa, a, db, stopped.run_id(), b);
   }
 }
 
@@ -621,7 +634,7 @@ TEST(Training, AStopDuringAnEvaluationEndsItAndResumesToTheUninterruptedResult) 
   TrainingRun whole(config, dir / "a.sqlite");
   const TrainResult a = whole.run();
   ASSERT_EQ(a.outcome, RunOutcome::Completed);
-  const auto pa = checkpoint_parameters(TrainingRun::run_directory(dir / "a.sqlite", whole.run_id()) / "checkpoint.pt");
+  const auto pa = final_parameters(dir / "a.sqlite", whole.run_id());
   ASSERT_FALSE(pa.empty());
   std::set<double> evaluated_epochs;
   for (const EvalPoint& point : RunStore(dir / "a.sqlite").evaluations(whole.run_id())) evaluated_epochs.insert(point.epoch);
@@ -654,19 +667,12 @@ TEST(Training, AStopDuringAnEvaluationEndsItAndResumesToTheUninterruptedResult) 
       EXPECT_EQ(recorded, stop_at == 3 ? (std::set<double>{1, 2}) : (std::set<double>{}));
     }
     std::int64_t first_step_after_resume = -1;
-    TrainingRun resumed = TrainingRun::resume(stopped.run_id(), db);
-    resumed.subscribe([&](const TrainEvent& e) {
-      if (e.kind == TrainEvent::Kind::Step && first_step_after_resume < 0) first_step_after_resume = e.step;
-    });
-    const TrainResult b = resumed.run();
+    const TrainResult b = resume_to_the_end(db, stopped.run_id(), first_step_after_resume);
     ASSERT_EQ(b.outcome, RunOutcome::Completed);
     // Epoch 1 is not trained again after a stop in the evaluation that followed it; nothing is after the last.
     EXPECT_EQ(first_step_after_resume, stop_at == 3 ? -1 : steps_before_stop + 1);
-    const auto pb = checkpoint_parameters(run_dir / "checkpoint.pt");
-    ASSERT_EQ(pa.size(), pb.size());
-    for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
     ASSERT_FALSE(a.metrics.metrics.empty());
-    for (const auto& [name, value] : a.metrics.metrics) EXPECT_EQ(value, b.metrics.get(name)) << name;
+    expect_same_end(pa, a, db, stopped.run_id(), b);
     std::set<double> recorded;
     for (const EvalPoint& point : RunStore(db).evaluations(stopped.run_id())) recorded.insert(point.epoch);
     EXPECT_EQ(recorded, stop_at == 1 ? (std::set<double>{2, 3}) : (std::set<double>{1, 2, 3}));
