@@ -141,7 +141,9 @@ class StoppableWork {
 };
 
 /// A stop asked for while an evaluation ran: the evaluation is dropped and the run checkpoints where it stood.
-struct EvaluationStopped {};
+struct EvaluationStopped {
+  bool final = false;  ///< the run's final evaluation (after its last step, or after max_steps): a resume runs it again
+};
 /// A stop asked for while an epoch's batches were made: the run checkpoints at that epoch's start.
 struct EpochStartStopped {};
 
@@ -697,7 +699,7 @@ struct Trainer::Impl {
       result = evaluate_on_main(epoch, final);
     } catch (const Cancelled&) {
       bring_back(aside);  // the stop writes a checkpoint, which needs them
-      throw EvaluationStopped{};
+      throw EvaluationStopped{.final = final};
     } catch (...) {
       bring_back(aside);  // a failure after which a checkpoint may still be written needs them too
       throw;
@@ -952,7 +954,9 @@ struct Trainer::Impl {
       const std::int64_t epoch = state.epoch;
       // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
       if (config.max_steps > 0 && state.step >= config.max_steps) return false;
-      if (state.batch_in_epoch == 0) {
+      // A checkpoint written after the batches were drawn but before the first step (a stop or a time-placed
+      // checkpoint at batch 0) holds them: the resume trains on those, as from any other batch, not on a new draw.
+      if (state.batch_in_epoch == 0 && state.epoch_batches.empty()) {
         bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
         state.epoch_batches = epoch_batches_or_stop(stage, epoch, ctx);
         // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
@@ -1114,11 +1118,11 @@ struct Trainer::Impl {
     } catch (const EpochStartStopped&) {
       return stopped_on_request("stopped before epoch " + std::to_string(state.epoch + 1) + "'s training, while its batches or shortlists were made, at step " +
                                 std::to_string(state.step) + " (checkpoint written; a resume starts that epoch again)");
-    } catch (const EvaluationStopped&) {
+    } catch (const EvaluationStopped& stopped) {
       // Training since the last checkpoint is kept; the evaluation is not recorded. A resume goes on training, or
-      // after the last step runs the final evaluation again.
+      // after the last step (or max_steps) runs the final evaluation again.
       return stopped_on_request("stopped during the evaluation at step " + std::to_string(state.step) + " (checkpoint written; " +
-                                (state.stage == kDone ? "a resume runs the final evaluation" : "a resume goes on training without that evaluation") +
+                                (stopped.final ? "a resume runs the final evaluation" : "a resume goes on training without that evaluation") +
                                 ")");
     } catch (const std::exception& e) {
       progress.finish();

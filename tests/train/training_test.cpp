@@ -624,6 +624,87 @@ TEST(Training, AStopWhileAnEpochsShortlistsOrClustersAreMadeResumesToTheUninterr
   }
 }
 
+// A stop asked for while a method that cannot cut them short makes an epoch's batches (DEXML's and NGAME's query
+// clustering and shortlist refresh) takes effect at the epoch's first step: the checkpoint holds the batches drawn,
+// and the resume trains on them instead of drawing others, to the uninterrupted run's result.
+TEST(Training, AStopWhileDexmlOrNgameClusterAnEpochResumesOnTheBatchesDrawn) {
+  for (const std::string method : {"dexml", "ngame"}) {
+    SCOPED_TRACE(method);
+    test::TempDir dir;
+    TrainConfig config = method_config(dir.path(), method, "hard", 3, 0);
+    config.edit<NegativesOptions>().refresh_every = 1;  // a refresh at every epoch's start
+    config.edit<QueryBatcherOptions>().type = "cluster";
+    config.edit<ClusterBatchOptions>().cluster_size = 4;
+    config.edit<ClusterBatchOptions>().start_epoch = 1;  // clusters from epoch 2 on
+    TrainingRun whole(config, dir / "a.sqlite");
+    const TrainResult a = whole.run();
+    ASSERT_EQ(a.outcome, RunOutcome::Completed);
+    const auto pa = final_parameters(dir / "a.sqlite", whole.run_id());
+
+    // Stopped as epoch 2's queries are encoded for its clustering: the clustering and refresh finish, the first
+    // step does not run.
+    const auto db = dir / "stopped.sqlite";
+    TrainingRun stopped(config, db);
+    std::int64_t steps = 0;
+    bool stop_asked = false;
+    bool stepped_after_stop = false;
+    stopped.subscribe([&](const TrainEvent& e) {
+      if (e.kind == TrainEvent::Kind::Step) {
+        stepped_after_stop = stepped_after_stop || stop_asked;
+        steps = e.step;
+      }
+      if (e.kind == TrainEvent::Kind::Phase && e.message == "encoding training queries" && !stop_asked) {
+        stop_asked = true;
+        stopped.request_stop();
+      }
+    });
+    ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
+    ASSERT_TRUE(stop_asked);
+    EXPECT_FALSE(stepped_after_stop);
+    const auto log = RunStore(db).log(stopped.run_id());
+    ASSERT_FALSE(log.empty());
+    EXPECT_NE(log.back().message.find("stopped at step " + std::to_string(steps)), std::string::npos) << log.back().message;
+    std::int64_t first_step_after_resume = -1;
+    const TrainResult b = resume_to_the_end(db, stopped.run_id(), first_step_after_resume);
+    ASSERT_EQ(b.outcome, RunOutcome::Completed);
+    EXPECT_EQ(first_step_after_resume, steps + 1);
+    expect_same_end(pa, a, db, stopped.run_id(), b);
+  }
+}
+
+// A stop during the evaluation that follows max_steps says what a resume does: it runs that evaluation again (it
+// does not train on), and ends where the uninterrupted run ended.
+TEST(Training, AStopDuringTheEvaluationAfterMaxStepsSaysAResumeRunsItAgain) {
+  test::TempDir dir;
+  TrainConfig config = method_config(dir.path(), "dexml", "inbatch", 3, 0);
+  config.max_steps = 5;
+  TrainingRun whole(config, dir / "a.sqlite");
+  const TrainResult a = whole.run();
+  ASSERT_EQ(a.outcome, RunOutcome::Stopped);
+  ASSERT_FALSE(a.metrics.metrics.empty());
+  const auto pa = final_parameters(dir / "a.sqlite", whole.run_id());
+
+  const auto db = dir / "stopped.sqlite";
+  TrainingRun stopped(config, db);
+  stopped.subscribe([&](const TrainEvent& e) {
+    if (e.kind == TrainEvent::Kind::Phase && e.message == "evaluating") stopped.request_stop();
+  });
+  ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
+  {
+    const RunStore store(db);
+    const auto log = store.log(stopped.run_id());
+    ASSERT_FALSE(log.empty());
+    EXPECT_NE(log.back().message.find("stopped during the evaluation at step 5 (checkpoint written; a resume runs the final evaluation)"), std::string::npos)
+        << log.back().message;
+    EXPECT_TRUE(store.evaluations(stopped.run_id()).empty());
+  }
+  std::int64_t first_step_after_resume = -1;
+  const TrainResult b = resume_to_the_end(db, stopped.run_id(), first_step_after_resume);
+  EXPECT_EQ(b.outcome, RunOutcome::Stopped);  // max_steps again
+  EXPECT_EQ(first_step_after_resume, -1);
+  expect_same_end(pa, a, db, stopped.run_id(), b);
+}
+
 // A stop asked for while an evaluation runs (Ctrl-C, the workbench's Stop) ends the evaluation instead of waiting
 // for it (20 minutes at 970k test queries): the evaluation is not recorded, the state set aside for it comes back
 // into the checkpoint, and a resume trains on, or runs the final evaluation again, to the uninterrupted run's result.
