@@ -7,9 +7,31 @@
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
 #include "engine/method/checkpoint.h"
+#include "engine/model/encoder_factory.h"
 #include "engine/model/image_fusion.h"
+#include "engine/model/random_state.h"
 
 namespace xmc {
+namespace {
+
+/// Puts torch's generators (the CPU's and `device`'s) back, on leaving the scope, as they were on entering it.
+class KeepRandomStreams {
+ public:
+  explicit KeepRandomStreams(torch::Device device) : before_(RandomState::of(device)) {}
+  KeepRandomStreams(const KeepRandomStreams&) = delete;
+  KeepRandomStreams& operator=(const KeepRandomStreams&) = delete;
+  ~KeepRandomStreams() {
+    try {
+      before_.restore();
+    } catch (...) {  // a device gone since; the run itself loaded or reported its own error
+    }
+  }
+
+ private:
+  RandomState before_;
+};
+
+}  // namespace
 
 TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const std::string& device) {
   const std::filesystem::path& db_path = store.path();
@@ -18,6 +40,10 @@ TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const st
   run.run_id = run_id;
   run.config = parse_train_config(info.config_json, "run " + std::to_string(run_id) + " config");
   if (!device.empty()) run.config.device = device;
+  // Building the model draws its initial parameters and the checkpoint sets the generators to the run's: the
+  // caller's random stream is put back afterwards, so an IRENE run seeded 1 or 2 trains from its own seed, not
+  // from where its base run's checkpoint left the generators.
+  const KeepRandomStreams keep_random_streams(parse_device(run.config.device));
   const auto run_dir = verified_run_directory(db_path, run_id);  // never another run's files
   const auto checkpoint = checkpoint_file(run_dir);
   if (!std::filesystem::exists(checkpoint))

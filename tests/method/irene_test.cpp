@@ -181,6 +181,37 @@ TEST(Irene, WeightedSumOfTheNearestObservedLabelsWorkedByHandAndBothGeneratorsRu
   EXPECT_GT(RunStore(f.db).scalars(transformer_run.run_id(), "loss").size(), 0u);
 }
 
+// An IRENE run's random stream is its own seed's: opening its base run (or any run, to predict) leaves the
+// process's generators as they were, so seeds 1 and 2 train different generators and seed 1 twice the same one.
+TEST(Irene, ItsOwnSeedDecidesItsTrainingNotTheBaseRunsCheckpoint) {
+  ZeroShotFixture f;
+  torch::manual_seed(7);
+  const torch::Tensor drawn = torch::rand({8});
+  torch::manual_seed(7);
+  { const TrainedRun base = load_trained_run(f.db, f.base_run); }
+  EXPECT_TRUE(torch::equal(torch::rand({8}), drawn)) << "opening a run changed the caller's random stream";
+
+  auto generator_after = [&](std::uint64_t seed) {
+    TrainConfig c = f.irene("transformer");
+    c.seed = seed;
+    TrainingRun run(c, f.db);
+    EXPECT_EQ(run.run().outcome, RunOutcome::Completed);
+    TrainedRun trained = load_trained_run(f.db, run.run_id());
+    std::vector<torch::Tensor> parameters;
+    for (const auto& p : trained.method->module().parameters()) parameters.push_back(p.detach().clone());
+    return parameters;
+  };
+  const auto one = generator_after(1), two = generator_after(2), one_again = generator_after(1);
+  ASSERT_EQ(one.size(), two.size());
+  ASSERT_EQ(one.size(), one_again.size());
+  bool seeds_differ = false;
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(torch::equal(one[i], one_again[i])) << "parameter " << i;
+    seeds_differ = seeds_differ || !torch::equal(one[i], two[i]);
+  }
+  EXPECT_TRUE(seeds_differ) << "seeds 1 and 2 trained the same generator";
+}
+
 // Labels added by text are synthesized by IRENE (on the IRENE run, and on its base run once an IRENE run is
 // built on it), retrievable by their own text, kept across a restart, and refused when empty or repeated.
 TEST(Irene, AddedLabelsAreSynthesizedRetrievableAndSurviveARestart) {
