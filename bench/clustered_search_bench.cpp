@@ -4,9 +4,10 @@
 // the unit sphere (labels and queries from the same centres), as trained embeddings are clustered; `centres`
 // sets how many (more centres, less structure).
 // Usage: bench_clustered_search [queries] [labels] [dim] [k] [centres] [probes, comma-separated]
-//        bench_clustered_search QUERIES.npy KEYS.npy [k] [probes] [FROM:TO]
+//        bench_clustered_search QUERIES.npy KEYS.npy [k] [probes] [FROM:TO] [keys per cluster]
 // The second form searches a run's own vectors (`xmc embed --mode M` of test queries, and with `--side label`);
-// FROM:TO keeps those columns only (the de block of a UniDEC run's concat vectors ranks as its de mode does).
+// FROM:TO keeps those columns only (the de block of a UniDEC run's concat vectors ranks as its de mode does; ":"
+// keeps all); keys per cluster sets the clusters' size (0, the default: about √keys).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "bench/sphere_mixture.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
+#include "engine/core/cpu_features.h"
 #include "engine/core/error.h"
 #include "engine/data/npy_file.h"
 #include "engine/index/clustered_search.h"
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
     labels = read_npy_matrix(argv[2]);
     if (queries.size(1) != labels.size(1))
       throw xmc::InputError(argv[2], std::to_string(labels.size(1)) + " columns, the queries " + std::to_string(queries.size(1)));
-    if (argc > 5) {
+    if (argc > 5 && std::string(argv[5]) != ":") {
       const std::string range = argv[5];
       const auto colon = range.find(':');
       const std::int64_t from = std::atoll(range.substr(0, colon).c_str());
@@ -119,10 +121,13 @@ int main(int argc, char** argv) {
   // The keys clustered once; each probe searched with float32 products, then with bfloat16 ones (their candidates
   // re-scored in float32), the two side by side.
   t0 = Clock::now();
-  const xmc::KeyClusters clusters(labels);
+  const std::int64_t cluster_size = from_files && argc > 6 ? std::atoll(argv[6]) : 0;
+  const xmc::KeyClusters clusters(labels, cluster_size);
   const double t_clustering = seconds_since(t0);
   for (const std::int64_t probe : probes) {
     for (const bool bfloat16 : {false, true}) {
+      // Emulated bfloat16 products (a CPU without AVX512-BF16 or AMX) are slower than float32 and never chosen.
+      if (bfloat16 && !xmc::cpu_has_native_bfloat16_products()) continue;
       xmc::ClusteredSearchOptions options;
       options.probe = probe;
       options.bfloat16_products = bfloat16;
