@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <vector>
@@ -131,6 +132,7 @@ torch::Tensor ivf_shortlist(const RowEmbeddings& queries, const KeyClusters& clu
   });
   report.clusters = clusters.clusters();
   report.bfloat16 = bfloat16_products;
+  report.bfloat16_labels = clusters.keys_in_bfloat16();
   report.scanned_fraction = queries.count > 0 ? scanned / static_cast<double>(queries.count) : 0.0;
   return ids;
 }
@@ -265,8 +267,13 @@ std::string ShortlistReport::describe(std::int64_t labels, std::int64_t size) co
     char raised[96] = "";
     if (probed > first_probe && first_probe > 0)
       std::snprintf(raised, sizeof raised, ", raised from %lld toward recall@10 %.2f", static_cast<long long>(first_probe), recall_target);
+    else if (probed < first_probe && recall_target > 0)
+      std::snprintf(raised, sizeof raised, ", lowered from %lld keeping recall@10 %.2f", static_cast<long long>(first_probe), recall_target);
     std::snprintf(text, sizeof text, " (%lld clusters, %lld searched%s: %.1f %% of the labels a query%s)", static_cast<long long>(clusters),
-                  static_cast<long long>(probed), raised, 100.0 * scanned_fraction, bfloat16 ? "; labels held and multiplied in bfloat16, candidates re-scored in float32" : "");
+                  static_cast<long long>(probed), raised, 100.0 * scanned_fraction,
+                  bfloat16          ? "; labels held and multiplied in bfloat16, candidates re-scored in float32"
+                  : bfloat16_labels ? "; labels held in bfloat16, multiplied in float32"
+                                    : "");
     searched = "IVF over " + std::to_string(labels) + " labels" + text;
   }
   std::snprintf(text, sizeof text, "%.3f (recall@10 %.3f)", recall, recall_at_10);
@@ -292,11 +299,23 @@ std::string checked_search(const ShortlistSearch& search, std::int64_t num_label
   return search.kind == "ivf" || (search.kind == "auto" && num_labels >= search.ann_above) ? "ivf" : "exact";
 }
 
+}  // namespace
+
+std::int64_t ivf_labels_per_cluster(const ShortlistSearch& search, std::int64_t num_labels) {
+  if (search.cluster_size < 0) throw ConfigError("hard.cluster_size must be 0 (about sqrt(labels) / 4) or more, got " + std::to_string(search.cluster_size));
+  if (search.cluster_size > 0) return search.cluster_size;
+  return std::max<std::int64_t>(64, static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(num_labels)) / 4.0)));
+}
+
+namespace {
+
 /// The next probe tried when `probe` keeps too little: half as many clusters again (at least one more), up to the cap.
 std::int64_t raised_probe(std::int64_t probe, std::int64_t cap) { return std::min(cap, probe + std::max<std::int64_t>(1, probe / 2)); }
+/// The next probe tried when `probe` keeps enough: a third fewer clusters (at least one fewer, at least one).
+std::int64_t lowered_probe(std::int64_t probe) { return std::max<std::int64_t>(1, probe - std::max<std::int64_t>(1, probe / 3)); }
 
 /// An IVF refresh over clustered labels: the probe is raised from search.probe toward search.recall_target on the
-/// sampled queries (their embeddings, exclusions and exact shortlists given), then every query is searched and the
+/// sampled queries, or lowered while they keep it (their embeddings, exclusions and exact shortlists given), then every query is searched and the
 /// recall measured on the same sampled rows.
 torch::Tensor tuned_ivf_shortlist(const RowEmbeddings& queries, const KeyClusters& clusters, const CsrMatrix& positives, std::int64_t size,
                                   Progress& progress, const ShortlistSearch& search, const SampledQueries& sample, const torch::Tensor& sample_queries,
@@ -308,12 +327,20 @@ torch::Tensor tuned_ivf_shortlist(const RowEmbeddings& queries, const KeyCluster
     ClusteredSearchOptions options;
     options.bfloat16_products = search.bfloat16_products;
     options.exclude = sample_exclusions;
-    for (;; probe = raised_probe(probe, search.max_probe)) {
-      options.probe = probe;
+    const auto keeps_target = [&](std::int64_t tried) {
+      options.probe = tried;
       const torch::Tensor found = clusters.search(sample_queries, std::min(size, clusters.size()), options).indices;
-      if (mean_share(found, exact, std::min<std::int64_t>(10, size)) >= search.recall_target || probe >= search.max_probe ||
-          probe >= clusters.clusters())
-        break;
+      return mean_share(found, exact, std::min<std::int64_t>(10, size)) >= search.recall_target;
+    };
+    if (keeps_target(probe)) {
+      // Trained embeddings may keep the target at fewer clusters than the first probe (0.99 at 64 of 4,546 clusters at
+      // 1.3M labels): the refresh's products and selection shrink with the probe.
+      while (probe > 1 && keeps_target(lowered_probe(probe))) probe = lowered_probe(probe);
+    } else {
+      while (probe < search.max_probe && probe < clusters.clusters()) {
+        probe = raised_probe(probe, search.max_probe);
+        if (keeps_target(probe)) break;
+      }
     }
   }
   progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
@@ -330,7 +357,7 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, torch::Tenso
                                       const ShortlistSearch& search, ShortlistReport* report) {
   ShortlistReport own;
   own.how = checked_search(search, labels.size(0), queries, positives);
-  if (own.how == "ivf" && search.bfloat16_products) {
+  if (own.how == "ivf" && (search.bfloat16_products || search.bfloat16_labels)) {
     // Read a slice at a time into bfloat16 (by reference: no second handle on the caller's matrix).
     const RowEmbeddings label_rows{.count = labels.size(0), .embed = [&labels](std::int64_t begin, std::int64_t end) { return labels.narrow(0, begin, end - begin); }};
     return hard_negative_shortlist(queries, label_rows, positives, size, progress, search, report);
@@ -359,7 +386,8 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, torch::Tenso
     // The clusters take the label matrix over: regrouped in place when the caller handed its only handle in.
     torch::Tensor keys = labels.detach().to(torch::kCPU, torch::kFloat32).contiguous();  // the same tensor when it already is
     labels.reset();
-    const KeyClusters clusters(std::move(keys));
+    const std::int64_t cluster_size = ivf_labels_per_cluster(search, keys.size(0));
+    const KeyClusters clusters(std::move(keys), cluster_size);
     return_freed_memory();  // the k-means' temporaries, before the shortlists' ids are allocated
     // The sampled queries' exact shortlists first: the probe is tuned on them, then the refresh's recall measured.
     const torch::Tensor sample_queries = sample.rows().empty() ? torch::Tensor() : embed_rows(queries, sample.rows());
@@ -375,14 +403,15 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, const RowEmb
                                       Progress& progress, const ShortlistSearch& search, ShortlistReport* report) {
   ShortlistReport own;
   own.how = checked_search(search, labels.count, queries, positives);
-  if (own.how != "ivf" || !search.bfloat16_products) return hard_negative_shortlist(queries, all_labels(labels, progress), positives, size, progress, search, report);
+  if (own.how != "ivf" || !(search.bfloat16_products || search.bfloat16_labels))
+    return hard_negative_shortlist(queries, all_labels(labels, progress), positives, size, progress, search, report);
   // The sampled queries first: their exact shortlists are found against the float32 labels as each slice passes
   // on its way into bfloat16, so that the recall reported is against float32 search.
   SampledQueries sample(queries.count, search.recall_sample);
   const CsrMatrix sampled_positives = csr_rows(positives, sample.rows());
   const torch::Tensor sample_queries = sample.rows().empty() ? torch::Tensor() : embed_rows(queries, sample.rows());
   torch::Tensor exact;
-  const KeyClusters clusters(labels_in_bfloat16(labels, sample_queries, sampled_positives, size, progress, exact));
+  const KeyClusters clusters(labels_in_bfloat16(labels, sample_queries, sampled_positives, size, progress, exact), ivf_labels_per_cluster(search, labels.count));
   // The label slices' and the k-means' temporaries go back to the system before the shortlists' ids (0.9 GB at 2.25M
   // queries x 100) are allocated: the heap keeps freed blocks for reuse, and that one does not fit in them.
   return_freed_memory();

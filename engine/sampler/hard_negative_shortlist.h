@@ -19,14 +19,24 @@ namespace xmc {
 struct ShortlistSearch {
   std::string kind = "exact";  ///< exact | ivf | hnsw | auto
   std::int64_t ann_above = 200000;  ///< with auto: ivf from this many labels
+  /// With ivf: labels per cluster; 0 = about √labels / 4 (at least 64). Four times √labels clusters keep a query's top 10
+  /// at a fifth of the labels scanned that √labels clusters need (bench/RESULTS.md: 2.1 % against 16.9 % at 1.3M labels).
+  std::int64_t cluster_size = 0;
   std::int64_t probe = 64;          ///< with ivf: label clusters searched per query
-  /// With ivf: the probe is raised from `probe` by half at a time, up to this, until the sampled queries keep
+  /// With ivf: the probe is lowered from `probe` by a third at a time while the sampled queries keep `recall_target`
+  /// of their exact top 10 (when `probe` already does), or else raised by half at a time, up to this, until they keep
   /// `recall_target` of their exact top 10 (0 or <= probe: `probe` as it is).
   std::int64_t max_probe = 0;
   double recall_target = 0.95;
   bool bfloat16_products = false;   ///< with ivf: labels held and scored in bfloat16, candidates re-scored in float32
+  /// With ivf: labels held in bfloat16 (half the memory of float32: 0.62 GiB at 1.3M x 256), each probed cluster's
+  /// rounded labels scored in float32; implied by bfloat16_products.
+  bool bfloat16_labels = false;
   std::int64_t recall_sample = 1000;  ///< queries the approximate shortlists are checked on against exact ones
 };
+
+/// With ivf: the labels per cluster `search` asks for over `num_labels` labels (search.cluster_size, or its default).
+std::int64_t ivf_labels_per_cluster(const ShortlistSearch& search, std::int64_t num_labels);
 
 /// How a shortlist was found.
 struct ShortlistReport {
@@ -34,9 +44,11 @@ struct ShortlistReport {
   std::string how;              ///< "exact", "ivf" or "hnsw"
   std::int64_t clusters = 0;    ///< with ivf: label clusters, and how many each query searched
   std::int64_t probed = 0;
-  std::int64_t first_probe = 0; ///< with ivf: the probe tried first (probed > first_probe: raised toward recall_target)
-  double recall_target = 0;     ///< with ivf and a raised probe: the recall@10 it was raised toward
+  std::int64_t first_probe = 0; ///< with ivf: the probe tried first (probed > first_probe: raised toward recall_target;
+                                ///< probed < first_probe: lowered, keeping it)
+  double recall_target = 0;     ///< with ivf and a tuned probe: the recall@10 it was tuned toward
   bool bfloat16 = false;        ///< with ivf: labels held and scored in bfloat16, re-scored in float32
+  bool bfloat16_labels = false; ///< with ivf: labels held in bfloat16 (scored in float32 unless `bfloat16`)
   double scanned_fraction = 1;  ///< with ivf: mean share of the labels a query was scored against
   double recall = 1.0;          ///< mean over the sampled queries of |approximate ∩ exact| / |exact|
   double recall_at_10 = 1.0;    ///< the same for the top 10 of both

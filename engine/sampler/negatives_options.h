@@ -17,12 +17,17 @@ struct NegativesOptions {
   std::int64_t label_chunk = 4096;         ///< labels encoded per chunk with negatives = all (gradient caching)
   std::string search = "auto";             ///< how shortlists are found: exact | ivf | hnsw | auto (ivf from search_above labels)
   std::int64_t search_above = 200000;      ///< with search = auto, the label count from which shortlists are approximate
+  std::int64_t cluster_size = 0;           ///< with ivf: labels per cluster; 0 = about sqrt(labels) / 4 (at least 64)
   std::int64_t probe = 64;                 ///< with ivf: label clusters searched per query (the first tried)
-  std::int64_t max_probe = 128;            ///< with ivf: the probe is raised by half at a time up to this, toward 0.95 of the exact top 10
+  std::int64_t max_probe = 512;            ///< with ivf: the probe is raised by half at a time up to this, toward 0.95 of the exact top 10
+                                           ///< (or lowered by a third while it keeps that); <= probe: no tuning
   std::string precision = "auto";          ///< with ivf: the labels' and products' type: float32 | bfloat16 | auto (bfloat16 where native)
 
   /// Whether an ivf shortlist search holds its labels and scores in bfloat16 (then re-scores its candidates in float32).
   bool bfloat16_products() const;
+  /// Whether an ivf shortlist search holds its labels in bfloat16 (auto and bfloat16; scored in float32 unless
+  /// bfloat16_products()).
+  bool bfloat16_labels() const;
 };
 
 OptionGroup negatives_option_group();

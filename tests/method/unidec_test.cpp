@@ -344,13 +344,14 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
   const torch::Tensor &queries = problem.queries, &labels = problem.labels;
   const CsrMatrix& positives = problem.positives;
   const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
-  for (const std::string variant : {"hnsw", "ivf", "ivf bfloat16"}) {
+  for (const std::string variant : {"hnsw", "ivf", "ivf bfloat16", "ivf bfloat16 labels"}) {
     SCOPED_TRACE(variant);
     const std::string kind = variant.substr(0, 4) == "hnsw" ? "hnsw" : "ivf";
-    const bool bfloat16 = variant == "ivf bfloat16";
+    const bool bfloat16 = variant == "ivf bfloat16", bfloat16_labels = variant == "ivf bfloat16 labels";
     ShortlistReport report;
-    const torch::Tensor approximate = hard_negative_shortlist(queries, labels, positives, size, silent_progress(),
-                                                              {.kind = kind, .probe = 16, .bfloat16_products = bfloat16}, &report);
+    const torch::Tensor approximate = hard_negative_shortlist(
+        queries, labels, positives, size, silent_progress(), {.kind = kind, .probe = 16, .bfloat16_products = bfloat16, .bfloat16_labels = bfloat16_labels},
+        &report);
     ASSERT_EQ(approximate.sizes(), exact.sizes());
     EXPECT_TRUE(report.approximate);
     EXPECT_EQ(report.how, kind);
@@ -378,6 +379,8 @@ TEST(HardNegativeShortlist, ApproximateShortlistsReportTheirRecallAgainstTheExac
       EXPECT_EQ(report.clusters, 47);
       EXPECT_EQ(report.bfloat16, bfloat16);
       EXPECT_EQ(line.find("labels held and multiplied in bfloat16, candidates re-scored in float32") != std::string::npos, bfloat16) << line;
+      EXPECT_EQ(report.bfloat16_labels, bfloat16 || bfloat16_labels);
+      EXPECT_EQ(line.find("labels held in bfloat16, multiplied in float32") != std::string::npos, bfloat16_labels) << line;
       EXPECT_EQ(report.probed, 16);
       EXPECT_GT(report.scanned_fraction, 0.0);
       EXPECT_LT(report.scanned_fraction, 0.6);
@@ -431,6 +434,56 @@ TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
   hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1, .max_probe = 2}, &capped);
   EXPECT_EQ(capped.probed, 2) << "probe 1 keeps under 0.95 (asserted above), and 2 is the cap";
   EXPECT_LE(capped.recall_at_10, raised.recall_at_10);
+}
+
+// A first probe that already keeps 0.95 of the sampled queries' exact top 10 is lowered by a third at a time (at
+// least by one) while it still does, and the log says so; the next lower probe keeps less. Without room to tune
+// (hard.max_probe at or below hard.probe) the probe is searched as it is.
+TEST(HardNegativeShortlist, IvfRefreshLowersAProbeThatKeepsMoreThanTheTarget) {
+  const std::int64_t n = 400, num_labels = 3000, size = 20;
+  const ShortlistProblem problem = shortlist_problem(8, 30, 16, n, num_labels, 0.5, {{11, 0}});
+  // 3000 labels: 47 clusters of about 64; 40 of them keep nearly all of a query's top 10.
+  ShortlistReport first;
+  hard_negative_shortlist(problem.queries, problem.labels, problem.positives, size, silent_progress(), {.kind = "ivf", .probe = 40}, &first);
+  ASSERT_GE(first.recall_at_10, 0.95);
+  EXPECT_EQ(first.probed, 40);
+
+  ShortlistReport lowered;
+  hard_negative_shortlist(problem.queries, problem.labels, problem.positives, size, silent_progress(), {.kind = "ivf", .probe = 40, .max_probe = 64},
+                          &lowered);
+  EXPECT_GE(lowered.recall_at_10, 0.95);
+  ASSERT_LT(lowered.probed, 40);
+  std::int64_t probe = 40;  // 40, 27, 18, 12, 8, 6, 4, 3, 2, 1: each a third smaller than the last, at least one
+  while (probe > lowered.probed) probe -= std::max<std::int64_t>(1, probe / 3);
+  EXPECT_EQ(probe, lowered.probed) << "not a probe of the sequence from 40";
+  if (lowered.probed > 1) {
+    ShortlistReport one_step_less;
+    const std::int64_t next = lowered.probed - std::max<std::int64_t>(1, lowered.probed / 3);
+    hard_negative_shortlist(problem.queries, problem.labels, problem.positives, size, silent_progress(), {.kind = "ivf", .probe = next}, &one_step_less);
+    EXPECT_LT(one_step_less.recall_at_10, 0.95) << "probe " << next << " still kept 0.95";
+  }
+  const std::string line = lowered.describe(num_labels, size);
+  EXPECT_NE(line.find(std::to_string(lowered.probed) + " searched, lowered from 40 keeping recall@10 0.95"), std::string::npos) << line;
+}
+
+// The inverted file's clusters: about sqrt(labels) / 4 labels each by default (four times sqrt(labels) clusters, at least
+// 64 labels each), or hard.cluster_size as set; a negative size is refused by name.
+TEST(HardNegativeShortlist, IvfClustersHoldAQuarterOfSqrtLabelsOrHardClusterSize) {
+  EXPECT_EQ(ivf_labels_per_cluster({}, 1'000'000), 250);  // sqrt = 1000: 4,000 clusters
+  EXPECT_EQ(ivf_labels_per_cluster({}, 1'300'000), 286);  // sqrt = 1140.2, a quarter 285.04, rounded up
+  EXPECT_EQ(ivf_labels_per_cluster({}, 40'000), 64);      // a quarter of 200 is under the floor
+  EXPECT_EQ(ivf_labels_per_cluster({.cluster_size = 100}, 1'000'000), 100);
+  try {
+    ivf_labels_per_cluster({.cluster_size = -1}, 1000);
+    ADD_FAILURE() << "a negative cluster size was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("hard.cluster_size"), std::string::npos) << e.what();
+  }
+  const ShortlistProblem problem = shortlist_problem(8, 30, 16, 200, 3000, 0.5, {{11, 0}});
+  ShortlistReport report;
+  hard_negative_shortlist(problem.queries, problem.labels, problem.positives, 20, silent_progress(), {.kind = "ivf", .cluster_size = 30, .probe = 4}, &report);
+  EXPECT_EQ(report.clusters, 100);  // 3000 labels / 30
+  EXPECT_EQ(report.probed, 4);
 }
 
 // A refresh embeds the training queries a slice at a time (never all of them at once; an IVF refresh embeds its
@@ -499,9 +552,13 @@ TEST(HardNegativeShortlist, EmbedsTheLabelsASliceAtATime) {
                                    return labels.narrow(0, begin, end - begin).clone();
                                  }};
   const torch::Tensor exact = hard_negative_shortlist(queries, labels, positives, size);
-  for (const std::string variant : {"exact", "ivf", "ivf bfloat16"}) {
+  for (const std::string variant : {"exact", "ivf", "ivf bfloat16", "ivf bfloat16 labels"}) {
     SCOPED_TRACE(variant);
-    const ShortlistSearch search{.kind = variant.substr(0, 3) == "ivf" ? "ivf" : "exact", .probe = 8, .bfloat16_products = variant == "ivf bfloat16"};
+    const ShortlistSearch search{.kind = variant.substr(0, 3) == "ivf" ? "ivf" : "exact",
+                                 .probe = 8,
+                                 .bfloat16_products = variant == "ivf bfloat16",
+                                 .bfloat16_labels = variant == "ivf bfloat16 labels"};
+    const bool held_in_bfloat16 = search.bfloat16_products || search.bfloat16_labels;
     asked.clear();
     ShortlistReport by_slice, at_once;
     const torch::Tensor got = hard_negative_shortlist(RowEmbeddings::of(queries), label_rows, positives, size, silent_progress(), search, &by_slice);
@@ -515,11 +572,11 @@ TEST(HardNegativeShortlist, EmbedsTheLabelsASliceAtATime) {
     std::int64_t next = 0;
     for (const auto& [begin, end] : asked) {
       EXPECT_EQ(begin, next);
-      EXPECT_LE(end - begin, begin == 0 ? 256 : search.bfloat16_products ? 1032 : 65536);
+      EXPECT_LE(end - begin, begin == 0 ? 256 : held_in_bfloat16 ? 1032 : 65536);
       next = end;
     }
     EXPECT_EQ(next, num_labels);
-    if (!search.bfloat16_products) continue;
+    if (!held_in_bfloat16) continue;
     EXPECT_GE(asked.size(), 5u);
     // Every query is sampled (500 < 1,000): the recall reported is the overlap with the float32 exact shortlists.
     EXPECT_EQ(by_slice.sampled, n);
@@ -534,7 +591,8 @@ TEST(HardNegativeShortlist, EmbedsTheLabelsASliceAtATime) {
     }
     EXPECT_NEAR(by_slice.recall_at_10, overlap_10 / n, 1e-9);
     EXPECT_GE(by_slice.recall_at_10, 0.9);
-    EXPECT_TRUE(by_slice.bfloat16);
+    EXPECT_EQ(by_slice.bfloat16, search.bfloat16_products);
+    EXPECT_TRUE(by_slice.bfloat16_labels);
   }
   const RowEmbeddings narrower{.count = num_labels, .embed = [&](std::int64_t begin, std::int64_t end) {
                                  return labels.narrow(0, begin, end - begin).narrow(1, 0, begin == 0 ? dim : dim - 1);

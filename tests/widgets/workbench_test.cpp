@@ -547,15 +547,18 @@ class WorkbenchTest : public QObject {
     QVERIFY(!form.field_shown("encoder.min_count"));
     form.set_field_text("encoder.lora.rank", "64");
     QCOMPARE(form.config().get<xmc::DecoderOptions>().lora_rank, std::int64_t{64});
-    // The shortlist search's keys (its probe, the probe it may be raised to, the products' type) with hard negatives only.
+    // The shortlist search's keys (its clusters' size, its probe, the probe it may be raised to, the products' type)
+    // with hard negatives only.
     form.set_field_text("method", "unidec");
     form.set_field_text("negatives", "inbatch");
-    for (const char* key : {"hard.probe", "hard.max_probe", "hard.precision"}) QVERIFY2(!form.field_shown(key), key);
+    for (const char* key : {"hard.cluster_size", "hard.probe", "hard.max_probe", "hard.precision"}) QVERIFY2(!form.field_shown(key), key);
     form.set_field_text("negatives", "hard");
-    for (const char* key : {"hard.probe", "hard.max_probe", "hard.precision", "psl.shortlist"}) QVERIFY2(form.field_shown(key), key);
+    for (const char* key : {"hard.cluster_size", "hard.probe", "hard.max_probe", "hard.precision", "psl.shortlist"}) QVERIFY2(form.field_shown(key), key);
     form.set_field_text("hard.max_probe", "256");
+    form.set_field_text("hard.cluster_size", "500");
     form.set_field_text("hard.precision", "float32");
     QCOMPARE(form.config().get<xmc::NegativesOptions>().max_probe, std::int64_t{256});
+    QCOMPARE(form.config().get<xmc::NegativesOptions>().cluster_size, std::int64_t{500});
     QVERIFY(!form.config().get<xmc::NegativesOptions>().bfloat16_products());
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       form.resize(900, 1400);

@@ -169,9 +169,11 @@ class UnidecMethod final : public Method {
                                                               context.progress,
                                                               {.kind = negatives.search,
                                                                .ann_above = negatives.search_above,
+                                                               .cluster_size = negatives.cluster_size,
                                                                .probe = negatives.probe,
                                                                .max_probe = negatives.max_probe,
-                                                               .bfloat16_products = negatives.bfloat16_products()},
+                                                               .bfloat16_products = negatives.bfloat16_products(),
+                                                               .bfloat16_labels = negatives.bfloat16_labels()},
                                                               &report);
       if (report.approximate) context.phase(report.describe(context.dataset.num_labels(), config_.get<PslOptions>().shortlist));
       window_.refresh(std::move(shortlist), epoch, context.label_pool_rng);  // shuffled in place, not beside a copy
