@@ -110,6 +110,20 @@ TrainResult resume_to_the_end(const std::filesystem::path& db, std::int64_t run,
   return resumed.run();
 }
 
+/// Run `run` of `db`, stopped after `steps` steps, logged `message` last; resumed, it trains on from step `steps` + 1
+/// and ends with the uninterrupted run's parameters (`expected`) and metrics (`reference`), bit for bit.
+void expect_stop_logged_and_resumed_to_the_end(const std::filesystem::path& db, std::int64_t run, const std::string& message, std::int64_t steps,
+                                               const std::vector<torch::Tensor>& expected, const TrainResult& reference) {
+  const auto log = RunStore(db).log(run);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.back().message.find(message), std::string::npos) << log.back().message;
+  std::int64_t first_step_after_resume = -1;
+  const TrainResult resumed = resume_to_the_end(db, run, first_step_after_resume);
+  ASSERT_EQ(resumed.outcome, RunOutcome::Completed);
+  EXPECT_EQ(first_step_after_resume, steps + 1);
+  expect_same_end(expected, reference, db, run, resumed);
+}
+
 }  // namespace
 
 TEST(Training, DexmlLearnsAndRecordsTheRun) {
@@ -611,16 +625,9 @@ TEST(Training, AStopWhileAnEpochsShortlistsOrClustersAreMadeResumesToTheUninterr
     });
     ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
     EXPECT_FALSE(epoch_two_trained);
-    const auto log = RunStore(db).log(stopped.run_id());
-    ASSERT_FALSE(log.empty());
-    EXPECT_NE(log.back().message.find("stopped before epoch 2's training, while its batches or shortlists were made, at step " + std::to_string(steps)),
-              std::string::npos)
-        << log.back().message;
-    std::int64_t first_step_after_resume = -1;
-    const TrainResult b = resume_to_the_end(db, stopped.run_id(), first_step_after_resume);
-    ASSERT_EQ(b.outcome, RunOutcome::Completed);
-    EXPECT_EQ(first_step_after_resume, steps + 1);
-    expect_same_end(pa, a, db, stopped.run_id(), b);
+    expect_stop_logged_and_resumed_to_the_end(db, stopped.run_id(),
+                                              "stopped before epoch 2's training, while its batches or shortlists were made, at step " + std::to_string(steps),
+                                              steps, pa, a);
   }
 }
 
@@ -661,14 +668,7 @@ TEST(Training, AStopWhileDexmlOrNgameClusterAnEpochResumesOnTheBatchesDrawn) {
     ASSERT_EQ(stopped.run().outcome, RunOutcome::Stopped);
     ASSERT_TRUE(stop_asked);
     EXPECT_FALSE(stepped_after_stop);
-    const auto log = RunStore(db).log(stopped.run_id());
-    ASSERT_FALSE(log.empty());
-    EXPECT_NE(log.back().message.find("stopped at step " + std::to_string(steps)), std::string::npos) << log.back().message;
-    std::int64_t first_step_after_resume = -1;
-    const TrainResult b = resume_to_the_end(db, stopped.run_id(), first_step_after_resume);
-    ASSERT_EQ(b.outcome, RunOutcome::Completed);
-    EXPECT_EQ(first_step_after_resume, steps + 1);
-    expect_same_end(pa, a, db, stopped.run_id(), b);
+    expect_stop_logged_and_resumed_to_the_end(db, stopped.run_id(), "stopped at step " + std::to_string(steps), steps, pa, a);
   }
 }
 
