@@ -65,6 +65,18 @@ TrainConfig method_config(const std::filesystem::path& dir, const std::string& m
   return config;
 }
 
+/// method_config() for 3 epochs of `method` with hard negatives, its shortlists refreshed at every epoch's start and its
+/// batches made of query clusters (of 4) from epoch 2 on.
+TrainConfig refreshed_and_clustered_every_epoch(const std::filesystem::path& dir, const std::string& method) {
+  TrainConfig config = method_config(dir, method, "hard", 3, 0);
+  config.edit<PslOptions>().refresh_every = 1;  // UniDEC's refresh window
+  config.edit<NegativesOptions>().refresh_every = 1;  // DEXML's and NGAME's
+  config.edit<QueryBatcherOptions>().type = "cluster";
+  config.edit<ClusterBatchOptions>().cluster_size = 4;
+  config.edit<ClusterBatchOptions>().start_epoch = 1;
+  return config;
+}
+
 // Every tensor of a (nested) archive, in key order.
 void collect_tensors(torch::serialize::InputArchive& archive, std::vector<torch::Tensor>& out) {
   for (const auto& key : archive.keys()) {
@@ -598,11 +610,7 @@ TEST(Training, CheckpointsPlacedByTimeChangeNothingInARunWithDeferredRows) {
 // resumes at the epoch's start, and the resumed run reaches the uninterrupted run's parameters and metrics.
 TEST(Training, AStopWhileAnEpochsShortlistsOrClustersAreMadeResumesToTheUninterruptedResult) {
   test::TempDir dir;
-  TrainConfig config = method_config(dir.path(), "unidec", "hard", 3, 0);
-  config.edit<PslOptions>().refresh_every = 1;  // a refresh at every epoch's start
-  config.edit<QueryBatcherOptions>().type = "cluster";
-  config.edit<ClusterBatchOptions>().cluster_size = 4;
-  config.edit<ClusterBatchOptions>().start_epoch = 1;  // clusters from epoch 2 on
+  const TrainConfig config = refreshed_and_clustered_every_epoch(dir.path(), "unidec");
   TrainingRun whole(config, dir / "a.sqlite");
   const TrainResult a = whole.run();
   ASSERT_EQ(a.outcome, RunOutcome::Completed);
@@ -638,11 +646,7 @@ TEST(Training, AStopWhileDexmlOrNgameClusterAnEpochResumesOnTheBatchesDrawn) {
   for (const std::string method : {"dexml", "ngame"}) {
     SCOPED_TRACE(method);
     test::TempDir dir;
-    TrainConfig config = method_config(dir.path(), method, "hard", 3, 0);
-    config.edit<NegativesOptions>().refresh_every = 1;  // a refresh at every epoch's start
-    config.edit<QueryBatcherOptions>().type = "cluster";
-    config.edit<ClusterBatchOptions>().cluster_size = 4;
-    config.edit<ClusterBatchOptions>().start_epoch = 1;  // clusters from epoch 2 on
+    const TrainConfig config = refreshed_and_clustered_every_epoch(dir.path(), method);
     TrainingRun whole(config, dir / "a.sqlite");
     const TrainResult a = whole.run();
     ASSERT_EQ(a.outcome, RunOutcome::Completed);
