@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
@@ -12,6 +13,7 @@
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/text/corpus_rows.h"
+#include "engine/method/epoch_query_encodings.h"
 #include "engine/method/grad_cache.h"
 #include "engine/loss/loss_options.h"
 #include "engine/sampler/negatives_options.h"
@@ -40,7 +42,7 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
           {std::move(head), config_.lr * config_.head_lr_scale, 0.0}};
 }
 
-torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context) const {
+torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context, const EpochQueryEncodings* encoded) const {
   // The labels are embedded a slice at a time as the search asks: an IVF search in bfloat16 never holds them in
   // float32 (1.3 GB at 1.3M labels x 256), the others gather them.
   const RowEmbeddings labels{.count = context.label_corpus.size(), .embed = [&](std::int64_t begin, std::int64_t end) {
@@ -65,7 +67,8 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
                      }};
   };
   if (!context.distributed.enabled()) {
-    torch::Tensor shortlist = hard_negative_shortlist(query_rows(0, context.dataset.num_train()), labels, context.dataset.train_labels,
+    const RowEmbeddings queries = query_rows(0, context.dataset.num_train());
+    torch::Tensor shortlist = hard_negative_shortlist(encoded ? encoded->for_refresh(queries.embed) : queries, labels, context.dataset.train_labels,
                                                       negatives.shortlist, context.progress, search, &report);
     if (report.approximate) context.phase(report.describe(num_labels, negatives.shortlist));
     return shortlist;
@@ -85,27 +88,36 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
   // clustering and its encoding.
   const bool draws_batches = !context.distributed.enabled() || context.distributed.is_main();
   QueryBatcher& batcher = context.batcher;
+  const NegativesOptions& negatives = config_.get<NegativesOptions>();
+  const bool hard_yet = negatives.kind == "hard" && epoch >= negatives.start_epoch;
+  const bool refreshes_shortlist = hard_yet && (!shortlist_.defined() || epoch - shortlist_epoch_ >= negatives.refresh_every);
   std::vector<std::vector<std::int64_t>> batches;
+  // Encoded for the clustering in a single process, the queries are kept for this epoch's refresh too (the same
+  // model); in data-parallel training each rank refreshes for its own slice of them.
+  std::optional<EpochQueryEncodings> encoded;
   if (draws_batches) {
     // The clustering's input is encoded afresh by the current encoder and dropped with this scope: kept from
     // the steps instead, it would be held all through training (1.15 GB at 2.25M queries).
     torch::Tensor embeddings;
     if (batcher.needs_embeddings(epoch)) {
       context.phase("encoding training queries");
-      embeddings = model->embed_all(context.train_corpus, context.progress, "encoding training queries for clustering", 1024, kClusteringEmbeddingType);
+      const EpochQueryEncodings::Encoder encode = [&](std::int64_t begin, std::int64_t end) {
+        return model->embed_all(corpus_rows(context.train_corpus, begin, end));
+      };
+      encoded.emplace(context.train_corpus.size(), encode, refreshes_shortlist && !context.distributed.enabled(), context);
+      embeddings = encoded->take_for_clustering();
       context.phase(batcher.refresh_phase(epoch));
     }
     batches = batcher.epoch_batches(epoch, embeddings, &context.progress);
   }
-  const NegativesOptions& negatives = config_.get<NegativesOptions>();
-  if (negatives.kind == "hard" && epoch < negatives.start_epoch)
+  if (negatives.kind == "hard" && !hard_yet)
     context.phase("in-batch negatives alone until epoch " + std::to_string(negatives.start_epoch + 1) + " (hard.start_epoch " + std::to_string(negatives.start_epoch) + ")");
-  else if (negatives.kind == "hard" && (!shortlist_.defined() || epoch - shortlist_epoch_ >= negatives.refresh_every)) {
+  else if (refreshes_shortlist) {
     // The clustering's embeddings and temporaries go back to the system before the refresh allocates its own (as
     // UniDEC's refresh does).
     return_freed_memory();
     context.phase("refreshing hard-negative shortlists");
-    shortlist_ = refreshed_shortlist(model, context);
+    shortlist_ = refreshed_shortlist(model, context, encoded ? &*encoded : nullptr);
     shortlist_epoch_ = epoch;
   }
   return batches;

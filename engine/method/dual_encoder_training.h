@@ -16,6 +16,8 @@
 
 namespace xmc {
 
+class EpochQueryEncodings;
+
 class DualEncoderTraining {
  public:
   explicit DualEncoderTraining(const TrainConfig& config);
@@ -46,7 +48,8 @@ class DualEncoderTraining {
  private:
   /// Each training query's hard-negative shortlist from the current model; in data-parallel training each
   /// rank searches for its slice of the queries and the slices are gathered.
-  torch::Tensor refreshed_shortlist(XmcModel& model, TrainContext& context) const;
+  /// `encoded`: the training queries already encoded at this epoch's start (the clustering's), or null.
+  torch::Tensor refreshed_shortlist(XmcModel& model, TrainContext& context, const EpochQueryEncodings* encoded) const;
   /// step() on one rank of a data-parallel job: the same pool on every rank, each rank encoding its share of
   /// the queries and of the pool's labels; the loss sees the gathered whole.
   struct Prepared;

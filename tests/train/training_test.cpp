@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -673,6 +675,48 @@ TEST(Training, AStopWhileDexmlOrNgameClusterAnEpochResumesOnTheBatchesDrawn) {
     ASSERT_TRUE(stop_asked);
     EXPECT_FALSE(stepped_after_stop);
     expect_stop_logged_and_resumed_to_the_end(db, stopped.run_id(), "stopped at step " + std::to_string(steps), steps, pa, a);
+  }
+}
+
+// An epoch that clusters its queries and refreshes its shortlists encodes the queries once: the refresh reads the
+// clustering's float32 encodings back from an unnamed file under TMPDIR. Where none can be kept (TMPDIR missing) the
+// log says so and the refresh encodes again; both ways train the same model, bit for bit, and leave no file behind.
+TEST(Training, AnEpochsQueriesEncodedForItsClusteringServeItsRefreshToTheSameResult) {
+  const char* saved = std::getenv("TMPDIR");
+  const std::string tmpdir_before = saved != nullptr ? saved : "";
+  for (const std::string method : {"unidec", "dexml", "ngame"}) {
+    SCOPED_TRACE(method);
+    test::TempDir dir;
+    const TrainConfig config = refreshed_and_clustered_every_epoch(dir.path(), method);
+    std::filesystem::create_directories(dir / "tmp");
+    auto run_with_tmpdir = [&](const std::filesystem::path& tmpdir, const std::string& db, int& kept, int& not_kept) {
+      ::setenv("TMPDIR", tmpdir.c_str(), 1);
+      TrainingRun run(config, dir / db);
+      kept = not_kept = 0;
+      run.subscribe([&](const TrainEvent& e) {
+        if (e.kind != TrainEvent::Kind::Phase) return;
+        if (e.message.rfind("training queries' float32 encodings kept for the shortlist refresh (", 0) == 0 &&
+            e.message.find(tmpdir.string()) != std::string::npos)
+          ++kept;
+        if (e.message.rfind("training queries' encodings not kept for the shortlist refresh (", 0) == 0 &&
+            e.message.find("the refresh encodes them again") != std::string::npos)
+          ++not_kept;
+      });
+      const TrainResult result = run.run();
+      if (tmpdir_before.empty()) ::unsetenv("TMPDIR");
+      else ::setenv("TMPDIR", tmpdir_before.c_str(), 1);
+      EXPECT_EQ(result.outcome, RunOutcome::Completed);
+      return std::make_pair(result, run.run_id());
+    };
+    int kept = 0, not_kept = 0;
+    const auto [again, again_id] = run_with_tmpdir(dir / "missing", "again.sqlite", kept, not_kept);
+    EXPECT_EQ(kept, 0);
+    EXPECT_EQ(not_kept, 2);  // epochs 2 and 3 cluster (epoch 1 only refreshes)
+    const auto [once, once_id] = run_with_tmpdir(dir / "tmp", "once.sqlite", kept, not_kept);
+    EXPECT_EQ(kept, 2);
+    EXPECT_EQ(not_kept, 0);
+    EXPECT_TRUE(std::filesystem::is_empty(dir / "tmp"));
+    expect_same_end(final_parameters(dir / "again.sqlite", again_id), again, dir / "once.sqlite", once_id, once);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
@@ -18,6 +19,7 @@
 #include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
 #include "engine/method/method_registry.h"
+#include "engine/method/epoch_query_encodings.h"
 #include "engine/method/unidec/unidec_model.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
@@ -136,15 +138,21 @@ class UnidecMethod final : public Method {
     // The shortlists' N x S ids (0.9 GB at 2.25M queries x 100) are not held while the next ones are searched,
     // nor while the queries are clustered.
     if (refreshes_shortlists) window_.release();
+    // The training queries in the DE space, a slice at a time.
+    const EpochQueryEncodings::Encoder encode_queries = [&](std::int64_t begin, std::int64_t end) {
+      return model_->embed_all(corpus_rows(context.train_corpus, begin, end), UnidecSpace::De);
+    };
     std::vector<std::vector<std::int64_t>> batches;
+    // Encoded for the clustering, the queries are kept for this epoch's refresh too (the same model and space).
+    std::optional<EpochQueryEncodings> encoded;
     {
       // The clustering's input is encoded afresh by the current encoder and dropped with this scope: kept from
       // the steps instead, it would be held all through training (1.15 GB at 2.25M queries).
       torch::Tensor embeddings;
       if (batcher.needs_embeddings(epoch)) {
         context.phase("encoding training queries");
-        embeddings = model_->embed_all(context.train_corpus, UnidecSpace::De, context.progress, "encoding training queries for clustering", 1024,
-                                       kClusteringEmbeddingType);
+        encoded.emplace(context.train_corpus.size(), encode_queries, refreshes_shortlists, context);
+        embeddings = encoded->take_for_clustering();
         context.phase(batcher.refresh_phase(epoch));
       }
       batches = batcher.epoch_batches(epoch, embeddings, &context.progress);
@@ -160,11 +168,9 @@ class UnidecMethod final : public Method {
       const RowEmbeddings labels{.count = context.label_corpus.size(), .embed = [&](std::int64_t begin, std::int64_t end) {
                                    return model_->embed_all(corpus_rows(context.label_corpus, begin, end), UnidecSpace::De);
                                  }};
-      // The training queries are embedded a slice at a time as the search reaches them (2.3 GB held otherwise at
-      // 2.25M queries x 256).
-      const RowEmbeddings queries{.count = context.train_corpus.size(), .embed = [&](std::int64_t begin, std::int64_t end) {
-                                return model_->embed_all(corpus_rows(context.train_corpus, begin, end), UnidecSpace::De);
-                              }};
+      // The training queries, read back from the clustering's encoding or embedded a slice at a time as the search
+      // reaches them (2.3 GB held otherwise at 2.25M queries x 256).
+      const RowEmbeddings queries = encoded ? encoded->for_refresh(encode_queries) : RowEmbeddings{.count = context.train_corpus.size(), .embed = encode_queries};
       torch::Tensor shortlist = hard_negative_shortlist(queries, labels, context.dataset.train_labels, config_.get<PslOptions>().shortlist,
                                                               context.progress,
                                                               {.kind = negatives.search,
