@@ -6,7 +6,7 @@
 // not balanced.
 //
 // Algorithm. A sample of at most `sample_per_centroid` × k rows is drawn without replacement from the seed; the
-// centroids start from k-means++ seeding on (the first max(8k, 4096) rows of) it; each iteration assigns every sample row to its most similar centroid by
+// centroids start from k-means++ seeding on (the first max(2k, 4096) rows of) it; each iteration assigns every sample row to its most similar centroid by
 // inner product of unit rows and sets each centroid to the normalised mean of its rows; a centroid left with no
 // rows takes a sample row drawn afresh. Then every row is assigned once. All products go through matrix
 // products in chunks of rows, so memory is O(chunk × k) besides the result.
