@@ -270,7 +270,7 @@ TrainingState read_checkpoint_state(const std::filesystem::path& path) {
 }
 
 TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& method, std::int64_t num_labels, const std::string& store_id,
-                              std::int64_t run_id) {
+                              std::int64_t run_id, std::optional<torch::serialize::InputArchive>* saved_optimizer) {
   if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such checkpoint");
   check_torch_archive(path);
   torch::serialize::InputArchive archive;
@@ -307,6 +307,15 @@ TrainingState load_checkpoint(const std::filesystem::path& path, MethodState& me
     const torch::Device device = module_device(method.module());
     if (device.is_cpu() || !archive.try_read("device_rng", device_rng)) device_rng = torch::Tensor();
     RandomState(device, cpu_rng, device_rng).restore();
+    if (saved_optimizer != nullptr) {
+      // The optimiser's part alone outlives `archive`: the model's and the method's tensors are freed with it.
+      saved_optimizer->reset();
+      if (read_int(archive, "has_optimizer")) {
+        torch::serialize::InputArchive optimizer_archive;
+        archive.read("optimizer", optimizer_archive);
+        *saved_optimizer = std::move(optimizer_archive);
+      }
+    }
     return state;
   } catch (const Error&) {
     throw;
@@ -323,8 +332,18 @@ bool load_optimizer_state(const std::filesystem::path& path, torch::optim::Optim
     if (!read_int(archive, "has_optimizer")) return false;
     torch::serialize::InputArchive optimizer_archive;
     archive.read("optimizer", optimizer_archive);
-    optimizer.load(optimizer_archive);
+    load_optimizer_state(optimizer_archive, path, optimizer);
     return true;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path.string(), "optimiser state does not match the model: " + torch_said(e));
+  }
+}
+
+void load_optimizer_state(torch::serialize::InputArchive& saved, const std::filesystem::path& path, torch::optim::Optimizer& optimizer) {
+  try {
+    optimizer.load(saved);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -169,6 +170,8 @@ struct Trainer::Impl {
   /// The next batch, prepared while the current one trains (it draws from label_pool_rng).
   StepPrefetcher prefetcher{label_pool_rng};
   std::unique_ptr<FusedAdamW> optimizer;
+  /// A resumed run's optimiser state, kept from the checkpoint's reading until the stage's optimiser is made.
+  std::optional<torch::serialize::InputArchive> resumed_optimizer_state;
   std::vector<double> base_lrs;
   std::vector<torch::Tensor> clipped_parameters;
   TrainingState state;
@@ -504,7 +507,10 @@ struct Trainer::Impl {
 
     state.stage = stages.empty() ? kDone : stages.front().name;
     if (setup.resume) {
-      state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id);
+      state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id, &resumed_optimizer_state);
+      // The checkpoint's archive, read whole, is freed but for the optimiser's part: its pages go back to the system
+      // before the optimiser is made.
+      return_freed_memory();
       check_resumable(state);
       if (state.stage.empty()) state.stage = stages.front().name;
       batcher->load_state(state.sampler_state);
@@ -937,9 +943,11 @@ struct Trainer::Impl {
     make_optimizer(stage);
     // Resumed inside this stage: continue its optimiser (a checkpoint at a stage boundary has none).
     if (setup.resume) {
-      load_optimizer_state(checkpoint_path(), *optimizer);
-      // The checkpoint's archives are read whole (twice: model, then optimiser; 4 GB at 1.3M labels) and freed by now:
-      // their pages go back to the system instead of staying in the heap through training.
+      // The optimiser's state as the checkpoint's reading kept it (the file is not read again).
+      if (resumed_optimizer_state) load_optimizer_state(*resumed_optimizer_state, checkpoint_path(), *optimizer);
+      resumed_optimizer_state.reset();
+      // The optimiser's state made before the saved one replaced it is freed: its pages go back to the system
+      // instead of staying in the heap through training.
       return_freed_memory();
     }
     setup.resume = false;
