@@ -357,7 +357,7 @@ class UnidecMethod final : public Method {
     }
     torch::Tensor has;
     if (with_classifiers_ && archive.try_read("has_classifier_table", has) && has.item<std::int64_t>() != 0 && !model_->has_classifier_table())
-      model_->add_classifier_table(num_labels);
+      model_->add_classifier_table(num_labels, /*for_checkpoint=*/true);  // the model's tensors are read next
   }
 
  private:

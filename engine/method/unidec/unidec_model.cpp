@@ -106,9 +106,10 @@ void UnidecModelImpl::embed_all_into(const TokenizedCorpus& corpus, UnidecSpace 
   });
 }
 
-void UnidecModelImpl::add_classifier_table(std::int64_t num_labels) {
-  table_ = register_parameter("classifiers", torch::zeros({num_labels, clf_dim()}, torch::TensorOptions().device(device())));
-  if (has_label_bias()) bias_ = register_parameter("classifier_bias", torch::zeros({num_labels, 1}, torch::TensorOptions().device(device())));
+void UnidecModelImpl::add_classifier_table(std::int64_t num_labels, bool for_checkpoint) {
+  const auto options = torch::TensorOptions().device(device());
+  table_ = register_parameter("classifiers", for_checkpoint ? torch::empty({num_labels, clf_dim()}, options) : torch::zeros({num_labels, clf_dim()}, options));
+  if (has_label_bias()) bias_ = register_parameter("classifier_bias", torch::zeros({num_labels, 1}, options));
 }
 
 torch::Tensor UnidecModelImpl::classifiers(const torch::Tensor& rows) {
