@@ -42,36 +42,39 @@ std::string why_not_kept(std::uintmax_t bytes, std::filesystem::path& folder) {
   return "";
 }
 
+/// A file for `rows` float32 rows of `width` in the temporary folder, or null when there is none (the log says why).
+std::unique_ptr<FloatRowFile> file_for(std::int64_t rows, std::int64_t width, TrainContext& context) {
+  std::filesystem::path folder;
+  const std::string why = why_not_kept(static_cast<std::uintmax_t>(rows) * static_cast<std::uintmax_t>(width) * sizeof(float), folder);
+  if (!why.empty()) {
+    context.phase(not_kept_message(why));
+    return nullptr;
+  }
+  try {
+    return std::make_unique<FloatRowFile>(folder, width);
+  } catch (const Error& e) {
+    context.phase(not_kept_message(e.what()));
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 EpochQueryEncodings::EpochQueryEncodings(std::int64_t count, const Encoder& encode, bool keep_for_refresh, TrainContext& context)
     : count_(count) {
-  // On a GPU the encoder is fast enough that reading 4·d bytes a query back from the disk would not pay.
-  bool keep = keep_for_refresh && context.device.is_cpu() && count > 0;
-  std::filesystem::path folder;
   if (count == 0) {
     for_clustering_ = encode(0, 0).detach().to(kClusteringEmbeddingType);
     return;
   }
+  // On a GPU the encoder is fast enough that reading 4·d bytes a query back from the disk would not pay.
+  const bool keep = keep_for_refresh && context.device.is_cpu();
   context.progress.start("encoding training queries for clustering", count);
   for (std::int64_t begin = 0; begin < count; begin += kChunkRows) {
     const std::int64_t end = std::min(count, begin + kChunkRows);
     const torch::Tensor part = encode(begin, end).detach();
-    if (!for_clustering_.defined()) {
+    if (!for_clustering_.defined()) {  // the first chunk gives the width
       for_clustering_ = torch::empty({count, part.size(1)}, part.options().dtype(kClusteringEmbeddingType));
-      if (keep) {
-        const std::uintmax_t bytes = static_cast<std::uintmax_t>(count) * static_cast<std::uintmax_t>(part.size(1)) * sizeof(float);
-        const std::string why = why_not_kept(bytes, folder);
-        if (why.empty()) {
-          try {
-            kept_ = std::make_unique<FloatRowFile>(folder, part.size(1));
-          } catch (const Error& e) {
-            context.phase(not_kept_message(e.what()));
-          }
-        } else {
-          context.phase(not_kept_message(why));
-        }
-      }
+      if (keep) kept_ = file_for(count, part.size(1), context);
     }
     for_clustering_.narrow(0, begin, end - begin).copy_(part);
     if (kept_) {
@@ -88,7 +91,8 @@ EpochQueryEncodings::EpochQueryEncodings(std::int64_t count, const Encoder& enco
   context.progress.finish();
   if (kept_)
     context.phase("training queries' float32 encodings kept for the shortlist refresh (" +
-                  gigabytes(static_cast<std::uintmax_t>(kept_->rows() * kept_->width()) * sizeof(float)) + ", an unnamed file in " + folder.string() + ")");
+                  gigabytes(static_cast<std::uintmax_t>(kept_->rows() * kept_->width()) * sizeof(float)) + ", an unnamed file in " +
+                  kept_->directory().string() + ")");
 }
 
 EpochQueryEncodings::~EpochQueryEncodings() = default;

@@ -33,7 +33,6 @@ class EpochQueryEncodings {
   torch::Tensor take_for_clustering() { return std::move(for_clustering_); }
   /// The queries for the refresh: the kept encodings read back a slice at a time, or `encode` where none were kept.
   RowEmbeddings for_refresh(const Encoder& encode) const;
-  bool kept() const { return kept_ != nullptr; }
 
  private:
   std::int64_t count_;
