@@ -357,7 +357,7 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, torch::Tenso
                                       const ShortlistSearch& search, ShortlistReport* report) {
   ShortlistReport own;
   own.how = checked_search(search, labels.size(0), queries, positives);
-  if (own.how == "ivf" && (search.bfloat16_products || search.bfloat16_labels)) {
+  if (own.how == "ivf" && search.holds_labels_in_bfloat16()) {
     // Read a slice at a time into bfloat16 (by reference: no second handle on the caller's matrix).
     const RowEmbeddings label_rows{.count = labels.size(0), .embed = [&labels](std::int64_t begin, std::int64_t end) { return labels.narrow(0, begin, end - begin); }};
     return hard_negative_shortlist(queries, label_rows, positives, size, progress, search, report);
@@ -403,7 +403,7 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, const RowEmb
                                       Progress& progress, const ShortlistSearch& search, ShortlistReport* report) {
   ShortlistReport own;
   own.how = checked_search(search, labels.count, queries, positives);
-  if (own.how != "ivf" || !(search.bfloat16_products || search.bfloat16_labels))
+  if (own.how != "ivf" || !search.holds_labels_in_bfloat16())
     return hard_negative_shortlist(queries, all_labels(labels, progress), positives, size, progress, search, report);
   // The sampled queries first: their exact shortlists are found against the float32 labels as each slice passes
   // on its way into bfloat16, so that the recall reported is against float32 search.

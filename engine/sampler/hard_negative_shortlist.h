@@ -33,6 +33,9 @@ struct ShortlistSearch {
   /// rounded labels scored in float32; implied by bfloat16_products.
   bool bfloat16_labels = false;
   std::int64_t recall_sample = 1000;  ///< queries the approximate shortlists are checked on against exact ones
+
+  /// With ivf: whether the labels are held in bfloat16 (asked for, or implied by bfloat16 products).
+  bool holds_labels_in_bfloat16() const { return bfloat16_products || bfloat16_labels; }
 };
 
 /// With ivf: the labels per cluster `search` asks for over `num_labels` labels (search.cluster_size, or its default).
