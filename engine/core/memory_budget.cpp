@@ -26,6 +26,15 @@ double physical_memory_bytes() {
 
 }  // namespace
 
+void require_fits_in_memory(double bytes, const std::string& what) {
+  const double physical = physical_memory_bytes();
+  if (physical <= 0 || bytes <= physical) return;
+  char sizes[96];
+  std::snprintf(sizes, sizeof sizes, "%.1f GB, more than this machine's %.1f GB of memory", bytes / double(std::int64_t{1} << 30),
+                physical / double(std::int64_t{1} << 30));
+  throw Error(what + " would need " + sizes);
+}
+
 std::int64_t default_memory_budget_mb() {
   const double physical = physical_memory_bytes();
   if (physical <= 0) return 256;  // unknown: a size any machine that trains has

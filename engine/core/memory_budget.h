@@ -36,6 +36,10 @@ inline constexpr int kEvaluationQueries = 8;
 /// The smallest budget a run may set: below it the temporaries' chunks shrink to a few rows and runs crawl.
 inline constexpr std::int64_t kMinMemoryBudgetMb = 32;
 
+/// Throws Error when `bytes` (what `what` needs at once) exceed this machine's physical memory, saying both sizes:
+/// an allocation that cannot succeed is named before it is tried, rather than ending in "out of memory".
+void require_fits_in_memory(double bytes, const std::string& what);
+
 /// The budget when none is set: 1/16 of the machine's physical memory, between 64 MB and 512 MB.
 std::int64_t default_memory_budget_mb();
 

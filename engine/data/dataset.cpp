@@ -21,9 +21,24 @@ std::vector<double> Dataset::inverse_propensities() const {
   return xmc::inverse_propensities(label_frequencies(), num_train(), meta.propensity);
 }
 
+namespace {
+
+/// `text` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD: a folder's name may hold any
+/// bytes, but the dataset's name goes into JSON (runs' records, summaries), which holds UTF-8 only.
+std::string with_replacement_characters(std::string_view text) {
+  std::string out;
+  for (auto at = find_invalid_utf8(text); at != std::string_view::npos; at = find_invalid_utf8(text)) {
+    out.append(text.substr(0, at)).append("\xEF\xBF\xBD");
+    text.remove_prefix(at + 1);
+  }
+  return out.append(text);
+}
+
+}  // namespace
+
 DatasetMeta read_dataset_meta(const fs::path& dir) {
   DatasetMeta meta;
-  meta.name = dir.filename().string();
+  meta.name = with_replacement_characters(dir.filename().string());
   const fs::path path = dir / kMeta;
   if (!fs::exists(path)) return meta;
   require_regular_file(path);

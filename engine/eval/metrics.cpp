@@ -33,14 +33,15 @@ StreamingEvaluator::StreamingEvaluator(EvalOptions options, std::int64_t num_lab
     throw ConfigError("deciles need the train label frequencies of all " + std::to_string(num_labels_) + " labels");
   for (int k : options_.ks) max_k_ = std::max(max_k_, static_cast<std::size_t>(k));
   for (int k : options_.decile_ks) max_k_ = std::max(max_k_, static_cast<std::size_t>(k));
-  discount_.resize(max_k_);
-  cumulative_discount_.resize(max_k_);
-  for (std::size_t r = 0; r < max_k_; ++r) {
-    discount_[r] = 1.0 / std::log2(static_cast<double>(r) + 2.0);
-    cumulative_discount_[r] = discount_[r] + (r > 0 ? cumulative_discount_[r - 1] : 0.0);
-  }
   sums_.resize(options_.ks.size());
   decile_hits_.assign(options_.decile_ks.size(), {});
+}
+
+void StreamingEvaluator::ensure_discounts(std::size_t ranks) {
+  for (std::size_t r = discount_.size(); r < ranks; ++r) {
+    discount_.push_back(1.0 / std::log2(static_cast<double>(r) + 2.0));
+    cumulative_discount_.push_back(discount_[r] + (r > 0 ? cumulative_discount_[r - 1] : 0.0));
+  }
 }
 
 void StreamingEvaluator::add_row(std::span<const std::int32_t> truth, std::span<const std::int32_t> ranked) {
@@ -51,6 +52,7 @@ void StreamingEvaluator::add_row(std::span<const std::int32_t> truth, std::span<
 
   const bool with_ps = !inv_propensities_.empty();
   const std::size_t n = std::min(ranked.size(), max_k_);
+  ensure_discounts(std::max(n, std::min(num_true, max_k_)));
   find_hit_ranks(truth, ranked.first(n));
 
   if (with_ps) {

@@ -72,7 +72,10 @@ class StreamingEvaluator {
   std::vector<double> inv_propensities_;
   std::vector<std::int8_t> bins_;
   std::size_t max_k_ = 0;
-  std::vector<double> discount_;             ///< 1 / log2(r + 2) for rank r = 0..max_k-1
+  /// Extends the discount tables to `ranks` entries: they grow with the rankings and truth rows seen, not with
+  /// the largest k asked for (--k 1000000000 would otherwise take 16 GB before the first row).
+  void ensure_discounts(std::size_t ranks);
+  std::vector<double> discount_;             ///< 1 / log2(r + 2) for rank r = 0.. (as far as needed so far)
   std::vector<double> cumulative_discount_;  ///< sum of discount_[0..r]
   std::int64_t rows_ = 0;
   std::vector<Sums> sums_;  ///< one per options_.ks entry

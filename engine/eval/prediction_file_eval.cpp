@@ -1,6 +1,7 @@
 #include "engine/eval/prediction_file_eval.h"
 
 #include "engine/core/error.h"
+#include "engine/core/memory_budget.h"
 #include "engine/data/filter_pairs.h"
 #include "engine/data/xc_sparse_file.h"
 #include "engine/eval/ranking.h"
@@ -21,6 +22,10 @@ EvalResult evaluate_prediction_file(const PredictionFileEval& request, Progress&
   std::vector<double> inv_propensities;
   std::vector<std::int8_t> bins;
   if (request.train) {
+    // The label frequencies (8 bytes a label), the inverse propensities (8) and the decile bins (1), all at once.
+    require_fits_in_memory(17.0 * static_cast<double>(num_labels),
+                           "--train " + request.train->string() + ": the per-label frequencies, propensities and decile bins of the " +
+                               std::to_string(num_labels) + " labels that " + request.truth.string() + " declares");
     const CsrMatrix train = read_xc_sparse(*request.train);
     if (train.cols != num_labels)
       throw InputError(request.train->string(), "declares " + std::to_string(train.cols) + " labels but the truth file declares " +

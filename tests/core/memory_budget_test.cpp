@@ -63,5 +63,17 @@ TEST(MemoryBudget, TooLittleOrTooMuchIsRefusedByName) {
   EXPECT_EQ(memory_budget_bytes(), 100 << 20) << "a refused value leaves the budget as it was";
 }
 
+TEST(MemoryBudget, AnAllocationLargerThanTheMachineIsNamedBeforeItIsTried) {
+  EXPECT_NO_THROW(require_fits_in_memory(1 << 20, "a megabyte"));
+  try {
+    require_fits_in_memory(1e18, "the per-label frequencies of 2147483647 labels");
+    FAIL() << "an exabyte fitted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("the per-label frequencies of 2147483647 labels would need ", 0), 0u) << message;
+    EXPECT_NE(message.find("GB, more than this machine's "), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace xmc

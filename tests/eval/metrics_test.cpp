@@ -143,4 +143,19 @@ TEST(Metrics, BadOptionsNameTheKey) {
   EXPECT_THROW(StreamingEvaluator({.ks = {1}, .decile_ks = {5}}, 3), ConfigError);
 }
 
+// A cut-off far beyond the labels (a typo, or "all of them") scores as its definition says, and costs no more
+// than the rankings given: the discount tables grow with the rows, not with k (k = 1e9 took 16 GB before).
+TEST(Metrics, ACutOffFarBeyondTheLabelCountScoresByDefinition) {
+  const WorkedExample ex;
+  const EvalResult r = ex.evaluate({.ks = {1, 1000000000}});
+  // Row 0: 2 hits of 4 ranked; row 1: none; row 2: 1 hit. P@k divides by k; R@k counts every hit.
+  EXPECT_NEAR(r.get("P@1000000000"), (2.0 + 0 + 1.0) / 1e9 / 3, 1e-18);
+  EXPECT_NEAR(r.get("R@1000000000"), (1.0 + 0 + 1.0) / 3, 1e-12);
+  // nDCG@k with k past every truth row is the full-ranking nDCG: row 0 hits at ranks 1 and 3, row 2 at rank 2.
+  const double row0 = (1.0 + 1.0 / std::log2(4.0)) / (1.0 + 1.0 / std::log2(3.0));
+  const double row2 = (1.0 / std::log2(3.0)) / 1.0;
+  EXPECT_NEAR(r.get("nDCG@1000000000"), (row0 + 0 + row2) / 3, 1e-12);
+  EXPECT_NEAR(r.get("P@1"), 1.0 / 3, 1e-12);
+}
+
 }  // namespace xmc
