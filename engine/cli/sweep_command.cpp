@@ -95,8 +95,11 @@ void add_sweep_command(CLI::App& app, CommandContext& context) {
       require_existing_run_store(args->db);
     } else {
       if (args->grid.empty()) throw ConfigError("give --grid KEY=VALUE,VALUE (repeatable) and a --config, or --resume ID");
-      TrainConfig base = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
-      apply_config_overrides(base, args->sets);
+      ConfigReadNotes notes;
+      TrainConfig base = args->config.empty() ? TrainConfig{} : load_train_config(args->config, &notes);
+      apply_config_overrides(base, args->sets, &notes);
+      for (const std::string& notice : notes.renamed) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+      for (const std::string& notice : refuse_inapplicable_keys(notes.keys, base)) std::fprintf(stderr, "notice: %s\n", notice.c_str());
       std::vector<SweepAxis> axes;
       for (const auto& g : args->grid) axes.push_back(parse_sweep_axis(g));
       id = Session(args->db).create_sweep(base, axes, args->name).id;

@@ -101,7 +101,9 @@ void print_keys(const TrainConfig* config) {
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandContext& context) {
-  auto* cmd = app.add_subcommand("train", "Train DEXML, NGAME, UniDEC or DEPSL on a dataset; every step lands in the run store");
+  std::string methods;
+  for (const MethodInfo& m : registered_method_infos()) methods += (methods.empty() ? "" : ", ") + m.name;
+  auto* cmd = app.add_subcommand("train", "Train a run of any registered method (" + methods + ") on a dataset; every step lands in the run store");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config, "JSON config (see datasets/configs/); keys may be nested or dotted");
   cmd->add_option("--set", args->sets, "Override a key: --set lr=0.001 --set sampler.type=cluster (repeatable)");
@@ -164,8 +166,11 @@ void add_train_command(CLI::App& app, CommandContext& context) {
     Session session(args->db);
     RunHandle run = [&] {
       if (args->resume > 0) return session.resume_run(args->resume, args->sets, processes, args->restart);
-      TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config);
-      apply_config_overrides(config, args->sets);
+      ConfigReadNotes notes;
+      TrainConfig config = args->config.empty() ? TrainConfig{} : load_train_config(args->config, &notes);
+      apply_config_overrides(config, args->sets, &notes);
+      for (const std::string& notice : notes.renamed) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+      for (const std::string& notice : refuse_inapplicable_keys(notes.keys, config)) std::fprintf(stderr, "notice: %s\n", notice.c_str());
       return session.start_run(std::move(config), processes);
     }();
     std::fprintf(stderr, "run %lld in %s\n", static_cast<long long>(run.run_id()), args->db.c_str());

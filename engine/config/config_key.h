@@ -18,6 +18,7 @@ struct ConfigKeyInfo {
                                     ///< hold): the key matters only for that choice of method, encoder, sampler,
                                     ///< negatives or loss ("encoder.type=bert", "negatives=hard;method=dexml|ngame")
   bool fixed_on_resume = false;     ///< shapes the model or the data: a resumed run cannot change it
+  std::vector<std::string> former_keys;  ///< names it had before (older stores' configs, old scripts): still read, with a notice
 };
 
 /// One condition of ConfigKeyInfo::applies_when: `key` holds one of `values`.

@@ -27,6 +27,11 @@ class OptionGroupBuilder {
     next_condition_ = std::move(condition);
     return *this;
   }
+  /// The last key added was called `former_key` before: configs and --set still read it under that name.
+  OptionGroupBuilder& formerly(std::string former_key) {
+    group_.keys.back().info.former_keys.push_back(std::move(former_key));
+    return *this;
+  }
   /// The last key added cannot change when a run resumes.
   OptionGroupBuilder& fixed_on_resume() {
     group_.keys.back().info.fixed_on_resume = true;

@@ -50,11 +50,16 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-const OptionKey& option_key(const std::string& key) {
+/// The key named `key`, or formerly named so (then a notice is appended to `notes`, when given).
+const OptionKey& option_key(const std::string& key, ConfigReadNotes* notes = nullptr) {
   const OptionKey* closest = nullptr;
   std::size_t best = 4;  // suggest only keys within 3 edits
   for (const OptionKey* k : all_keys()) {
     if (k->info.key == key) return *k;
+    if (std::find(k->info.former_keys.begin(), k->info.former_keys.end(), key) != k->info.former_keys.end()) {
+      if (notes != nullptr) notes->renamed.push_back("config key '" + key + "' is now '" + k->info.key + "' (read under its new name)");
+      return *k;
+    }
     const std::size_t d = edit_distance(key, k->info.key);
     if (d < best) {
       best = d;
@@ -135,30 +140,6 @@ OptionGroup optimisation_option_group() {
       .number("lr", &TrainConfig::lr, 0, 10, "Peak learning rate (AdamW)")
       .number("head_lr_scale", &TrainConfig::head_lr_scale, 0, 1e4, "Heads and classifiers learn at lr × this")
       .number("weight_decay", &TrainConfig::weight_decay, 0, 10, "AdamW weight decay (never on biases or norms)")
-      .number("warmup", &TrainConfig::warmup, 0, 1, "Fraction of all steps spent warming the learning rate up")
-      .text("schedule", &TrainConfig::schedule, {"linear", "cosine", "constant"}, "Learning-rate decay after warm-up")
-      .number("grad_clip", &TrainConfig::grad_clip, 0, 1e30, "Clip the global gradient norm to this (0 = off)")  // gradients are float32
-      .integer("deferred_rows_from", &TrainConfig::deferred_rows_from, 0, kNoMax,
-               "AdamW on a parameter of at least this many rows (a bag-of-words word table, a classifier per label): the rows a "
-               "step has no gradient for (their moments decaying, their momentum still moving them) are updated when next "
-               "touched or read, in one closed-form step. The same result as every row every step up to Adam's eps, at the cost "
-               "of the rows a step touches (a dense step at 1.3M rows x 256 takes ~0.13 s on 2 cores); 0 = every row every step")
-      .fixed_on_resume()
-      .integer("deferred_sync_steps", &TrainConfig::deferred_sync_steps, 0, kNoMax,
-               "Tables taking deferred updates (deferred_rows_from) are brought up to date every this many steps, and a checkpoint "
-               "placed by time (checkpoint.every_minutes) waits for the next such step: a row brought up in two parts rounds "
-               "otherwise than in one, so a run's numbers would depend on when its checkpoints fell (~1 s a time at 1.3M words "
-               "and 1.3M labels x 256). 0 = only at epochs, evaluations and checkpoints")
-      .text("table_second_moment", &TrainConfig::table_second_moment, {"row", "element"},
-            "Tables taking deferred updates (deferred_rows_from): AdamW's second moment per row (the mean of the row's squared "
-            "gradient, as FBGEMM's partial row-wise Adam for embedding tables: the optimiser holds once the table instead of "
-            "twice, 2.7 GB less at 1.3M words and 1.3M labels x 256) or per element, as everywhere else")
-      .fixed_on_resume()
-      .text("table_first_moment", &TrainConfig::table_first_moment, {"bfloat16", "float32"},
-            "Tables taking deferred updates (deferred_rows_from): AdamW's first moment kept in bfloat16 (float32's range, 8 bits of "
-            "mantissa, rounded to nearest at each store; the arithmetic stays float32: 1.4 GB less at 1.3M words and 1.3M labels x 256) "
-            "or float32")
-      .fixed_on_resume()
       .integer("max_steps", &TrainConfig::max_steps, 0, kNoMax, "Stop after this many steps (0 = train all epochs)")
       .build();
 }
@@ -255,7 +236,7 @@ const std::vector<ConfigKeyInfo>& train_config_keys() {
   return keys;
 }
 
-TrainConfig parse_train_config(const std::string& json_text, const std::string& source) {
+TrainConfig parse_train_config(const std::string& json_text, const std::string& source, ConfigReadNotes* notes) {
   json j;
   try {
     j = parse_bounded_json(json_text);
@@ -268,7 +249,9 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   TrainConfig config;
   for (const auto& [key, value] : entries) {
     try {
-      option_key(key).set(config, value);
+      const OptionKey& option = option_key(key, notes);
+      option.set(config, value);
+      if (notes != nullptr) notes->keys.push_back(option.info.key);
     } catch (const ConfigError& e) {
       throw ConfigError(source + ": " + e.what());
     }
@@ -276,17 +259,17 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   return config;
 }
 
-TrainConfig load_train_config(const std::filesystem::path& path) {
+TrainConfig load_train_config(const std::filesystem::path& path, ConfigReadNotes* notes) {
   require_regular_file(path);
   std::ifstream in(path);
   if (!in) throw InputError(path.string(), "cannot open file for reading");
   std::stringstream text;
   text << in.rdbuf();
   // A relative dataset path in a config file is relative to the working directory, as on the command line.
-  return parse_train_config(text.str(), path.string());
+  return parse_train_config(text.str(), path.string(), notes);
 }
 
-void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments) {
+void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments, ConfigReadNotes* notes) {
   for (const auto& a : assignments) {
     const auto eq = a.find('=');
     if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + a + ": expected KEY=VALUE, e.g. --set lr=0.001");
@@ -298,8 +281,36 @@ void apply_config_overrides(TrainConfig& config, const std::vector<std::string>&
     } catch (const json::parse_error&) {
       value = text;  // bare strings: --set method=ngame
     }
-    option_key(key).set(config, value);
+    const OptionKey& option = option_key(key, notes);
+    option.set(config, value);
+    if (notes != nullptr) notes->keys.push_back(option.info.key);
   }
+}
+
+std::vector<std::string> refuse_inapplicable_keys(const std::vector<std::string>& keys, const TrainConfig& config) {
+  std::vector<std::string> ignored;
+  const MethodInfo* method = find_method_info(config.method);
+  for (const std::string& key : keys) {
+    const OptionKey& option = option_key(key);
+    if (key_applies(option.info, config)) continue;
+    std::string failed;  // the key's own conditions that do not hold, with this run's values
+    for (const KeyCondition& condition : key_conditions(option.info)) {
+      const json value = option_key(condition.key).get(config);
+      if (!value.is_string() || std::find(condition.values.begin(), condition.values.end(), value.get<std::string>()) != condition.values.end())
+        continue;
+      std::string allowed;
+      for (const std::string& v : condition.values) allowed += (allowed.empty() ? "" : "|") + v;
+      failed += (failed.empty() ? "" : ", and ") + condition.key + "=" + allowed + " (this run has " + condition.key + "=" + value.get<std::string>() + ")";
+    }
+    if (!failed.empty())
+      throw ConfigError(key + ": it matters only when " + failed + "; remove it, or change what it depends on (`xmc train --list-keys --config ...` lists "
+                        "the keys that apply)");
+    // A method that ignores whole groups (no encoder trained by a loss, or another run's encoder): said, not refused,
+    // so that one command line can train several methods.
+    if (method != nullptr && !method->trains_encoder) ignored.push_back(key + " does not shape " + config.method + " runs (no encoder trained by a loss); ignored");
+    else if (method != nullptr && method->base_run) ignored.push_back(key + " does not shape " + config.method + " runs (they build on another run's encoder); ignored");
+  }
+  return ignored;
 }
 
 std::string to_json(const TrainConfig& config) {

@@ -35,13 +35,7 @@ struct TrainConfig {
   double lr = 1e-3;                        ///< peak learning rate of the encoder
   double head_lr_scale = 1.0;              ///< heads and classifiers learn at lr × this
   double weight_decay = 0.01;              ///< AdamW decay (never on biases, norms)
-  double warmup = 0.05;                    ///< fraction of all steps spent warming up
-  std::string schedule = "linear";         ///< linear | cosine | constant decay after warm-up
-  double grad_clip = 1.0;                  ///< max global gradient norm (0 = off)
-  std::int64_t deferred_rows_from = 200000;  ///< AdamW defers untouched rows of parameters of at least this many rows (0 = never)
-  std::int64_t deferred_sync_steps = 1024;   ///< deferred rows brought up to date every this many steps; time-placed checkpoints wait for one (0 = off)
-  std::string table_second_moment = "row";   ///< tables with deferred rows: AdamW's second moment per element | row
-  std::string table_first_moment = "bfloat16";  ///< tables with deferred rows: AdamW's first moment in float32 | bfloat16
+  // Clipping, the schedule and AdamW's tables: the optimiser's own options (engine/optim/optim_options.h).
   std::int64_t max_steps = 0;              ///< stop after this many steps (0 = all epochs); for smoke tests
 
   // Evaluation and checkpoints
@@ -78,17 +72,33 @@ const std::vector<ConfigKeyInfo>& train_config_keys();
 /// Whether a key matters for `config`: its applies_when condition holds (always true without one).
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config);
 
+/// What reading a config or overrides noticed, for the caller to say or check.
+struct ConfigReadNotes {
+  std::vector<std::string> renamed;  ///< one notice per key given under a former name ("'grad_clip' is now 'optim.grad_clip' ...")
+  std::vector<std::string> keys;     ///< every key given, under its current name, in the order read
+};
+
 /// Parses a JSON object (nested objects flatten to dotted keys). Unknown keys and values of the wrong
 /// type or out of range throw ConfigError naming the key, the value and what is expected. Keys of older
-/// stores' configs that were renamed are read under their new names.
-TrainConfig parse_train_config(const std::string& json_text, const std::string& source = "config");
-TrainConfig load_train_config(const std::filesystem::path& path);
+/// stores' configs that were renamed (ConfigKeyInfo::former_keys) are read under their new names; `notes`,
+/// when given, gets a notice per such key and the keys given.
+TrainConfig parse_train_config(const std::string& json_text, const std::string& source = "config",
+                               ConfigReadNotes* notes = nullptr);
+TrainConfig load_train_config(const std::filesystem::path& path, ConfigReadNotes* notes = nullptr);
 
-/// Applies "key=value" overrides (value parsed as JSON when it parses, else taken as a string).
-void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments);
+/// Applies "key=value" overrides (value parsed as JSON when it parses, else taken as a string); former key
+/// names are read as in parse_train_config.
+void apply_config_overrides(TrainConfig& config, const std::vector<std::string>& assignments,
+                            ConfigReadNotes* notes = nullptr);
 
 /// The full config as one flat JSON object with every key (stored with each run).
 std::string to_json(const TrainConfig& config);
+
+/// Throws ConfigError naming the first of `keys` (keys a user set) whose own condition does not hold for `config`
+/// (ConfigKeyInfo::applies_when: encoder.tokenizer on a bag-of-words run, images.max on an encoder that fuses no
+/// images, margin without the triplet loss), and what it depends on. Returns a notice for each key that the run's
+/// method ignores as a whole (the encoder's keys for a method without one): those are said, not refused.
+std::vector<std::string> refuse_inapplicable_keys(const std::vector<std::string>& keys, const TrainConfig& config);
 
 /// Cross-key checks (e.g. the dataset exists, the components' own checks); throws ConfigError.
 void validate(const TrainConfig& config);

@@ -5,6 +5,14 @@
 
 namespace xmc {
 
+std::string non_finite_loss_advice(const TrainConfig& config) {
+  const LossOptions& options = config.get<LossOptions>();
+  static const char* const kDividedByTemperature[] = {"softmax", "decoupled_softmax", "softtopk", "supcon"};
+  for (const char* kind : kDividedByTemperature)
+    if (options.kind == kind) return " or raise temperature (" + std::to_string(options.temperature) + ")";
+  return {};
+}
+
 OptionGroup loss_option_group(const std::vector<std::string>& names) {
   return OptionGroupBuilder<LossOptions>("Loss")
       .text("loss", &LossOptions::kind, names,

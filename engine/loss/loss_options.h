@@ -9,6 +9,7 @@
 namespace xmc {
 
 struct OptionGroup;
+struct TrainConfig;
 
 struct LossOptions {
   std::string kind = "decoupled_softmax";  ///< the config's `loss`: a registered loss (loss_entry.h)
@@ -20,6 +21,10 @@ struct LossOptions {
   double topk_alpha = 1.0;    ///< SoftTop-k: sharpness α (applied after dividing by τ)
   double bce_positive_weight = 1.0;  ///< BCE: weight C on positive entries
 };
+
+/// What to change when a step's loss is not finite, after the learning rate: the temperature of the run's loss when
+/// it divides by one (" or raise temperature (0.05)"), else "".
+std::string non_finite_loss_advice(const TrainConfig& config);
 
 /// loss (one of `names`: the registered losses), temperature, margin, hardest_k, topk_k.
 OptionGroup loss_option_group(const std::vector<std::string>& names);

@@ -17,6 +17,7 @@
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
 #include "engine/core/progress.h"
+#include "engine/optim/parameter_group.h"
 #include "engine/text/tokenized_corpus.h"
 
 namespace xmc {
@@ -47,16 +48,6 @@ struct DistributedContext {
   Communicator* communicator = nullptr;  ///< null in a single process
   bool is_main() const { return rank == 0; }
   bool enabled() const { return communicator != nullptr && world_size > 1; }
-};
-
-/// Parameters optimised together at one learning rate and weight decay.
-struct ParameterGroup {
-  std::vector<torch::Tensor> parameters;
-  double lr = 0;
-  double weight_decay = 0;
-  /// Rows a step gives no gradient keep their value and moments (FusedAdamW::update_rows_lazily): for tables
-  /// of which a step touches a few rows, such as a classifier per label.
-  bool lazy_rows = false;
 };
 
 /// What a method may use while it trains: data, device, random streams and where to report work.

@@ -16,4 +16,6 @@ OptionGroup image_option_group() {
       .build();
 }
 
+bool reads_image_banks(const TrainConfig& config) { return config.get<ImageOptions>().max > 0; }
+
 }  // namespace xmc

@@ -8,6 +8,7 @@
 namespace xmc {
 
 struct OptionGroup;
+struct TrainConfig;
 
 struct ImageOptions {
   std::int64_t max = 3;            ///< image tokens per item at most (ViXML: 3); 0 = text only
@@ -15,5 +16,9 @@ struct ImageOptions {
 };
 
 OptionGroup image_option_group();
+
+/// Whether a run of `config` reads the dataset's image banks (images.max > 0: an encoder that fuses them, or a run
+/// built on one).
+bool reads_image_banks(const TrainConfig& config);
 
 }  // namespace xmc

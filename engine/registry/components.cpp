@@ -5,6 +5,7 @@
 
 #include "engine/config/component_info.h"
 #include "engine/config/run_option_groups.h"
+#include "engine/optim/optim_options.h"
 #include "engine/core/error.h"
 #include "engine/loss/loss_options.h"
 #include "engine/model/encoder_options.h"
@@ -101,6 +102,7 @@ const std::vector<OptionGroup>& registered_option_groups() {
     out.push_back(query_batcher_option_group(orders));
     for (const BatchOrderInfo& o : registered_batch_order_infos()) add_component_groups(out, "sampler.type", o.name, o.option_groups);
     out.push_back(optimisation_option_group());
+    out.push_back(optim_option_group());
     for (const MethodInfo& m : registered_method_infos()) add_component_groups(out, "method", m.name, m.option_groups);
     out.push_back(evaluation_option_group());
     out.push_back(rag_option_group());

@@ -164,7 +164,7 @@ TEST(DistributedFailures, StepsWhoseGradientsVanishKeepTheJobGoing) {
   const auto r = test::run_command(std::string(XMC_CLI_PATH) + " train --db '" + (dir / "runs.sqlite").string() + "' --set dataset='" +
                                    (dir / "bibtex").string() +
                                    "' --set method=dexml --set epochs=1 --set batch_size=128 --set lr=10 --set temperature=0.001"
-                                   " --set grad_clip=0 --set encoder.init_std=100 --set encoder.dropout=0 --set tsne.every=0 --set eval.k=[1]"
+                                   " --set optim.grad_clip=0 --set encoder.init_std=100 --set encoder.dropout=0 --set tsne.every=0 --set eval.k=[1]"
                                    " --nproc 2 --json 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("Floating point"), std::string::npos) << r.output;

@@ -40,7 +40,7 @@ std::vector<std::string> train_args(const std::filesystem::path& data, const std
           "--set",                "threads=1",
           "--set",                "checkpoint.every_steps=40",
           // The word table (~55 rows) takes deferred row updates, which a checkpoint brings up to date.
-          "--set",                "deferred_rows_from=50",
+          "--set",                "optim.deferred_rows_from=50",
           "--set",                "eval.k=[1,3]",
           "--set",                "tsne.every=0",
           "--json"};

@@ -20,6 +20,7 @@
 #include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/loss/loss_options.h"
+#include "engine/optim/optim_options.h"
 
 namespace xmc {
 namespace {
@@ -70,9 +71,18 @@ TEST(OptionGroups, AConfigStoredBeforeTheSplitLoadsToTheSameValues) {
   EXPECT_EQ(c.get<IreneOptions>().neighbours, 3);
   // Written back, every stored key keeps its value: runs stored before and after compare. Keys added since
   // (the decoder encoder's, retrieval-augmented inference's) come with their defaults, which change nothing.
+  // Keys renamed since (grad_clip, warmup, schedule: now optim.*) keep theirs under the new name.
   const nlohmann::json written = nlohmann::json::parse(to_json(c));
   const nlohmann::json stored = nlohmann::json::parse(kStoredUnidecConfig);
-  for (const auto& [key, value] : stored.items()) EXPECT_EQ(written.at(key), value) << key;
+  auto current_name = [](const std::string& key) {
+    for (const ConfigKeyInfo& info : train_config_keys())
+      if (std::find(info.former_keys.begin(), info.former_keys.end(), key) != info.former_keys.end()) return info.key;
+    return key;
+  };
+  for (const auto& [key, value] : stored.items()) EXPECT_EQ(written.at(current_name(key)), value) << key;
+  EXPECT_DOUBLE_EQ(c.get<OptimOptions>().warmup, 0.1);
+  EXPECT_EQ(c.get<OptimOptions>().schedule, "cosine");
+  EXPECT_FALSE(written.contains("grad_clip"));
   EXPECT_EQ(written.at("encoder.lora.rank"), 16);
   EXPECT_EQ(written.at("rag.use"), "off");
 }
@@ -169,6 +179,76 @@ TEST(OptionGroups, EachMethodSaysItsStagesAndMarks) {
   EXPECT_EQ(total_epochs(c), 1);
   EXPECT_FALSE(method_info("xrlinear").trains_encoder);
   EXPECT_TRUE(method_info("unidec").trains_encoder);
+}
+
+}  // namespace
+}  // namespace xmc
+
+namespace xmc {
+namespace {
+
+TEST(OptionGroups, AFormerKeyNameLoadsUnderItsNewNameWithANotice) {
+  ConfigReadNotes notes;
+  TrainConfig c = parse_train_config(R"({"grad_clip": 0.5, "deferred_rows_from": 77, "lr": 0.01})", "old script", &notes);
+  EXPECT_DOUBLE_EQ(c.get<OptimOptions>().grad_clip, 0.5);
+  EXPECT_EQ(c.get<OptimOptions>().deferred_rows_from, 77);
+  // (A JSON object's keys are read in name order.)
+  ASSERT_EQ(notes.renamed.size(), 2u);
+  EXPECT_NE(notes.renamed[0].find("'deferred_rows_from' is now 'optim.deferred_rows_from'"), std::string::npos) << notes.renamed[0];
+  EXPECT_NE(notes.renamed[1].find("'grad_clip' is now 'optim.grad_clip'"), std::string::npos) << notes.renamed[1];
+  EXPECT_EQ(notes.keys, (std::vector<std::string>{"optim.deferred_rows_from", "optim.grad_clip", "lr"}));
+  // --set takes the old names too, and a value out of range is named under the new one.
+  apply_config_overrides(c, {"table_first_moment=float32"}, &notes);
+  EXPECT_EQ(c.get<OptimOptions>().table_first_moment, "float32");
+  EXPECT_EQ(notes.renamed.size(), 3u);
+  try {
+    apply_config_overrides(c, {"warmup=2"});
+    FAIL() << "warmup=2 was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("optim.warmup"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OptionGroups, KeysThatDoNotApplyToTheRunAreRefusedByName) {
+  TrainConfig bow;
+  bow.method = "dexml";
+  bow.edit<EncoderOptions>().type = "bow";
+  // A tokenizer folder and image fusion matter only for transformer encoders.
+  for (const std::string key : {"encoder.tokenizer", "images.max"}) {
+    try {
+      refuse_inapplicable_keys({"lr", key}, bow);
+      FAIL() << key << " was accepted on a bag-of-words run";
+    } catch (const ConfigError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind(key + ":", 0), 0u) << message;
+      EXPECT_NE(message.find("(this run has encoder.type=bow)"), std::string::npos) << message;
+    }
+  }
+  EXPECT_NO_THROW(refuse_inapplicable_keys({"lr", "encoder.dim", "temperature"}, bow));
+  // The margin is the triplet loss's: refused under the default softmax loss, taken once the loss is triplet.
+  EXPECT_THROW(refuse_inapplicable_keys({"margin"}, bow), ConfigError);
+  bow.edit<LossOptions>().kind = "triplet";
+  EXPECT_NO_THROW(refuse_inapplicable_keys({"margin"}, bow));
+  // A method without an encoder ignores the encoder's and the optimiser's keys: said, not refused.
+  TrainConfig tree;
+  tree.method = "xrlinear";
+  const std::vector<std::string> ignored = refuse_inapplicable_keys({"epochs", "encoder.dim", "xrlinear.trees"}, tree);
+  ASSERT_EQ(ignored.size(), 2u);
+  EXPECT_EQ(ignored[0].rfind("epochs does not shape xrlinear runs", 0), 0u) << ignored[0];
+}
+
+TEST(OptionGroups, EveryShippedPresetSetsOnlyKeysThatApply) {
+  const std::filesystem::path presets = std::filesystem::path(XMC_SOURCE_DIR) / "datasets" / "configs";
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(presets)) {
+    if (entry.path().extension() != ".json") continue;
+    ConfigReadNotes notes;
+    const TrainConfig c = load_train_config(entry.path(), &notes);
+    EXPECT_TRUE(notes.renamed.empty()) << entry.path() << ": " << (notes.renamed.empty() ? "" : notes.renamed.front());
+    EXPECT_NO_THROW(refuse_inapplicable_keys(notes.keys, c)) << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
 }
 
 }  // namespace

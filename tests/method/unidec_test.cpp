@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/optim/optim_options.h"
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
 #include "engine/data/dataset.h"
@@ -861,7 +862,7 @@ TEST(Unidec, ClassifierTableLearnsAtItsOwnRate) {
     TrainConfig c = small_unidec_config(dir / "data");
     c.lr = lr;
     c.edit<UnidecOptions>().classifier_lr = classifier_lr;
-    c.warmup = 0;
+    c.edit<OptimOptions>().warmup = 0;
     c.max_steps = 2;
     c.eval_every = 0;
     c.tsne_every = 0;
@@ -889,13 +890,13 @@ TEST(Unidec, LazyClassifierUpdatesLeaveRowsOutsideTheStepsPoolAlone) {
   test::write_keyword_dataset(dir / "data", 3, 200, 40);
   auto classifiers_after = [&](const std::string& optimizer, std::int64_t steps, std::int64_t deferred_rows_from = 0) {
     TrainConfig c = small_unidec_config(dir / "data");
-    c.deferred_rows_from = deferred_rows_from;
-    c.table_second_moment = "element";  // AdamW's own moments: the deferred update then ends where the dense one does
-    c.table_first_moment = "float32";
+    c.edit<OptimOptions>().deferred_rows_from = deferred_rows_from;
+    c.edit<OptimOptions>().table_second_moment = "element";  // AdamW's own moments: the deferred update then ends where the dense one does
+    c.edit<OptimOptions>().table_first_moment = "float32";
     c.edit<NegativesOptions>().kind = "inbatch";
     c.edit<PslOptions>().positives = 1;
     c.batch_size = 4;
-    c.warmup = 0;
+    c.edit<OptimOptions>().warmup = 0;
     c.max_steps = steps;
     c.eval_every = 0;
     c.tsne_every = 0;
@@ -1005,7 +1006,7 @@ TEST(Unidec, HeadsTrainedSideBySideTrainTheSameModelAsHeadsInTurn) {
     c.edit<NegativesOptions>().kind = "inbatch";  // no shortlist: its top-k could break a near tie differently with other threads
     c.edit<QueryBatcherOptions>().type = "random";
     c.threads = threads;
-    c.warmup = 0;
+    c.edit<OptimOptions>().warmup = 0;
     c.max_steps = 6;
     c.eval_every = 0;
     c.tsne_every = 0;

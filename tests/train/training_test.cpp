@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/optim/optim_options.h"
 #include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/model/bert/bert_encoder.h"
@@ -581,8 +582,8 @@ TEST(Training, StateSetAsideDuringEvaluationsComesBackBitForBit) {
 TEST(Training, CheckpointsPlacedByTimeChangeNothingInARunWithDeferredRows) {
   test::TempDir dir;
   TrainConfig config = method_config(dir.path(), "unidec", "hard", 3, 0);
-  config.deferred_rows_from = 10;  // the word table and the classifiers take deferred updates
-  config.deferred_sync_steps = 4;
+  config.edit<OptimOptions>().deferred_rows_from = 10;  // the word table and the classifiers take deferred updates
+  config.edit<OptimOptions>().deferred_sync_steps = 4;
   config.checkpoint_every_minutes = 0;
   TrainingRun plain(config, dir / "a.sqlite");
   const TrainResult a = plain.run();
