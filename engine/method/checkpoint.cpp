@@ -1,5 +1,9 @@
 #include "engine/method/checkpoint.h"
 
+#include <algorithm>
+
+#include "engine/method/training_stages.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -349,6 +353,20 @@ void load_optimizer_state(torch::serialize::InputArchive& saved, const std::file
   } catch (const std::exception& e) {
     throw InputError(path.string(), "optimiser state does not match the model: " + torch_said(e));
   }
+}
+
+void check_resumable(const TrainingState& s, const std::vector<StageSpec>& stages, std::int64_t training_rows, const std::string& method_name,
+                     const std::filesystem::path& file) {
+  const auto saved_stage = std::find_if(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; });
+  // A stage whose batches are units of the method's own (xrlinear's tree nodes) has no rows to check.
+  if (saved_stage == stages.end() || saved_stage->batches_are_training_rows)
+    for (const auto& batch : s.epoch_batches)
+      for (const std::int64_t row : batch)
+        if (row < 0 || row >= training_rows)
+          throw InputError(file.string(), "its saved batches name training row " + std::to_string(row) + ", but the dataset has " +
+                                              std::to_string(training_rows) + " training rows: the checkpoint belongs to another run or is damaged");
+  if (!s.stage.empty() && s.stage != kAllStagesDone && saved_stage == stages.end())
+    throw InputError(file.string(), "its stage \"" + s.stage + "\" is not a stage of method " + method_name);
 }
 
 }  // namespace xmc

@@ -14,6 +14,10 @@
 namespace xmc {
 
 class MethodState;
+struct StageSpec;
+
+/// TrainingState::stage after a method's last stage.
+inline constexpr const char* kAllStagesDone = "done";
 
 struct TrainingState {
   std::string stage;               ///< the method's current stage ("" = its first); "done" after the last
@@ -27,6 +31,12 @@ struct TrainingState {
   std::string store_id;            ///< the run store that owns the run ("" in checkpoints older than identities)
   std::int64_t run_id = 0;         ///< the run in that store (0 = not recorded)
 };
+
+/// Refuses, naming `file`, a checkpoint's training state that does not fit this run (one of another run, or a damaged
+/// one) before any of its rows is used: saved batches naming rows past `training_rows` (in a stage whose batches are
+/// training rows), or a stage that is not one of `stages` of method `method_name`.
+void check_resumable(const TrainingState& state, const std::vector<StageSpec>& stages, std::int64_t training_rows, const std::string& method_name,
+                     const std::filesystem::path& file);
 
 /// `optimizer` may be null (no stage in progress).
 void save_checkpoint(const std::filesystem::path& path, MethodState& method, torch::optim::Optimizer* optimizer, const TrainingState& state);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/allocator_tuning.h"
 #include "engine/core/error.h"
 #include "engine/core/write_failure.h"
 
@@ -124,6 +125,26 @@ SetAsideTensors::~SetAsideTensors() {
   if (restored_) return;
   std::error_code ignored;
   std::filesystem::remove(file_, ignored);
+}
+
+std::unique_ptr<SetAsideTensors> set_aside_if_large(std::vector<torch::Tensor> idle, std::int64_t min_mb, const std::filesystem::path& file,
+                                                    const std::function<void()>& before, const std::function<void(const std::string&)>& phase) {
+  const std::int64_t bytes = SetAsideTensors::set_aside_bytes(idle);
+  if (bytes == 0 || bytes < (min_mb << 20)) return nullptr;
+  before();
+  try {
+    auto aside = std::make_unique<SetAsideTensors>(idle, file);
+    idle.clear();  // the last other handles: the memory goes back now
+    return_freed_memory();
+    char size[32];
+    std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(bytes) / (1 << 20));
+    phase("evaluation: " + std::string(size) + " of optimiser moments and shortlists set aside in " + file.filename().string() +
+          " until it ends (eval.set_aside_mb " + std::to_string(min_mb) + ")");
+    return aside;
+  } catch (const Error& e) {
+    phase(std::string(e.what()) + "; evaluating with them in memory");
+    return nullptr;
+  }
 }
 
 }  // namespace xmc

@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace xmc {
@@ -42,5 +45,12 @@ class SetAsideTensors {
   std::int64_t bytes_ = 0;
   bool restored_ = false;
 };
+
+/// `idle` (an evaluation's idle state: the optimiser's moments, a method's shortlists) set aside in `file` when it takes
+/// at least `min_mb` MB (`before` is called first: whatever might read it meanwhile lets go), the memory handed back and
+/// `phase` told; null when smaller, or when it could not be written (a full disk: then it stays in memory, said in
+/// `phase`, and the run goes on).
+std::unique_ptr<SetAsideTensors> set_aside_if_large(std::vector<torch::Tensor> idle, std::int64_t min_mb, const std::filesystem::path& file,
+                                                    const std::function<void()>& before, const std::function<void(const std::string&)>& phase);
 
 }  // namespace xmc

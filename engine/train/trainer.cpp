@@ -24,7 +24,6 @@
 #include "engine/method/checkpoint.h"
 #include "engine/method/checkpoint_policy.h"
 #include "engine/method/method_registry.h"
-#include "engine/model/cpu_thread_policy.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/image_options.h"
 #include "engine/optim/sparse_gradient.h"
@@ -33,9 +32,11 @@
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/store/run_files.h"
 #include "engine/train/negatives_snapshots.h"
+#include "engine/train/run_corpora.h"
 #include "engine/train/run_evaluation.h"
 #include "engine/train/set_aside_tensors.h"
 #include "engine/train/step_prefetcher.h"
+#include "engine/train/stoppable_progress.h"
 
 namespace xmc {
 namespace {
@@ -45,39 +46,10 @@ using Clock = std::chrono::steady_clock;
 /// A stop request unwinds the training loop through this (caught in run()).
 struct StopRequested {};
 
-constexpr const char* kDone = "done";
-
 bool is_out_of_memory(const std::exception& e) {
   const std::string what = e.what();
   return what.find("out of memory") != std::string::npos;
 }
-
-/// Forwards a run's progress reports. A run stops through request_stop(), which checkpoints at a step boundary;
-/// only work that can be dropped and done again is cut short by it (`stoppable`, set while such work runs): an
-/// evaluation, which changes no training state, and an epoch's start (clustering, shortlist refresh) for a method
-/// that says it can start the epoch again.
-class ReportOnlyProgress final : public Progress {
- public:
-  Progress* target = &silent_progress();
-  const std::atomic<bool>* stop_requested = nullptr;
-  bool stoppable = false;
-  void start(std::string_view task, std::int64_t total) override { target->start(task, total); }
-  void update(std::int64_t done) override { target->update(done); }
-  void finish() override { target->finish(); }
-  bool cancelled() const override { return stoppable && stop_requested != nullptr && stop_requested->load(); }
-};
-
-/// Marks the reporter stoppable (`on`) for its own lifetime.
-class StoppableWork {
- public:
-  StoppableWork(ReportOnlyProgress& reporter, bool on) : reporter_(reporter) { reporter_.stoppable = on; }
-  ~StoppableWork() { reporter_.stoppable = false; }
-  StoppableWork(const StoppableWork&) = delete;
-  StoppableWork& operator=(const StoppableWork&) = delete;
-
- private:
-  ReportOnlyProgress& reporter_;
-};
 
 /// A stop asked for while an evaluation ran: the evaluation is dropped and the run checkpoints where it stood.
 struct EvaluationStopped {
@@ -200,7 +172,7 @@ struct Trainer::Impl {
 
   std::size_t stage_index(const std::string& name) const {
     if (name.empty()) return 0;
-    if (name == kDone) return stages.size();
+    if (name == kAllStagesDone) return stages.size();
     for (std::size_t i = 0; i < stages.size(); ++i)
       if (stages[i].name == name) return i;
     if (name == "m1") return 0;  // checkpoints written before stages were the method's: the encoder stage
@@ -235,9 +207,7 @@ struct Trainer::Impl {
   }
 
   void prepare(Progress& progress) {
-    if (setup.distributed.enabled()) {
-      join_process_group();
-    }
+    if (setup.distributed.enabled()) join_process_group();
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads) : std::max(1, cores / setup.distributed.local_world_size));
     set_memory_budget_mb(config.memory_mb);
@@ -248,53 +218,10 @@ struct Trainer::Impl {
     }
     device = parse_device(config.device);
     if (!setup.resume) torch::manual_seed(config.seed);
-
-    phase("loading dataset");
-    dataset = load_dataset(config.dataset, {.load_features = false, .load_images = reads_image_banks(config)}, progress);
-    const auto fingerprint = dataset_fingerprint(config.dataset);
-    if (!setup.expected_fingerprint.empty() && setup.expected_fingerprint != fingerprint)
-      throw Error("dataset " + config.dataset.string() + " changed since run " + std::to_string(setup.run_id) + " started (fingerprint " +
-                  setup.expected_fingerprint + " -> " + fingerprint + "); resuming would mix data");
-
-    phase("tokenizing");
-    method = make_method(config);
-    if (distributed.enabled() && method->builds_on_another_run())
-      throw ConfigError("method " + method->name() + " builds on another run and trains in one process: start it without --nproc/--world-size");
-    stages = method->stages();
-    if (setup.store != nullptr) method->use_store(*setup.store);
-    {
-      // A copy of every training and label text: freed once the vocabulary is made, before the corpora are.
-      std::vector<std::string> vocabulary_texts = dataset.train_text;
-      vocabulary_texts.insert(vocabulary_texts.end(), dataset.label_text.begin(), dataset.label_text.end());
-      method->build(vocabulary_texts, setup.run_dir);
-    }
-    use_cpu_threads(method->module(), at::get_num_threads());
-    train_corpus = method->tokenizer().tokenize(dataset.train_text);
-    test_corpus = method->tokenizer().tokenize(dataset.test_text);
-    label_corpus = method->tokenizer().tokenize(dataset.label_text);
-    std::vector<std::string>().swap(dataset.test_text);  // only its tokens are read from here on
-    train_corpus.images = dataset.train_images;  // null without banks; only an encoder that fuses images reads them
-    test_corpus.images = dataset.test_images;
-    label_corpus.images = dataset.label_images;
-    if (method->ranks_given_features()) {
-      phase("reading the dataset's given features");
-      load_given_features(dataset, progress);
-      train_corpus.features = std::make_shared<const CsrMatrix>(std::move(*dataset.train_features));  // held once, by the corpora
-      test_corpus.features = std::make_shared<const CsrMatrix>(std::move(*dataset.test_features));
-      dataset.train_features.reset();
-      dataset.test_features.reset();
-    }
-    phase(method->description());
-
-    std::vector<std::int64_t> labelled;
-    for (std::int64_t r = 0; r < dataset.num_train(); ++r)
-      if (dataset.train_labels.row_size(r) > 0) labelled.push_back(r);
-    held_out = method->held_out_queries(labelled);
-    training_queries.clear();
-    std::set_difference(labelled.begin(), labelled.end(), held_out.begin(), held_out.end(), std::back_inserter(training_queries));
+    load_data_and_method(progress);
+    split_training_queries();
     batcher = std::make_unique<QueryBatcher>(make_batch_order(config), config.batch_size, training_queries, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
-
     evaluations = std::make_unique<RunEvaluation>(dataset, config, [this](const std::string& m) { phase(m); });
     snapshots = std::make_unique<NegativesSnapshots>(dataset, config.tsne_query, config.tsne_every, config.seed, training_queries, held_out);
     // Only the training queries' tokens are read from here on: their texts (0.8 GB at 2.25M synthetic queries of
@@ -303,27 +230,8 @@ struct Trainer::Impl {
     std::vector<std::string>().swap(dataset.train_text);
     return_freed_memory();
 
-    state.stage = stages.empty() ? kDone : stages.front().name;
-    if (setup.resume) {
-      state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id, &resumed_optimizer_state);
-      // The checkpoint's archive, read whole, is freed but for the optimiser's part: its pages go back to the system
-      // before the optimiser is made.
-      return_freed_memory();
-      check_resumable(state);
-      if (state.stage.empty()) state.stage = stages.front().name;
-      batcher->load_state(state.sampler_state);
-      if (!state.label_pool_rng.empty()) {
-        std::istringstream rng_state(state.label_pool_rng);
-        rng_state >> label_pool_rng;
-        if (!rng_state) throw InputError(checkpoint_path().string(), "the label-pool random state does not parse");
-      }
-      phase("resumed from " + checkpoint_path().string() + " at step " + std::to_string(state.step));
-      TrainEvent restored;
-      restored.kind = TrainEvent::Kind::Restored;
-      restored.step = state.step;
-      restored.epoch = epoch_now();
-      publish(restored);
-    }
+    state.stage = stages.empty() ? kAllStagesDone : stages.front().name;
+    if (setup.resume) resume_from_checkpoint();
     checkpoints = CheckpointPolicy({.every_epochs = config.checkpoint_every,
                                     .every_steps = config.checkpoint_every_steps,
                                     .every_minutes = config.checkpoint_every_minutes});
@@ -336,32 +244,66 @@ struct Trainer::Impl {
       // then draw for different queries).
       if (!distributed.is_main()) torch::manual_seed(config.seed + 1000003ULL * static_cast<std::uint64_t>(distributed.rank));
     }
-    if (!setup.resume && setup.restart) {
-      // A run that never reached a checkpoint starts over: what it recorded before is void.
-      TrainEvent restored;
-      restored.kind = TrainEvent::Kind::Restored;
-      restored.step = 0;
-      restored.epoch = 0;
-      publish(restored);
-    }
+    if (!setup.resume && setup.restart) publish_restored(0, 0);  // a run that never reached a checkpoint starts over
   }
 
-  /// A checkpoint's training state must fit this run's dataset: one of another run (or a damaged one) is
-  /// refused by name before any of its rows is used.
-  void check_resumable(const TrainingState& s) const {
-    const std::string file = checkpoint_path().string();
-    const std::int64_t rows = dataset.num_train();
-    const auto saved_stage = std::find_if(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; });
-    // A stage whose batches are units of the method's own (xrlinear's tree nodes) has no rows to check.
-    if (saved_stage == stages.end() || saved_stage->batches_are_training_rows)
-      for (const auto& batch : s.epoch_batches)
-        for (const std::int64_t row : batch)
-          if (row < 0 || row >= rows)
-            throw InputError(file, "its saved batches name training row " + std::to_string(row) + ", but the dataset has " + std::to_string(rows) +
-                                       " training rows: the checkpoint belongs to another run or is damaged");
-    if (!s.stage.empty() && s.stage != kDone && saved_stage == stages.end())
-      throw InputError(file, "its stage \"" + s.stage + "\" is not a stage of method " + method->name());
+  /// The dataset (checked against the one the run started on), the method built on its texts, and the corpora.
+  void load_data_and_method(Progress& progress) {
+    phase("loading dataset");
+    dataset = load_dataset(config.dataset, {.load_features = false, .load_images = reads_image_banks(config)}, progress);
+    const auto fingerprint = dataset_fingerprint(config.dataset);
+    if (!setup.expected_fingerprint.empty() && setup.expected_fingerprint != fingerprint)
+      throw Error("dataset " + config.dataset.string() + " changed since run " + std::to_string(setup.run_id) + " started (fingerprint " +
+                  setup.expected_fingerprint + " -> " + fingerprint + "); resuming would mix data");
+    phase("tokenizing");
+    method = make_method(config);
+    if (distributed.enabled() && method->builds_on_another_run())
+      throw ConfigError("method " + method->name() + " builds on another run and trains in one process: start it without --nproc/--world-size");
+    stages = method->stages();
+    if (setup.store != nullptr) method->use_store(*setup.store);
+    RunCorpora corpora = build_and_tokenize(*method, dataset, setup.run_dir, at::get_num_threads(), progress, [this](const std::string& m) { phase(m); });
+    train_corpus = std::move(corpora.train);
+    test_corpus = std::move(corpora.test);
+    label_corpus = std::move(corpora.labels);
+    phase(method->description());
   }
+
+  /// The labelled training rows, less those the method holds out of training (ascending).
+  void split_training_queries() {
+    std::vector<std::int64_t> labelled;
+    for (std::int64_t r = 0; r < dataset.num_train(); ++r)
+      if (dataset.train_labels.row_size(r) > 0) labelled.push_back(r);
+    held_out = method->held_out_queries(labelled);
+    training_queries.clear();
+    std::set_difference(labelled.begin(), labelled.end(), held_out.begin(), held_out.end(), std::back_inserter(training_queries));
+  }
+
+  void resume_from_checkpoint() {
+    state = load_checkpoint(checkpoint_path(), *method, dataset.num_labels(), setup.store_id, setup.run_id, &resumed_optimizer_state);
+    // The checkpoint's archive, read whole, is freed but for the optimiser's part: its pages go back to the system
+    // before the optimiser is made.
+    return_freed_memory();
+    check_resumable(state, stages, dataset.num_train(), method->name(), checkpoint_path());
+    if (state.stage.empty()) state.stage = stages.front().name;
+    batcher->load_state(state.sampler_state);
+    if (!state.label_pool_rng.empty()) {
+      std::istringstream rng_state(state.label_pool_rng);
+      rng_state >> label_pool_rng;
+      if (!rng_state) throw InputError(checkpoint_path().string(), "the label-pool random state does not parse");
+    }
+    phase("resumed from " + checkpoint_path().string() + " at step " + std::to_string(state.step));
+    publish_restored(state.step, epoch_now());
+  }
+
+  /// The run goes on from `step` (a resume), or starts over from 0 (what it recorded before is void).
+  void publish_restored(std::int64_t step, double epoch) {
+    TrainEvent restored;
+    restored.kind = TrainEvent::Kind::Restored;
+    restored.step = step;
+    restored.epoch = epoch;
+    publish(restored);
+  }
+
 
   /// The optimiser of `stage` over the method's parameter groups, scheduled over its `total_steps`, and in a job
   /// the reducer that sums dense gradients during backward.
@@ -428,28 +370,14 @@ struct Trainer::Impl {
 
   /// The optimiser's moments and the method's shortlists, which an evaluation never reads, written to a file beside
   /// the checkpoint and freed while it runs, when they take at least eval.set_aside_mb: the evaluation's label
-  /// matrices then take their place rather than coming on top (UniDEC at 1.3M labels: 2.1 GB of 8.9). Null when
-  /// they are smaller, or when they could not be written (a full disk: then they stay, and the run goes on).
+  /// matrices then take their place rather than coming on top (UniDEC at 1.3M labels: 2.1 GB of 8.9).
   std::unique_ptr<SetAsideTensors> set_aside_idle_state() {
     std::vector<torch::Tensor> idle = method->idle_during_evaluation();
     if (optimizer)
       for (torch::Tensor& moment : optimizer->adamw().moments()) idle.push_back(std::move(moment));
-    const std::int64_t bytes = SetAsideTensors::set_aside_bytes(idle);
-    if (bytes == 0 || bytes < (config.eval_set_aside_mb << 20)) return nullptr;
-    prefetcher.drop();  // nothing prepared ahead reads a shortlist while it is away
-    try {
-      auto aside = std::make_unique<SetAsideTensors>(idle, set_aside_path());
-      idle.clear();  // the last other handles: the memory goes back now
-      return_freed_memory();
-      char size[32];
-      std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(bytes) / (1 << 20));
-      phase("evaluation: " + std::string(size) + " of optimiser moments and shortlists set aside in " +
-            set_aside_path().filename().string() + " until it ends (eval.set_aside_mb " + std::to_string(config.eval_set_aside_mb) + ")");
-      return aside;
-    } catch (const Error& e) {
-      phase(std::string(e.what()) + "; evaluating with them in memory");
-      return nullptr;
-    }
+    // Nothing prepared ahead reads a shortlist while it is away.
+    return set_aside_if_large(std::move(idle), config.eval_set_aside_mb, set_aside_path(), [this] { prefetcher.drop(); },
+                              [this](const std::string& m) { phase(m); });
   }
 
   /// Reads the state set_aside_idle_state() wrote back in place. When it cannot, no checkpoint may be written
@@ -568,6 +496,29 @@ struct Trainer::Impl {
   bool train_stage(std::size_t index, Progress& progress) {
     const StageSpec& stage = stages[index];
     TrainContext ctx = context();
+    begin_stage(stage, ctx);
+    for (; state.epoch < stage.epochs; ++state.epoch) {
+      const std::int64_t epoch = state.epoch;
+      // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
+      if (config.max_steps > 0 && state.step >= config.max_steps) return false;
+      // A checkpoint written after the batches were drawn but before the first step (a stop or a time-placed
+      // checkpoint at batch 0) holds them: the resume trains on those, as from any other batch, not on a new draw.
+      if (state.batch_in_epoch == 0 && state.epoch_batches.empty()) {
+        bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
+        state.epoch_batches = epoch_batches_or_stop(stage, epoch, ctx);
+        // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
+        // pages go back to the system instead of staying in the heap through the epoch (1.2 GB at 2.25M queries).
+        return_freed_memory();
+        if (distributed.enabled()) share_batches(*communicator, state.epoch_batches);
+      }
+      if (!train_epoch(stage, index, ctx, progress)) return false;
+      end_epoch(stage, index);
+    }
+    return true;
+  }
+
+  /// The stage's start: the method's, rank 0's parameters everywhere, the stage's optimiser (a resumed one's state).
+  void begin_stage(const StageSpec& stage, TrainContext& ctx) {
     method->begin_stage(stage, ctx);
     // A stage may add parameters (NGAME's classifiers, UniDEC's table, randomly initialised per rank): every
     // rank starts it from rank 0's.
@@ -585,118 +536,121 @@ struct Trainer::Impl {
       return_freed_memory();
     }
     setup.resume = false;
-    const double offset = epoch_offset(index);
-    for (; state.epoch < stage.epochs; ++state.epoch) {
-      const std::int64_t epoch = state.epoch;
-      // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
-      if (config.max_steps > 0 && state.step >= config.max_steps) return false;
-      // A checkpoint written after the batches were drawn but before the first step (a stop or a time-placed
-      // checkpoint at batch 0) holds them: the resume trains on those, as from any other batch, not on a new draw.
-      if (state.batch_in_epoch == 0 && state.epoch_batches.empty()) {
-        bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
-        state.epoch_batches = epoch_batches_or_stop(stage, epoch, ctx);
-        // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
-        // pages go back to the system instead of staying in the heap through the epoch (1.2 GB at 2.25M queries).
-        return_freed_memory();
-        if (distributed.enabled()) share_batches(*communicator, state.epoch_batches);
-      }
+  }
 
-      const std::string epoch_task = stage.epoch_label + " " + std::to_string(epoch + 1) + "/" + std::to_string(stage.epochs);
-      phase(epoch_task);
-      progress.start(epoch_task, static_cast<std::int64_t>(state.epoch_batches.size()));
-      method->module().train();
-      const auto epoch_start = Clock::now();
-      std::int64_t samples = 0;
-      const auto batches_in_epoch = static_cast<double>(state.epoch_batches.size());
-      // Whether the method prepares batches (its first prepare_step() says), and whether the next one is prepared
-      // while the current one trains (config prefetch): the prefetcher is emptied whenever the loop is left.
-      bool prepares_batches = true;
-      const bool prefetches = config.prefetch == "on" || (config.prefetch == "auto" && device.is_cuda());
-      struct DropPrefetched {
-        StepPrefetcher& prefetcher;
-        ~DropPrefetched() { prefetcher.drop(); }
-      } drop_prefetched{prefetcher};
-      const auto batches_count = static_cast<std::int64_t>(state.epoch_batches.size());
-      for (; state.batch_in_epoch < batches_count; ++state.batch_in_epoch) {
-        if (!distributed.enabled()) {
-          wait_while_paused();
-        } else if (pause_agreed) {
-          // Rank 0 was paused when the last step ended: it waits, the others wait for it.
-          if (distributed.is_main()) wait_while_paused();
-          communicator->hold_for_main("pause");
-          pause_agreed = false;
-        }
-        // Several processes stop together: at the step after the one whose gradient reduction carried the request.
-        if (distributed.enabled() ? stop_agreed : stop_requested.load()) throw StopRequested{};
-        // Every run brings its deferred rows up to date at the same steps, whether a checkpoint falls there or not.
-        const bool synced_here = optimizer->syncs_rows_at(state.step);
-        if (synced_here) bring_rows_up_to_date();
-        if (checkpoints.due_within_epoch(state.step, optimizer->syncs_deferred_rows(), synced_here)) checkpoint();  // resumes at this batch
-        if (config.max_steps > 0 && state.step >= config.max_steps) return false;
-        const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
-        const auto step_start = Clock::now();
-        std::shared_ptr<PreparedBatch> prepared = prefetcher.take(state.batch_in_epoch);
-        if (!prepared && prepares_batches) {
-          prepared = method->prepare_step(stage, step_rows(stage, batch), ctx);
-          prepares_batches = prepared != nullptr;
-        }
-        if (prefetches && prepares_batches && state.batch_in_epoch + 1 < batches_count) {
-          const std::span<const std::int64_t> next = step_rows(stage, state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch + 1)]);
-          prefetcher.start(state.batch_in_epoch + 1, [this, &stage, &ctx, next] { return method->prepare_step(stage, next, ctx); });
-        }
-        if (distributed.enabled() && !distributed.is_main()) torch::manual_seed(worker_step_seed(config.seed, distributed.rank, state.step));
-        StepResult result = step(stage, batch, prepared.get(), ctx);
-        if (!std::isfinite(result.loss)) {
-          throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) +
-                      "; lower lr (" + std::to_string(config.lr) + ")" + non_finite_loss_advice(config));
-        }
-        const double lr = optimizer->step(state.step - state.stage_start_step);
-        ++state.step;
-        samples += static_cast<std::int64_t>(batch.size());
-        const double seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-        TrainEvent e;
-        e.kind = TrainEvent::Kind::Step;
-        e.total_steps = optimizer->schedule().total_steps;
-        e.epoch = offset + static_cast<double>(epoch) + static_cast<double>(state.batch_in_epoch + 1) / batches_in_epoch;
-        e.stage = stage.name;
-        e.loss_series = stage.loss_series;
-        e.classifier_stage = stage.loss_series != "loss";
-        e.loss = result.loss;
-        e.lr = lr;
-        e.samples_per_s = seconds > 0 ? static_cast<double>(batch.size()) / seconds : 0;
-        publish(e);
-        publish_system_use(e.epoch, false);
-        progress.update(state.batch_in_epoch + 1);
+  /// Trains the current epoch's batches from state.batch_in_epoch; returns false when max_steps stopped it.
+  bool train_epoch(const StageSpec& stage, std::size_t index, TrainContext& ctx, Progress& progress) {
+    const std::int64_t epoch = state.epoch;
+    const std::string epoch_task = stage.epoch_label + " " + std::to_string(epoch + 1) + "/" + std::to_string(stage.epochs);
+    phase(epoch_task);
+    progress.start(epoch_task, static_cast<std::int64_t>(state.epoch_batches.size()));
+    method->module().train();
+    const auto epoch_start = Clock::now();
+    std::int64_t samples = 0;
+    // Whether the method prepares batches (its first prepare_step() says), and whether the next one is prepared
+    // while the current one trains (config prefetch): the prefetcher is emptied whenever the loop is left.
+    bool prepares_batches = true;
+    const bool prefetches = config.prefetch == "on" || (config.prefetch == "auto" && device.is_cuda());
+    struct DropPrefetched {
+      StepPrefetcher& prefetcher;
+      ~DropPrefetched() { prefetcher.drop(); }
+    } drop_prefetched{prefetcher};
+    const auto batches_count = static_cast<std::int64_t>(state.epoch_batches.size());
+    for (; state.batch_in_epoch < batches_count; ++state.batch_in_epoch) {
+      hold_or_stop_between_steps();
+      // Every run brings its deferred rows up to date at the same steps, whether a checkpoint falls there or not.
+      const bool synced_here = optimizer->syncs_rows_at(state.step);
+      if (synced_here) bring_rows_up_to_date();
+      if (checkpoints.due_within_epoch(state.step, optimizer->syncs_deferred_rows(), synced_here)) checkpoint();  // resumes at this batch
+      if (config.max_steps > 0 && state.step >= config.max_steps) return false;
+      const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
+      const auto step_start = Clock::now();
+      std::shared_ptr<PreparedBatch> prepared = prefetcher.take(state.batch_in_epoch);
+      if (!prepared && prepares_batches) {
+        prepared = method->prepare_step(stage, step_rows(stage, batch), ctx);
+        prepares_batches = prepared != nullptr;
       }
-      progress.finish();
-      const double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
-      TrainEvent end;
-      end.kind = TrainEvent::Kind::EpochEnd;
-      end.epoch = offset + static_cast<double>(epoch + 1);
-      end.stage = stage.name;
-      end.samples_per_s = epoch_seconds > 0 ? static_cast<double>(samples) / epoch_seconds : 0;
-      publish(end);
-      publish_system_use(end.epoch, true);
-      state.batch_in_epoch = 0;
-      snapshots->epoch_ended(std::move(state.epoch_batches));
-      state.epoch_batches.clear();
-      const bool last = epoch + 1 == stage.epochs;
-      if (!last && stage.evaluate_between_epochs && config.eval_every > 0 && (epoch + 1) % config.eval_every == 0) {
-        try {
-          evaluate(offset + static_cast<double>(epoch + 1));
-        } catch (const EvaluationStopped&) {
-          ++state.epoch;  // the epoch is done: the checkpoint resumes at the next one
-          throw;
-        }
+      if (prefetches && prepares_batches && state.batch_in_epoch + 1 < batches_count) {
+        const std::span<const std::int64_t> next = step_rows(stage, state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch + 1)]);
+        prefetcher.start(state.batch_in_epoch + 1, [this, &stage, &ctx, next] { return method->prepare_step(stage, next, ctx); });
       }
-      if (checkpoints.due_after_epoch(epoch + 1, last)) {
-        ++state.epoch;  // the checkpoint resumes at the next epoch
-        checkpoint();
-        --state.epoch;
-      }
+      if (distributed.enabled() && !distributed.is_main()) torch::manual_seed(worker_step_seed(config.seed, distributed.rank, state.step));
+      const StepResult result = step(stage, batch, prepared.get(), ctx);
+      if (!std::isfinite(result.loss))
+        throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) + "; lower lr (" +
+                    std::to_string(config.lr) + ")" + non_finite_loss_advice(config));
+      const double lr = optimizer->step(state.step - state.stage_start_step);
+      ++state.step;
+      samples += static_cast<std::int64_t>(batch.size());
+      publish_step(stage, index, result.loss, lr, static_cast<double>(batch.size()), Clock::now() - step_start);
+      progress.update(state.batch_in_epoch + 1);
     }
+    progress.finish();
+    const double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+    TrainEvent end;
+    end.kind = TrainEvent::Kind::EpochEnd;
+    end.epoch = epoch_offset(index) + static_cast<double>(epoch + 1);
+    end.stage = stage.name;
+    end.samples_per_s = epoch_seconds > 0 ? static_cast<double>(samples) / epoch_seconds : 0;
+    publish(end);
+    publish_system_use(end.epoch, true);
     return true;
   }
+
+  /// Before a step: waits while paused and throws StopRequested when asked to stop. Several processes pause and
+  /// stop together, at the step after the one whose gradient reduction carried the request.
+  void hold_or_stop_between_steps() {
+    if (!distributed.enabled()) {
+      wait_while_paused();
+    } else if (pause_agreed) {
+      // Rank 0 was paused when the last step ended: it waits, the others wait for it.
+      if (distributed.is_main()) wait_while_paused();
+      communicator->hold_for_main("pause");
+      pause_agreed = false;
+    }
+    if (distributed.enabled() ? stop_agreed : stop_requested.load()) throw StopRequested{};
+  }
+
+  void publish_step(const StageSpec& stage, std::size_t index, double loss, double lr, double batch_rows, Clock::duration took) {
+    const double seconds = std::chrono::duration<double>(took).count();
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Step;
+    e.total_steps = optimizer->schedule().total_steps;
+    e.epoch = epoch_offset(index) + static_cast<double>(state.epoch) +
+              static_cast<double>(state.batch_in_epoch + 1) / static_cast<double>(state.epoch_batches.size());
+    e.stage = stage.name;
+    e.loss_series = stage.loss_series;
+    e.classifier_stage = stage.loss_series != "loss";
+    e.loss = loss;
+    e.lr = lr;
+    e.samples_per_s = seconds > 0 ? batch_rows / seconds : 0;
+    publish(e);
+    publish_system_use(e.epoch, false);
+  }
+
+  /// After an epoch's last step: its batches kept for the t-SNE snapshot, then the evaluation and checkpoint it is
+  /// due (neither after a stage's last epoch: the stage's end has its own).
+  void end_epoch(const StageSpec& stage, std::size_t index) {
+    const std::int64_t epoch = state.epoch;
+    state.batch_in_epoch = 0;
+    snapshots->epoch_ended(std::move(state.epoch_batches));
+    state.epoch_batches.clear();
+    const bool last = epoch + 1 == stage.epochs;
+    if (!last && stage.evaluate_between_epochs && config.eval_every > 0 && (epoch + 1) % config.eval_every == 0) {
+      try {
+        evaluate(epoch_offset(index) + static_cast<double>(epoch + 1));
+      } catch (const EvaluationStopped&) {
+        ++state.epoch;  // the epoch is done: the checkpoint resumes at the next one
+        throw;
+      }
+    }
+    if (checkpoints.due_after_epoch(epoch + 1, last)) {
+      ++state.epoch;  // the checkpoint resumes at the next epoch
+      checkpoint();
+      --state.epoch;
+    }
+  }
+
 
   // ---- the whole run --------------------------------------------------------------------------
 
@@ -721,7 +675,7 @@ struct Trainer::Impl {
           method->end_stage(stages[index], ctx);
         }
         // The stage is done: the next one starts at its first epoch, with its own schedule.
-        state.stage = index + 1 < stages.size() ? stages[index + 1].name : kDone;
+        state.stage = index + 1 < stages.size() ? stages[index + 1].name : kAllStagesDone;
         state.epoch = 0;
         state.batch_in_epoch = 0;
         state.stage_start_step = state.step;
