@@ -88,6 +88,84 @@ INSTANTIATE_TEST_SUITE_P(
                       Equivalence{"inbatch_word_rows_3", "--set negatives=inbatch --set loss=decoupled_softmax --set epochs=4 --set lr=0.03", 3, 3000}),
     [](const ::testing::TestParamInfo<Equivalence>& case_info) { return std::string(case_info.param.name); });
 
+/// Two network namespaces joined by a veth pair, each end with an address of its own (10.231.N.1 and .2/30, N from
+/// the process id): two "hosts" on this machine that reach each other only through that link. Removed with the
+/// namespaces (which take the veth pair along). `error` says why they could not be made.
+class TwoHostNetwork {
+ public:
+  TwoHostNetwork() {
+    const int id = static_cast<int>(::getpid() % 100000);
+    const std::string n = std::to_string(id % 250 + 1);
+    host_a_ = "xmc-a-" + std::to_string(id);
+    host_b_ = "xmc-b-" + std::to_string(id);
+    link_a_ = "xa" + std::to_string(id);
+    link_b_ = "xb" + std::to_string(id);
+    address_a_ = "10.231." + n + ".1";
+    address_b_ = "10.231." + n + ".2";
+    for (const std::string& step : {"ip netns add " + host_a_, "ip netns add " + host_b_,
+                                    "ip link add " + link_a_ + " netns " + host_a_ + " type veth peer name " + link_b_ + " netns " + host_b_,
+                                    in_a("ip addr add " + address_a_ + "/30 dev " + link_a_), in_b("ip addr add " + address_b_ + "/30 dev " + link_b_),
+                                    in_a("ip link set lo up"), in_b("ip link set lo up"), in_a("ip link set " + link_a_ + " up"),
+                                    in_b("ip link set " + link_b_ + " up")}) {
+      const auto r = test::run_command(step);
+      if (r.exit_code != 0) {
+        error_ = "`" + step + "` failed: " + r.output;
+        return;
+      }
+    }
+  }
+  ~TwoHostNetwork() {
+    test::run_command("ip netns del " + host_a_);
+    test::run_command("ip netns del " + host_b_);
+  }
+  TwoHostNetwork(const TwoHostNetwork&) = delete;
+  TwoHostNetwork& operator=(const TwoHostNetwork&) = delete;
+
+  const std::string& error() const { return error_; }
+  const std::string& address_a() const { return address_a_; }
+  /// `command` run on host A (B), Gloo told which interface leads to the other host.
+  std::string in_a(const std::string& command) const { return "ip netns exec " + host_a_ + " env GLOO_SOCKET_IFNAME=" + link_a_ + " " + command; }
+  std::string in_b(const std::string& command) const { return "ip netns exec " + host_b_ + " env GLOO_SOCKET_IFNAME=" + link_b_ + " " + command; }
+
+ private:
+  std::string host_a_, host_b_, link_a_, link_b_, address_a_, address_b_, error_;
+};
+
+TEST(DistributedTraining, TwoRanksOnTwoHostsTrainLikeOneProcess) {
+  // Multi-host training as a user starts it (--rank/--world-size/--master on each host), the hosts being two network
+  // namespaces of this machine: rank 0 owns the run and the store, rank 1 is given only the master's address.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make network namespaces (ip netns); run the suite as root to include it";
+  TwoHostNetwork network;
+  if (!network.error().empty()) GTEST_SKIP() << "network namespaces are not available here: " << network.error();
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 5, 1200, 200);
+  const auto one = test::run_command(train_line(dir / "data", dir / "one.sqlite", 1, "--set negatives=inbatch"), false);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+
+  const std::string master = network.address_a() + ":29517";
+  const std::string xmc = XMC_CLI_PATH;
+  std::string rank0 = train_line(dir / "data", dir / "hosts.sqlite", 1, "--set negatives=inbatch");
+  rank0.replace(rank0.find(" --nproc 1"), 10, " --rank 0 --world-size 2 --master " + master);
+  const std::string rank1 = xmc + " train --rank 1 --world-size 2 --master " + master + " --timeout-minutes 2";
+  // Rank 1 in the background on host B; rank 0 in the foreground on host A; then rank 1's exit status.
+  const auto both = test::run_command("(" + network.in_b(rank1) + " > '" + (dir / "rank1.log").string() + "' 2>&1 & pid=$!; " + network.in_a(rank0) +
+                                      " 2>'" + (dir / "rank0.log").string() + "'; status=$?; wait $pid || status=$?; exit $status)",
+                                      false);
+  const std::string logs = "rank 0:\n" + test::read_file(dir / "rank0.log") + "\nrank 1:\n" + test::read_file(dir / "rank1.log");
+  ASSERT_EQ(both.exit_code, 0) << both.output << logs;
+  EXPECT_NE(test::read_file(dir / "rank0.log").find("joined the gloo group"), std::string::npos) << logs;
+
+  const std::vector<double> expected = losses(dir / "one.sqlite", 1);
+  const std::vector<double> got = losses(dir / "hosts.sqlite", 1);
+  ASSERT_EQ(got.size(), expected.size()) << "the same number of global steps";
+  ASSERT_GT(got.size(), 50u);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4 * std::max(1.0, expected[i])) << "step " << i + 1 << logs;
+  const auto a = nlohmann::json::parse(one.last_line());
+  const auto b = nlohmann::json::parse(both.last_line());
+  EXPECT_NEAR(b["P@1"].get<double>(), a["P@1"].get<double>(), 0.005);
+  EXPECT_EQ(RunStore(dir / "hosts.sqlite").list_runs().size(), 1u) << "only rank 0 records the run";
+}
+
 TEST(DistributedTraining, SummingGradientsDuringBackwardTrainsLikeSummingAfterIt) {
   // UniDEC's processes each train a shard of the batch, so their dense gradients are summed in buckets while
   // backward runs (distributed.overlap=on); with two processes every sum is the same two numbers added.
