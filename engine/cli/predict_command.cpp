@@ -32,7 +32,7 @@ void add_predict_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--input", args->input, "File with one query text per line");
   cmd->add_option("--out", args->out, "With --input: write an XC score file (header 'N L', 'label:score' rows)");
   cmd->add_option("--top", args->top, "Labels per query")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--mode", args->mode, "Inference mode (default: the method's primary): dexml embedding; ngame fused, embedding, classifier; unidec concat, de, clf; depsl de; irene zero_shot, zero_shot_base, generalized, generalized_base; xrlinear tree, fused (with xrlinear.dense_run), tree-knn (with xrlinear.knn); rag for any of them trained with rag.use on");
+  cmd->add_option("--mode", args->mode, "Inference mode (default: the method's primary); a name the run does not have is refused with the list of the modes it has");
   cmd->add_option("--device", args->device, "Override the run's device (cpu, cuda)");
   cmd->add_option("--index", args->index,
                   "Label index searched in every mode: exact, ivf (ivf:probe=64), hnsw (hnsw:M=32,ef=200), faiss:Flat, faiss:IVF256,Flat, "
