@@ -13,8 +13,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -66,6 +70,7 @@ struct Common {
   int steps = 10;
   int warmup = 3;
   std::string trace;  // a Chrome trace of three more steps, when set
+  int threads = 0;    // CPU threads for torch (0 = every core)
 };
 
 /// Seconds of one call of `step` on `device`: common.warmup calls first, then the mean of common.steps, the
@@ -102,8 +107,22 @@ void trace_steps(const std::string& path, const torch::Device& device, Step&& st
 #endif
 }
 
+/// Token counts (markers included), one per line, as `xmc tokenize` gives them for a title set; empty when `path` is.
+std::vector<std::int64_t> read_lengths(const std::string& path) {
+  std::vector<std::int64_t> lengths;
+  if (path.empty()) return lengths;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("--lengths " + path + ": cannot be read");
+  std::int64_t n = 0;
+  while (in >> n)
+    if (n >= 2) lengths.push_back(n);
+  if (lengths.empty()) throw std::runtime_error("--lengths " + path + ": no token count of at least 2 in it");
+  return lengths;
+}
+
 int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, std::int64_t hidden, std::int64_t heads,
-                 std::int64_t max_len, const std::string& precision, double peak_tflops, bool separate) {
+                 std::int64_t max_len, const std::string& precision, double peak_tflops, bool separate, const std::string& lengths_file,
+                 const std::string& packing) {
   const torch::Device device(common.device);
   xmc::BertConfig config;
   config.num_layers = layers;
@@ -115,16 +134,24 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   options.device = device;
   options.max_len = max_len;
   options.autocast = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  options.packing = packing == "on" ? xmc::BertPacking::on : packing == "off" ? xmc::BertPacking::off : xmc::BertPacking::automatic;
   torch::manual_seed(1);
   xmc::BertEncoder encoder(config, options);
   encoder->train();
   xmc::FusedAdamW optimizer(encoder->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));  // the trainer's optimiser
-  // 2·batch texts of exactly max_len tokens: [CLS] random words [SEP]; queries then their positive labels.
+  // 2·batch texts: [CLS] random words [SEP]; queries then their positive labels. Each of exactly max_len tokens, or
+  // (--lengths) of a title set's token counts, drawn in a seeded order and capped at max_len.
+  const std::vector<std::int64_t> title_lengths = read_lengths(lengths_file);
+  std::mt19937_64 draw(11);
   xmc::TokenizedCorpus corpus;
   std::uint32_t state = 7;
+  double real_tokens = 0;
   for (std::int64_t t = 0; t < 2 * batch; ++t) {
+    const std::int64_t length =
+        title_lengths.empty() ? max_len : std::min(max_len, title_lengths[static_cast<std::size_t>(draw() % title_lengths.size())]);
+    real_tokens += static_cast<double>(length);
     std::vector<std::int32_t> ids{101};
-    for (std::int64_t i = 0; i < max_len - 2; ++i) {
+    for (std::int64_t i = 0; i < length - 2; ++i) {
       state = state * 1664525u + 1013904223u;
       ids.push_back(static_cast<std::int32_t>(1000 + (state >> 8) % 29000));
     }
@@ -164,16 +191,18 @@ int encoder_step(const Common& common, std::int64_t batch, std::int64_t layers, 
   trace_steps(common.trace, device, step);
   // Training FLOPs = 3 × forward; forward per token and layer: 2·(4h² + 2h·ff) for the products with weights
   // plus 4·len·h for the attention scores and their weighted sum.
-  const double h = static_cast<double>(hidden), ff = 4.0 * h, len = static_cast<double>(max_len);
+  // With --lengths, counted on the real tokens (the padding's work is none of the model's).
+  const double h = static_cast<double>(hidden), ff = 4.0 * h, len = real_tokens / static_cast<double>(2 * batch);
   const double per_token = static_cast<double>(layers) * (2.0 * (4.0 * h * h + 2.0 * h * ff) + 4.0 * len * h);
-  const double flops = 3.0 * per_token * len * 2.0 * static_cast<double>(batch);
+  const double flops = 3.0 * per_token * real_tokens;
   const double achieved = flops / per_step / 1e12;
   const std::string about = describe(device);
   const double peak = peak_tflops > 0 ? peak_tflops : known_peak_tflops(about);
   std::printf("{\"bench\":\"encoder_step\",\"device\":\"%s\",\"peak_tflops\":%.0f,\"batch\":%lld,\"layers\":%lld,\"hidden\":%lld,\"max_len\":%lld,"
-              "\"precision\":\"%s\",\"passes\":%d,\"step_s\":%.5f,\"queries_per_s\":%.1f,\"model_tflops\":%.2f,\"mfu\":%s}\n",
+              "\"mean_tokens\":%.2f,\"packing\":\"%s\",\"precision\":\"%s\",\"passes\":%d,\"step_s\":%.5f,\"queries_per_s\":%.1f,"
+              "\"model_tflops\":%.3f,\"mfu\":%s}\n",
               about.c_str(), peak, static_cast<long long>(batch), static_cast<long long>(layers), static_cast<long long>(hidden),
-              static_cast<long long>(max_len), precision.c_str(), passes, per_step, static_cast<double>(batch) / per_step, achieved,
+              static_cast<long long>(max_len), len, packing.c_str(), precision.c_str(), passes, per_step, static_cast<double>(batch) / per_step, achieved,
               peak > 0 ? std::to_string(achieved / peak).c_str() : "null");
   return 0;
 }
@@ -308,6 +337,8 @@ int main(int argc, char** argv) {
   Common common;
   app.add_option("--device", common.device, "cuda or cpu (default: cuda when present)")->capture_default_str();
   app.add_option("--steps", common.steps, "Timed steps (repeats)")->capture_default_str();
+  app.add_option("--warmup", common.warmup, "Untimed steps first")->capture_default_str();
+  app.add_option("--threads", common.threads, "CPU threads for torch (0 = every core, as xmc train)")->capture_default_str();
   app.add_option("--trace", common.trace, "encoder-step, decoder-step: write a Chrome trace of three more steps here (LibTorch 2.x)");
   app.require_subcommand(1);
   std::int64_t batch = 512, layers = 6, hidden = 768, heads = 12, max_len = 32;
@@ -322,6 +353,13 @@ int main(int argc, char** argv) {
   step_cmd->add_option("--precision", precision, "bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->capture_default_str();
   bool separate = false;
   step_cmd->add_flag("--separate", separate, "Encode queries and labels in two passes (the trainer joins them into one)");
+  std::string lengths_file, packing = "auto";
+  step_cmd->add_option("--lengths", lengths_file,
+                       "Texts of real lengths: a file of token counts, one per line (e.g. `xmc tokenize` over a dataset's titles, counted); "
+                       "default: every text max_len tokens");
+  step_cmd->add_option("--packing", packing, "The encoder's encoder.packing: auto, on (real tokens only) or off (padded)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   step_cmd->add_option("--peak-tflops", peak, "The device's dense bf16 peak for the utilisation (default: known by name for H100, H200, A100)");
   xmc::DecoderConfig decoder;
   decoder.num_layers = 24;
@@ -354,8 +392,9 @@ int main(int argc, char** argv) {
   cluster_cmd->add_option("--dim", d)->capture_default_str();
   cluster_cmd->add_option("--cluster-size", cluster_size)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  at::set_num_threads(common.threads > 0 ? common.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   try {
-    if (*step_cmd) return encoder_step(common, batch, layers, hidden, heads, max_len, precision, peak, separate);
+    if (*step_cmd) return encoder_step(common, batch, layers, hidden, heads, max_len, precision, peak, separate, lengths_file, packing);
     if (*decoder_cmd) return decoder_step(common, decoder, decoder_batch, decoder_len, lora_rank, precision, checkpointing, peak);
     if (*search_cmd) return search(common, nq, m, d, k);
     return clustering(common, rows, d, cluster_size);

@@ -321,6 +321,61 @@ TEST(BertEncoder, JoinedQueriesAndLabelsEncodeAsTheirSeparatePasses) {
   EXPECT_EQ(encoder->join_inputs(*query_input, *encoder->prepare_input(short_labels, all_rows(short_labels), true)), nullptr);
 }
 
+TEST(BertEncoder, PackedTokensGiveThePaddedPassesVectorsAndGradients) {
+  // Texts of 3 to 30 tokens: padded to 30, two thirds of the positions are padding. Packed, only the real tokens go
+  // through the projections and MLPs; the vectors, and the gradients a loss on them gives every parameter, are the
+  // padded pass's up to float rounding. Queries and labels joined into one pass pack the same way.
+  const TokenizedCorpus corpus = make_corpus({3, 30, 7, 5, 12, 4}, 11), labels = make_corpus({20, 25, 28}, 13);
+  for (const BertPooling pooling : {BertPooling::mean, BertPooling::cls}) {
+    BertEncoderOptions padded_options, packed_options;
+    padded_options.pooling = packed_options.pooling = pooling;
+    padded_options.dropout = packed_options.dropout = 0.0;
+    padded_options.packing = BertPacking::off;
+    packed_options.packing = BertPacking::on;
+    BertEncoder padded = random_encoder(tiny_config(), 21, padded_options);
+    BertEncoder packed = random_encoder(tiny_config(), 21, packed_options);
+    padded->train();
+    packed->train();
+    const auto rows = all_rows(corpus);
+    const torch::Tensor a = padded->encode(corpus, rows);
+    const torch::Tensor b = packed->encode(corpus, rows);
+    ASSERT_TRUE(torch::allclose(a, b, 1e-5, 1e-5)) << (a - b).abs().max();
+    a.pow(2).sum().backward();
+    b.pow(2).sum().backward();
+    auto padded_parameters = padded->named_parameters();
+    // Float rounding is relative to the gradients' size as a whole: a sum that cancels to ~1e-6 carries the rounding of
+    // its ~1e-1 terms.
+    double overall = 0;
+    for (const auto& item : padded_parameters) overall = std::max(overall, item.value().grad().abs().max().item<double>());
+    for (const auto& item : packed->named_parameters()) {
+      const std::string& name = item.key();
+      const torch::Tensor& parameter = item.value();
+      const torch::Tensor expected = padded_parameters[name].grad();
+      ASSERT_TRUE(parameter.grad().defined()) << name;
+      const double scale = expected.abs().max().item<double>();
+      EXPECT_LE((parameter.grad() - expected).abs().max().item<double>(), 1e-4 * scale + 1e-5 * overall)
+          << name << " (largest entry " << scale << ", of all gradients " << overall << ")";
+    }
+    torch::NoGradGuard no_grad;
+    packed->eval();
+    const auto joined = packed->join_inputs(*packed->prepare_input(corpus, rows, true), *packed->prepare_input(labels, all_rows(labels), true));
+    ASSERT_NE(joined, nullptr);
+    const torch::Tensor both = packed->encode_input(*joined);
+    const torch::Tensor apart = torch::cat({encode_all(packed, corpus), encode_all(packed, labels)});
+    EXPECT_TRUE(torch::allclose(both, apart, 1e-5, 1e-5)) << (both - apart).abs().max();
+  }
+}
+
+TEST(BertEncoder, AutomaticPackingPacksBatchesWithATenthOrMoreOfPadding) {
+  BertEncoder encoder = random_encoder(tiny_config(), 3);
+  EXPECT_FALSE(encoder->packs(100, 100));
+  EXPECT_FALSE(encoder->packs(91, 100));
+  EXPECT_TRUE(encoder->packs(90, 100));
+  BertEncoderOptions off;
+  off.packing = BertPacking::off;
+  EXPECT_FALSE(random_encoder(tiny_config(), 3, off)->packs(10, 100));
+}
+
 TEST(BertEncoder, TruncatesLongTextsKeepingTheFinalSep) {
   BertEncoderOptions options;
   options.max_len = 8;

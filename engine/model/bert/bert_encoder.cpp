@@ -133,7 +133,30 @@ class LayerImpl : public torch::nn::Module {
     const torch::Tensor v = split_heads(value_(x));
     const torch::Tensor mask = additive_mask.to(q.scalar_type());
     const torch::Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0);
-    const torch::Tensor merged = context.transpose(1, 2).reshape({batch, length, hidden});
+    return feed_forward(x, context.transpose(1, 2).reshape({batch, length, hidden}));
+  }
+
+  /// The same layer over packed tokens: x [T, H], the real tokens of a [batch, length] batch at flat positions `rows`
+  /// [T]. Only the attention sees the padded layout (its q, k, v scattered into zeros): a padded key is masked out,
+  /// a padded query's output dropped, so each real token's result is forward()'s.
+  torch::Tensor forward_packed(const torch::Tensor& x, const torch::Tensor& rows, std::int64_t batch, std::int64_t length,
+                               const torch::Tensor& additive_mask) {
+    const std::int64_t hidden = x.size(1);
+    const std::int64_t head_dim = hidden / num_heads_;
+    auto padded_heads = [&](const torch::Tensor& t) {  // [T, H] -> [B, heads, L, head_dim]
+      return torch::zeros({batch * length, hidden}, t.options()).index_copy(0, rows, t).view({batch, length, num_heads_, head_dim}).transpose(1, 2);
+    };
+    const torch::Tensor q = padded_heads(query_(x));
+    const torch::Tensor k = padded_heads(key_(x));
+    const torch::Tensor v = padded_heads(value_(x));
+    const torch::Tensor mask = additive_mask.to(q.scalar_type());
+    const torch::Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0);
+    return feed_forward(x, context.transpose(1, 2).reshape({batch * length, hidden}).index_select(0, rows));
+  }
+
+ private:
+  /// The attention output's projection and residual norm, then the MLP and its residual norm (any leading shape).
+  torch::Tensor feed_forward(const torch::Tensor& x, const torch::Tensor& merged) {
     const torch::Tensor attended = attention_norm_(x + hidden_dropout_(attention_dense_(merged)));
 
     torch::Tensor inner = intermediate_dense_(attended);
@@ -145,7 +168,6 @@ class LayerImpl : public torch::nn::Module {
     return output_norm_(attended + hidden_dropout_(output_dense_(inner)));
   }
 
- private:
   std::int64_t num_heads_;
   BertActivation activation_;
   double attention_dropout_p_;
@@ -448,6 +470,7 @@ BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<c
   }
   prepared.input_ids = staged_to(ids, target);
   prepared.attention_mask = staged_to(mask, target);
+  prepared.token_rows = staged_to(mask.reshape({-1}).nonzero().squeeze(1), target);
   return prepared;
 }
 
@@ -462,6 +485,36 @@ torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const tor
       torch::zeros(keep.sizes(), x.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(x.scalar_type()));
   for (const auto& layer : layers_) x = layer->forward(x, additive_mask);
   return x;
+}
+
+torch::Tensor BertEncoderImpl::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const torch::Tensor& token_rows,
+                                             const BatchImages* images) {
+  TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(),
+              "BertEncoder::forward_packed: input_ids and attention_mask must both be [B, L]");
+  TORCH_CHECK(input_ids.size(1) <= config_.max_position_embeddings, "BertEncoder::forward_packed: sequence length ",
+              input_ids.size(1), " exceeds max_position_embeddings ", config_.max_position_embeddings);
+  const std::int64_t batch = input_ids.size(0), length = input_ids.size(1), hidden = config_.hidden_size;
+  const torch::Tensor rows = token_rows.defined() ? token_rows : attention_mask.reshape({-1}).nonzero().squeeze(1);
+  // Embeddings on the padded layout (a lookup: positions come from it), then only the real tokens go on.
+  const torch::Tensor embedded = embeddings_->forward(input_ids, image_projection_ ? images : nullptr, image_projection_ ? image_projection_.get() : nullptr);
+  torch::Tensor x = embedded.reshape({batch * length, hidden}).index_select(0, rows);
+  const torch::Tensor keep = attention_mask.to(torch::kBool).view({batch, 1, 1, length});
+  const torch::Tensor additive_mask =
+      torch::zeros(keep.sizes(), x.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(x.scalar_type()));
+  for (const auto& layer : layers_) x = layer->forward_packed(x, rows, batch, length, additive_mask);
+  return torch::zeros({batch * length, hidden}, x.options()).index_copy(0, rows, x).view({batch, length, hidden});
+}
+
+bool BertEncoderImpl::packs(std::int64_t real_tokens, std::int64_t positions) const {
+  switch (options_.packing) {
+    case BertPacking::on: return true;
+    case BertPacking::off: return false;
+    case BertPacking::automatic: break;
+  }
+  // On a CPU (measured: a 6 x 768 step on titles of 19 tokens in 32 took 0.70x the padded step's time). Not yet on a GPU,
+  // where its gathers add launches to a step that is launch-bound and no loan has measured it.
+  if (!device().is_cpu()) return false;
+  return 10 * (positions - real_tokens) >= positions;  // a tenth or more of the positions are padding
 }
 
 torch::Tensor BertEncoderImpl::pool(const torch::Tensor& hidden, const torch::Tensor& attention_mask) const {
@@ -490,6 +543,13 @@ std::shared_ptr<const EncoderInput> BertEncoderImpl::join_inputs(const EncoderIn
   auto batch = std::make_shared<BertBatch>();
   batch->input_ids = torch::cat({widened(a.input_ids, config_.pad_token_id), widened(b.input_ids, config_.pad_token_id)});
   batch->attention_mask = torch::cat({widened(a.attention_mask, 0), widened(b.attention_mask, 0)});
+  if (a.token_rows.defined() && b.token_rows.defined()) {
+    // Each part's flat positions b * L_part + i, moved to the joined layout's b * length + i (b's rows after a's).
+    auto relaid = [&](const torch::Tensor& rows, std::int64_t part_length, std::int64_t first_row) {
+      return (torch::div(rows, part_length, "floor") + first_row) * length + torch::remainder(rows, part_length);
+    };
+    batch->token_rows = torch::cat({relaid(a.token_rows, a.input_ids.size(1), 0), relaid(b.token_rows, b.input_ids.size(1), a.input_ids.size(0))});
+  }
   return batch;
 }
 
@@ -498,7 +558,13 @@ torch::Tensor BertEncoderImpl::encode_input(const EncoderInput& input) {
   if (!batch.input_ids.defined()) return torch::empty({0, config_.hidden_size}, torch::TensorOptions().device(device()));
   const AutocastScope mixed_precision(device(), options_.autocast);
   const bool early = image_fusion_.kind == ImageFusionKind::early;
-  torch::Tensor pooled = pool(forward(batch.input_ids, batch.attention_mask, early ? &batch.images : nullptr), batch.attention_mask);
+  const BatchImages* fused = early ? &batch.images : nullptr;
+  // The real tokens' count comes with a batch made on the host (no device synchronisation to choose).
+  const std::int64_t real_tokens = batch.token_rows.defined() ? batch.token_rows.size(0) : -1;
+  const bool packed = real_tokens >= 0 ? packs(real_tokens, batch.input_ids.numel()) : options_.packing == BertPacking::on;
+  torch::Tensor pooled = pool(packed ? forward_packed(batch.input_ids, batch.attention_mask, batch.token_rows, fused)
+                                     : forward(batch.input_ids, batch.attention_mask, fused),
+                              batch.attention_mask);
   if (image_projection_ && !early) pooled = add_pooled_images(pooled, batch.images, *image_projection_);
   return pooled.to(torch::kFloat);
 }

@@ -55,6 +55,8 @@ BertConfig parse_bert_config(const std::string& json_text, const std::string& so
 /// A Hugging Face-compatible config.json text ("architectures": ["BertModel"] or ["DistilBertModel"]).
 std::string bert_config_to_json(const BertConfig& config);
 
+enum class BertPacking { automatic, on, off };
+
 struct BertEncoderOptions {
   BertPooling pooling = BertPooling::mean;  ///< mean over non-pad tokens, or the [CLS] token
   std::int64_t max_len = 128;  ///< tokens per text, [CLS] and [SEP] included; capped at max_position_embeddings
@@ -62,6 +64,9 @@ struct BertEncoderOptions {
   /// encode() runs the transformer under autocast to this dtype (kBFloat16: bf16 products, fp32 weights,
   /// LayerNorms and softmax by LibTorch's autocast policy); kFloat = plain fp32. The output is fp32 either way.
   torch::ScalarType autocast = torch::kFloat;
+  /// Real tokens through the projections, MLPs and norms packed, without padding (attention still per text):
+  /// BertPacking::automatic packs a batch on a CPU whose padding is at least a tenth of its positions.
+  BertPacking packing = BertPacking::automatic;
   /// Dropout on embeddings, attention probabilities and sub-layer outputs; unset: the config's
   /// hidden_dropout_prob / attention_probs_dropout_prob (0.1 when the config names none).
   std::optional<double> dropout;
@@ -75,6 +80,9 @@ struct BertBatch final : EncoderInput {
   torch::Tensor input_ids;
   torch::Tensor attention_mask;
   BatchImages images;
+  /// The flat positions (b * L + i) of the real tokens, ascending, int64 [T] on the encoder's device, made on the host
+  /// with the batch (undefined: found from attention_mask when needed).
+  torch::Tensor token_rows;
 };
 
 namespace bert_detail {
@@ -108,6 +116,13 @@ class BertEncoderImpl : public EncoderImpl {
   /// The last layer's hidden states [B, L, hidden_size] of a batch (input_ids [B, L], attention_mask [B, L]);
   /// `images` (early fusion) replace the word embeddings at their positions.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const BatchImages* images = nullptr);
+  /// forward() over the batch's real tokens only: the projections, MLPs and LayerNorms see [real tokens, hidden], the
+  /// attention each text alone. Hidden states [B, L, hidden_size], zeros at padded positions (forward() leaves values
+  /// there that no pooling reads). `token_rows`: the real tokens' flat positions (BertBatch::token_rows), or undefined.
+  torch::Tensor forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const torch::Tensor& token_rows = {},
+                               const BatchImages* images = nullptr);
+  /// Whether encode() packs a batch of `real_tokens` in `positions` padded positions (options().packing).
+  bool packs(std::int64_t real_tokens, std::int64_t positions) const;
 
   /// Fuses images from the corpus's bank from now on: registers "image_projection" (m -> hidden). Called once,
   /// after the text model's weights are loaded (they never include it). ConfigError for a second call or m < 1.

@@ -3,6 +3,7 @@
 #include "engine/model/autocast.h"
 #include "engine/model/bert/bert_encoder.h"
 #include "engine/model/transformer_options.h"
+#include "engine/model/bert/bert_options.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/encoder_options.h"
 #include "engine/model/image_fusion.h"
@@ -21,6 +22,8 @@ BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std:
   options.device = parse_device(config.device);
   options.dropout = common.dropout;
   options.autocast = parse_precision(bert.precision, "encoder.precision");
+  const std::string& packing = config.get<BertOptions>().packing;
+  options.packing = packing == "on" ? BertPacking::on : packing == "off" ? BertPacking::off : BertPacking::automatic;
   std::shared_ptr<BertEncoderImpl> encoder;
   std::string description;
   if (std::filesystem::exists(folder / "model.safetensors")) {
