@@ -17,6 +17,16 @@ std::string compact_count(double value) {
   return buf;
 }
 
+std::string compact_rate(double per_second) {
+  if (!(per_second > 0)) return {};
+  char buf[48];
+  // Below one a second, the time each takes: "0/s" said nothing about a 2.5 s step.
+  if (per_second < 1) std::snprintf(buf, sizeof buf, "1 per %.1f s", 1.0 / per_second);
+  else if (per_second < 10) std::snprintf(buf, sizeof buf, "%.1f/s", per_second);
+  else return compact_count(per_second) + "/s";
+  return buf;
+}
+
 std::string compact_duration(double seconds) {
   const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
   char buf[32];
@@ -73,7 +83,7 @@ void TerminalProgress::draw(bool final_line) {
       text.append("[").append(static_cast<std::size_t>(filled), '#').append(static_cast<std::size_t>(kWidth - filled), ' ').append("] ");
     }
     text.append(compact_count(static_cast<double>(done_))).append("/").append(compact_count(static_cast<double>(total_)));
-    text.append(", ").append(compact_count(rate)).append("/s");
+    if (const std::string r = compact_rate(rate); !r.empty()) text.append(", ").append(r);
     if (final_line) text.append(", took ").append(compact_duration(elapsed));
     else if (rate > 0) text.append(", ETA ").append(compact_duration(static_cast<double>(total_ - done_) / rate));
   } else {

@@ -31,6 +31,8 @@ class TerminalProgress final : public Progress {
 
 /// "1.2k", "3.4M": compact counts for rates.
 std::string compact_count(double value);
+/// "12.3k/s", "2.5/s", or below one a second "1 per 2.5 s"; "" when nothing is done yet.
+std::string compact_rate(double per_second);
 /// "42s", "3m05s", "1h02m".
 std::string compact_duration(double seconds);
 
