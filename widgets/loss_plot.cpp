@@ -145,7 +145,7 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   memory_->setPen(pen(style::kPurple, 1.5));  // never beside throughput (purple too): one strip or the other
   cpu_ = addGraph(sys_x, sys_cpu);
   cpu_->setName(tr("CPU cores busy"));
-  cpu_->setPen(pen(style::kOrange, 1.5, Qt::DashLine));
+  cpu_->setPen(pen(style::kVermillion, 1.5, Qt::DotLine));  // shares the legend with the learning rate (orange dashed)
 
   // Legend in its own row under the plot, so it never covers a curve.
   main_rect_->insetLayout()->take(legend);

@@ -11,6 +11,7 @@
 #include <QSlider>
 #include <QtTest>
 #include <array>
+#include <map>
 #include <cmath>
 #include <random>
 #include <string>
@@ -220,6 +221,7 @@ class PlotsTest : public QObject {
     for (int step = 1; step <= 40; ++step) {
       points.push_back({step, step / 10.0, "loss", 2.0 - step / 40.0, 1000.0 + step});
       points.push_back({step, step / 10.0, "samples_per_s", 500.0, 1000.0 + step});
+      points.push_back({step, step / 10.0, "lr", 0.001 * (1.0 - step / 40.0), 1000.0 + step});
       if (step % 10 == 0) {
         points.push_back({step, step / 10.0, "system/cpu_cores", 1.8, 1000.0 + step});
         points.push_back({step, step / 10.0, "system/memory_gb", 0.5 + step / 20.0, 1000.0 + step});
@@ -247,7 +249,17 @@ class PlotsTest : public QObject {
     QVERIFY(plot.strip_shown());
     QVERIFY(legend_names().contains(QStringLiteral("memory (GB)")));
     QVERIFY(legend_names().contains(QStringLiteral("CPU cores busy")));
+    QVERIFY(legend_names().contains(QStringLiteral("learning rate")));
     QVERIFY(!legend_names().contains(QStringLiteral("throughput")));
+    // No two series of the legend share a colour and a line style: CPU cores busy and the learning rate were both
+    // orange dashed.
+    std::map<std::pair<QRgb, int>, QString> styles;
+    for (int i = 0; i < plot.legend->itemCount(); ++i)
+      if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i))) {
+        const QPen pen = item->plottable()->pen();
+        const auto [at, fresh] = styles.emplace(std::make_pair(pen.color().rgb(), static_cast<int>(pen.style())), item->plottable()->name());
+        QVERIFY2(fresh, qPrintable(item->plottable()->name() + " is drawn like " + at->second));
+      }
     // Axes from 0 over every sample: memory to above 2.5 GB, CPU to above 1.8 cores; x shared with the loss.
     QVERIFY(plot.memory_graph()->valueAxis()->range().lower == 0 && plot.memory_graph()->valueAxis()->range().upper > 2.5);
     QVERIFY(plot.cpu_graph()->valueAxis()->range().upper > 1.8);
