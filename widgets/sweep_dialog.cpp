@@ -114,9 +114,19 @@ int SweepDialog::point_count() const {
   }
 }
 
+QString SweepDialog::error_text() const { return error_->text(); }
+
 void SweepDialog::update_count() {
-  const int n = point_count();
+  int n = 0;
+  QString problem;
+  try {
+    n = static_cast<int>(sweep_points(axes()).size());
+  } catch (const std::exception& e) {
+    problem = QString::fromUtf8(e.what());
+  }
   count_->setText(n > 0 ? tr("%n run(s)", nullptr, n) : tr("—"));
+  // Once Start found a mistake, the message holds only while one does: the row fixed clears it, another replaces it.
+  if (checks_as_typed_) error_->setText(problem);
 }
 
 void SweepDialog::accept() {
@@ -124,6 +134,7 @@ void SweepDialog::accept() {
     axes();
   } catch (const std::exception& e) {
     error_->setText(QString::fromUtf8(e.what()));
+    checks_as_typed_ = true;
     return;
   }
   QDialog::accept();

@@ -24,6 +24,9 @@ class SweepDialog : public QDialog {
   QString sweep_name() const;
   /// Runs the grid makes (0 when a row does not parse).
   int point_count() const;
+  /// What is wrong with the rows, shown once Start was pressed on them and kept current as they are edited ("" when
+  /// nothing is shown or they are right now).
+  QString error_text() const;
 
   void accept() override;
 
@@ -35,6 +38,7 @@ class SweepDialog : public QDialog {
   QLabel* count_ = nullptr;
   QLabel* error_ = nullptr;
   QLineEdit* name_ = nullptr;
+  bool checks_as_typed_ = false;  ///< Start found a mistake: from then on the message follows the rows as they are edited
 };
 
 }  // namespace xmc::gui

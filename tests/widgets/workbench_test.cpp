@@ -26,6 +26,7 @@
 #include <QThread>
 #include <QTemporaryDir>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QtTest/QtTest>
 
 #include "app/main_window.h"
@@ -792,6 +793,23 @@ class WorkbenchTest : public QObject {
     QCOMPARE(store.get_run(worker->run_id()).status, xmc::RunStatus::Completed);
     QVERIFY(steps > 10);
     QCOMPARE(evaluations, 2);  // rank 0 evaluates each epoch, as a single process does
+  }
+
+  void aSweepErrorGoesOnceItsRowIsFixed() {
+    // Start with an empty value names the row; typing the values clears the message (it stayed, stale).
+    xmc::gui::SweepDialog dialog;
+    dialog.set_axes({xmc::parse_sweep_axis("epochs=1")});
+    auto* table = dialog.findChild<QTableWidget*>();
+    QVERIFY(table != nullptr && table->item(0, 1) != nullptr);
+    table->item(0, 1)->setText(QString());
+    dialog.accept();
+    QVERIFY2(dialog.error_text().contains(QStringLiteral("epochs")), qPrintable(dialog.error_text()));
+    QCOMPARE(dialog.point_count(), 0);
+    table->item(0, 1)->setText(QStringLiteral("1, 2"));
+    QCOMPARE(dialog.error_text(), QString());
+    QCOMPARE(dialog.point_count(), 2);
+    table->item(0, 1)->setText(QStringLiteral("1, x"));  // another mistake replaces it
+    QVERIFY2(dialog.error_text().contains(QStringLiteral("epochs")), qPrintable(dialog.error_text()));
   }
 
   void aSweepRunsEveryPointFollowsEachInTheLiveTabAndResumesAfterAStop() {
