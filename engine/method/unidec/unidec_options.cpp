@@ -31,7 +31,8 @@ MethodInfo unidec_method_info() {
           .text("unidec.classifier_init", &UnidecOptions::classifier_init, {"label_text", "random"},
                 "Classifiers start as the CLF head's encoding of each label's text, or random")
           .number("unidec.concat_weight", &UnidecOptions::concat_weight, 0, 1,
-                  "Concat inference ranks by (1-w)·de + w·clf (+ the label bias): w = 0.5 is the paper's plain sum")
+                  "Concat inference ranks by (1-w)·de + w·clf + b_l, b_l the label's learned bias (unidec.label_bias): w = 0.5 is the "
+                  "paper's plain sum; with a learned bias w = 0 is de plus the bias, not the de mode alone")
           .number("unidec.concat_holdout", &UnidecOptions::concat_holdout, 0, 0.5,
                   "Share of the training queries (with labels) held out of training; after training, concat's w is chosen "
                   "on them from 0, 0.1, ..., 1 by mean P@1 + P@3 + P@5 (0 = none held out: w = unidec.concat_weight)")
