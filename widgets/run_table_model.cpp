@@ -420,15 +420,16 @@ QString RunTableModel::group_of(const RunInfo& info) const {
   if (group_key_ == QLatin1String("dataset")) return dataset_name(info);
   if (group_key_ == QLatin1String("tag")) return info.tags.empty() ? QStringLiteral("—") : tags_text(info);
   if (group_key_ == QLatin1String(kSeedGroup)) {
-    // Runs that differ only in their seed share this name: what they are, and the values that set their
-    // config apart from the other runs' (a hash of it when there are many).
+    // Runs that differ only in their seed share this name: what they are (method, dataset), and the values that set
+    // their config apart from the other runs of that method on that dataset, the key with the most values first (a
+    // hash of the config after three).
     QStringList parts;
     for (const QString& part : {method_of(info), dataset_name(info)})
       if (!part.isEmpty()) parts.append(part);
     const auto& config = flat_config(info);
     QStringList values;
-    for (const std::string& key : varying_keys_) {
-      if (key == "method") continue;
+    const auto family = varying_keys_.find(family_of(info));
+    for (const std::string& key : family == varying_keys_.end() ? std::vector<std::string>{} : family->second) {
       const auto it = config.find(key);
       values.append(qstr(key) + QLatin1Char('=') + (it == config.end() ? QStringLiteral("—") : qstr(it->second)));
     }
@@ -440,18 +441,35 @@ QString RunTableModel::group_of(const RunInfo& info) const {
   return config_value(info, group_key_);
 }
 
+QString RunTableModel::family_of(const RunInfo& info) const { return method_of(info) + QChar(0x1f) + dataset_name(info); }
+
 void RunTableModel::update_varying_keys(const std::vector<Row>& rows) {
-  // A key varies when two runs hold different values for it, or some run lacks it.
-  std::map<std::string, std::pair<std::set<std::string>, std::size_t>> seen;  // key -> (values, runs holding it)
-  for (const Row& row : rows)
+  // Within a family, a key varies when two runs hold different values for it, or some run lacks it.
+  struct Seen {
+    std::set<std::string> values;
+    std::size_t holders = 0;
+  };
+  std::map<QString, std::pair<std::size_t, std::map<std::string, Seen>>> families;  // family -> (runs, key -> seen)
+  for (const Row& row : rows) {
+    auto& [runs, keys] = families[family_of(row.info)];
+    ++runs;
     for (const auto& [key, value] : flat_config(row.info)) {
-      auto& [values, holders] = seen[key];
-      values.insert(value);
-      ++holders;
+      if (key == "method" || key == "dataset") continue;  // named by the family already
+      Seen& seen = keys[key];
+      seen.values.insert(value);
+      ++seen.holders;
     }
+  }
   varying_keys_.clear();
-  for (const auto& [key, entry] : seen)
-    if (entry.first.size() > 1 || entry.second < rows.size()) varying_keys_.push_back(key);
+  for (const auto& [family, entry] : families) {
+    const auto& [runs, keys] = entry;
+    std::vector<std::pair<std::size_t, std::string>> varying;  // (values, key): the keys a sweep varies take the most
+    for (const auto& [key, seen] : keys)
+      if (seen.values.size() > 1 || seen.holders < runs) varying.emplace_back(seen.values.size() + (seen.holders < runs ? 1 : 0), key);
+    std::stable_sort(varying.begin(), varying.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    auto& named = varying_keys_[family];
+    for (const auto& [count, key] : varying) named.push_back(key);
+  }
 }
 
 const std::map<std::string, std::string>& RunTableModel::flat_config(const RunInfo& info) const {

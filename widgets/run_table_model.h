@@ -174,9 +174,11 @@ class RunTableModel : public QAbstractTableModel {
   /// The training process's use of the machine; read again while it runs, kept once it has ended.
   SystemUse system_use_of(const RunInfo& info) const;
   mutable std::unordered_map<std::int64_t, std::pair<RunStatus, SystemUse>> ended_system_use_;
-  /// Config keys (seed aside) whose values differ between the listed runs: what tells seed groups apart.
-  /// Computed only while grouping by kSeedGroup.
-  std::vector<std::string> varying_keys_;
+  /// By family (a method on a dataset, family_of()): the config keys (seed, name, method and dataset aside) whose
+  /// values differ between the family's listed runs, the key taking the most values first — what tells its seed
+  /// groups apart. Computed only while grouping by kSeedGroup.
+  std::map<QString, std::vector<std::string>> varying_keys_;
+  QString family_of(const RunInfo& info) const;
   void update_varying_keys(const std::vector<Row>& rows);
   QString group_key_;
   std::uint64_t opened_device_ = 0, opened_inode_ = 0;  ///< the store file open_store() opened

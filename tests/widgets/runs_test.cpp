@@ -453,6 +453,35 @@ class RunsTest : public QObject {
     QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-browser.png")));
   }
 
+  void seed_groups_are_named_by_what_sets_them_apart_within_their_method_and_dataset() {
+    // An lr x seed sweep of dexml on wn8k beside a baseline dexml run there and runs of another method and dataset that
+    // differ in other keys: each sweep group is named by its lr first (the key its family varies most). It was named by
+    // the keys varying anywhere in the store, alphabetically: "batch_size=256, dataset=…, encoder.bag=mean, … config".
+    const auto db = path("seed-names.sqlite");
+    {
+      xmc::RunStore store(db);
+      auto add = [&](const std::string& dataset, const std::string& config) {
+        const auto run = store.create_run({.name = "run", .config_json = config, .dataset_path = dataset});
+        store.set_status(run, xmc::RunStatus::Completed);
+      };
+      for (const char* lr : {"0.01", "0.02"})
+        for (const char* seed : {"1", "2"})
+          add("data/wn8k", std::string(R"({"method":"dexml","dataset":"data/wn8k","batch_size":256,"encoder.bag":"mean","lr":)") + lr +
+                               R"(,"seed":)" + seed + "}");
+      add("data/wn8k", R"({"method":"dexml","dataset":"data/wn8k","batch_size":512,"encoder.bag":"l2","lr":0.003,"seed":1})");
+      add("data/wn8k", R"({"method":"ngame","dataset":"data/wn8k","batch_size":1024,"encoder.bag":"l2","lr":0.001,"seed":1})");
+      add("data/bibtex", R"({"method":"dexml","dataset":"data/bibtex","batch_size":64,"encoder.bag":"l2","lr":0.05,"epochs":30,"seed":1})");
+    }
+    RunsBrowser browser(db);
+    RunTableModel* model = browser.model();
+    browser.set_group_key(QLatin1String(RunTableModel::kSeedGroup));
+    QCOMPARE(model->group_of(*model->run_info(1)), QStringLiteral("dexml · wn8k · lr=0.01, batch_size=256, encoder.bag=mean"));
+    QCOMPARE(model->group_of(*model->run_info(2)), model->group_of(*model->run_info(1)));
+    QCOMPARE(model->group_of(*model->run_info(3)), QStringLiteral("dexml · wn8k · lr=0.02, batch_size=256, encoder.bag=mean"));
+    QCOMPARE(model->group_of(*model->run_info(6)), QStringLiteral("ngame · wn8k"));  // alone in its family
+    QCOMPARE(model->group_of(*model->run_info(7)), QStringLiteral("dexml · bibtex"));
+  }
+
   void seed_groups_summarise_mean_and_sd_and_columns_are_chosen() {
     // Three completed seeds of one config (P@1 40, 42, 44 %: mean 42, sample sd 2), a fourth seed that failed
     // (never averaged), and another lr.
