@@ -319,8 +319,13 @@ std::map<std::int64_t, std::int64_t> SearchPanel::true_label_ranks(const QString
   return {};
 }
 
+QString SearchPanel::query_text() const { return query_->text(); }
+
 void SearchPanel::search(const QString& text) {
   if (!predictor_ || text.trimmed().isEmpty()) return;
+  // A search asked for from elsewhere (a tail label's missed query, a completion) shows its query in the box, so that
+  // the results never stand under another text.
+  if (query_->text() != text) query_->setText(text);
   if (search_.isRunning()) {
     queued_query_ = text;  // runs when the current search ends, replacing any query queued before it
     return;

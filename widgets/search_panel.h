@@ -48,6 +48,8 @@ class SearchPanel : public QWidget {
   /// Searches for `text` in the background (also what pressing Enter does); the results land in the
   /// per-mode tables, then search_finished() is emitted. Returns at once.
   void search(const QString& text);
+  /// The text in the query box: what the shown results are for (search() puts its text there).
+  QString query_text() const;
   /// Adds a label by its text (after the running search, if any, ends); returns its id (-1 when no run
   /// is loaded).
   std::int64_t add_label(const QString& text);

@@ -336,6 +336,7 @@ class WorkbenchTest : public QObject {
     QVERIFY(!missed.isEmpty());
     QVERIFY(searched.wait(30000));
     QCOMPARE(searched.back().front().toString(), missed);
+    QCOMPARE(search->query_text(), missed);  // the query box shows what was ranked (it stayed empty)
     QCOMPARE(window.findChild<QTabWidget*>()->currentWidget(), static_cast<QWidget*>(search));
 
     // The Projector: every label of the run in 2-D (PCA: centred, the first axis the one of larger
