@@ -194,6 +194,9 @@ void LaunchForm::load_presets(const QString& dir) {
   // The recommended starting points first (recommended-text.json: what measured best for a new text dataset on a
   // CPU), then the rest by name.
   QFileInfoList files = QDir(dir).entryInfoList({"*.json"}, QDir::Files, QDir::Name);
+  // By the names shown: "dexml-bow-wordnet" before "dexml-bow-wordnet-all" (by file name ".json" sorts after "-all.json",
+  // and typing a name into the box then chose the longer one).
+  std::stable_sort(files.begin(), files.end(), [](const QFileInfo& a, const QFileInfo& b) { return a.completeBaseName() < b.completeBaseName(); });
   std::stable_partition(files.begin(), files.end(), [](const QFileInfo& file) { return file.completeBaseName().startsWith("recommended"); });
   for (const auto& file : files) {
     presets_->addItem(file.completeBaseName());

@@ -611,6 +611,10 @@ class WorkbenchTest : public QObject {
     QCOMPARE(presets->itemText(1), QStringLiteral("recommended-text"));
     QCOMPARE(presets->count(), QDir(XMC_SOURCE_DIR "/datasets/configs").entryList({"*.json"}, QDir::Files).size() + 1);
     QVERIFY(presets->findText("recommended-text") == 1 && presets->findText("dexml-bow-wordnet") > 1);
+    // Typing a preset's whole name into the box chooses that preset, not a longer one it begins ("…-all").
+    presets->setFocus();
+    QTest::keyClicks(presets, QStringLiteral("dexml-bow-wordnet"));
+    QCOMPARE(presets->currentText(), QStringLiteral("dexml-bow-wordnet"));
     presets->setCurrentIndex(1);
     Q_EMIT presets->activated(1);
     const xmc::TrainConfig config = form.config();
