@@ -134,6 +134,11 @@ std::vector<const xmc::ModeSeries*> EvaluationView::drawn_modes() const {
   std::vector<const xmc::ModeSeries*> drawn;
   for (const auto& mode : modes_)
     if (chosen_modes_.contains(label_of(mode))) drawn.push_back(&mode);
+  // By default every mode that was the primary at some evaluation (NGAME: the embedding's curve through M1 beside the
+  // fused ranking's from M4), else the lead one.
+  if (drawn.empty())
+    for (const auto& mode : modes_)
+      if (mode.primary_at_some_evaluation) drawn.push_back(&mode);
   if (drawn.empty() && !modes_.empty()) drawn.push_back(&modes_.front());
   return drawn;
 }

@@ -82,6 +82,8 @@ std::vector<ModeSeries> series_by_mode(const std::vector<EvalPoint>& points) {
     p.metric = k.metric;
     series(k.mode).points.push_back(std::move(p));
   }
+  for (ModeSeries& s : out)
+    s.primary_at_some_evaluation = std::any_of(primary.begin(), primary.end(), [&s](const auto& entry) { return entry.second == s.mode; });
   // The primary mode of the last evaluation leads (unprefixed points of old runs are that mode).
   const std::string lead_mode = primary_at_last_step(points, primary);
   auto lead = std::find_if(out.begin(), out.end(), [&](const ModeSeries& s) { return s.mode == lead_mode; });

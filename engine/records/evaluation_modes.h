@@ -16,6 +16,9 @@ namespace xmc {
 struct ModeSeries {
   std::string mode;
   std::vector<EvalPoint> points;
+  /// The mode was the primary at one evaluation or more (NGAME: the embedding through M1, the fused ranking from
+  /// M4): what a view draws by default, so that a run's headline curve never shrinks to the last stage's points.
+  bool primary_at_some_evaluation = false;
 };
 
 /// The points of every mode, in order of first appearance, the primary mode of the last evaluation first.

@@ -34,6 +34,10 @@ TEST(EvaluationModes, EachModeIsOneSeriesAndThePlainCurveNoLongerJoinsTwoModes) 
   EXPECT_EQ(values(series[2]), (std::vector<double>{0.12}));
   for (const auto& s : series)
     for (const auto& p : s.points) EXPECT_EQ(p.metric, "P@1");  // names without the prefix
+  // The embedding was the primary through M1, the fused ranking from M4; the classifier never.
+  EXPECT_TRUE(series[0].primary_at_some_evaluation);
+  EXPECT_TRUE(series[1].primary_at_some_evaluation);
+  EXPECT_FALSE(series[2].primary_at_some_evaluation);
 }
 
 TEST(EvaluationModes, TablesDropOnlyThePrimaryCopiesOfEachEvaluation) {

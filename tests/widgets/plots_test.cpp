@@ -336,6 +336,17 @@ class PlotsTest : public QObject {
     QVERIFY(view.chart()->metric_visible("PSP@5") && !view.chart()->metric_visible("nDCG@1"));
     QCOMPARE(view.chart()->metric_graph("P@1")->data()->at(0)->value, 54.0);  // the fused mode's 0.5 + 0.04
 
+    // As a finished NGAME run's modes come from its store: the embedding was the primary through M1, so its curve is
+    // drawn beside the fused ranking's by default (it vanished when training ended, the fused mode's one point left).
+    {
+      std::vector<xmc::ModeSeries> finished = modes;
+      for (auto& m : finished) m.primary_at_some_evaluation = true;
+      finished.push_back({"clf", points_of({4}, 0.4)});
+      EvaluationView after;
+      after.set_modes(finished);
+      QCOMPARE(after.chosen_modes(), (QStringList{"fused mode", "emb mode"}));
+    }
+
     // Both modes: six curves are too many for one chart; a panel per metric, each with both modes.
     view.set_mode_chosen("emb mode", true);
     QCOMPARE(view.chosen_modes(), (QStringList{"fused mode", "emb mode"}));
