@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/train_config.h"
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
 #include "engine/core/write_failure.h"
@@ -102,6 +103,35 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std
 }
 
 /// Two-column table; `code_keys` sets the keys in a monospace font (configuration keys).
+/// Of a run's flattened configuration, the registered keys that do not shape the run (the registry's key_applies: a
+/// dexml run's irene.*, xrlinear.*, psl.* ...). Unknown keys, and every key of a configuration that no longer reads,
+/// are kept: nothing says they do not apply.
+std::vector<std::string> keys_that_do_not_apply(const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::map<std::string, const ConfigKeyInfo*> known;
+  for (const ConfigKeyInfo& info : train_config_keys()) {
+    known[info.key] = &info;
+    for (const std::string& former : info.former_keys) known[former] = &info;
+  }
+  nlohmann::json readable = nlohmann::json::object();
+  for (const auto& [key, value] : rows) {
+    if (!known.count(key)) continue;
+    try {
+      readable[key] = nlohmann::json::parse(value);
+    } catch (const nlohmann::json::exception&) {
+      readable[key] = value;  // a string, flattened without its quotes
+    }
+  }
+  std::vector<std::string> out;
+  try {
+    const TrainConfig config = parse_train_config(readable.dump(), "the run's configuration");
+    for (const auto& [key, value] : rows)
+      if (const auto it = known.find(key); it != known.end() && !key_applies(*it->second, config)) out.push_back(key);
+  } catch (const std::exception&) {
+    return {};
+  }
+  return out;
+}
+
 QString key_value_table(const std::vector<std::pair<std::string, std::string>>& rows, bool code_keys = true) {
   QString s = QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" class=\"kv\">\n");
   const QString row = code_keys ? QStringLiteral("<tr><td class=\"key\"><code>%1</code></td><td>%2</td></tr>\n")
@@ -287,8 +317,33 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
       if (row != rows.end()) row->second = chosen_value_text(chosen, row->second);
       else rows.emplace_back(chosen.key, chosen_value_text(chosen, std::string()));
     }
+    const std::vector<std::string> left_out = keys_that_do_not_apply(rows);
+    auto is_left_out = [&](const std::string& key) { return std::find(left_out.begin(), left_out.end(), key) != left_out.end(); };
+    // Named by group ("irene.*") where the whole group is left out, else key by key.
+    std::map<std::string, std::pair<int, int>> by_prefix;  // prefix -> (rows, rows left out)
+    auto prefix_of = [](const std::string& key) { return key.find('.') == std::string::npos ? key : key.substr(0, key.find('.')); };
+    for (const auto& [key, value] : rows) {
+      auto& [all, out] = by_prefix[prefix_of(key)];
+      ++all;
+      if (is_left_out(key)) ++out;
+    }
+    std::set<std::string> names;
+    for (const std::string& key : left_out) {
+      const auto& [all, out] = by_prefix[prefix_of(key)];
+      names.insert(all == out && key.find('.') != std::string::npos ? prefix_of(key) + ".*" : key);
+    }
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const auto& kv) { return is_left_out(kv.first); }), rows.end());
     if (config.is_object() && config.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("Empty configuration."));
     else s += key_value_table(rows);
+    if (!left_out.empty()) {
+      QStringList listed;
+      for (const std::string& name : names) listed << QString::fromStdString(name);
+      const QString count = left_out.size() == 1 ? QObject::tr("1 key that does not shape this run is left out")
+                                                 : QObject::tr("%1 keys that do not shape this run are left out").arg(left_out.size());
+      s += QStringLiteral("<p class=\"note\">%1</p>\n")
+               .arg(html(QObject::tr("%1 (%2); `xmc runs show %3` lists the whole configuration.").arg(count, listed.join(QStringLiteral(", ")))
+                             .arg(r.id)));
+    }
   } catch (const std::exception&) {
     s += QStringLiteral("<pre>%1</pre>\n").arg(html(r.config_json));
   }

@@ -29,6 +29,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/config/train_config.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/data/dataset.h"
 #include "engine/session/session.h"
@@ -990,6 +991,33 @@ class RunsTest : public QObject {
 
     QVERIFY(!xmc::gui::export_run_report_html(db_, 424242, html_path, &error));
     QVERIFY(error.contains(QStringLiteral("424242")));
+  }
+
+  void a_report_lists_the_config_keys_that_shape_the_run() {
+    // A dexml run stores every key (as a real run does); its report leaves out IRENE's, xrlinear's and UniDEC's keys
+    // and says how many, keeping what shapes a dexml run. (4.5 of 8 pages listed them all.)
+    xmc::TrainConfig config;
+    config.method = "dexml";
+    config.dataset = dataset_;
+    const auto db = path("report-keys.sqlite");
+    std::int64_t run = 0;
+    {
+      xmc::RunStore store(db);
+      run = store.create_run({.name = "dexml-all-keys", .config_json = xmc::to_json(config), .dataset_path = dataset_.string()});
+      store.set_status(run, xmc::RunStatus::Completed);
+    }
+    const QString html_path = tmp_.filePath(QStringLiteral("report-keys.html"));
+    QString error;
+    QVERIFY2(xmc::gui::export_run_report_html(db, run, html_path, &error), qPrintable(error));
+    QFile f(html_path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString html = QString::fromUtf8(f.readAll());
+    for (const char* kept : {"encoder.dim", "batch_size", "optim.grad_clip", "eval.k"})
+      QVERIFY2(html.contains(QString::fromLatin1(kept)), kept);
+    for (const char* dropped : {"irene.base_run", "xrlinear.trees", "unidec.concat_weight", "psl.positives"})
+      QVERIFY2(!html.contains(QString::fromLatin1(dropped)), dropped);
+    QVERIFY(html.contains(QStringLiteral("that do not shape this run are left out")));
+    QVERIFY(html.contains(QStringLiteral("irene.*")));
   }
 
   void pdf_report_has_pages_and_images() {
