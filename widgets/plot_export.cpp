@@ -215,9 +215,87 @@ constexpr double kGapPx = 10;
 
 double layout_scale(const FigureOptions& options) { return kPlotTickPoints / std::clamp(options.font_points, 4.0, 24.0); }
 
-int table_rows(const FigurePanel& p) { return p.table ? p.table->rowCount() + 1 : 0; }  // + the header
-
 double table_row_height() { return kPlotTickPoints / 72.0 * kLayoutDpi * 1.7; }
+
+/// How a table is set in `width` layout pixels: the type at `scale` of the tick size (down to 0.6 before anything is
+/// cut short), a header cell broken after its commas onto lines when it does not fit on one ("lr=0.01," "seed=2 (#11)"),
+/// and each column's width. Text is elided only when even that does not fit.
+struct TableSetting {
+  double scale = 1;
+  std::vector<QStringList> header;  ///< per column (0: the row names' column, no header): its lines
+  std::vector<double> widths;
+  int header_lines = 1;
+};
+
+QString table_text(const QAbstractItemModel& model, int r, int c) {  // r = -1: the header row; c = 0: the row names
+  if (c == 0) return r < 0 ? QString() : model.headerData(r, Qt::Vertical).toString();
+  return r < 0 ? model.headerData(c - 1, Qt::Horizontal).toString() : model.index(r, c - 1).data().toString();
+}
+
+QFont table_font(double scale, bool bold) {
+  QFont font(QStringLiteral("DejaVu Sans"));
+  font.setPointSizeF(kPlotTickPoints * scale);
+  font.setBold(bold);
+  return font;
+}
+
+/// "lr=0.01, seed=2, epochs=2 (#11)" as lines broken after each ", ", joined again where they fit `room`.
+QStringList broken_header(const QString& text, const QFontMetricsF& metrics, double room) {
+  QStringList pieces;
+  qsizetype from = 0;
+  for (qsizetype at = text.indexOf(QStringLiteral(", ")); at >= 0; at = text.indexOf(QStringLiteral(", "), from)) {
+    pieces << text.mid(from, at + 1 - from);
+    from = at + 2;
+  }
+  pieces << text.mid(from);
+  QStringList lines;
+  for (const QString& piece : pieces)
+    if (!lines.isEmpty() && metrics.horizontalAdvance(lines.back() + QLatin1Char(' ') + piece) <= room) lines.back() += QLatin1Char(' ') + piece;
+    else lines << piece;
+  return lines;
+}
+
+TableSetting set_table(const QAbstractItemModel& model, double width, QPaintDevice* device) {
+  const int rows = model.rowCount(), columns = model.columnCount() + 1;
+  TableSetting setting;
+  for (const double scale : {1.0, 0.9, 0.8, 0.7, 0.6}) {
+    const QFontMetricsF metrics(table_font(scale, true), device);
+    const double padding = 16 * scale;
+    for (const bool break_headers : {false, true}) {
+      setting = TableSetting{.scale = scale, .header = {}, .widths = std::vector<double>(static_cast<std::size_t>(columns), 0), .header_lines = 1};
+      double total = 0;
+      for (int c = 0; c < columns; ++c) {
+        double& w = setting.widths[static_cast<std::size_t>(c)];
+        for (int r = 0; r < rows; ++r) w = std::max(w, metrics.horizontalAdvance(table_text(model, r, c)) + padding);
+        const QString head = table_text(model, -1, c);
+        // Broken, a header takes no more room than its column's cells, or its longest piece.
+        QStringList lines = break_headers ? broken_header(head, metrics, w - padding) : QStringList{head};
+        for (const QString& line : lines) w = std::max(w, metrics.horizontalAdvance(line) + padding);
+        setting.header_lines = std::max(setting.header_lines, static_cast<int>(lines.size()));
+        setting.header.push_back(std::move(lines));
+        total += w;
+      }
+      // A narrow table is not spread across the page; one that does not fit even at the smallest type is cut short.
+      const double stretch = total > 0 ? std::min(width / total, 1.3) : 1.0;
+      if (stretch >= 1.0 || (scale == 0.6 && break_headers)) {
+        for (double& w : setting.widths) w *= stretch;
+        return setting;
+      }
+    }
+  }
+  return setting;
+}
+
+/// A device measuring as the layout does: 96 dots an inch.
+QPaintDevice* layout_device() {
+  static QImage device = [] {
+    QImage image(1, 1, QImage::Format_RGB32);
+    image.setDotsPerMeterX(static_cast<int>(kLayoutDpi / 0.0254));
+    image.setDotsPerMeterY(static_cast<int>(kLayoutDpi / 0.0254));
+    return image;
+  }();
+  return &device;
+}
 
 struct PanelRect {
   const FigurePanel* panel;
@@ -234,7 +312,7 @@ std::vector<PanelRect> lay_out(const std::vector<FigurePanel>& panels, const Fig
   double y = 0;
   for (const FigurePanel& p : panels)
     if (p.table && !p.plot) {
-      const double h = table_rows(p) * table_row_height();
+      const double h = (p.table->rowCount() + set_table(*p.table, width, layout_device()).header_lines) * table_row_height();
       out.push_back({&p, QRectF(0, y, width, h)});
       y += h + kGapPx;
     }
@@ -253,47 +331,38 @@ std::vector<PanelRect> lay_out(const std::vector<FigurePanel>& panels, const Fig
 }
 
 /// A table as a paper shows it: header in bold over a rule, cells right-aligned except the first column,
-/// bold where the model's FontRole is bold (the best value of a row).
+/// bold where the model's FontRole is bold (the best value of a row); set by set_table() to fit `rect`.
 void draw_table(QPainter& painter, const QAbstractItemModel& model, const QRectF& rect) {
-  QFont font(QStringLiteral("DejaVu Sans"));
-  font.setPointSizeF(kPlotTickPoints);
-  QFont bold = font;
-  bold.setBold(true);
-  // The row names (the vertical header: "P@1") come first, as a column of their own.
+  const TableSetting setting = set_table(model, rect.width(), layout_device());
+  const QFont font = table_font(setting.scale, false), bold = table_font(setting.scale, true);
   const int rows = model.rowCount(), columns = model.columnCount() + 1;
-  auto text_at = [&](int r, int c) -> QString {  // r = -1: the header row
-    if (c == 0) return r < 0 ? QString() : model.headerData(r, Qt::Vertical).toString();
-    return r < 0 ? model.headerData(c - 1, Qt::Horizontal).toString() : model.index(r, c - 1).data().toString();
-  };
   auto bold_at = [&](int r, int c) {
     if (r < 0 || c == 0) return true;
     const QVariant f = model.index(r, c - 1).data(Qt::FontRole);
     return f.isValid() && f.value<QFont>().bold();
   };
-  // Column widths from the text they hold; a narrow table is not spread across the page.
-  std::vector<double> widths(static_cast<std::size_t>(columns), 0);
-  const QFontMetricsF metrics(bold, painter.device());
-  for (int c = 0; c < columns; ++c)
-    for (int r = -1; r < rows; ++r) widths[static_cast<std::size_t>(c)] = std::max(widths[static_cast<std::size_t>(c)], metrics.horizontalAdvance(text_at(r, c)) + 16);
-  double total = 0;
-  for (const double w : widths) total += w;
-  const double stretch = std::min(total > 0 ? rect.width() / total : 1.0, 1.3);
-  for (double& w : widths) w *= stretch;
   const double row = table_row_height();
+  const double body_top = rect.top() + setting.header_lines * row;
   painter.setPen(Qt::black);
   double x = rect.left();
   for (int c = 0; c < columns; ++c) {
-    const double w = widths[static_cast<std::size_t>(c)];
-    for (int r = -1; r < rows; ++r) {
-      const QRectF box(x + 4, rect.top() + (r + 1) * row, w - 8, row);
+    const double w = setting.widths[static_cast<std::size_t>(c)];
+    const Qt::Alignment align = (c == 0 ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter;
+    painter.setFont(bold);
+    const QStringList& header = setting.header[static_cast<std::size_t>(c)];
+    for (qsizetype line = 0; line < header.size(); ++line) {  // the lines sit on the rule, the last just above it
+      const QRectF box(x + 4, body_top - static_cast<double>(header.size() - line) * row, w - 8, row);
+      painter.drawText(box, align, QFontMetricsF(bold, layout_device()).elidedText(header[line], Qt::ElideMiddle, box.width()));
+    }
+    for (int r = 0; r < rows; ++r) {
+      const QRectF box(x + 4, body_top + r * row, w - 8, row);
       const QFont& f = bold_at(r, c) ? bold : font;
       painter.setFont(f);
-      painter.drawText(box, (c == 0 ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter,
-                       QFontMetricsF(f, painter.device()).elidedText(text_at(r, c), Qt::ElideMiddle, box.width()));
+      painter.drawText(box, align, QFontMetricsF(f, layout_device()).elidedText(table_text(model, r, c), Qt::ElideMiddle, box.width()));
     }
     x += w;
   }
-  painter.drawLine(QPointF(rect.left(), rect.top() + row), QPointF(x, rect.top() + row));
+  painter.drawLine(QPointF(rect.left(), body_top), QPointF(x, body_top));
 }
 
 void draw_panels(QCPPainter& painter, const std::vector<PanelRect>& rects) {

@@ -909,6 +909,49 @@ class RunsTest : public QObject {
     QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-four-runs.png")));
   }
 
+  void a_comparison_figure_at_one_column_keeps_every_header_whole() {
+    // An lr x seed sweep exported at 3.3 in: the table's column headers name each run by its lr and seed, and the row
+    // names carry k. Squeezed, they read "lr=0.01, s…=2 (#2)" and "nDCG… (%)"; now the font shrinks and a header
+    // breaks after its commas, so every piece is written whole (the SVG keeps text as text).
+    const std::filesystem::path fig_db = path("narrow-figure.sqlite");
+    std::vector<std::int64_t> ids;
+    {
+      xmc::RunStore store(fig_db);
+      for (const char* lr : {"0.01", "0.02"})
+        for (const char* seed : {"1", "2"}) {
+          const auto id = store.create_run({.name = std::string("dexml bow wordnet [lr=") + lr + ", seed=" + seed + ", epochs=2]",
+                                            .config_json = std::string(R"({"method":"dexml","epochs":2,"lr":)") + lr + R"(,"seed":)" + seed + "}",
+                                            .dataset_path = dataset_.string()});
+          store.add_evaluation(id, 2, 20,
+                               {{"P@1", 0.4}, {"P@5", 0.2}, {"nDCG@10", 0.3}, {"PSnDCG@10", 0.25}, {"PSP@5", 0.1}, {"R@10", 0.5}});
+          store.set_status(id, xmc::RunStatus::Completed);
+          ids.push_back(id);
+        }
+    }
+    CompareView view;
+    view.set_runs(xmc::Session(fig_db), ids);
+    xmc::gui::FigureOptions options;
+    options.width_inches = 3.3;
+    options.columns = 1;
+    const QString svg = tmp_.filePath("narrow.svg");
+    QString error;
+    QVERIFY2(view.export_comparison_figure(svg, {"metric table"}, options, &error), qPrintable(error));
+    QFile svg_file(svg);
+    QVERIFY(svg_file.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(svg_file.readAll());
+    QFile::remove(kShots + QStringLiteral("/compare-figure-3.3in.svg"));
+    QFile::copy(svg, kShots + QStringLiteral("/compare-figure-3.3in.svg"));
+    const QString png = tmp_.filePath("narrow.png");
+    QVERIFY2(view.export_comparison_figure(png, {"metric table", "metric curves"}, options, &error), qPrintable(error));
+    QCOMPARE(QImage(png).width(), 990);  // 3.3 in at 300 dpi
+    QFile::remove(kShots + QStringLiteral("/compare-figure-3.3in.png"));
+    QFile::copy(png, kShots + QStringLiteral("/compare-figure-3.3in.png"));
+    QVERIFY2(!text.contains(QStringLiteral("…")), "an elided header or row name");
+    for (const QString& piece : {QStringLiteral("lr=0.01"), QStringLiteral("lr=0.02"), QStringLiteral("seed=1"), QStringLiteral("seed=2"),
+                                 QStringLiteral("nDCG@10 (%)"), QStringLiteral("PSnDCG@10 (%)")})
+      QVERIFY2(text.contains(piece), qPrintable(piece));
+  }
+
   void compare_exports_a_figure_laid_out_at_a_papers_width() {
     // Four runs with losses and deciles; the figure is laid out afresh at 7 in (both columns of a paper).
     const std::filesystem::path fig_db = path("figure-runs.sqlite");
