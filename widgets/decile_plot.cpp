@@ -1,5 +1,7 @@
 #include "widgets/decile_plot.h"
 
+#include <QRegularExpression>
+
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
@@ -192,7 +194,8 @@ void DecilePlot::refresh() {
 
 // "bars add up to P@5 — DEXML: 23.9 %  ·  NGAME: 22.0 %", one run per line when that is too wide.
 void DecilePlot::update_texts() {
-  QStringList sums, lines;
+  QStringList sums, lines, short_lines;
+  static const QRegularExpression run_id(QStringLiteral("\\(#(\\d+)\\)$"));
   for (QCPBars* b : all_bars()) {
     if (b->data()->isEmpty()) continue;
     double sum = 0;
@@ -200,6 +203,9 @@ void DecilePlot::update_texts() {
     const QString value = QString::number(sum, 'f', 2) + QStringLiteral(" %");
     sums.append(b->name().isEmpty() ? value : b->name() + QStringLiteral(": ") + value);
     lines.append(b->name().isEmpty() ? tr("%1 = %2").arg(metric_, value) : tr("%1 of %2: %3").arg(metric_, b->name(), value));
+    // A run named "… (#11)" that does not fit is named by its id (the legend beside names it whole), never cut.
+    const QRegularExpressionMatch id = run_id.match(b->name());
+    short_lines.append(id.hasMatch() ? tr("%1 of #%2: %3").arg(metric_, id.captured(1), value) : lines.back());
   }
   if (sums.isEmpty()) {
     subtitle_->setText(tr("no evaluation yet"));
@@ -215,7 +221,10 @@ void DecilePlot::update_texts() {
   } else if (metrics.horizontalAdvance(short_line) <= room) {
     subtitle_->setText(short_line);
   } else {  // one run per line
-    for (QString& line : lines) line = metrics.elidedText(line, Qt::ElideMiddle, room);
+    for (qsizetype i = 0; i < lines.size(); ++i) {
+      if (metrics.horizontalAdvance(lines[i]) > room) lines[i] = short_lines[i];
+      lines[i] = metrics.elidedText(lines[i], Qt::ElideMiddle, room);
+    }
     subtitle_->setText(lines.join(QLatin1Char('\n')));
   }
 }

@@ -924,6 +924,8 @@ class RunsTest : public QObject {
                                             .dataset_path = dataset_.string()});
           store.add_evaluation(id, 2, 20,
                                {{"P@1", 0.4}, {"P@5", 0.2}, {"nDCG@10", 0.3}, {"PSnDCG@10", 0.25}, {"PSP@5", 0.1}, {"R@10", 0.5}});
+          store.add_decile_table(id, 2, "P@5", std::vector<double>(10, 0.02));
+          for (int step = 1; step <= 20; ++step) store.add_scalars(id, {{step, step / 10.0, "loss", 2.0 / step, 1.0}});
           store.set_status(id, xmc::RunStatus::Completed);
           ids.push_back(id);
         }
@@ -946,6 +948,20 @@ class RunsTest : public QObject {
     QCOMPARE(QImage(png).width(), 990);  // 3.3 in at 300 dpi
     QFile::remove(kShots + QStringLiteral("/compare-figure-3.3in.png"));
     QFile::copy(png, kShots + QStringLiteral("/compare-figure-3.3in.png"));
+    options.width_inches = 7;
+    options.columns = 2;
+    QVERIFY2(view.export_comparison_figure(png, {"metric table", "metric curves", "decile bars", "training loss"}, options, &error), qPrintable(error));
+    QFile::remove(kShots + QStringLiteral("/compare-figure-7in.png"));
+    QFile::copy(png, kShots + QStringLiteral("/compare-figure-7in.png"));
+    // At 7 in every panel's text is whole too: the deciles' sums name a run by its id where its name does not fit.
+    const QString wide_svg = tmp_.filePath("wide.svg");
+    QVERIFY2(view.export_comparison_figure(wide_svg, {"metric table", "metric curves", "decile bars", "training loss"}, options, &error),
+             qPrintable(error));
+    QFile wide(wide_svg);
+    QVERIFY(wide.open(QIODevice::ReadOnly));
+    const QString wide_text = QString::fromUtf8(wide.readAll());
+    QVERIFY2(!wide_text.contains(QStringLiteral("…")), "an elided text in the 7 in figure");
+    QVERIFY(wide_text.contains(QStringLiteral("seed=2, epochs=2 (#4)")));
     QVERIFY2(!text.contains(QStringLiteral("…")), "an elided header or row name");
     for (const QString& piece : {QStringLiteral("lr=0.01"), QStringLiteral("lr=0.02"), QStringLiteral("seed=1"), QStringLiteral("seed=2"),
                                  QStringLiteral("nDCG@10 (%)"), QStringLiteral("PSnDCG@10 (%)")})
