@@ -14,6 +14,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QToolButton>
@@ -40,6 +41,23 @@ bool default_confirmation(QWidget* parent, const QStringList& runs) {
       QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
   return answer == QMessageBox::Yes;
 }
+
+}  // namespace
+
+namespace {
+
+/// Where the columns a user added to a store's Runs table are kept (QSettings), by the store's path.
+QString columns_setting(const std::filesystem::path& db) {
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(db, ec);
+  const QByteArray path = QString::fromStdString((ec ? db : canonical).string()).toUtf8();
+  return QStringLiteral("runs-columns/") + QString::fromLatin1(path.toBase64(QByteArray::Base64UrlEncoding | QByteArray::OmitTrailingEquals));
+}
+
+constexpr std::pair<RunTableModel::ExtraColumn::Kind, const char*> kColumnKinds[] = {{RunTableModel::ExtraColumn::Kind::metric, "metric"},
+                                                                                    {RunTableModel::ExtraColumn::Kind::config, "config"},
+                                                                                    {RunTableModel::ExtraColumn::Kind::duration, "duration"},
+                                                                                    {RunTableModel::ExtraColumn::Kind::system, "system"}};
 
 }  // namespace
 
@@ -239,6 +257,23 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   if (!model_->last_error().isEmpty()) show_error(model_->last_error());
   update_actions();
   update_count();
+
+  // The columns added to this store's table come back at the next start, and every change is kept.
+  const QString setting = columns_setting(db);
+  for (const QString& entry : QSettings().value(setting).toStringList()) {
+    const qsizetype colon = entry.indexOf(QLatin1Char(':'));
+    for (const auto& [kind, name] : kColumnKinds)
+      if (colon > 0 && entry.left(colon) == QLatin1String(name)) model_->add_column({kind, entry.mid(colon + 1)});
+  }
+  auto keep_columns = [this, setting] {
+    QStringList entries;
+    for (const auto& column : model_->extra_columns())
+      for (const auto& [kind, name] : kColumnKinds)
+        if (column.kind == kind) entries << QString::fromLatin1(name) + QLatin1Char(':') + column.key;
+    QSettings().setValue(setting, entries);
+  };
+  connect(model_, &QAbstractItemModel::columnsInserted, this, keep_columns);
+  connect(model_, &QAbstractItemModel::columnsRemoved, this, keep_columns);
 }
 
 RunsBrowser::~RunsBrowser() = default;

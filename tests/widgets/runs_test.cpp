@@ -20,6 +20,7 @@
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
@@ -109,6 +110,7 @@ class RunsTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // the tables' settings go to a test folder, not the user's
     QVERIFY(tmp_.isValid());
     QDir().mkpath(kShots);
     db_ = path("runs.sqlite");
@@ -1050,6 +1052,37 @@ class RunsTest : public QObject {
 
     QVERIFY(!xmc::gui::export_run_report_html(db_, 424242, html_path, &error));
     QVERIFY(error.contains(QStringLiteral("424242")));
+  }
+
+  void added_columns_come_back_with_their_store() {
+    // Columns a user adds to a store's Runs table are there at the next start (they were lost), removals too; another
+    // store keeps its own.
+    const auto db = path("columns.sqlite"), other = path("other-columns.sqlite");
+    for (const auto& store_path : {db, other}) {
+      xmc::RunStore store(store_path);
+      store.create_run({.name = "a run", .config_json = R"({"method":"dexml","lr":0.01})"});
+    }
+    using Kind = RunTableModel::ExtraColumn::Kind;
+    {
+      RunsBrowser browser(db);
+      QVERIFY(browser.model()->add_column({Kind::config, QStringLiteral("lr")}));
+      QVERIFY(browser.model()->add_column({Kind::metric, QStringLiteral("nDCG@5")}));
+      QVERIFY(browser.model()->add_column({Kind::duration, {}}));
+    }
+    {
+      RunsBrowser again(db);
+      const auto& columns = again.model()->extra_columns();
+      QCOMPARE(columns.size(), std::size_t{3});
+      QVERIFY(columns[0] == (RunTableModel::ExtraColumn{Kind::config, QStringLiteral("lr")}));
+      QVERIFY(columns[1] == (RunTableModel::ExtraColumn{Kind::metric, QStringLiteral("nDCG@5")}));
+      QCOMPARE(columns[2].kind, Kind::duration);
+      QVERIFY(again.model()->remove_column(RunTableModel::kColumnCount));  // lr
+    }
+    RunsBrowser third(db);
+    QCOMPARE(third.model()->extra_columns().size(), std::size_t{2});
+    QCOMPARE(third.model()->extra_columns()[0].key, QStringLiteral("nDCG@5"));
+    RunsBrowser elsewhere(other);
+    QVERIFY(elsewhere.model()->extra_columns().empty());
   }
 
   void a_report_lists_the_config_keys_that_shape_the_run() {

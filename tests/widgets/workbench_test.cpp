@@ -24,6 +24,7 @@
 #include <QScrollBar>
 #include <QScrollArea>
 #include <QThread>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -156,6 +157,10 @@ int posix_locks_held_on(const QString& file) {
 class WorkbenchTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // the workbench's settings go to a test folder, not the user's
+  }
+
   void trainsWatchesAndSearches() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
