@@ -229,6 +229,17 @@ void LaunchForm::apply_preset(int index) {
   }
 }
 
+namespace {
+
+/// What a preset's name can describe: the config less its name, its dataset, its seed and the machine's keys.
+std::string described_settings(const TrainConfig& config) {
+  nlohmann::json settings = nlohmann::json::parse(to_json(config));
+  for (const char* key : {"name", "dataset", "seed", "device", "threads", "memory_mb", "prefetch"}) settings.erase(key);
+  return settings.dump();
+}
+
+}  // namespace
+
 void LaunchForm::set_config(const TrainConfig& config) {
   const auto values = nlohmann::json::parse(to_json(config));
   for (auto& [key, editor] : fields_) {
@@ -237,6 +248,7 @@ void LaunchForm::set_config(const TrainConfig& config) {
     else if (auto* line = qobject_cast<QLineEdit*>(editor)) line->setText(text);
   }
   name_from_config_ = QString::fromStdString(config.name);
+  config_of_name_ = described_settings(config);
   method_shown_ = QString::fromStdString(config.method);
   if (!config.dataset.empty()) set_dataset(QString::fromStdString(config.dataset.string()));
   validate();
@@ -353,6 +365,12 @@ void LaunchForm::validate() {
   show_applicable_keys();
   try {
     const TrainConfig c = config();
+    // Nor once its settings change: "…, 2 trees and 50 neighbours" would name a run of 1 tree (the default name then).
+    if (!name_from_config_.isEmpty() && field_text(QStringLiteral("name")) == name_from_config_ && described_settings(c) != config_of_name_) {
+      name_from_config_.clear();
+      set_field_text(QStringLiteral("name"), QString());  // validates again
+      return;
+    }
     if (!c.dataset.empty()) xmc::validate(c);
     error_->clear();
     start_->setEnabled(!c.dataset.empty());

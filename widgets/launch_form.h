@@ -76,6 +76,7 @@ class LaunchForm : public QWidget {
   QPushButton *start_ = nullptr, *pause_ = nullptr, *resume_ = nullptr, *stop_ = nullptr, *sweep_ = nullptr;
   QStringList preset_paths_;
   QString name_from_config_;  ///< the name a preset or loaded config put in the name field
+  std::string config_of_name_;  ///< the settings that name describes (the config less its name, dataset and machine keys)
   QString method_shown_;      ///< the method the form was last validated for
 };
 

@@ -626,6 +626,13 @@ class WorkbenchTest : public QObject {
     QCOMPARE(QString::fromStdString(config.method), QStringLiteral("xrlinear"));
     QCOMPARE(config.get<xmc::XrlinearOptions>().trees, std::int64_t{2});
     QCOMPARE(config.get<xmc::XrlinearOptions>().knn, std::int64_t{50});
+    // The preset's name describes its values: it goes once they change (it stayed: "…, 2 trees and 50 neighbours").
+    QVERIFY(form.field_text("name").contains(QStringLiteral("2 trees")));
+    form.set_field_text("seed", "7");  // another seed is the same setting: the name stays
+    QVERIFY(form.field_text("name").contains(QStringLiteral("2 trees")));
+    form.set_field_text("xrlinear.trees", "1");
+    QCOMPARE(form.field_text("name"), QString());
+    QCOMPARE(form.config().get<xmc::XrlinearOptions>().trees, std::int64_t{1});
   }
 
   void theImageKeysAppearForADatasetWithImageBanks() {
