@@ -516,7 +516,7 @@ void LossPlot::update_legend() {
   const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_};
   QList<QCPGraph*> wanted;
   for (QCPGraph* g : order) {
-    const bool has_data = !g->data()->isEmpty();
+    const bool has_data = !g->data()->isEmpty() && g->visible();
     const bool in_throughput = g == throughput_ || g == m4_throughput_, in_system = g == memory_ || g == cpu_;
     const bool shown = (!in_throughput && !in_system) || (strip_shown_ && (in_throughput ? strip_ == Strip::Throughput : strip_ == Strip::SystemUse));
     if (has_data && shown) wanted.append(g);
@@ -595,6 +595,10 @@ void LossPlot::rescale() {
   const QCPRange lr = lr_->data()->valueRange(ok);
   yAxis2->setRange(0, ok && lr.upper > 0 ? lr.upper * 1.08 : 1);
   yAxis2->setTickLabels(ok);  // no made-up 0…1 scale before the first learning rate
+  // A method that fits without gradients (xrlinear) records a rate of 0 at every step: no axis, no curve for it.
+  const bool without_rate = ok && !(lr.upper > 0);
+  yAxis2->setVisible(!without_rate);
+  lr_->setVisible(!without_rate);
   // Throughput: a log axis when the rates span more than 10× (M4 on a frozen encoder runs ~100× faster
   // than M1, which then looked like zero), else linear from 0.
   double tp_lo = 0, tp_hi = 0;

@@ -215,6 +215,30 @@ class PlotsTest : public QObject {
     QVERIFY(!plot.throughput_log_scale());
   }
 
+  void loss_plot_leaves_out_the_rate_of_a_method_without_one() {
+    // xrlinear fits its rankers without gradients: its steps record a learning rate of 0. The plot then has no rate
+    // axis and no rate in its legend (it showed an axis from 0 to 1); a run with a rate keeps both.
+    auto legend_has = [](LossPlot& plot, const QString& name) {
+      for (int i = 0; i < plot.legend->itemCount(); ++i)
+        if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i)); item && item->plottable()->name() == name) return true;
+      return false;
+    };
+    for (const double rate : {0.0, 0.001}) {
+      std::vector<xmc::ScalarPoint> points;
+      for (int step = 1; step <= 20; ++step) {
+        points.push_back({step, step / 10.0, "loss", 1.0 / step, 1000.0 + step});
+        points.push_back({step, step / 10.0, "lr", rate, 1000.0 + step});
+      }
+      LossPlot plot;
+      plot.resize(720, 440);
+      plot.set_series(points);
+      plot.replot();
+      QCOMPARE(plot.yAxis2->visible(), rate > 0);
+      QCOMPARE(legend_has(plot, QStringLiteral("learning rate")), rate > 0);
+      QVERIFY(legend_has(plot, QStringLiteral("loss")));
+    }
+  }
+
   void loss_plot_strip_shows_the_training_process_memory_and_cpu() {
     // 40 steps; the process sampled every 10 steps: memory 1.0, 1.5, 2.0, 2.5 GB, 1.8 CPU cores busy.
     std::vector<xmc::ScalarPoint> points;
