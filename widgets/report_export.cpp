@@ -107,14 +107,9 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std
 /// dexml run's irene.*, xrlinear.*, psl.* ...). Unknown keys, and every key of a configuration that no longer reads,
 /// are kept: nothing says they do not apply.
 std::vector<std::string> keys_that_do_not_apply(const std::vector<std::pair<std::string, std::string>>& rows) {
-  std::map<std::string, const ConfigKeyInfo*> known;
-  for (const ConfigKeyInfo& info : train_config_keys()) {
-    known[info.key] = &info;
-    for (const std::string& former : info.former_keys) known[former] = &info;
-  }
   nlohmann::json readable = nlohmann::json::object();
   for (const auto& [key, value] : rows) {
-    if (!known.count(key)) continue;
+    if (find_config_key(key) == nullptr) continue;
     try {
       readable[key] = nlohmann::json::parse(value);
     } catch (const nlohmann::json::exception&) {
@@ -125,7 +120,7 @@ std::vector<std::string> keys_that_do_not_apply(const std::vector<std::pair<std:
   try {
     const TrainConfig config = parse_train_config(readable.dump(), "the run's configuration");
     for (const auto& [key, value] : rows)
-      if (const auto it = known.find(key); it != known.end() && !key_applies(*it->second, config)) out.push_back(key);
+      if (const ConfigKeyInfo* info = find_config_key(key); info != nullptr && !key_applies(*info, config)) out.push_back(key);
   } catch (const std::exception&) {
     return {};
   }

@@ -50,16 +50,24 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-/// The key named `key`, or formerly named so (then a notice is appended to `notes`, when given).
+/// The key named `key`, or formerly named so (then a notice is appended to `notes`, when given); null when none is.
+const OptionKey* find_option_key(const std::string& key, ConfigReadNotes* notes = nullptr) {
+  for (const OptionKey* k : all_keys()) {
+    if (k->info.key == key) return k;
+    if (std::find(k->info.former_keys.begin(), k->info.former_keys.end(), key) != k->info.former_keys.end()) {
+      if (notes != nullptr) notes->renamed.push_back("config key '" + key + "' is now '" + k->info.key + "' (read under its new name)");
+      return k;
+    }
+  }
+  return nullptr;
+}
+
+/// find_option_key(), or ConfigError naming `key` and the closest key within 3 edits.
 const OptionKey& option_key(const std::string& key, ConfigReadNotes* notes = nullptr) {
+  if (const OptionKey* found = find_option_key(key, notes)) return *found;
   const OptionKey* closest = nullptr;
   std::size_t best = 4;  // suggest only keys within 3 edits
   for (const OptionKey* k : all_keys()) {
-    if (k->info.key == key) return *k;
-    if (std::find(k->info.former_keys.begin(), k->info.former_keys.end(), key) != k->info.former_keys.end()) {
-      if (notes != nullptr) notes->renamed.push_back("config key '" + key + "' is now '" + k->info.key + "' (read under its new name)");
-      return *k;
-    }
     const std::size_t d = edit_distance(key, k->info.key);
     if (d < best) {
       best = d;
@@ -68,6 +76,13 @@ const OptionKey& option_key(const std::string& key, ConfigReadNotes* notes = nul
   }
   throw ConfigError("unknown config key '" + key + "'" + (closest ? "; did you mean '" + closest->info.key + "'?" : std::string()) +
                     " (`xmc train --list-keys` lists them all)");
+}
+
+/// Sets `key` (or its former name) in `config`, noting in `notes` the key given under its current name.
+void set_key(TrainConfig& config, const std::string& key, const json& value, ConfigReadNotes* notes) {
+  const OptionKey& option = option_key(key, notes);
+  option.set(config, value);
+  if (notes != nullptr) notes->keys.push_back(option.info.key);
 }
 
 void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
@@ -211,6 +226,11 @@ bool applies_on_another_run(const ConfigKeyInfo& info) {
 
 }  // namespace
 
+const ConfigKeyInfo* find_config_key(const std::string& key) {
+  const OptionKey* found = find_option_key(key);
+  return found == nullptr ? nullptr : &found->info;
+}
+
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config) {
   const MethodInfo* method = find_method_info(config.method);
   if (method != nullptr && !method->trains_encoder && !applies_without_an_encoder(info)) return false;
@@ -249,9 +269,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   TrainConfig config;
   for (const auto& [key, value] : entries) {
     try {
-      const OptionKey& option = option_key(key, notes);
-      option.set(config, value);
-      if (notes != nullptr) notes->keys.push_back(option.info.key);
+      set_key(config, key, value, notes);
     } catch (const ConfigError& e) {
       throw ConfigError(source + ": " + e.what());
     }
@@ -281,9 +299,7 @@ void apply_config_overrides(TrainConfig& config, const std::vector<std::string>&
     } catch (const json::parse_error&) {
       value = text;  // bare strings: --set method=ngame
     }
-    const OptionKey& option = option_key(key, notes);
-    option.set(config, value);
-    if (notes != nullptr) notes->keys.push_back(option.info.key);
+    set_key(config, key, value, notes);
   }
 }
 

@@ -69,6 +69,10 @@ struct TrainConfig {
 /// Every key, group by group, in registration order.
 const std::vector<ConfigKeyInfo>& train_config_keys();
 
+/// The key named `key`, or formerly named so (ConfigKeyInfo::former_keys); null when no key is. Its
+/// default_value is not filled in (train_config_keys() has it).
+const ConfigKeyInfo* find_config_key(const std::string& key);
+
 /// Whether a key matters for `config`: its applies_when condition holds (always true without one).
 bool key_applies(const ConfigKeyInfo& info, const TrainConfig& config);
 

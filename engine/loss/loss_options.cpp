@@ -6,11 +6,10 @@
 namespace xmc {
 
 std::string non_finite_loss_advice(const TrainConfig& config) {
-  const LossOptions& options = config.get<LossOptions>();
-  static const char* const kDividedByTemperature[] = {"softmax", "decoupled_softmax", "softtopk", "supcon"};
-  for (const char* kind : kDividedByTemperature)
-    if (options.kind == kind) return " or raise temperature (" + std::to_string(options.temperature) + ")";
-  return {};
+  // The losses that divide by a temperature are those its key applies to (its group's condition on `loss`).
+  const ConfigKeyInfo* temperature = find_config_key("temperature");
+  if (temperature == nullptr || !key_applies(*temperature, config)) return {};
+  return " or raise temperature (" + std::to_string(config.get<LossOptions>().temperature) + ")";
 }
 
 OptionGroup loss_option_group(const std::vector<std::string>& names) {
