@@ -2,26 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <iterator>
-
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
-#include "engine/core/regular_file.h"
+#include "engine/core/json_file.h"
 #include "engine/core/splitmix64.h"
 #include "engine/data/dataset.h"
 #include "engine/model/encoder_factory.h"
 
 namespace xmc {
 namespace {
-
-std::string read_file_bytes(const std::filesystem::path& path) {
-  require_regular_file(path);
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw InputError(path.string(), "cannot be read");
-  return bytes;
-}
 
 void write_file_bytes(const std::filesystem::path& path, const std::string& bytes) {
   AtomicFileWriter writer(path, std::ios::out | std::ios::binary);
@@ -113,7 +102,7 @@ JoinedJob join_training_job(Communicator& communicator, JobJoinRequest request) 
   communicator.join(parse_device(request.config.device), backend);
   phase("joined the " + backend + " group");
   std::string checkpoint_bytes;
-  if (main && request.resume) checkpoint_bytes = read_file_bytes(request.checkpoint);
+  if (main && request.resume) checkpoint_bytes = read_whole_file(request.checkpoint);
   if (handshake.at("resume").get<bool>()) checkpoint_bytes = communicator.broadcast_bytes(checkpoint_bytes, "sending the checkpoint");
   job.config = std::move(request.config);
   job.run_id = request.run_id;
