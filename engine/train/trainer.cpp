@@ -125,6 +125,8 @@ struct Trainer::Impl {
   }
 
   void phase(const std::string& message) { publish_kind(TrainEvent::Kind::Phase, message); }
+  /// phase() as a callback, for the components the trainer hands its log to.
+  const std::function<void(const std::string&)> log_phase = [this](const std::string& message) { phase(message); };
 
   /// Publishes a sample of this process's use of the machine when one is due (or `force`), placed at `epoch`.
   void publish_system_use(double epoch, bool force) {
@@ -159,7 +161,7 @@ struct Trainer::Impl {
                         .batcher = *batcher,
                         .label_pool_rng = label_pool_rng,
                         .progress = reporter,
-                        .phase = [this](const std::string& m) { phase(m); },
+                        .phase = log_phase,
                         .chose = [this](const std::string& key, double value) {
                           TrainEvent e;
                           e.kind = TrainEvent::Kind::SettingChosen;
@@ -191,7 +193,7 @@ struct Trainer::Impl {
                                        .store_id = setup.store_id,
                                        .resume = setup.resume,
                                        .checkpoint = checkpoint_path(),
-                                       .phase = [this](const std::string& m) { phase(m); }});
+                                       .phase = log_phase});
     distributed = {.rank = communicator->rank(), .world_size = communicator->world_size(), .communicator = communicator.get()};
     setup.config = std::move(job.config);
     setup.run_id = job.run_id;
@@ -222,7 +224,7 @@ struct Trainer::Impl {
     split_training_queries();
     batcher = std::make_unique<QueryBatcher>(make_batch_order(config), config.batch_size, training_queries, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
-    evaluations = std::make_unique<RunEvaluation>(dataset, config, [this](const std::string& m) { phase(m); });
+    evaluations = std::make_unique<RunEvaluation>(dataset, config, log_phase);
     snapshots = std::make_unique<NegativesSnapshots>(dataset, config.tsne_query, config.tsne_every, config.seed, training_queries, held_out);
     // Only the training queries' tokens are read from here on: their texts (0.8 GB at 2.25M synthetic queries of
     // ~50 words) are not held through training. Freed as millions of small blocks, their pages go back to the
@@ -261,7 +263,7 @@ struct Trainer::Impl {
       throw ConfigError("method " + method->name() + " builds on another run and trains in one process: start it without --nproc/--world-size");
     stages = method->stages();
     if (setup.store != nullptr) method->use_store(*setup.store);
-    RunCorpora corpora = build_and_tokenize(*method, dataset, setup.run_dir, at::get_num_threads(), progress, [this](const std::string& m) { phase(m); });
+    RunCorpora corpora = build_and_tokenize(*method, dataset, setup.run_dir, at::get_num_threads(), progress, log_phase);
     train_corpus = std::move(corpora.train);
     test_corpus = std::move(corpora.test);
     label_corpus = std::move(corpora.labels);
@@ -304,7 +306,6 @@ struct Trainer::Impl {
     publish(restored);
   }
 
-
   /// The optimiser of `stage` over the method's parameter groups, scheduled over its `total_steps`, and in a job
   /// the reducer that sums dense gradients during backward.
   void make_optimizer(const StageSpec& stage, std::int64_t total_steps) {
@@ -314,7 +315,7 @@ struct Trainer::Impl {
                                                                      .total_steps = total_steps,
                                                                      .clip_gradients = stage.clip_gradients,
                                                                      .may_defer_rows = !distributed.enabled(),
-                                                                     .phase = [this](const std::string& m) { phase(m); }});
+                                                                     .phase = log_phase});
     overlapped_reducer.reset();
     if (distributed.enabled() && config.distributed_overlap == "on") {
       std::vector<torch::Tensor> dense;
@@ -377,7 +378,7 @@ struct Trainer::Impl {
       for (torch::Tensor& moment : optimizer->adamw().moments()) idle.push_back(std::move(moment));
     // Nothing prepared ahead reads a shortlist while it is away.
     return set_aside_if_large(std::move(idle), config.eval_set_aside_mb, set_aside_path(), [this] { prefetcher.drop(); },
-                              [this](const std::string& m) { phase(m); });
+                              log_phase);
   }
 
   /// Reads the state set_aside_idle_state() wrote back in place. When it cannot, no checkpoint may be written
@@ -397,13 +398,13 @@ struct Trainer::Impl {
   EvalResult evaluate_on_main(double epoch, bool final) {
     // IRENE's modes score subsets by test row, so it always ranks them all.
     RunEvaluationResult result = evaluations->evaluate(*method, test_corpus, label_corpus, train_corpus, final, method->builds_on_another_run(), epoch,
-                                                       reporter, [this](const std::string& m) { phase(m); });
+                                                       reporter, log_phase);
     publish(result.event);
     last_eval = result.primary();
     last_modes = result.named_results();
     if (snapshots->due_after_evaluation(final) && result.training_space)
       snapshots->take(*method, result.evaluation.modes[*result.training_space], train_corpus, state.epoch_batches, epoch, state.step,
-                      [this](const std::string& m) { phase(m); }, [this](TrainEvent e) { publish(std::move(e)); });
+                      log_phase, [this](TrainEvent e) { publish(std::move(e)); });
     return last_eval;
   }
 
