@@ -474,33 +474,42 @@ BertBatch BertEncoderImpl::make_batch(const TokenizedCorpus& corpus, std::span<c
   return prepared;
 }
 
+namespace {
+
+/// Checks a batch's shapes for forward() or forward_packed() (`who`), naming what is wrong.
+void check_batch(const char* who, const torch::Tensor& input_ids, const torch::Tensor& attention_mask, std::int64_t max_positions) {
+  TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(), "BertEncoder::", who,
+              ": input_ids and attention_mask must both be [B, L]");
+  TORCH_CHECK(input_ids.size(1) <= max_positions, "BertEncoder::", who, ": sequence length ", input_ids.size(1),
+              " exceeds max_position_embeddings ", max_positions);
+}
+
+/// attention_mask [B, L] as the scores' additive mask [B, 1, 1, L] in `like`'s type and device: 0 for real keys, the
+/// type's most negative value for padding.
+torch::Tensor additive_padding_mask(const torch::Tensor& attention_mask, const torch::Tensor& like) {
+  const torch::Tensor keep = attention_mask.to(torch::kBool).view({attention_mask.size(0), 1, 1, attention_mask.size(1)});
+  return torch::zeros(keep.sizes(), like.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(like.scalar_type()));
+}
+
+}  // namespace
+
 torch::Tensor BertEncoderImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const BatchImages* images) {
-  TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(),
-              "BertEncoder::forward: input_ids and attention_mask must both be [B, L]");
-  TORCH_CHECK(input_ids.size(1) <= config_.max_position_embeddings, "BertEncoder::forward: sequence length ",
-              input_ids.size(1), " exceeds max_position_embeddings ", config_.max_position_embeddings);
+  check_batch("forward", input_ids, attention_mask, config_.max_position_embeddings);
   torch::Tensor x = embeddings_->forward(input_ids, image_projection_ ? images : nullptr, image_projection_ ? image_projection_.get() : nullptr);
-  const torch::Tensor keep = attention_mask.to(torch::kBool).view({input_ids.size(0), 1, 1, input_ids.size(1)});
-  const torch::Tensor additive_mask =
-      torch::zeros(keep.sizes(), x.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(x.scalar_type()));
+  const torch::Tensor additive_mask = additive_padding_mask(attention_mask, x);
   for (const auto& layer : layers_) x = layer->forward(x, additive_mask);
   return x;
 }
 
 torch::Tensor BertEncoderImpl::forward_packed(const torch::Tensor& input_ids, const torch::Tensor& attention_mask, const torch::Tensor& token_rows,
                                              const BatchImages* images) {
-  TORCH_CHECK(input_ids.dim() == 2 && attention_mask.sizes() == input_ids.sizes(),
-              "BertEncoder::forward_packed: input_ids and attention_mask must both be [B, L]");
-  TORCH_CHECK(input_ids.size(1) <= config_.max_position_embeddings, "BertEncoder::forward_packed: sequence length ",
-              input_ids.size(1), " exceeds max_position_embeddings ", config_.max_position_embeddings);
+  check_batch("forward_packed", input_ids, attention_mask, config_.max_position_embeddings);
   const std::int64_t batch = input_ids.size(0), length = input_ids.size(1), hidden = config_.hidden_size;
   const torch::Tensor rows = token_rows.defined() ? token_rows : attention_mask.reshape({-1}).nonzero().squeeze(1);
   // Embeddings on the padded layout (a lookup: positions come from it), then only the real tokens go on.
   const torch::Tensor embedded = embeddings_->forward(input_ids, image_projection_ ? images : nullptr, image_projection_ ? image_projection_.get() : nullptr);
   torch::Tensor x = embedded.reshape({batch * length, hidden}).index_select(0, rows);
-  const torch::Tensor keep = attention_mask.to(torch::kBool).view({batch, 1, 1, length});
-  const torch::Tensor additive_mask =
-      torch::zeros(keep.sizes(), x.options()).masked_fill(keep.logical_not(), bert_detail::large_negative(x.scalar_type()));
+  const torch::Tensor additive_mask = additive_padding_mask(attention_mask, x);
   for (const auto& layer : layers_) x = layer->forward_packed(x, rows, batch, length, additive_mask);
   return torch::zeros({batch * length, hidden}, x.options()).index_copy(0, rows, x).view({batch, length, hidden});
 }
