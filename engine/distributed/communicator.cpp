@@ -20,7 +20,7 @@
 #include <numeric>
 
 #include "engine/core/error.h"
-#include "engine/torch_compat.h"
+#include "engine/compat/torch_compat.h"
 
 namespace xmc {
 

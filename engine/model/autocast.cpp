@@ -3,7 +3,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "engine/core/error.h"
-#include "engine/torch_compat.h"
+#include "engine/compat/torch_compat.h"
 
 namespace xmc {
 

@@ -2,7 +2,7 @@
 // Engine-internal (includes torch). Mixed precision for an encoder's forward: inside an AutocastScope, LibTorch
 // runs matrix products and the like in bf16 (or fp16) on `device` while parameters, optimiser state and
 // everything outside the scope (scores, losses) stay fp32. How autocast is switched differs between LibTorch
-// versions: engine/torch_compat.h bridges that.
+// versions: engine/compat/torch_compat.h bridges that.
 #include <torch/torch.h>
 
 namespace xmc {

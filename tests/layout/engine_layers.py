@@ -10,17 +10,25 @@ import sys
 
 root = pathlib.Path(sys.argv[1])
 engine = root / "engine"
-include = re.compile(r'^\s*#\s*include\s*"engine/([a-z_0-9]+)/')
+include = re.compile(r'^\s*#\s*include\s*"engine/([^"]+)"')
+ROOT = "(engine root)"  # the files directly in engine/ form a layer of their own
+
+
+def layer_of(relative):
+    """The layer of a path below engine/: its first folder, or the engine root for a file placed there."""
+    parts = pathlib.PurePosixPath(relative).parts
+    return parts[0] if len(parts) > 1 else ROOT
+
 
 edges = {}  # folder -> {folder: first file that includes it}
 for source in sorted(engine.rglob("*")):
-    if source.suffix not in (".h", ".cpp") or source.parent == engine:
+    if source.suffix not in (".h", ".cpp"):
         continue
-    folder = source.relative_to(engine).parts[0]
+    folder = layer_of(source.relative_to(engine).as_posix())
     for line in source.read_text(errors="replace").splitlines():
         m = include.match(line)
-        if m and m.group(1) != folder:
-            edges.setdefault(folder, {}).setdefault(m.group(1), str(source.relative_to(root)))
+        if m and layer_of(m.group(1)) != folder:
+            edges.setdefault(folder, {}).setdefault(layer_of(m.group(1)), str(source.relative_to(root)))
 
 problems = []
 # Depth-first search for a cycle, reported with the file behind each step.

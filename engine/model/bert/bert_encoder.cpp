@@ -21,7 +21,7 @@
 #include "engine/model/hf_config_reader.h"
 #include "engine/model/hf_weights.h"
 #include "engine/model/safetensors_file.h"
-#include "engine/torch_compat.h"
+#include "engine/model/attention.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 

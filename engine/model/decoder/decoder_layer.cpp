@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/torch_compat.h"
+#include "engine/model/attention.h"
 
 namespace xmc {
 namespace {

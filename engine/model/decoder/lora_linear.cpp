@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
-#include "engine/torch_compat.h"
+#include "engine/compat/torch_compat.h"
 
 namespace xmc {
 

@@ -2,7 +2,7 @@
 
 #include "engine/core/error.h"
 #include "engine/model/hf_weights.h"
-#include "engine/torch_compat.h"
+#include "engine/model/attention.h"
 
 namespace xmc {
 namespace {

@@ -24,12 +24,6 @@ using CollectiveGroup = c10d::Backend;
 using CollectiveGroup = c10d::ProcessGroup;
 #endif
 
-/// softmax(q·kᵀ/√head_dim + additive_mask)·v over [B, heads, L, head_dim] tensors, with dropout p on the
-/// attention probabilities. LibTorch 2.x runs it as one fused kernel (flash / memory-efficient attention on a
-/// GPU); 1.13 has no such kernel and composes it.
-torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                           const torch::Tensor& additive_mask, double dropout_p);
-
 /// Autocast's state on the CPU or the GPU: LibTorch 2.4 made these device-generic and deprecated the
 /// per-device setters that 1.13 has.
 bool autocast_enabled(bool cuda);
