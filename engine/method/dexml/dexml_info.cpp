@@ -16,8 +16,9 @@ std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) 
 
 MethodInfo dexml_method_info() {
   // DEXML's knobs are the shared ones: encoder, loss, negatives and batching.
-  return {"dexml", "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives", {}, nullptr,
-          hard_negative_shortlist_marks, nullptr};
+  return {.name = "dexml",
+          .description = "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives",
+          .milestones = hard_negative_shortlist_marks};
 }
 
 }  // namespace xmc

@@ -10,9 +10,9 @@
 namespace xmc {
 
 MethodInfo irene_method_info() {
-  return {"irene",
-          "IRENE: classifiers of novel labels synthesized from their text and their neighbours' classifiers, on a base run",
-          {OptionGroupBuilder<IreneOptions>("IRENE")
+  return {.name = "irene",
+          .description = "IRENE: classifiers of novel labels synthesized from their text and their neighbours' classifiers, on a base run",
+          .option_groups = {OptionGroupBuilder<IreneOptions>("IRENE")
                .integer("irene.base_run", &IreneOptions::base_run, 0, std::numeric_limits<std::int64_t>::max(),
                         "Finished ngame or unidec run (same store, same zero-shot split) whose encoder and classifiers IRENE builds on")
                .text("irene.generator", &IreneOptions::generator, {"transformer", "weighted_sum"},
@@ -34,11 +34,8 @@ MethodInfo irene_method_info() {
                        "irene.base_run: irene builds on a finished ngame or unidec run of the same store: give its id (--set irene.base_run=3)");
                })
                .build()},
-          nullptr,
-          nullptr,
-          [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; },
-          /*loss_sums_terms=*/false,
-          [](const TrainConfig& config, const TrainConfig& base, const std::string& base_status) {
+          .base_run = [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; },
+          .check_base_run = [](const TrainConfig& config, const TrainConfig& base, const std::string& base_status) {
             const std::string run = "irene.base_run: run " + std::to_string(config.get<IreneOptions>().base_run);
             if (base.method != "ngame" && base.method != "unidec")
               throw ConfigError(run + " is a " + base.method + " run; irene builds on the classifiers of an ngame or unidec run");

@@ -48,12 +48,19 @@ MethodInfo unidec_method_info() {
                   "resume: unidec.concat_holdout (and, with it, seed, which draws the held-out queries) cannot change when resuming a run");
           })
           .build();
-  return {"unidec", "UniDEC: dual encoder and classifiers together on pick-some-labels batches; concat, de and clf inference",
-          {psl_option_group(), std::move(classifiers)}, nullptr, psl_shortlist_marks, nullptr, /*loss_sums_terms=*/true};
+  return {.name = "unidec",
+          .description = "UniDEC: dual encoder and classifiers together on pick-some-labels batches; concat, de and clf inference",
+          .option_groups = {psl_option_group(), std::move(classifiers)},
+          .milestones = psl_shortlist_marks,
+          .loss_sums_terms = true};
 }
 
 MethodInfo depsl_method_info() {
-  return {"depsl", "DEPSL: UniDEC's dual encoder alone on pick-some-labels batches", {psl_option_group()}, nullptr, psl_shortlist_marks, nullptr, /*loss_sums_terms=*/true};
+  return {.name = "depsl",
+          .description = "DEPSL: UniDEC's dual encoder alone on pick-some-labels batches",
+          .option_groups = {psl_option_group()},
+          .milestones = psl_shortlist_marks,
+          .loss_sums_terms = true};
 }
 
 }  // namespace xmc

@@ -106,10 +106,12 @@ MethodInfo xrlinear_method_info() {
               throw ConfigError("xrlinear.branching must be a power of two (2, 4, 8, 16, ...), got " + std::to_string(branching));
           })
           .build();
-  return {"xrlinear", "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
-          {std::move(group)}, nullptr, nullptr, nullptr, false, nullptr, /*trains_encoder=*/false,
-          /*first_stage_epochs=*/[](const TrainConfig&) { return std::int64_t{1}; },
-          /*check_runs_it_reads=*/[](const TrainConfig& config, const RunStore& store) {
+  return {.name = "xrlinear",
+          .description = "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
+          .option_groups = {std::move(group)},
+          .trains_encoder = false,
+          .first_stage_epochs = [](const TrainConfig&) { return std::int64_t{1}; },
+          .check_runs_it_reads = [](const TrainConfig& config, const RunStore& store) {
             const std::int64_t id = config.get<XrlinearOptions>().dense_run;
             if (id <= 0) return;
             const std::string key = "xrlinear.dense_run: run " + std::to_string(id);
