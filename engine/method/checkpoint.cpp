@@ -10,6 +10,7 @@
 #include <map>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 #include "engine/core/archive_module_code.h"
@@ -353,6 +354,18 @@ void load_optimizer_state(torch::serialize::InputArchive& saved, const std::file
   } catch (const std::exception& e) {
     throw InputError(path.string(), "optimiser state does not match the model: " + torch_said(e));
   }
+}
+
+std::string random_stream_text(const std::mt19937_64& stream) {
+  std::ostringstream text;
+  text << stream;
+  return text.str();
+}
+
+void read_random_stream(const std::string& text, std::mt19937_64& stream, const std::filesystem::path& file) {
+  std::istringstream in(text);
+  in >> stream;
+  if (!in) throw InputError(file.string(), "the label-pool random state does not parse");
 }
 
 void check_resumable(const TrainingState& s, const std::vector<StageSpec>& stages, std::int64_t training_rows, const std::string& method_name,

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct TrainingState {
 /// training rows), or a stage that is not one of `stages` of method `method_name`.
 void check_resumable(const TrainingState& state, const std::vector<StageSpec>& stages, std::int64_t training_rows, const std::string& method_name,
                      const std::filesystem::path& file);
+
+/// A random stream as a checkpoint keeps it (TrainingState::label_pool_rng: its text), and back from that text;
+/// a text that does not parse is refused naming `file`.
+std::string random_stream_text(const std::mt19937_64& stream);
+void read_random_stream(const std::string& text, std::mt19937_64& stream, const std::filesystem::path& file);
 
 /// `optimizer` may be null (no stage in progress).
 void save_checkpoint(const std::filesystem::path& path, MethodState& method, torch::optim::Optimizer* optimizer, const TrainingState& state);

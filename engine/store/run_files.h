@@ -28,6 +28,8 @@ std::filesystem::path verified_run_directory(const std::filesystem::path& db_pat
 
 /// The checkpoint a run resumes from and is predicted with, in its folder `run_dir`.
 inline std::filesystem::path checkpoint_file(const std::filesystem::path& run_dir) { return run_dir / "checkpoint.pt"; }
+/// Where an evaluation sets the training state it does not read aside while it runs (train/set_aside_tensors.h).
+inline std::filesystem::path evaluation_set_aside_file(const std::filesystem::path& run_dir) { return run_dir / "evaluation-set-aside.bin"; }
 
 /// Deletes run `run_id` from the store and then its files folder (only the store's own folder).
 /// Throws what RunStore::delete_run throws; a folder that cannot be removed is reported as an Error

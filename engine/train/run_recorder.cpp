@@ -18,6 +18,33 @@ void RunRecorder::flush_if_due() {
   if (std::chrono::steady_clock::now() - last_flush_ >= std::chrono::seconds(2)) flush();
 }
 
+void RunRecorder::record_step(const TrainEvent& e) {
+  const double now = RunStore::now_seconds();
+  pending_.push_back({e.step, e.epoch, e.loss_series, e.loss, now});
+  pending_.push_back({e.step, e.epoch, "lr", e.lr, now});
+  pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
+  flush_if_due();
+}
+
+void RunRecorder::record_evaluation(const TrainEvent& e) {
+  if (!e.mode_metrics.empty()) store_.add_evaluation(run_id_, e.epoch, e.step, e.mode_metrics);
+  store_.add_evaluation(run_id_, e.epoch, e.step, e.metrics);
+  for (const auto& [metric, bins] : e.decile_tables) store_.add_decile_table(run_id_, e.epoch, metric, bins);
+  const double now = RunStore::now_seconds();
+  store_.add_scalars(run_id_, {{e.step, e.epoch, "score_spread", e.score_spread, now},
+                               {e.step, e.epoch, "score_mean", e.score_mean, now},
+                               {e.step, e.epoch, "eval_seconds", e.seconds, now}});
+}
+
+void RunRecorder::record_system_use(const TrainEvent& e) {
+  // Sampled at most every 10 s, but the last epoch's end and the finish share a step: the later wins.
+  flush();
+  const double now = RunStore::now_seconds();
+  std::vector<ScalarPoint> points;
+  for (const auto& [key, value] : e.metrics) points.push_back({e.step, e.epoch, key, value, now});
+  store_.replace_scalars(run_id_, points);
+}
+
 void RunRecorder::record(const TrainEvent& e) {
   using Kind = TrainEvent::Kind;
   switch (e.kind) {
@@ -29,35 +56,19 @@ void RunRecorder::record(const TrainEvent& e) {
       flush();
       store_.set_status(run_id_, RunStatus::Paused);
       break;
-    case Kind::Step: {
-      const double now = RunStore::now_seconds();
-      pending_.push_back({e.step, e.epoch, e.loss_series, e.loss, now});
-      pending_.push_back({e.step, e.epoch, "lr", e.lr, now});
-      pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
-      flush_if_due();
+    case Kind::Step:
+      record_step(e);
       break;
-    }
     case Kind::EpochEnd:
       flush();
       store_.add_scalars(run_id_, {{e.step, e.epoch, "epoch_queries_per_s", e.samples_per_s, RunStore::now_seconds()}});
       break;
     case Kind::Evaluation:
-      if (!e.mode_metrics.empty()) store_.add_evaluation(run_id_, e.epoch, e.step, e.mode_metrics);
-      store_.add_evaluation(run_id_, e.epoch, e.step, e.metrics);
-      for (const auto& [metric, bins] : e.decile_tables) store_.add_decile_table(run_id_, e.epoch, metric, bins);
-      store_.add_scalars(run_id_, {{e.step, e.epoch, "score_spread", e.score_spread, RunStore::now_seconds()},
-                                   {e.step, e.epoch, "score_mean", e.score_mean, RunStore::now_seconds()},
-                                   {e.step, e.epoch, "eval_seconds", e.seconds, RunStore::now_seconds()}});
+      record_evaluation(e);
       break;
-    case Kind::SystemUse: {
-      // Sampled at most every 10 s, but the last epoch's end and the finish share a step: the later wins.
-      flush();
-      const double now = RunStore::now_seconds();
-      std::vector<ScalarPoint> points;
-      for (const auto& [key, value] : e.metrics) points.push_back({e.step, e.epoch, key, value, now});
-      store_.replace_scalars(run_id_, points);
+    case Kind::SystemUse:
+      record_system_use(e);
       break;
-    }
     case Kind::SettingChosen:
       flush();
       store_.add_scalars(run_id_, {{e.step, e.epoch, kChosenSettingPrefix + e.message, e.value, RunStore::now_seconds()}});

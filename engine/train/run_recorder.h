@@ -25,6 +25,9 @@ class RunRecorder {
 
  private:
   void flush_if_due();
+  void record_step(const TrainEvent& e);
+  void record_evaluation(const TrainEvent& e);
+  void record_system_use(const TrainEvent& e);
 
   RunStore& store_;
   std::int64_t run_id_;

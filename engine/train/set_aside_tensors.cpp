@@ -147,4 +147,16 @@ std::unique_ptr<SetAsideTensors> set_aside_if_large(std::vector<torch::Tensor> i
   }
 }
 
+void bring_back(std::unique_ptr<SetAsideTensors>& aside, std::string& lost) {
+  if (!aside) return;
+  try {
+    aside->restore();
+  } catch (const std::exception& e) {
+    lost = e.what();
+    aside.reset();
+    throw;
+  }
+  aside.reset();
+}
+
 }  // namespace xmc

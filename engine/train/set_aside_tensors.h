@@ -53,4 +53,25 @@ class SetAsideTensors {
 std::unique_ptr<SetAsideTensors> set_aside_if_large(std::vector<torch::Tensor> idle, std::int64_t min_mb, const std::filesystem::path& file,
                                                     const std::function<void()>& before, const std::function<void(const std::string&)>& phase);
 
+/// Reads `aside` back (when set) and releases it. When it cannot, `lost` is set to why (a checkpoint written from
+/// this process would save the empty tensors over the last good one) and the error is thrown.
+void bring_back(std::unique_ptr<SetAsideTensors>& aside, std::string& lost);
+
+/// `work()` run with `idle` set aside (set_aside_if_large's arguments), brought back after it whether it returns or
+/// throws (bring_back).
+template <class Work>
+auto with_set_aside(std::vector<torch::Tensor> idle, std::int64_t min_mb, const std::filesystem::path& file, const std::function<void()>& before,
+                    const std::function<void(const std::string&)>& phase, std::string& lost, Work&& work) {
+  std::unique_ptr<SetAsideTensors> aside = set_aside_if_large(std::move(idle), min_mb, file, before, phase);
+  decltype(work()) result;
+  try {
+    result = work();
+  } catch (...) {
+    bring_back(aside, lost);
+    throw;
+  }
+  bring_back(aside, lost);
+  return result;
+}
+
 }  // namespace xmc

@@ -40,6 +40,16 @@ void StepPrefetcher::work() {
   }
 }
 
+std::shared_ptr<PreparedBatch> StepPrefetcher::prepared(std::int64_t index, std::int64_t count, const PrepareBatch& prepare) {
+  std::shared_ptr<PreparedBatch> batch = take(index);
+  if (!batch && prepares_batches_) {
+    batch = prepare(index);
+    prepares_batches_ = batch != nullptr;
+  }
+  if (ahead_ && prepares_batches_ && index + 1 < count) start(index + 1, [prepare, index] { return prepare(index + 1); });
+  return batch;
+}
+
 void StepPrefetcher::start(std::int64_t index, Prepare prepare) {
   drop();
   // The worker first: if it cannot start, nothing is left pending that drop() would wait for.

@@ -27,6 +27,17 @@ class StepPrefetcher {
   StepPrefetcher(const StepPrefetcher&) = delete;
   StepPrefetcher& operator=(const StepPrefetcher&) = delete;
 
+  using PrepareBatch = std::function<std::shared_ptr<PreparedBatch>(std::int64_t index)>;
+
+  /// An epoch's batches start: prepared ahead (`ahead`) or not, for a method that prepares batches.
+  void begin_epoch(bool ahead) {
+    ahead_ = ahead;
+    prepares_batches_ = true;
+  }
+  /// Batch `index` of the epoch's `count`, prepared: ahead (take()) or now by `prepare`; then, when ahead, the
+  /// next batch's preparation starts. A method's first null (it prepares nothing) ends the preparing for the epoch.
+  std::shared_ptr<PreparedBatch> prepared(std::int64_t index, std::int64_t count, const PrepareBatch& prepare);
+
   /// Starts `prepare` for batch `index` on a worker thread (dropping one still in flight).
   void start(std::int64_t index, Prepare prepare);
   /// Batch `index`'s prepared batch when it was started, waiting for it and rethrowing what it threw; null when
@@ -43,6 +54,8 @@ class StepPrefetcher {
 
  private:
   std::mt19937_64& rng_;
+  bool ahead_ = false;
+  bool prepares_batches_ = true;
   std::mt19937_64 rng_before_;
   std::int64_t index_ = -1;
   std::future<std::shared_ptr<PreparedBatch>> future_;
