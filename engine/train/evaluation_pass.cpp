@@ -184,11 +184,13 @@ EvalResult evaluate_chunks(std::int64_t n, std::int64_t num_labels, const Evalua
 
 }  // namespace
 
-EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpus& queries, const EvaluationSetup& setup, Progress& progress,
-                                 std::string_view task) {
-  return evaluate_chunks(queries.size(), ranker.num_labels(), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
-    const std::int64_t k = std::min(ranker.num_labels(), top_before_filtering(setup.top, rows, setup.filter, start));
-    return remove_filtered(ranker.rank(queries, start, start + rows, k), setup.top, setup.filter, start);
+EvalResult evaluate_searcher(const LabelSearcher& searcher, const TokenizedCorpus& texts, const torch::Tensor& vectors, const EvaluationSetup& setup,
+                             Progress& progress, std::string_view task) {
+  const std::int64_t n = vectors.defined() ? vectors.size(0) : texts.size();
+  return evaluate_chunks(n, searcher.num_labels(), setup, progress, task, [&](std::int64_t start, std::int64_t rows) {
+    const std::int64_t k = std::min(searcher.num_labels(), top_before_filtering(setup.top, rows, setup.filter, start));
+    const SearchQueries queries{.texts = &texts, .begin = start, .end = start + rows, .vectors = vectors.defined() ? vectors.narrow(0, start, rows) : torch::Tensor()};
+    return remove_filtered(searcher.search(queries, k), setup.top, setup.filter, start);
   });
 }
 

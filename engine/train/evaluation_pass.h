@@ -16,6 +16,7 @@
 #include "engine/eval/metrics.h"
 #include "engine/index/index.h"
 #include "engine/method/label_ranking.h"
+#include "engine/rank/label_searcher.h"
 
 namespace xmc {
 
@@ -99,9 +100,10 @@ StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num
 /// `evaluator`.
 void add_predictions(StreamingEvaluator& evaluator, const EvaluationSetup& setup, const RankedPredictions& predictions, std::int64_t start);
 
-/// Every test query ranked by `ranker` (tokens in `queries`), evaluated as evaluate_ranking() does.
-EvalResult evaluate_query_ranker(const QueryRanker& ranker, const TokenizedCorpus& queries, const EvaluationSetup& setup,
-                                 Progress& progress = silent_progress(), std::string_view task = "ranking test queries");
+/// Every test query ranked by `searcher` (engine/rank), evaluated as evaluate_ranking() does: their tokens are
+/// `texts`, their vectors under the searcher's query encoder `vectors` (undefined for a searcher that reads texts).
+EvalResult evaluate_searcher(const LabelSearcher& searcher, const TokenizedCorpus& texts, const torch::Tensor& vectors, const EvaluationSetup& setup,
+                             Progress& progress = silent_progress(), std::string_view task = "ranking test queries");
 
 /// A ranking evaluation fed the test queries a slice at a time, so that their embeddings need never be held at
 /// once: what evaluate_ranking() does, in pieces. The label matrix is searched in place (exact) or through an

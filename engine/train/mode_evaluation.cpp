@@ -7,7 +7,8 @@
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
 #include "engine/text/corpus_rows.h"
-#include "engine/train/retrieval_augmented_ranking.h"
+#include "engine/rank/mode_searcher.h"
+#include "engine/rank/retrieval_augmented_search.h"
 #include "engine/train/shared_candidate_evaluation.h"
 
 namespace xmc {
@@ -161,7 +162,7 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
     const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
     if (mode.ranker) {
       if (mode.subset) throw Error("evaluation: mode \"" + mode.name + "\" ranks by itself and cannot rank a subset");
-      out.results[m] = evaluate_query_ranker(*mode.ranker, test_queries, setup, reporter, task);
+      out.results[m] = evaluate_searcher(*make_mode_searcher(mode), test_queries, {}, setup, reporter, task);
       continue;
     }
     const auto it = out.queries.find(mode.query_encoder);
@@ -189,14 +190,14 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
   }
   if (rag_base != nullptr) {
     InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = rag_base->query_encoder, .label_matrix = rag_base->label_matrix};
-    RetrievalAugmentation augmentation{.train_queries = ranking.encode_queries(rag_base->query_encoder, *rag->train_queries, reporter,
-                                                                              "encoding training queries (rag)"),
-                                       .train_labels = rag->train_labels,
-                                       .top = rag->top,
-                                       .lambda = rag->lambda,
-                                       .temperature = rag->temperature};
-    out.results.push_back(evaluate_retrieval_ranking(out.queries.at(mode.query_encoder), mode.label_matrix, augmentation, setup, reporter,
-                                                     "ranking test queries (rag)"));
+    const std::unique_ptr<LabelSearcher> base = make_mode_searcher(mode);
+    const RetrievalAugmentedSearcher augmented(
+        *base, {.train_queries = ranking.encode_queries(rag_base->query_encoder, *rag->train_queries, reporter, "encoding training queries (rag)"),
+                  .train_labels = rag->train_labels,
+                  .top = rag->top,
+                  .lambda = rag->lambda,
+                  .temperature = rag->temperature});
+    out.results.push_back(evaluate_searcher(augmented, test_queries, out.queries.at(mode.query_encoder), setup, reporter, "ranking test queries (rag)"));
     out.modes.push_back(std::move(mode));
   }
   return out;

@@ -30,7 +30,7 @@ struct ScoreSpread {
 };
 ScoreSpread score_spread(const torch::Tensor& queries, const torch::Tensor& label_matrix, std::int64_t label_chunk = 0);
 
-/// What the retrieval-augmented mode `rag` (retrieval_augmented_ranking.h) retrieves from besides the labels: the
+/// What the retrieval-augmented mode `rag` (engine/rank/retrieval_augmented_search.h) retrieves from besides the labels: the
 /// training queries, encoded by the query encoder of the method's training-space mode, and their labels.
 struct RagSource {
   const TokenizedCorpus* train_queries = nullptr;

@@ -49,7 +49,7 @@ for folder in sorted(edges):
 
 # No generic layer names a method: it asks the method's registration (engine/config/component_info.h).
 method_name = re.compile(r'"(dexml|ngame|unidec|depsl|irene|xrlinear)"')
-for layer in ("engine/train", "engine/session", "engine/cli", "widgets", "app"):
+for layer in ("engine/train", "engine/rank", "engine/session", "engine/cli", "widgets", "app"):
     for source in sorted((root / layer).rglob("*")):
         if source.suffix not in (".h", ".cpp"):
             continue

@@ -11,7 +11,7 @@
 #include "engine/model/encoder_options.h"
 #include "engine/session/predictor.h"
 #include "engine/store/run_store.h"
-#include "engine/train/retrieval_augmented_ranking.h"
+#include "engine/rank/retrieval_augmented_search.h"
 #include "engine/train/training_run.h"
 #include "tests/support/synthetic_dataset.h"
 #include "tests/support/test_support.h"

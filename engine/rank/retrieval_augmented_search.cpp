@@ -1,4 +1,4 @@
-#include "engine/train/retrieval_augmented_ranking.h"
+#include "engine/rank/retrieval_augmented_search.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -67,29 +67,12 @@ RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch:
   return out;
 }
 
-EvalResult evaluate_retrieval_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
-                                      const EvaluationSetup& setup, Progress& progress, std::string_view task) {
-  EvalOptions options;
-  options.ks = setup.ks;
-  if (!setup.bins.empty()) options.decile_ks = {5};
-  StreamingEvaluator evaluator(options, label_matrix.size(0), setup.inv_propensities, setup.bins);
-  const std::int64_t n = queries.size(0);
-  constexpr std::int64_t kChunk = 2048;
-  progress.start(task, n);
-  std::vector<std::int32_t> ranked;
-  for (std::int64_t start = 0; start < n; start += kChunk) {
-    const std::int64_t rows = std::min(kChunk, n - start);
-    const RankedPredictions predictions = rank_with_retrieval(queries.narrow(0, start, rows), label_matrix, rag, setup.top, setup.filter, start);
-    const auto* ids = predictions.labels.data_ptr<std::int64_t>();
-    for (std::int64_t r = 0; r < rows; ++r) {
-      ranked.clear();
-      for (std::int64_t j = 0; j < setup.top && ids[r * setup.top + j] >= 0; ++j) ranked.push_back(static_cast<std::int32_t>(ids[r * setup.top + j]));
-      evaluator.add_row(setup.truth->row_indices(start + r), ranked);
-    }
-    progress.update(start + rows);
-  }
-  progress.finish();
-  return evaluator.result();
+RetrievalAugmentedSearcher::RetrievalAugmentedSearcher(const LabelSearcher& labels, RetrievalAugmentation rag) : labels_(labels), rag_(std::move(rag)) {
+  if (!labels_.searches_every_label_vector()) throw Error("rag: retrieval augmentation builds on a mode that scores every label by its vector");
+}
+
+RankedPredictions RetrievalAugmentedSearcher::search(const SearchQueries& queries, std::int64_t k) const {
+  return rank_with_retrieval(queries.vectors, labels_.label_vectors(), rag_, std::min(k, num_labels()));
 }
 
 }  // namespace xmc

@@ -10,7 +10,8 @@
 #include <cstdint>
 
 #include "engine/data/csr_matrix.h"
-#include "engine/train/evaluation_pass.h"
+#include "engine/data/filter_pairs.h"
+#include "engine/rank/label_searcher.h"
 
 namespace xmc {
 
@@ -28,8 +29,23 @@ struct RetrievalAugmentation {
 RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
                                       std::int64_t top, const FilterPairs* filter = nullptr, std::int64_t row_offset = 0);
 
-/// evaluate_ranking() of the augmented ranking: every test query, the metrics of `setup`.
-EvalResult evaluate_retrieval_ranking(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
-                                      const EvaluationSetup& setup, Progress& progress, std::string_view task);
+/// The augmented ranking as a searcher: the labels of `labels` (a searcher of every label vector: its label
+/// vectors are read at each search, so labels added to it are ranked too), for query vectors of its encoder.
+class RetrievalAugmentedSearcher final : public LabelSearcher {
+ public:
+  /// Throws Error when `labels` does not score every label by its vector (a subset's, a tree's).
+  RetrievalAugmentedSearcher(const LabelSearcher& labels, RetrievalAugmentation rag);
+
+  const std::string& query_encoder() const override { return labels_.query_encoder(); }
+  std::int64_t num_labels() const override { return labels_.num_labels(); }
+  RankedPredictions search(const SearchQueries& queries, std::int64_t k) const override;
+  torch::Tensor label_vectors() const override { return labels_.label_vectors(); }
+  /// Nothing of its own: the searcher it augments takes them.
+  void add(const torch::Tensor& /*vectors*/, std::int64_t /*first_label*/) override {}
+
+ private:
+  const LabelSearcher& labels_;
+  RetrievalAugmentation rag_;
+};
 
 }  // namespace xmc
