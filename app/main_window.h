@@ -12,7 +12,7 @@
 #include "engine/records/run_records.h"
 #include "engine/config/sweep_grid.h"
 #include "engine/records/train_events.h"
-#include "widgets/launch_form.h"
+#include "widgets/live/launch_form.h"
 
 class QAction;
 class QComboBox;

@@ -13,7 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/session/session.h"
 #include "engine/session/default_store_path.h"
-#include "widgets/report_export.h"
+#include "widgets/runs/report_export.h"
 
 namespace xmc::app {
 

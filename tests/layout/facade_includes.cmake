@@ -20,8 +20,8 @@ set(allowed_everywhere
 # Header -> the only files (relative to SOURCE_DIR) that may include it.
 set(allowed_in_engine/cli/xmc_cli.h "^app/xmc_main\\.cpp$")
 set(allowed_in_engine/core/file_size_limit.h "^app/workbench_main\\.cpp$")  # process set-up, first thing in main
-set(allowed_in_engine/core/write_failure.h "^widgets/report_export\\.cpp$")  # why an export could not be written
-set(allowed_in_engine/core/memory_budget.h "^widgets/launch_form\\.cpp$")  # what memory_mb 0 stands for on this machine
+set(allowed_in_engine/core/write_failure.h "^widgets/runs/report_export\\.cpp$")  # why an export could not be written
+set(allowed_in_engine/core/memory_budget.h "^widgets/live/launch_form\\.cpp$")  # what memory_mb 0 stands for on this machine
 set(allowed_in_engine/cli/command_context.h "^app/[^/]+$")  # `xmc report` registers itself with the CLI
 
 file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}"

@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "widgets/decile_plot.h"
-#include "widgets/evaluation_view.h"
-#include "widgets/loss_plot.h"
-#include "widgets/metric_plot.h"
-#include "widgets/plot_export.h"
-#include "widgets/tsne_plot.h"
+#include "widgets/plots/decile_plot.h"
+#include "widgets/plots/evaluation_view.h"
+#include "widgets/plots/loss_plot.h"
+#include "widgets/plots/metric_plot.h"
+#include "widgets/plots/plot_export.h"
+#include "widgets/plots/tsne_plot.h"
 
 using namespace xmc::gui;
 

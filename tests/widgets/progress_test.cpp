@@ -2,7 +2,7 @@
 // each bar shows, and the whole run's ETA from the pace of its epochs.
 #include <QtTest>
 
-#include "widgets/training_progress.h"
+#include "widgets/live/training_progress.h"
 
 using xmc::gui::TrainingProgress;
 
