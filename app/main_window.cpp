@@ -36,6 +36,7 @@
 #include "widgets/plots/decile_plot.h"
 #include "widgets/labels/label_quality_view.h"
 #include "widgets/live/launch_form.h"
+#include "widgets/live/live_view.h"
 #include "widgets/plots/loss_plot.h"
 #include "widgets/plots/evaluation_view.h"
 #include "widgets/plots/metric_plot.h"
@@ -75,20 +76,6 @@ QScrollArea* scrolling(QWidget* content) {
 /// Appended to the run label of a stopped run.
 const QString kContinueHint = QStringLiteral(" — Training › Continue the shown stopped run resumes it");
 
-/// The metric plot's marks for a run's schedule changes (stage switch, clustering, shortlist refreshes).
-std::vector<std::pair<double, QString>> milestone_marks(const TrainConfig& config) {
-  std::vector<std::pair<double, QString>> marks;
-  for (const TrainingMilestone& m : training_milestones(config)) marks.emplace_back(m.epoch, QString::fromStdString(m.label));
-  return marks;
-}
-
-/// What the t-SNE panel says until a snapshot comes, or why none will.
-QString tsne_note(const TrainConfig& config) {
-  if (takes_tsne_snapshots(config)) return "no t-SNE snapshot yet: runs take one at evaluations (tsne.every)";
-  if (config.tsne_every <= 0) return "this run takes no t-SNE snapshots (tsne.every = 0)";
-  return QString::fromStdString(config.method) + " takes no t-SNE snapshots: it trains no encoder on query batches";
-}
-
 }  // namespace
 
 MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(parent), options_(std::move(options)) {
@@ -100,91 +87,100 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   connect(launch_, &gui::LaunchForm::base_run_choices_needed, this, [this] { refresh_base_run_choices(); });
   tabs_->addTab(launch_, "Launch");
 
-  // Live view: run header with progress, then the four plots.
-  auto* live = new QWidget;
-  auto* live_layout = new QVBoxLayout(live);
-  auto* header = new QHBoxLayout;
-  run_label_ = new QLabel("No run yet: start one in the Launch tab, or open one in the Runs tab.");
-  run_label_->setObjectName("run_label");
-  run_label_->setWordWrap(true);
-  training_progress_ = new gui::TrainingProgress;
-  header->addWidget(run_label_, 1);
-  header->addWidget(training_progress_, 2);
-  live_layout->addLayout(header);
-  auto* grid = new QGridLayout;
-  loss_plot_ = new gui::LossPlot;
-  evaluation_view_ = new gui::EvaluationView;
-  metric_plot_ = evaluation_view_->chart();  // "live_metrics"
-  decile_plot_ = new gui::DecilePlot;
-  decile_plot_->setObjectName("live_deciles");
-  tsne_plot_ = new gui::TsnePlot;
-  grid->addWidget(loss_plot_, 0, 0);
-  grid->addWidget(evaluation_view_, 0, 1);
-  // The decile bars, optionally beside another run's (the live run keeps updating its own).
-  auto* decile_box = new QWidget;
-  auto* decile_layout = new QVBoxLayout(decile_box);
-  decile_layout->setContentsMargins(0, 0, 0, 0);
-  auto* overlay_row = new QHBoxLayout;
-  decile_overlay_ = new QComboBox;
-  decile_overlay_->setObjectName("decile_overlay");
-  decile_overlay_->setToolTip("Draw another run's latest decile-wise P@5 bars beside this run's");
-  decile_overlay_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  overlay_row->addWidget(new QLabel("Compare deciles with:"));
-  overlay_row->addWidget(decile_overlay_);
-  overlay_row->addStretch(1);
-  decile_layout->addLayout(overlay_row);
-  decile_layout->addWidget(decile_plot_, 1);
-  grid->addWidget(decile_box, 1, 0);
-  grid->addWidget(tsne_plot_, 1, 1);
-  // Below this size the four plots' axes, ticks and legends overprint one another: the tab scrolls instead
-  // of squashing them into strips (an 800 x 500 window).
-  auto* plots = new QWidget;
-  plots->setObjectName("live_plots");
-  plots->setLayout(grid);
-  plots->setMinimumSize(1000, 640);
-  QScrollArea* scroll = scrolling(plots);
-  scroll->setObjectName("live_scroll");
-  live_layout->addWidget(scroll, 1);
-  tabs_->addTab(live, "Live");
+  live_ = new gui::LiveView(options_.db);
+  tabs_->addTab(live_, "Live");
+  connect(live_, &gui::LiveView::evaluated, this, [this](double epoch, double spread, double mean) { show_collapse_state(epoch, spread, mean); });
+  connect(live_, &gui::LiveView::message, this, [this](const QString& text) { statusBar()->showMessage(text, 8000); });
 
   search_ = new gui::SearchPanel;
   tabs_->addTab(search_, "Search");
   labels_ = new gui::LabelQualityView;
   tabs_->addTab(scrolling(labels_), "Labels");
   // A tail label's missed query, double-clicked: its ranking in Search, every mode side by side.
-  connect(labels_, &gui::LabelQualityView::query_chosen, this, [this](const QString& text) {
-    tabs_->setCurrentWidget(search_);
-    if (search_->ready()) {
-      search_->search(text);
-      return;
-    }
-    auto once = std::make_shared<QMetaObject::Connection>();
-    *once = connect(search_, &gui::SearchPanel::run_loaded, this, [this, text, once] {
-      disconnect(*once);
-      search_->search(text);
-    });
-  });
+  connect(labels_, &gui::LabelQualityView::query_chosen, this, [this](const QString& text) { search_for(text); });
   projector_ = new gui::ProjectorView;
   tabs_->addTab(projector_, "Projector");
 
+  tabs_->addTab(scrolling(build_runs_tab()), "Runs");
+  setCentralWidget(tabs_);
+
+  build_menus();
+
+  // Wiring.
+  connect(launch_, &gui::LaunchForm::start_requested, this, [this] { start_training(); });
+  connect(launch_, &gui::LaunchForm::sweep_requested, this, [this] { open_sweep_dialog(); });
+  connect(launch_, &gui::LaunchForm::pause_requested, this, [this] {
+    worker_->set_paused(true);
+    set_training_state(gui::LaunchForm::State::Paused);
+  });
+  connect(launch_, &gui::LaunchForm::resume_requested, this, [this] {
+    worker_->set_paused(false);
+    set_training_state(gui::LaunchForm::State::Running);
+  });
+  connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { stop_training(); });
+  connect(worker_, &gui::TrainingWorker::event, this, &MainWindow::on_event);
+  connect(worker_, &gui::TrainingWorker::ended, this, &MainWindow::on_ended);
+  connect(worker_, &gui::TrainingWorker::point_started, this, &MainWindow::on_point_started);
+  connect(worker_->progress(), &gui::QtProgress::progressed, live_->progress(), &gui::TrainingProgress::on_task);
+  connect(worker_->progress(), &gui::QtProgress::finished, live_->progress(), &gui::TrainingProgress::on_task_finished);
+  connect_runs_browser();
+  follow_timer_ = new QTimer(this);
+  follow_timer_->setInterval(2000);
+  connect(follow_timer_, &QTimer::timeout, this, [this] { reload_followed_run(); });
+
+  if (!options_.config.isEmpty()) {
+    try {
+      launch_->set_config(load_train_config(options_.config.toStdString()));
+      launch_->mark_preset(options_.config);
+    } catch (const std::exception& e) {
+      report_error("Cannot load the config", QString::fromUtf8(e.what()));
+    }
+  }
+  if (!options_.dataset.isEmpty()) launch_->set_dataset(options_.dataset);
+  build_job_status();
+  statusBar()->showMessage("Run store: " + options_.db);
+  resize(1400, 900);
+  if (!options_.screenshot.isEmpty()) {  // a screenshot that cannot be written fails now, not after training
+    const QString folder = QFileInfo(options_.screenshot).absolutePath();
+    if (!QDir().mkpath(folder) || !QFileInfo(folder).isWritable())
+      report_error("Cannot write screenshots", folder + " is not a folder that can be created and written to");
+  }
+  set_training_state(gui::LaunchForm::State::Idle);
+  if (options_.processes > 1) launch_->set_processes(options_.processes);
+  if (options_.autostart && !failed_) QTimer::singleShot(0, this, [this] { start_training(); });
+}
+
+QSplitter* MainWindow::build_runs_tab() {
   runs_tab_ = new QSplitter(Qt::Vertical);
-  auto* runs_tab = runs_tab_;
   runs_ = new gui::RunsBrowser(options_.db.toStdString());
   compare_ = new gui::CompareView;
-  runs_tab->addWidget(runs_);
-  runs_tab->addWidget(compare_);
+  runs_tab_->addWidget(runs_);
+  runs_tab_->addWidget(compare_);
   // The runs table keeps room for a dozen rows; the comparison below shrinks first (its plots have small
   // minimum sizes there) and the splitter handle moves the border either way.
   runs_->setMinimumHeight(240);
-  runs_tab->setChildrenCollapsible(false);
-  runs_tab->setStretchFactor(0, 2);
-  runs_tab->setStretchFactor(1, 3);
-  runs_tab->setSizes({380, 520});
+  runs_tab_->setChildrenCollapsible(false);
+  runs_tab_->setStretchFactor(0, 2);
+  runs_tab_->setStretchFactor(1, 3);
+  runs_tab_->setSizes({380, 520});
   runs_->set_follow(true);  // runs written by other processes (xmc train) appear and update live
-  tabs_->addTab(scrolling(runs_tab), "Runs");
-  setCentralWidget(tabs_);
+  return runs_tab_;
+}
 
-  // Menus.
+void MainWindow::search_for(const QString& text) {
+  tabs_->setCurrentWidget(search_);
+  if (search_->ready()) {
+    search_->search(text);
+    return;
+  }
+  auto once = std::make_shared<QMetaObject::Connection>();
+  *once = connect(search_, &gui::SearchPanel::run_loaded, this, [this, text, once] {
+    disconnect(*once);
+    search_->search(text);
+  });
+}
+
+void MainWindow::build_menus() {
   auto* file = menuBar()->addMenu("&File");
   file->addAction("Open run store…", this, [this] { open_store(); });
   file->addSeparator();
@@ -222,39 +218,9 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
                            "\nEvery run is recorded there; the `xmc` command line reads and writes the same store.");
   });
 
-  // Wiring.
-  connect(launch_, &gui::LaunchForm::start_requested, this, [this] { start_training(); });
-  connect(launch_, &gui::LaunchForm::sweep_requested, this, [this] { open_sweep_dialog(); });
-  connect(launch_, &gui::LaunchForm::pause_requested, this, [this] {
-    worker_->set_paused(true);
-    set_training_state(gui::LaunchForm::State::Paused);
-  });
-  connect(launch_, &gui::LaunchForm::resume_requested, this, [this] {
-    worker_->set_paused(false);
-    set_training_state(gui::LaunchForm::State::Running);
-  });
-  connect(launch_, &gui::LaunchForm::stop_requested, this, [this] { stop_training(); });
-  connect(worker_, &gui::TrainingWorker::event, this, &MainWindow::on_event);
-  connect(worker_, &gui::TrainingWorker::ended, this, &MainWindow::on_ended);
-  connect(worker_, &gui::TrainingWorker::point_started, this, &MainWindow::on_point_started);
-  connect(worker_->progress(), &gui::QtProgress::progressed, training_progress_, &gui::TrainingProgress::on_task);
-  connect(worker_->progress(), &gui::QtProgress::finished, training_progress_, &gui::TrainingProgress::on_task_finished);
-  connect_runs_browser();
-  refresh_decile_overlay_choices();
-  connect(decile_overlay_, &QComboBox::activated, this, [this] { apply_decile_overlay(); });
-  follow_timer_ = new QTimer(this);
-  follow_timer_->setInterval(2000);
-  connect(follow_timer_, &QTimer::timeout, this, [this] { reload_followed_run(); });
+}
 
-  if (!options_.config.isEmpty()) {
-    try {
-      launch_->set_config(load_train_config(options_.config.toStdString()));
-      launch_->mark_preset(options_.config);
-    } catch (const std::exception& e) {
-      report_error("Cannot load the config", QString::fromUtf8(e.what()));
-    }
-  }
-  if (!options_.dataset.isEmpty()) launch_->set_dataset(options_.dataset);
+void MainWindow::build_job_status() {
   // Background dataset jobs report here, with a Cancel button.
   job_progress_ = new QProgressBar;
   job_progress_->setMaximumWidth(320);
@@ -269,16 +235,6 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
     gui::TrainingProgress::show_counts(job_progress_, done, total);
     job_progress_->setFormat(task + " — %p%" + (eta >= 0 ? ", " + gui::TrainingProgress::format_eta(eta) : QString()));
   });
-  statusBar()->showMessage("Run store: " + options_.db);
-  resize(1400, 900);
-  if (!options_.screenshot.isEmpty()) {  // a screenshot that cannot be written fails now, not after training
-    const QString folder = QFileInfo(options_.screenshot).absolutePath();
-    if (!QDir().mkpath(folder) || !QFileInfo(folder).isWritable())
-      report_error("Cannot write screenshots", folder + " is not a folder that can be created and written to");
-  }
-  set_training_state(gui::LaunchForm::State::Idle);
-  if (options_.processes > 1) launch_->set_processes(options_.processes);
-  if (options_.autostart && !failed_) QTimer::singleShot(0, this, [this] { start_training(); });
 }
 
 MainWindow::~MainWindow() {
@@ -385,34 +341,18 @@ void MainWindow::start_training() {
     const TrainConfig config = launch_->config();
     validate(config);
     const std::int64_t run = worker_->start(config, options_.db, launch_->processes());
-    shown_run_ = run;
-    reset_live_view(config);
     const int processes = launch_->processes();
-    run_label_->setText(QString("Run %1: %2%3")
-                            .arg(run)
-                            .arg(QString::fromStdString(config.name.empty() ? config.method : config.name))
-                            .arg(processes > 1 ? QString(" (%1 processes)").arg(processes) : QString()));
-    training_progress_->begin_run(static_cast<double>(total_epochs(config)));
+    live_->begin_run(run, config,
+                     QString("Run %1: %2%3")
+                         .arg(run)
+                         .arg(QString::fromStdString(config.name.empty() ? config.method : config.name))
+                         .arg(processes > 1 ? QString(" (%1 processes)").arg(processes) : QString()));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
     runs_->refresh();
   } catch (const std::exception& e) {
     report_error("Cannot start training", QString::fromUtf8(e.what()));
   }
-}
-
-void MainWindow::reset_live_view(const TrainConfig& config) {
-  evaluations_seen_ = 0;
-  loss_plot_->clear();
-  live_points_.clear();
-  evaluation_view_->clear();
-  decile_plot_->clear();
-  tsne_plot_->clear();  // the last run's query and its negatives are not this run's
-  if (collapse_warning_) collapse_warning_->hide();
-  evaluation_view_->set_milestones(milestone_marks(config));
-  tsne_plot_->set_empty_note(tsne_note(config));
-  refresh_decile_overlay_choices();
-  apply_decile_overlay();
 }
 
 std::int64_t MainWindow::start_sweep(const std::vector<SweepAxis>& axes, const QString& name) {
@@ -434,7 +374,7 @@ void MainWindow::resume_sweep(std::int64_t sweep) {
   try {
     worker_->start_sweep(sweep, options_.db);
     follow_timer_->stop();
-    run_label_->setText(QString("Sweep %1: starting").arg(sweep));
+    live_->set_label(QString("Sweep %1: starting").arg(sweep));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
   } catch (const std::exception& e) {
@@ -447,16 +387,9 @@ void MainWindow::on_point_started(std::int64_t sweep, std::int64_t position, std
     const Session session(options_.db.toStdString());
     const RunInfo info = session.get_run(run);
     const TrainConfig config = parse_train_config(info.config_json, "run " + std::to_string(run));
-    shown_run_ = run;
-    reset_live_view(config);
-    run_label_->setText(QString("Sweep %1, point %2 of %3 — run %4: %5")
-                            .arg(sweep)
-                            .arg(position + 1)
-                            .arg(points)
-                            .arg(run)
-                            .arg(QString::fromStdString(info.name)));
-    training_progress_->begin_run(static_cast<double>(total_epochs(config)));
-    if (worker_->paused()) training_progress_->set_paused(true);
+    live_->begin_run(run, config,
+                     QString("Sweep %1, point %2 of %3 — run %4: %5").arg(sweep).arg(position + 1).arg(points).arg(run).arg(QString::fromStdString(info.name)));
+    if (worker_->paused()) live_->progress()->set_paused(true);
     runs_->refresh();
   } catch (const std::exception& e) {
     statusBar()->showMessage("Sweep " + QString::number(sweep) + ": " + QString::fromUtf8(e.what()), 8000);
@@ -499,9 +432,7 @@ void MainWindow::choose_sweep_to_resume() {
 }
 
 void MainWindow::on_event(const TrainEvent& e) {
-  if (e.kind == TrainEvent::Kind::Step) training_progress_->on_epoch_position(e.epoch);
-  // The plots follow the training run only while it is the run shown (another may have been opened).
-  const bool shown = e.run_id == shown_run_;
+  live_->on_event(e);
   // The first-evaluation screenshot waits for the evaluation's t-SNE snapshot: the next event after the
   // Evaluation is either that Snapshot or, when none is taken, the run moving on.
   if (first_screenshot_pending_ && e.kind != TrainEvent::Kind::Evaluation && e.kind != TrainEvent::Kind::Phase) {
@@ -511,41 +442,11 @@ void MainWindow::on_event(const TrainEvent& e) {
       save_screenshot(screenshot_path("first-evaluation"));
     });
   }
-  switch (e.kind) {
-    case TrainEvent::Kind::Phase:
-      statusBar()->showMessage(QString::fromStdString(e.message));
-      break;
-    case TrainEvent::Kind::Step:
-      if (!shown) break;
-      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s, e.classifier_stage, e.epoch);  // M4: curves of its own
-      break;
-    case TrainEvent::Kind::Evaluation: {
-      if (!shown) break;
-      for (const auto& [name, value] : e.metrics) live_points_.push_back({e.epoch, e.step, name, value});
-      for (const auto& [name, value] : e.mode_metrics) live_points_.push_back({e.epoch, e.step, name, value});
-      show_live_metrics();
-      decile_plot_->set_bars(QString("run %1").arg(e.run_id), e.deciles);
-      ++evaluations_seen_;
-      show_collapse_state(e.epoch, e.score_spread, e.score_mean);
-      if (!options_.screenshot.isEmpty() && !first_screenshot_taken_) {
-        first_screenshot_taken_ = true;
-        first_screenshot_pending_ = true;
-      }
-      break;
-    }
-    case TrainEvent::Kind::Snapshot:
-      if (shown) tsne_plot_->set_snapshot(e.message);
-      break;
-    case TrainEvent::Kind::SystemUse:
-      if (!shown) break;
-      for (const auto& [key, value] : e.metrics)
-        loss_plot_->append_point({e.step, e.epoch, key, value, static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0});
-      break;
-    case TrainEvent::Kind::Checkpoint:
-      statusBar()->showMessage("writing the checkpoint: " + QString::fromStdString(e.message), 5000);
-      break;
-    default:
-      break;
+  if (e.kind == TrainEvent::Kind::Phase) statusBar()->showMessage(QString::fromStdString(e.message));
+  if (e.kind == TrainEvent::Kind::Checkpoint) statusBar()->showMessage("writing the checkpoint: " + QString::fromStdString(e.message), 5000);
+  if (e.kind == TrainEvent::Kind::Evaluation && e.run_id == live_->shown_run() && !options_.screenshot.isEmpty() && !first_screenshot_taken_) {
+    first_screenshot_taken_ = true;
+    first_screenshot_pending_ = true;
   }
 }
 
@@ -557,35 +458,35 @@ void MainWindow::on_ended(std::int64_t run, bool ok, const QString& message) {
   refresh_base_run_choices();  // a finished run may be one to build on
   const auto info = Session(options_.db.toStdString()).find_run(run);
   const QString status = info ? QString::fromStdString(to_string(info->status)) : QString("unknown");
-  refresh_decile_overlay_choices();
-  run_label_->setText(QString("Run %1 %2").arg(run).arg(status));
+  live_->refresh_decile_overlay_choices();
+  live_->set_label(QString("Run %1 %2").arg(run).arg(status));
   statusBar()->clearMessage();  // "writing the checkpoint …" may be the last thing it said; the Live tab says how the run ended
-  training_progress_->end_run(status);
+  live_->progress()->end_run(status);
   if (sweep > 0) {
     // The sweep's runs side by side in the Runs tab, ready to compare; a stopped sweep says how to go on.
     runs_->set_filter_text(QString("sweep-%1").arg(sweep));
     // ... and compared: the Compare view shows this sweep, not whatever was selected before it.
     runs_->view()->selectAll();
     if (const auto sweep_runs = runs_->selected_runs(); sweep_runs.size() >= 2) compare_->set_runs(Session(options_.db.toStdString()), sweep_runs);
-    run_label_->setText(QString("Sweep %1 %2 — its runs are listed in the Runs tab (filter sweep-%1)%3")
+    live_->set_label(QString("Sweep %1 %2 — its runs are listed in the Runs tab (filter sweep-%1)%3")
                             .arg(sweep)
                             .arg(ok ? (status == "stopped" ? QString("stopped") : QString("finished")) : QString("had failures"))
                             .arg(status == "stopped" ? QString(" — Training › Resume a sweep… continues it") : QString()));
   } else if (status == "stopped") {
-    run_label_->setText(run_label_->text() + kContinueHint);
+    live_->set_label(live_->label() + kContinueHint);
   }
   if (!ok && !closing_) {
     // Said where the run is watched, not only in a dialog that goes away: the cause (a full disk, a file-size
     // limit, a NaN loss) stays on the Live tab until the next run starts.
     QString cause = message;
     if (const QString prefix = QString("run %1 failed: ").arg(run); cause.startsWith(prefix)) cause.remove(0, prefix.size());
-    if (sweep == 0) run_label_->setText(QString("Run %1 failed: %2").arg(run).arg(cause));
+    if (sweep == 0) live_->set_label(QString("Run %1 failed: %2").arg(run).arg(cause));
     if (options_.quit_when_done)
       std::fprintf(stderr, "xmc-workbench: training failed: %s\n", message.toLocal8Bit().constData());
     else
       QMessageBox::warning(this, "Training failed", message);
   }
-  if (ok && run == shown_run_) {
+  if (ok && run == live_->shown_run()) {
     search_->open_run(options_.db, run);
     labels_->set_run(options_.db, run);
     projector_->set_run(options_.db, run);
@@ -606,27 +507,15 @@ void MainWindow::show_run(std::int64_t run) {
   try {
     Session session(options_.db.toStdString());
     const RunInfo info = session.get_run(run);
-    shown_run_ = run;
-    if (collapse_warning_) collapse_warning_->hide();  // it spoke of the run shown before
-    run_label_->setText(QString("Run %1: %2 (%3)").arg(run).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
-    const double last_epoch = show_stored_plots(session, run);
+    const double last_epoch = live_->show_stored_run(session, info);
     if (!(worker_->running() && worker_->run_id() == run))  // the run bar speaks of the run shown
-      training_progress_->show_stored_run(planned_epochs(info, last_epoch), last_epoch, QString::fromStdString(to_string(info.status)));
-    try {
-      const TrainConfig shown_config = parse_train_config(info.config_json, "run " + std::to_string(run));
-      evaluation_view_->set_milestones(milestone_marks(shown_config));
-      tsne_plot_->set_empty_note(tsne_note(shown_config));
-    } catch (const std::exception&) {
-      evaluation_view_->set_milestones({});  // a config this version cannot read: no marks rather than wrong ones
-    }
-    refresh_decile_overlay_choices();
-    apply_decile_overlay();
+      live_->progress()->show_stored_run(planned_epochs(info, last_epoch), last_epoch, QString::fromStdString(to_string(info.status)));
     if (info.status == RunStatus::Completed || info.status == RunStatus::Stopped) {
       search_->open_run(options_.db, run);
       labels_->set_run(options_.db, run);
       projector_->set_run(options_.db, run);
     }
-    if (info.status == RunStatus::Stopped) run_label_->setText(run_label_->text() + kContinueHint);
+    if (info.status == RunStatus::Stopped) live_->set_label(live_->label() + kContinueHint);
     // A run another process is training: keep reloading it from the store while it is shown.
     const bool external = (info.status == RunStatus::Running || info.status == RunStatus::Paused) &&
                           !(worker_->running() && worker_->run_id() == run);
@@ -664,13 +553,11 @@ void MainWindow::refresh_base_run_choices() {
   launch_->set_base_run_choices(choices);
 }
 
-void MainWindow::show_live_metrics() {
-  // One series per inference mode (NGAME: the embedding's curve runs through M1 and M4, the fused ranking's
-  // starts at M4), never one line that joins two modes; the view draws the modes and metrics the user chose.
-  evaluation_view_->set_modes(series_by_mode(live_points_));
-}
-
 void MainWindow::show_collapse_state(double epoch, double score_spread, double score_mean) {
+  if (epoch < 0) {  // the run shown has no evaluation (yet)
+    if (collapse_warning_) collapse_warning_->hide();
+    return;
+  }
   // A collapse warning stays in the status bar (phase messages would hide a transient one) until an
   // evaluation of the shown run is healthy again.
   if (!collapse_warning_) {
@@ -684,71 +571,6 @@ void MainWindow::show_collapse_state(double epoch, double score_spread, double s
                                  .arg(epoch, 0, 'f', 2)
                                  .arg(score_spread, 0, 'f', 4)
                                  .arg(score_mean, 0, 'f', 4));
-}
-
-double MainWindow::show_stored_plots(const Session& session, std::int64_t run) {
-  const auto scalars = session.scalars(run);
-  loss_plot_->set_series(scalars);
-  double last_epoch = 0;
-  double spread_epoch = -1, spread = 0, mean = 0;  // the last evaluation's score spread: a stored run warns too
-  for (const auto& point : scalars) {
-    last_epoch = std::max(last_epoch, point.epoch);
-    if (point.key == "score_spread") spread_epoch = point.epoch, spread = point.value;
-    if (point.key == "score_mean") mean = point.value;
-  }
-  if (spread_epoch >= 0)
-    show_collapse_state(spread_epoch, spread, mean);
-  else if (collapse_warning_)
-    collapse_warning_->hide();
-  live_points_ = session.evaluations(run);
-  show_live_metrics();
-  if (const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(run, "P@5")))
-    decile_plot_->set_bars(QString("run %1").arg(run), *bars);
-  else
-    decile_plot_->clear_bars();  // no evaluation yet: no other run's bars stay as this one's
-  if (const auto snapshot = session.latest_tsne_snapshot(run))
-    tsne_plot_->set_snapshot(snapshot->payload_json);
-  else
-    tsne_plot_->clear();
-  return last_epoch;
-}
-
-void MainWindow::refresh_decile_overlay_choices() {
-  const std::int64_t chosen = decile_overlay_->currentData().toLongLong();
-  decile_overlay_->clear();
-  decile_overlay_->addItem("none", QVariant::fromValue<qlonglong>(0));
-  try {
-    Session session(options_.db.toStdString());
-    const auto runs = session.list_runs();
-    const auto shown = std::find_if(runs.begin(), runs.end(), [this](const RunInfo& r) { return r.id == shown_run_; });
-    for (const RunInfo& run : runs) {
-      if (run.id == shown_run_ || session.latest_decile_table(run.id, "P@5").size() != 10) continue;
-      // Deciles are bins of this dataset's label frequencies: another dataset's bars hold other labels.
-      if (shown != runs.end() && run.dataset_fingerprint != shown->dataset_fingerprint) continue;
-      decile_overlay_->addItem(QString("run %1: %2").arg(run.id).arg(QString::fromStdString(run.name)), QVariant::fromValue<qlonglong>(run.id));
-    }
-  } catch (const std::exception& e) {
-    statusBar()->showMessage("Cannot list runs for the decile comparison: " + QString::fromUtf8(e.what()), 8000);
-  }
-  const int index = decile_overlay_->findData(QVariant::fromValue<qlonglong>(chosen));
-  decile_overlay_->setCurrentIndex(index >= 0 ? index : 0);
-}
-
-void MainWindow::apply_decile_overlay() {
-  const std::int64_t other = decile_overlay_->currentData().toLongLong();
-  if (other <= 0) {
-    decile_plot_->clear_overlay();
-    return;
-  }
-  try {
-    Session session(options_.db.toStdString());
-    const auto bars = gui::DecilePlot::bars_of(session.latest_decile_table(other, "P@5"));
-    if (!bars) throw Error("run " + std::to_string(other) + " has no decile-wise P@5 table");
-    decile_plot_->set_overlay(QString("run %1: %2").arg(other).arg(QString::fromStdString(session.get_run(other).name)), *bars);
-  } catch (const std::exception& e) {
-    decile_plot_->clear_overlay();
-    statusBar()->showMessage(QString::fromUtf8(e.what()), 8000);
-  }
 }
 
 QString MainWindow::screenshot_path(const QString& suffix) const {
@@ -778,7 +600,7 @@ void MainWindow::report_error(const QString& title, const QString& message) {
 
 void MainWindow::set_training_state(gui::LaunchForm::State state) {
   launch_->set_state(state);
-  if (training_progress_) training_progress_->set_paused(state == gui::LaunchForm::State::Paused);
+  if (live_) live_->progress()->set_paused(state == gui::LaunchForm::State::Paused);
   update_actions();
 }
 
@@ -790,9 +612,9 @@ void MainWindow::update_actions() {
   resume_action_->setEnabled(paused);
   stop_action_->setEnabled(running);
   bool shown_stopped = false;
-  if (!running && shown_run_ > 0) {
+  if (!running && live_->shown_run() > 0) {
     try {
-      const auto info = Session(options_.db.toStdString()).find_run(shown_run_);
+      const auto info = Session(options_.db.toStdString()).find_run(live_->shown_run());
       shown_stopped = info && info->status == RunStatus::Stopped;
     } catch (const std::exception&) {
     }
@@ -807,49 +629,49 @@ void MainWindow::stop_training() {
 }
 
 void MainWindow::continue_shown_run() {
-  if (worker_->running() || shown_run_ <= 0) return;
+  if (worker_->running() || live_->shown_run() <= 0) return;
   try {
-    const std::int64_t run = worker_->resume(shown_run_, options_.db, launch_->processes());
+    const std::int64_t run = worker_->resume(live_->shown_run(), options_.db, launch_->processes());
     const Session session(options_.db.toStdString());
     const TrainConfig config = parse_train_config(session.get_run(run).config_json);
     follow_timer_->stop();
-    training_progress_->begin_run(static_cast<double>(total_epochs(config)));
-    run_label_->setText(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(session.get_run(run).name)));
+    live_->progress()->begin_run(static_cast<double>(total_epochs(config)));
+    live_->set_label(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(session.get_run(run).name)));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);
     runs_->refresh();
   } catch (const std::exception& e) {
-    report_error("Cannot resume run " + QString::number(shown_run_), QString::fromUtf8(e.what()));
+    report_error("Cannot resume run " + QString::number(live_->shown_run()), QString::fromUtf8(e.what()));
   }
 }
 
 void MainWindow::reload_followed_run() {
-  if (shown_run_ <= 0) return;
+  if (live_->shown_run() <= 0) return;
   try {
     Session session(options_.db.toStdString());
-    const auto info = session.find_run(shown_run_);
+    const auto info = session.find_run(live_->shown_run());
     if (!info) {
       follow_timer_->stop();
       return;
     }
-    const double epoch = show_stored_plots(session, shown_run_);
+    const double epoch = live_->reload_stored_plots(session, live_->shown_run());
     // The bars follow the stored points too (they froze at the epoch the run was opened at).
-    training_progress_->show_followed_run(planned_epochs(*info, epoch), epoch, QString::fromStdString(to_string(info->status)));
-    run_label_->setText(QString("Run %1: %2 (%3, written by another process)")
-                            .arg(shown_run_)
+    live_->progress()->show_followed_run(planned_epochs(*info, epoch), epoch, QString::fromStdString(to_string(info->status)));
+    live_->set_label(QString("Run %1: %2 (%3, written by another process)")
+                            .arg(live_->shown_run())
                             .arg(QString::fromStdString(info->name))
                             .arg(QString::fromStdString(to_string(info->status))));
     if (info->status != RunStatus::Running && info->status != RunStatus::Paused) {
       follow_timer_->stop();
-      show_run(shown_run_);  // final state: search panel, labels
+      show_run(live_->shown_run());  // final state: search panel, labels
     }
   } catch (const std::exception& e) {
-    statusBar()->showMessage("Cannot follow run " + QString::number(shown_run_) + ": " + QString::fromUtf8(e.what()), 8000);
+    statusBar()->showMessage("Cannot follow run " + QString::number(live_->shown_run()) + ": " + QString::fromUtf8(e.what()), 8000);
   }
 }
 
 void MainWindow::export_report(const QString& format) {
-  if (shown_run_ <= 0) {
+  if (live_->shown_run() <= 0) {
     QMessageBox::information(this, "Export", "Open or train a run first.");
     return;
   }
@@ -859,13 +681,13 @@ void MainWindow::export_report(const QString& format) {
   if (format == "csv") {
     const QString dir = xmc::gui::existing_directory(this, "Folder for the CSV files");
     if (dir.isEmpty()) return;
-    ok = gui::export_run_csv(db, shown_run_, dir + QString("/run-%1-scalars.csv").arg(shown_run_),
-                             dir + QString("/run-%1-metrics.csv").arg(shown_run_), &error);
+    ok = gui::export_run_csv(db, live_->shown_run(), dir + QString("/run-%1-scalars.csv").arg(live_->shown_run()),
+                             dir + QString("/run-%1-metrics.csv").arg(live_->shown_run()), &error);
   } else {
-    const QString path = xmc::gui::save_file_name(this, "Export report", QString("run-%1.%2").arg(shown_run_).arg(format),
+    const QString path = xmc::gui::save_file_name(this, "Export report", QString("run-%1.%2").arg(live_->shown_run()).arg(format),
                                                       format == "html" ? "HTML (*.html)" : "PDF (*.pdf)");
     if (path.isEmpty()) return;
-    ok = format == "html" ? gui::export_run_report_html(db, shown_run_, path, &error) : gui::export_run_report_pdf(db, shown_run_, path, &error);
+    ok = format == "html" ? gui::export_run_report_html(db, live_->shown_run(), path, &error) : gui::export_run_report_pdf(db, live_->shown_run(), path, &error);
   }
   if (!ok) QMessageBox::warning(this, "Export failed", error);
   else statusBar()->showMessage("exported", 5000);
@@ -875,8 +697,8 @@ void MainWindow::export_current_plots() {
   const QString dir = xmc::gui::existing_directory(this, "Folder for the plot files");
   if (dir.isEmpty()) return;
   QString error;
-  for (auto [plot, name] : {std::pair<QCustomPlot*, const char*>{loss_plot_, "loss"}, {metric_plot_, "metrics"},
-                            {decile_plot_, "deciles"}, {tsne_plot_, "tsne"}})
+  for (auto [plot, name] : {std::pair<QCustomPlot*, const char*>{live_->loss_plot(), "loss"}, {live_->metric_plot(), "metrics"},
+                            {live_->decile_plot(), "deciles"}, {live_->tsne_plot(), "tsne"}})
     for (const char* ext : {"png", "svg", "pdf"})
       if (!gui::export_plot(plot, dir + "/" + name + "." + ext, 0, 0, &error)) {
         QMessageBox::warning(this, "Export failed", error);
@@ -896,18 +718,11 @@ void MainWindow::open_store() {
   runs_->set_follow(true);
   connect_runs_browser();
   // Nothing of the previous store stays on screen.
-  shown_run_ = 0;
   follow_timer_->stop();
-  loss_plot_->clear();
-  live_points_.clear();
-  evaluation_view_->clear();
-  decile_plot_->clear();
-  tsne_plot_->clear();
+  live_->set_store(path);
+  live_->clear("Run store " + path + ": open a run in the Runs tab.");
   compare_->set_runs(Session(options_.db.toStdString()), {});
-  run_label_->setText("Run store " + path + ": open a run in the Runs tab.");
   update_actions();
-  refresh_decile_overlay_choices();
-  apply_decile_overlay();
   statusBar()->showMessage("Run store: " + path);
 }
 

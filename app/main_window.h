@@ -32,6 +32,7 @@ namespace xmc::gui {
 class CompareView;
 class DecilePlot;
 class LaunchForm;
+class LiveView;
 class QtProgress;
 class LossPlot;
 class MetricPlot;
@@ -101,10 +102,9 @@ class MainWindow : public QMainWindow {
   void on_ended(std::int64_t run, bool ok, const QString& message);
   /// A sweep's point starts: the Live tab turns to its run.
   void on_point_started(std::int64_t sweep, std::int64_t position, std::int64_t points, std::int64_t run);
-  /// Clears every Live panel for a run that starts training with `config`.
-  void reset_live_view(const TrainConfig& config);
   void open_sweep_dialog();
-  /// The status bar's warning when an evaluation found the embeddings collapsed (hidden when healthy).
+  /// The status bar's warning when an evaluation found the embeddings collapsed (hidden when healthy, or for
+  /// epoch < 0: the run shown has no evaluation).
   void show_collapse_state(double epoch, double score_spread, double score_mean);
   void choose_sweep_to_resume();
   void export_report(const QString& format);
@@ -117,26 +117,20 @@ class MainWindow : public QMainWindow {
   void import_mulan_dataset();
   void connect_runs_browser();
   QString screenshot_path(const QString& suffix) const;
-  /// Lists the runs with a decile table (other than the one shown) in the Live tab's comparison choice.
-  void refresh_decile_overlay_choices();
-  /// Draws the chosen run's decile bars beside the shown run's (or removes them for "none").
-  void apply_decile_overlay();
-  /// The stored run's curves, decile bars and t-SNE in the Live tab (what the store has so far).
-  /// Loads the run's stored curves into the Live plots; returns the last epoch position it recorded.
-  double show_stored_plots(const Session& session, std::int64_t run);
-  /// Draws live_points_: the primary mode's metrics, the other inference modes' overlaid.
-  void show_live_metrics();
+  void build_menus();
+  /// The Runs tab: the runs table above the comparison of the runs chosen in it.
+  QSplitter* build_runs_tab();
+  /// `text` searched in the Search tab (once its run is loaded).
+  void search_for(const QString& text);
+  /// The status bar's progress and Cancel of background dataset jobs.
+  void build_job_status();
   void refresh_base_run_choices();
 
   WorkbenchOptions options_;
   gui::TrainingWorker* worker_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   gui::LaunchForm* launch_ = nullptr;
-  gui::LossPlot* loss_plot_ = nullptr;
-  gui::EvaluationView* evaluation_view_ = nullptr;
-  gui::MetricPlot* metric_plot_ = nullptr;  // the evaluation view's one-chart layout (export)
-  gui::DecilePlot* decile_plot_ = nullptr;
-  gui::TsnePlot* tsne_plot_ = nullptr;
+  gui::LiveView* live_ = nullptr;
   gui::SearchPanel* search_ = nullptr;
   gui::LabelQualityView* labels_ = nullptr;
   gui::ProjectorView* projector_ = nullptr;
@@ -147,12 +141,6 @@ class MainWindow : public QMainWindow {
   QPushButton* job_cancel_ = nullptr;
   gui::QtProgress* job_reporter_ = nullptr;
   QFuture<QString> dataset_job_;  ///< the dataset build or import in flight, if any
-  QLabel* run_label_ = nullptr;
-  gui::TrainingProgress* training_progress_ = nullptr;
-  QComboBox* decile_overlay_ = nullptr;
-  std::int64_t shown_run_ = 0;
-  int evaluations_seen_ = 0;
-  std::vector<xmc::EvalPoint> live_points_;  ///< every evaluation of the shown run, all inference modes
   QLabel* collapse_warning_ = nullptr;  ///< in the status bar while the shown run's embeddings have collapsed
   bool first_screenshot_taken_ = false;
   bool first_screenshot_pending_ = false;  ///< taken at the next event after the first evaluation
