@@ -39,7 +39,6 @@ struct TrainEvent {
   double lr = 0;
   double samples_per_s = 0;
   double value = 0;              ///< SettingChosen: the value chosen for the key in `message`
-  bool classifier_stage = false; ///< Step of NGAME's stage M4: `loss` is the classifier loss ("m4_loss")
   std::string stage;             ///< the method's stage of a Step/EpochEnd ("encoder", "m1", "m4")
   std::string loss_series = "loss";  ///< the scalar key a Step's loss is stored under
   std::int64_t query = -1;       ///< Snapshot: the training query it is centred on

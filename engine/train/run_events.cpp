@@ -54,7 +54,6 @@ void RunEvents::step(const std::string& stage, const std::string& loss_series, s
   e.epoch = epoch;
   e.stage = stage;
   e.loss_series = loss_series;
-  e.classifier_stage = loss_series != "loss";
   e.loss = loss;
   e.lr = lr;
   e.samples_per_s = seconds > 0 ? batch_rows / seconds : 0;

@@ -21,6 +21,7 @@
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/loss/loss_options.h"
 #include "engine/optim/optim_options.h"
+#include "engine/session/run_config_view.h"
 
 namespace xmc {
 namespace {
@@ -186,6 +187,22 @@ TEST(OptionGroups, EachMethodSaysItsStagesAndMarks) {
 
 namespace xmc {
 namespace {
+
+TEST(OptionGroups, AStoredConfigIsShownUnderTodaysKeyNames) {
+  // A run stored before grad_clip became optim.grad_clip compares with a run stored after it, key for key.
+  const auto old_run = flat_run_config(R"({"method": "dexml", "grad_clip": 0.5, "lr": 0.01})");
+  const auto new_run = flat_run_config(R"({"method": "dexml", "optim": {"grad_clip": 0.5}, "lr": 0.01})");
+  EXPECT_EQ(old_run->count("grad_clip"), 0u);
+  EXPECT_EQ(config_value_or(*old_run, "optim.grad_clip"), "0.5");
+  EXPECT_EQ(*old_run, *new_run);
+  EXPECT_EQ(config_value_or(*old_run, "method"), "dexml");  // strings bare
+  // Keys this version does not know are shown as stored; text that is not JSON shows nothing.
+  const auto unknown = flat_run_config(R"({"method": "gone", "x": {"y": 2}})");
+  EXPECT_EQ(config_value_or(*unknown, "x.y"), "2");
+  EXPECT_EQ(config_value_or(*unknown, "method"), "gone");
+  EXPECT_TRUE(flat_run_config("{not json")->empty());
+  EXPECT_EQ(config_value_or(*unknown, "absent", "—"), "—");
+}
 
 TEST(OptionGroups, AFormerKeyNameLoadsUnderItsNewNameWithANotice) {
   ConfigReadNotes notes;

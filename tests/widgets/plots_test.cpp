@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <QScrollArea>
+#include <QScrollBar>
+
+#include "widgets/live/live_view.h"
 #include "widgets/plots/decile_plot.h"
 #include "widgets/plots/evaluation_view.h"
 #include "widgets/plots/loss_plot.h"
@@ -167,25 +171,29 @@ class PlotsTest : public QObject {
     QCOMPARE(plot.point_count(), std::size_t{80});
     // M1's rate is its own series and the axis is logarithmic, so 900 q/s does not read as zero.
     QCOMPARE(plot.throughput_graph()->dataCount(), 50);
-    QCOMPARE(plot.m4_throughput_graph()->dataCount(), 30);
+    QCOMPARE(plot.stage_throughput_graph()->dataCount(), 30);
     QVERIFY(plot.throughput_log_scale());
-    QCPAxis* rate_axis = plot.m4_throughput_graph()->valueAxis();
+    QCPAxis* rate_axis = plot.stage_throughput_graph()->valueAxis();
     QVERIFY(rate_axis->range().contains(900) && rate_axis->range().contains(95000));
     QCOMPARE(plot.raw_loss_graph()->dataCount(), 50);
-    QCOMPARE(plot.m4_raw_loss_graph()->dataCount(), 30);
-    QCOMPARE(plot.m4_smoothed_loss_graph()->dataCount(), 30);
+    QCOMPARE(plot.stage_raw_loss_graph()->dataCount(), 30);
+    QCOMPARE(plot.stage_smoothed_loss_graph()->dataCount(), 30);
+    // The stage's curves are named after the series it reported its loss under.
+    QCOMPARE(plot.stage_raw_loss_graph()->name(), QStringLiteral("M4 loss"));
+    QVERIFY(plot.stage_smoothed_loss_graph()->name().startsWith("M4 loss, EMA"));
+    QCOMPARE(plot.stage_throughput_graph()->name(), QStringLiteral("M4 throughput"));
     QCOMPARE(plot.xAxis->range().lower, 1.0);
     screenshot(plot, QStringLiteral("loss_m4"));
     // The same curves against epochs, then against wall time (minutes since the first point; the pause shows).
     plot.set_x_axis(LossPlot::XAxis::Epoch);
     QCOMPARE(plot.raw_loss_graph()->data()->at(9)->key, 1.0);       // step 10 is epoch 1.0
-    QCOMPARE(plot.m4_raw_loss_graph()->data()->at(0)->key, 5.1);    // step 51
+    QCOMPARE(plot.stage_raw_loss_graph()->data()->at(0)->key, 5.1);    // step 51
     plot.set_x_axis(LossPlot::XAxis::WallTime);
     QCOMPARE(plot.raw_loss_graph()->data()->at(0)->key, 0.0);
     QCOMPARE(plot.raw_loss_graph()->data()->at(9)->key, 27.0 / 60.0);  // 9 steps of 3 s
-    QCOMPARE(plot.m4_raw_loss_graph()->data()->at(0)->key, (150.0 + 600.0) / 60.0);
+    QCOMPARE(plot.stage_raw_loss_graph()->data()->at(0)->key, (150.0 + 600.0) / 60.0);
     QCOMPARE(plot.raw_loss_graph()->dataCount(), 50);
-    QCOMPARE(plot.m4_throughput_graph()->keyAxis()->label(), QStringLiteral("wall time (min)"));  // named below the strip
+    QCOMPARE(plot.stage_throughput_graph()->keyAxis()->label(), QStringLiteral("wall time (min)"));  // named below the strip
     screenshot(plot, QStringLiteral("loss_wall_time"));
     plot.set_x_axis(LossPlot::XAxis::Step);
     QCOMPARE(plot.raw_loss_graph()->data()->at(9)->key, 10.0);
@@ -193,7 +201,13 @@ class PlotsTest : public QObject {
     screenshot(plot, QStringLiteral("loss_no_throughput"));
     plot.clear();
     QCOMPARE(plot.point_count(), std::size_t{0});
-    QCOMPARE(plot.m4_throughput_graph()->dataCount(), 0);
+    QCOMPARE(plot.stage_throughput_graph()->dataCount(), 0);
+    // Live steps of another stage's series ("classifier_loss") go to the stage's curves, named after it.
+    plot.append(1, 0.5, 1e-3, 100, "classifier_loss", 0.1);
+    QCOMPARE(plot.stage_raw_loss_graph()->dataCount(), 1);
+    QCOMPARE(plot.raw_loss_graph()->dataCount(), 0);
+    QCOMPARE(plot.stage_raw_loss_graph()->name(), QStringLiteral("Classifier loss"));
+    plot.clear();
     screenshot(plot, QStringLiteral("loss_empty"));
     // Right-click choices: a fixed smoothing (0 = the raw curve) and a log loss axis from the smallest loss.
     fill_training(plot, 60);
@@ -410,6 +424,47 @@ class PlotsTest : public QObject {
     QCOMPARE(view.chosen_metrics(), (QStringList{"P@1", "PSP@5", "R@10"}));
     QCOMPARE(view.chosen_modes(), QStringList{"primary mode"});  // the modes chosen are not this run's
     QCOMPARE(view.effective_layout(), EvaluationView::Layout::panel_per_mode);  // the user's layout stays
+  }
+
+  void live_view_fits_the_window_again_after_a_run_with_panels() {
+    // A run whose evaluations need a panel per metric (two modes, three metrics), then a run with one mode: at
+    // 1400 x 900 the Live tab has room for its plots both times, and no scrollbar stays from the first run.
+    QTemporaryDir dir;
+    LiveView view(dir.filePath("runs.sqlite"));
+    view.resize(1400, 860);
+    view.show();
+    auto evaluation = [](std::int64_t run, double epoch, bool two_modes) {
+      xmc::TrainEvent e;
+      e.kind = xmc::TrainEvent::Kind::Evaluation;
+      e.run_id = run;
+      e.epoch = epoch;
+      for (const char* m : {"P@1", "P@3", "P@5", "PSP@1", "PSP@5"}) {
+        e.metrics.emplace_back(m, 0.3 + 0.01 * epoch);
+        if (two_modes) e.mode_metrics.emplace_back(std::string("emb/") + m, 0.2 + 0.01 * epoch);
+      }
+      return e;
+    };
+    auto* scroll = view.findChild<QScrollArea*>("live_scroll");
+    QVERIFY(scroll);
+    auto scrolls = [&] {
+      QCoreApplication::processEvents();
+      view.layout()->activate();
+      QCoreApplication::processEvents();
+      return scroll->verticalScrollBar()->isVisible();
+    };
+    xmc::TrainConfig config;
+    view.begin_run(1, config, "run 1");
+    QVERIFY(!scrolls());
+    for (double epoch : {1.0, 2.0, 3.0}) view.on_event(evaluation(1, epoch, true));
+    auto* evaluations = view.findChild<EvaluationView*>();
+    QVERIFY(evaluations);
+    evaluations->set_mode_chosen("emb mode", true);
+    QCOMPARE(evaluations->effective_layout(), EvaluationView::Layout::panel_per_metric);
+    QVERIFY2(!scrolls(), "the panels made the Live tab taller than the window");
+    view.begin_run(2, config, "run 2");
+    for (double epoch : {1.0, 2.0}) view.on_event(evaluation(2, epoch, false));
+    QVERIFY2(!scrolls(), "a scrollbar stayed after the panels were gone");
+    QVERIFY(view.decile_plot()->isVisible() && view.decile_plot()->height() > 150);
   }
 
   void metric_plot_shows_percent() {

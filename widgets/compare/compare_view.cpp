@@ -24,7 +24,6 @@
 #include <QAction>
 #include <QMessageBox>
 #include <QSaveFile>
-#include <nlohmann/json.hpp>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <array>
@@ -43,6 +42,7 @@
 #include "engine/config/component_info.h"
 #include "engine/records/evaluation_modes.h"
 #include "engine/eval/metric_key.h"
+#include "engine/session/run_config_view.h"
 #include "engine/session/session.h"
 #include "widgets/plots/decile_plot.h"
 #include "widgets/file_dialogs.h"
@@ -53,15 +53,6 @@
 namespace xmc::gui {
 
 namespace {
-
-/// "encoder.dim" -> "256": every leaf of a config, nested objects joined by dots, values as JSON text.
-void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
-  if (j.is_object() && !j.empty()) {
-    for (const auto& [key, value] : j.items()) flatten(value, prefix.empty() ? key : prefix + "." + key, out);
-    return;
-  }
-  out[prefix] = j.is_string() ? j.get<std::string>() : j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -401,14 +392,11 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
       curve.id = id;
       curve.colour = column.colour;
       curve.evaluations = points;
-      try {
-        nlohmann::json config = nlohmann::json::parse(info->config_json);
-        if (config.is_object()) config.erase("seed"), config.erase("name");
-        curve.seedless_config = config.dump();
-        flatten(config, "", curve.seedless_flat);
-      } catch (const std::exception&) {
-        curve.seedless_config = "run " + std::to_string(id);  // unreadable: a group of its own
-      }
+      curve.seedless_flat = *flat_run_config(info->config_json);
+      curve.seedless_flat.erase("seed");
+      curve.seedless_flat.erase("name");
+      for (const auto& [key, value] : curve.seedless_flat) curve.seedless_config += key + '=' + value + '\n';
+      if (curve.seedless_flat.empty()) curve.seedless_config = "run " + std::to_string(id);  // unreadable: a group of its own
       curve_runs.push_back(std::move(curve));
       columns.push_back(std::move(column));
       evaluations.push_back(std::move(points));
@@ -598,7 +586,7 @@ void CompareView::show_config_differences(const Session& session) {
     std::map<std::string, std::string> flat;
     std::map<std::string, std::string> chose;
     try {
-      flatten(nlohmann::json::parse(session.get_run(id).config_json), "", flat);
+      flat = *flat_run_config(session.get_run(id).config_json);
       // What the run used is what it is compared (and plotted) by; the cell says it was chosen.
       for (const ChosenSetting& c : session.chosen_settings(id)) {
         const auto configured = flat.find(c.key);
@@ -914,9 +902,9 @@ void CompareView::show_loss(const Session& session) {
   for (std::size_t i = 0; i < overlaid; ++i) {
     std::string kind = "loss";
     try {
-      const auto config = nlohmann::json::parse(session.get_run(runs_[i]).config_json);
-      const std::string method = config.value("method", std::string());
-      if (config.contains("loss") && config["loss"].is_string()) kind = config["loss"].get<std::string>();
+      const auto config = flat_run_config(session.get_run(runs_[i]).config_json);
+      const std::string method = config_value_or(*config, "method");
+      kind = config_value_or(*config, "loss", kind);
       if (method_info(method).loss_sums_terms) kind = method + " " + kind;  // e.g. a sum of DE and CLF terms
     } catch (const std::exception&) {
     }

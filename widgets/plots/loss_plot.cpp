@@ -124,22 +124,22 @@ LossPlot::LossPlot(QWidget* parent) : QCustomPlot(parent) {
   raw_ = addGraph(xAxis, yAxis);
   raw_->setName(tr("loss"));
   raw_->setPen(pen(QColor(0x56, 0xB4, 0xE9, 150), 1));
-  m4_raw_ = addGraph(xAxis, yAxis);
-  m4_raw_->setName(tr("M4 loss"));
-  m4_raw_->setPen(pen(QColor(0x66, 0xC5, 0xAB, 150), 1));
+  stage_raw_ = addGraph(xAxis, yAxis);
+  stage_raw_->setName(tr("later stage's loss"));
+  stage_raw_->setPen(pen(QColor(0x66, 0xC5, 0xAB, 150), 1));
   lr_ = addGraph(xAxis, yAxis2);
   lr_->setName(tr("learning rate"));
   lr_->setPen(pen(style::kOrange, 1.6, Qt::DashLine));
   smoothed_ = addGraph(xAxis, yAxis);
   smoothed_->setPen(pen(style::kBlue, 2.5));
-  m4_smoothed_ = addGraph(xAxis, yAxis);
-  m4_smoothed_->setPen(pen(style::kGreen, 2.5));
+  stage_smoothed_ = addGraph(xAxis, yAxis);
+  stage_smoothed_->setPen(pen(style::kGreen, 2.5));
   throughput_ = addGraph(tp_x, tp_y);
   throughput_->setName(tr("throughput"));
   throughput_->setPen(pen(style::kPurple, 1.5));
-  m4_throughput_ = addGraph(tp_x, tp_y);
-  m4_throughput_->setName(tr("M4 throughput"));
-  m4_throughput_->setPen(pen(style::kGreen, 1.5));
+  stage_throughput_ = addGraph(tp_x, tp_y);
+  stage_throughput_->setName(tr("later stage's throughput"));
+  stage_throughput_->setPen(pen(style::kGreen, 1.5));
   memory_ = addGraph(sys_x, sys_memory);
   memory_->setName(tr("memory (GB)"));
   memory_->setPen(pen(style::kPurple, 1.5));  // never beside throughput (purple too): one strip or the other
@@ -280,10 +280,10 @@ void LossPlot::draw_record(const Record& r) {
       const double mid = last_x_[s] + interval / 2, gap = std::numeric_limits<double>::quiet_NaN();
       switch (r.series) {
         case 0: raw_->addData(mid, gap), smoothed_->addData(mid, gap); break;
-        case 1: m4_raw_->addData(mid, gap), m4_smoothed_->addData(mid, gap); break;
+        case 1: stage_raw_->addData(mid, gap), stage_smoothed_->addData(mid, gap); break;
         case 2: lr_->addData(mid, gap); break;
         case 3: throughput_->addData(mid, gap); break;
-        case 4: m4_throughput_->addData(mid, gap); break;
+        case 4: stage_throughput_->addData(mid, gap); break;
         case 5: memory_->addData(mid, gap); break;
         case 6: cpu_->addData(mid, gap); break;
         default: break;
@@ -296,17 +296,34 @@ void LossPlot::draw_record(const Record& r) {
   }
   switch (r.series) {
     case 0: add_loss(raw_, smoothed_, ema_, x, r.value); break;
-    case 1: add_loss(m4_raw_, m4_smoothed_, m4_ema_, x, r.value); break;
+    case 1: add_loss(stage_raw_, stage_smoothed_, stage_ema_, x, r.value); break;
     case 2: lr_->addData(x, r.value); break;
     case 3: throughput_->addData(x, r.value); break;
-    case 4: m4_throughput_->addData(x, r.value); break;
+    case 4: stage_throughput_->addData(x, r.value); break;
     case 5: memory_->addData(x, r.value); break;
     case 6: cpu_->addData(x, r.value); break;
     default: break;
   }
 }
 
-void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss, double epoch, double wall_time) {
+bool LossPlot::is_loss_series(const std::string& key) { return key == "loss" || (key.size() > 5 && key.ends_with("_loss")); }
+
+void LossPlot::name_stage_series(const std::string& key) {
+  // "m4_loss" -> "M4 loss": the key a stage declared for its loss (method/training_stages.h), read as words.
+  QString words = QString::fromStdString(key.substr(0, key.size() - 5)).replace('_', ' ');
+  if (!words.isEmpty()) words[0] = words[0].toUpper();
+  const QString label = words + tr(" loss");
+  if (label == stage_label_) return;
+  stage_label_ = label;
+  stage_raw_->setName(label);
+  stage_throughput_->setName(words + tr(" throughput"));
+  stage_smoothed_->setName(tr("%1, EMA %2").arg(label).arg(ema_weight_, 0, 'g', 3));
+}
+
+void LossPlot::append(std::int64_t step, double loss, double lr, double samples_per_s, const std::string& loss_series, double epoch,
+                      double wall_time) {
+  const bool later_stage = loss_series != "loss";
+  if (later_stage && is_loss_series(loss_series)) name_stage_series(loss_series);
   const auto s = static_cast<double>(step);
   const double wall = std::isfinite(wall_time) ? wall_time : static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0;
   if (!std::isfinite(first_wall_)) first_wall_ = wall;
@@ -314,9 +331,9 @@ void LossPlot::append(std::int64_t step, double loss, double lr, double samples_
     records_.push_back({series, s, epoch, wall, value});
     draw_record(records_.back());
   };
-  record(classifier_loss ? 1 : 0, loss);
+  record(later_stage ? 1 : 0, loss);
   if (std::isfinite(lr) && lr >= 0) record(2, lr);
-  if (usable(samples_per_s)) record(classifier_loss ? 4 : 3, samples_per_s);
+  if (usable(samples_per_s)) record(later_stage ? 4 : 3, samples_per_s);
   schedule_refresh();
 }
 
@@ -324,13 +341,14 @@ void LossPlot::append_point(const xmc::ScalarPoint& point) {
   int series = -1;
   if (point.key == "loss") {
     series = 0;
-  } else if (point.key == "m4_loss") {
+  } else if (is_loss_series(point.key)) {
     series = 1;
-    m4_step_ = point.step;  // the store gives a step's loss before its rate
+    name_stage_series(point.key);
+    stage_step_ = point.step;  // the store gives a step's loss before its rate
   } else if (point.key == "lr") {
     if (std::isfinite(point.value) && point.value >= 0) series = 2;
   } else if (point.key == "samples_per_s") {
-    if (usable(point.value)) series = point.step == m4_step_ ? 4 : 3;
+    if (usable(point.value)) series = point.step == stage_step_ ? 4 : 3;
   } else if (point.key == "system/memory_gb") {
     if (std::isfinite(point.value) && point.value >= 0) series = 5;
   } else if (point.key == "system/cpu_cores") {
@@ -346,10 +364,10 @@ void LossPlot::append_point(const xmc::ScalarPoint& point) {
 
 void LossPlot::set_x_axis(XAxis axis) {
   x_axis_ = axis;
-  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_}) g->data()->clear();
+  for (QCPGraph* g : {raw_, smoothed_, stage_raw_, stage_smoothed_, lr_, throughput_, stage_throughput_, memory_, cpu_}) g->data()->clear();
   reset_gaps();
   ema_ = {};
-  m4_ema_ = {};
+  stage_ema_ = {};
   for (const Record& r : records_) draw_record(r);
   const QString label = x_label();
   xAxis->setLabel(strip_shown_ ? QString() : label);  // with the strip shown, the axis is named once, below it
@@ -376,13 +394,13 @@ void LossPlot::set_series(const std::vector<xmc::ScalarPoint>& points) {
 }
 
 void LossPlot::clear() {
-  for (QCPGraph* g : {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_}) g->data()->clear();
+  for (QCPGraph* g : {raw_, smoothed_, stage_raw_, stage_smoothed_, lr_, throughput_, stage_throughput_, memory_, cpu_}) g->data()->clear();
   records_.clear();
   reset_gaps();
   first_wall_ = std::numeric_limits<double>::quiet_NaN();
-  m4_step_ = -1;
+  stage_step_ = -1;
   ema_ = {};
-  m4_ema_ = {};
+  stage_ema_ = {};
   follow_data_ = true;
   refresh_timer_.stop();
   refresh();
@@ -391,7 +409,7 @@ void LossPlot::clear() {
 QString LossPlot::clipped_note() const { return clipped_note_->visible() ? clipped_note_->text() : QString(); }
 
 std::size_t LossPlot::point_count() const {
-  return static_cast<std::size_t>(raw_->dataCount()) + static_cast<std::size_t>(m4_raw_->dataCount());
+  return static_cast<std::size_t>(raw_->dataCount()) + static_cast<std::size_t>(stage_raw_->dataCount());
 }
 
 void LossPlot::set_smoothing(double weight) {
@@ -401,7 +419,7 @@ void LossPlot::set_smoothing(double weight) {
 
 double LossPlot::wanted_weight() const {
   if (smoothing_ >= 0) return smoothing_;
-  const int n = std::max(raw_->dataCount(), m4_raw_->dataCount());
+  const int n = std::max(raw_->dataCount(), stage_raw_->dataCount());
   int window = 1;
   while (window * 2 <= n / kPointsPerWindow && window * 2 <= kMaxWindow) window *= 2;
   if (n / kPointsPerWindow >= kMaxWindow) window = kMaxWindow;
@@ -414,7 +432,7 @@ void LossPlot::resmooth() {
     QCPGraph* raw;
     QCPGraph* smoothed;
     Ema* ema;
-  } pairs[] = {{raw_, smoothed_, &ema_}, {m4_raw_, m4_smoothed_, &m4_ema_}};
+  } pairs[] = {{raw_, smoothed_, &ema_}, {stage_raw_, stage_smoothed_, &stage_ema_}};
   for (const auto& p : pairs) {
     *p.ema = {};
     QVector<double> keys, values;
@@ -469,7 +487,7 @@ void LossPlot::refresh() {
   }
   const QString ema = tr("EMA %1").arg(ema_weight_, 0, 'g', 3);
   smoothed_->setName(tr("loss, %1").arg(ema));
-  m4_smoothed_->setName(tr("M4 loss, %1").arg(ema));
+  stage_smoothed_->setName(tr("%1, %2").arg(stage_label_, ema));
   arrange_layout();
   update_legend();
   if (follow_data_) rescale();
@@ -478,7 +496,7 @@ void LossPlot::refresh() {
 
 // Title / loss rect / [strip: throughput or system use] / legend, top to bottom.
 void LossPlot::arrange_layout() {
-  const bool has_data = strip_ == Strip::Throughput ? !(throughput_->data()->isEmpty() && m4_throughput_->data()->isEmpty())
+  const bool has_data = strip_ == Strip::Throughput ? !(throughput_->data()->isEmpty() && stage_throughput_->data()->isEmpty())
                         : strip_ == Strip::SystemUse ? !(memory_->data()->isEmpty() && cpu_->data()->isEmpty())
                                                      : false;
   const bool show = has_data && height() >= kMinHeightForStrip;
@@ -513,11 +531,11 @@ void LossPlot::arrange_layout() {
 
 // The legend lists only curves that have data, always in the same order.
 void LossPlot::update_legend() {
-  const QList<QCPGraph*> order = {raw_, smoothed_, m4_raw_, m4_smoothed_, lr_, throughput_, m4_throughput_, memory_, cpu_};
+  const QList<QCPGraph*> order = {raw_, smoothed_, stage_raw_, stage_smoothed_, lr_, throughput_, stage_throughput_, memory_, cpu_};
   QList<QCPGraph*> wanted;
   for (QCPGraph* g : order) {
     const bool has_data = !g->data()->isEmpty() && g->visible();
-    const bool in_throughput = g == throughput_ || g == m4_throughput_, in_system = g == memory_ || g == cpu_;
+    const bool in_throughput = g == throughput_ || g == stage_throughput_, in_system = g == memory_ || g == cpu_;
     const bool shown = (!in_throughput && !in_system) || (strip_shown_ && (in_throughput ? strip_ == Strip::Throughput : strip_ == Strip::SystemUse));
     if (has_data && shown) wanted.append(g);
   }
@@ -534,7 +552,7 @@ void LossPlot::rescale() {
   // Steps.
   bool found = false;
   QCPRange steps;
-  for (QCPGraph* g : {raw_, m4_raw_, lr_, throughput_, m4_throughput_}) {
+  for (QCPGraph* g : {raw_, stage_raw_, lr_, throughput_, stage_throughput_}) {
     bool ok = false;
     const QCPRange r = g->data()->keyRange(ok);
     if (!ok) continue;
@@ -551,7 +569,7 @@ void LossPlot::rescale() {
 
   // Loss: the 1st–98th percentile of all finite losses, so a huge first step does not squash the rest.
   scratch_.clear();
-  for (QCPGraph* g : {raw_, m4_raw_})
+  for (QCPGraph* g : {raw_, stage_raw_})
     for (const auto& d : *g->data())
       if (std::isfinite(d.value)) scratch_.push_back(d.value);
   if (scratch_.empty()) {
@@ -560,7 +578,7 @@ void LossPlot::rescale() {
     const bool robust = scratch_.size() >= 20;
     double lo = robust ? quantile(scratch_, 0.01) : *std::min_element(scratch_.begin(), scratch_.end());
     double hi = robust ? quantile(scratch_, 0.98) : *std::max_element(scratch_.begin(), scratch_.end());
-    for (QCPGraph* g : {smoothed_, m4_smoothed_}) {  // the smoothed curve's tail must stay in view
+    for (QCPGraph* g : {smoothed_, stage_smoothed_}) {  // the smoothed curve's tail must stay in view
       if (g->data()->isEmpty()) continue;
       const double last = (g->data()->constEnd() - 1)->value;
       lo = std::min(lo, last);
@@ -602,7 +620,7 @@ void LossPlot::rescale() {
   // Throughput: a log axis when the rates span more than 10× (M4 on a frozen encoder runs ~100× faster
   // than M1, which then looked like zero), else linear from 0.
   double tp_lo = 0, tp_hi = 0;
-  for (QCPGraph* g : {throughput_, m4_throughput_}) {
+  for (QCPGraph* g : {throughput_, stage_throughput_}) {
     bool has = false;
     const QCPRange r = g->data()->valueRange(has);
     if (!has) continue;

@@ -3,8 +3,9 @@
 // LossPlot: the live training-loss chart. Raw loss (thin, light) and its exponential moving average
 // (bold) against the optimiser step, the learning-rate schedule on the right axis, and — once the run
 // reports it — throughput (queries/s) in a strip below that shares the step axis, or instead the training
-// process's memory (GB) and CPU cores busy (the "system/..." samples). NGAME's M4 classifier loss
-// ("m4_loss") gets its own pair of curves. The strip is left out while the plot is too low to show both
+// process's memory (GB) and CPU cores busy (the "system/..." samples). A later stage that reports its loss
+// under a series of its own ("<name>_loss": NGAME's classifier stage, "m4_loss") gets its own pair of curves and
+// its own throughput, named from the series ("M4 loss"). The strip is left out while the plot is too low to show both
 // readably.
 //
 // Feed it either live (append(), up to ~50 calls/s: data is added at once, redraws are coalesced to at
@@ -14,6 +15,7 @@
 // exports (PNG/SVG/PDF) and chooses what the strip shows.
 #include <QTimer>
 #include <limits>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -32,11 +34,12 @@ class LossPlot : public QCustomPlot {
 
   /// One optimiser step of a live run. A non-finite loss leaves a gap in the raw curve (the average
   /// skips it); lr and samples_per_s that are not finite or ≤ 0 are treated as "not reported".
-  /// `classifier_loss`: the step is NGAME's stage M4, its loss goes to the M4 curves.
+  /// `loss_series`: the series the step's stage reports its loss under (TrainEvent::loss_series): "loss", or a later
+  /// stage's "<name>_loss", drawn as curves of their own.
   /// `epoch` (fractional) and `wall_time` (seconds since the Unix epoch; NaN = now) place it on the other x axes.
-  void append(std::int64_t step, double loss, double lr, double samples_per_s, bool classifier_loss = false,
+  void append(std::int64_t step, double loss, double lr, double samples_per_s, const std::string& loss_series = "loss",
               double epoch = std::numeric_limits<double>::quiet_NaN(), double wall_time = std::numeric_limits<double>::quiet_NaN());
-  /// One stored scalar: keys "loss", "m4_loss", "lr", "samples_per_s", "system/memory_gb" and
+  /// One stored scalar: keys "loss", a later stage's "<name>_loss", "lr", "samples_per_s", "system/memory_gb" and
   /// "system/cpu_cores" are drawn, others ignored.
   /// Use it to follow a run through Session::scalars(run, "", after_step).
   void append_point(const xmc::ScalarPoint& point);
@@ -87,12 +90,12 @@ class LossPlot : public QCustomPlot {
   /// The curves, for tests and for callers that want to restyle them.
   QCPGraph* raw_loss_graph() const { return raw_; }
   QCPGraph* smoothed_loss_graph() const { return smoothed_; }
-  QCPGraph* m4_raw_loss_graph() const { return m4_raw_; }
-  QCPGraph* m4_smoothed_loss_graph() const { return m4_smoothed_; }
+  QCPGraph* stage_raw_loss_graph() const { return stage_raw_; }
+  QCPGraph* stage_smoothed_loss_graph() const { return stage_smoothed_; }
   QCPGraph* lr_graph() const { return lr_; }
   QCPGraph* throughput_graph() const { return throughput_; }
-  /// NGAME's M4 steps' throughput (a frozen encoder: often 100× M1's), a series of its own.
-  QCPGraph* m4_throughput_graph() const { return m4_throughput_; }
+  /// The later stage's throughput (NGAME's M4 on a frozen encoder: often 100× M1's), a series of its own.
+  QCPGraph* stage_throughput_graph() const { return stage_throughput_; }
   /// Whether the throughput axis is logarithmic (it is when the rates span more than 10×).
   bool throughput_log_scale() const;
 
@@ -144,7 +147,7 @@ class LossPlot : public QCustomPlot {
   QCPAxisRect* strip_rect(Strip strip) const;
   bool follow_data_ = true;        // false once the user drags or zooms
   bool rescaling_ = false;         // rescale() is setting the ranges
-  Ema ema_, m4_ema_;
+  Ema ema_, stage_ema_;
   QCPTextElement* title_ = nullptr;
   QCPAxisRect* main_rect_ = nullptr;  // loss and learning rate (QCustomPlot::axisRect() only finds laid-out rects)
   QCPAxisRect* throughput_rect_ = nullptr;
@@ -152,14 +155,19 @@ class LossPlot : public QCustomPlot {
   QCPLayoutGrid* legend_row_ = nullptr;
   QCPGraph* raw_ = nullptr;
   QCPGraph* smoothed_ = nullptr;
-  QCPGraph* m4_raw_ = nullptr;
-  QCPGraph* m4_smoothed_ = nullptr;
+  QCPGraph* stage_raw_ = nullptr;     // a later stage's own loss series (its name: stage_label_)
+  QCPGraph* stage_smoothed_ = nullptr;
   QCPGraph* lr_ = nullptr;
   QCPGraph* throughput_ = nullptr;
-  QCPGraph* m4_throughput_ = nullptr;
+  QCPGraph* stage_throughput_ = nullptr;
   QCPGraph* memory_ = nullptr;
   QCPGraph* cpu_ = nullptr;
-  std::int64_t m4_step_ = -1;  // step of the last stored M4 loss: its samples_per_s is M4's
+  std::int64_t stage_step_ = -1;  // step of the last stored later-stage loss: its samples_per_s is that stage's
+  QString stage_label_ = tr("later stage's loss");
+  /// Whether a scalar key is a loss series: "loss" or a stage's "<name>_loss".
+  static bool is_loss_series(const std::string& key);
+  /// Names the later stage's curves after its series `key`.
+  void name_stage_series(const std::string& key);
   std::array<QAction*, 3> strip_actions_{};  // by Strip
   QTimer refresh_timer_;
   std::vector<double> scratch_;  // reused by rescale()

@@ -31,6 +31,7 @@
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
 #include "engine/core/write_failure.h"
+#include "engine/session/run_config_view.h"
 #include "engine/session/session.h"
 #include "widgets/plots/decile_plot.h"
 #include "widgets/plots/loss_plot.h"
@@ -91,15 +92,6 @@ using ReportData = RunReportContent;
 ReportData load_report(const std::filesystem::path& db, std::int64_t run) {
   // Open an existing store only: a report of a typo'd path should not create an empty database.
   return Session::open_existing(db).report_content(run);
-}
-
-/// JSON flattened into (dotted key, text) rows: nested objects as "a.b", arrays and scalars as text.
-void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
-  if (j.is_object() && !j.empty()) {
-    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
-    return;
-  }
-  out.emplace_back(prefix.empty() ? std::string("(value)") : prefix, j.is_string() ? j.get<std::string>() : j.dump());
 }
 
 /// Two-column table; `code_keys` sets the keys in a monospace font (configuration keys).
@@ -303,9 +295,8 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
 
   s += QStringLiteral("<h2>%1</h2>\n").arg(QObject::tr("Configuration"));
   try {
-    const nlohmann::json config = nlohmann::json::parse(r.config_json.empty() ? std::string("{}") : r.config_json);
     std::vector<std::pair<std::string, std::string>> rows;
-    flatten(config, "", rows);
+    for (const auto& [key, value] : *flat_run_config(r.config_json)) rows.emplace_back(key, value);
     // A value the run chose while training is shown as used, beside the configured one.
     for (const ChosenSetting& chosen : chosen_settings(d.scalars)) {
       const auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& kv) { return kv.first == chosen.key; });
@@ -328,7 +319,7 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
       names.insert(all == out && key.find('.') != std::string::npos ? prefix_of(key) + ".*" : key);
     }
     rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const auto& kv) { return is_left_out(kv.first); }), rows.end());
-    if (config.is_object() && config.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("Empty configuration."));
+    if (rows.empty() && left_out.empty()) s += QStringLiteral("<p class=\"note\">%1</p>\n").arg(QObject::tr("Empty configuration."));
     else s += key_value_table(rows);
     if (!left_out.empty()) {
       QStringList listed;

@@ -1,6 +1,7 @@
 #include "widgets/runs/run_table_model.h"
 
 #include "engine/records/evaluation_modes.h"
+#include "engine/session/run_config_view.h"
 
 #include <sys/stat.h>
 
@@ -15,7 +16,6 @@
 #include <array>
 #include <cmath>
 #include <exception>
-#include <nlohmann/json.hpp>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -91,26 +91,9 @@ QString dataset_name(const RunInfo& info) {
 /// The run's config value at `key`, dotted through nested objects ("encoder.dim") or stored dotted; "—"
 /// when the config has no such key.
 QString config_value(const RunInfo& info, const QString& key_text) {
-  try {
-    const nlohmann::json config = nlohmann::json::parse(info.config_json);
-    const std::string key = key_text.toStdString();
-    const nlohmann::json* at = &config;
-    if (config.contains(key)) {
-      at = &config[key];
-    } else {
-      std::size_t start = 0;
-      while (at && start <= key.size()) {
-        const std::size_t dot = std::min(key.find('.', start), key.size());
-        const std::string part = key.substr(start, dot - start);
-        at = at->is_object() && at->contains(part) ? &(*at)[part] : nullptr;
-        start = dot + 1;
-      }
-    }
-    if (!at) return QStringLiteral("—");
-    return QString::fromStdString(at->is_string() ? at->get<std::string>() : at->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  } catch (const nlohmann::json::exception&) {
-    return QStringLiteral("—");
-  }
+  const auto config = flat_run_config(info.config_json);
+  const auto it = config->find(key_text.toStdString());
+  return it == config->end() ? QStringLiteral("—") : QString::fromStdString(it->second);
 }
 
 /// A short, stable name of a config flattened without its seed (RunTableModel::flat_config): runs that differ
@@ -474,17 +457,10 @@ void RunTableModel::update_varying_keys(const std::vector<Row>& rows) {
 
 const std::map<std::string, std::string>& RunTableModel::flat_config(const RunInfo& info) const {
   if (const auto it = flat_configs_.find(info.id); it != flat_configs_.end()) return it->second;
-  std::map<std::string, std::string> flat;
-  try {
-    const nlohmann::json flattened = nlohmann::json::parse(info.config_json).flatten();
-    for (const auto& [pointer, value] : flattened.items()) {  // "/encoder/dim" → "encoder.dim"
-      std::string key = pointer.substr(pointer.empty() ? 0 : 1);
-      std::replace(key.begin(), key.end(), '/', '.');
-      if (key == "seed" || key == "name") continue;  // what sets seeds of one setting apart, not the setting (a sweep names each)
-      flat[key] = value.is_string() ? value.get<std::string>() : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-  } catch (const nlohmann::json::exception&) {
-  }
+  std::map<std::string, std::string> flat = *flat_run_config(info.config_json);
+  // What sets seeds of one setting apart, not the setting (a sweep names each).
+  flat.erase("seed");
+  flat.erase("name");
   return flat_configs_.emplace(info.id, std::move(flat)).first->second;
 }
 
@@ -521,11 +497,7 @@ QString RunTableModel::method_of(const RunInfo& info) const {
   // A run's config never changes: parsed once per run, not at every paint.
   if (const auto it = method_cache_.find(info.id); it != method_cache_.end()) return it->second;
   QString method;
-  try {
-    const auto config = nlohmann::json::parse(info.config_json);
-    if (config.contains("method") && config["method"].is_string()) method = QString::fromStdString(config["method"].get<std::string>());
-  } catch (const nlohmann::json::exception&) {
-  }
+  method = QString::fromStdString(config_value_or(*flat_run_config(info.config_json), "method"));
   return method_cache_[info.id] = method;
 }
 
