@@ -162,7 +162,7 @@ QSplitter* MainWindow::build_runs_tab() {
   runs_tab_->setChildrenCollapsible(false);
   runs_tab_->setStretchFactor(0, 2);
   runs_tab_->setStretchFactor(1, 3);
-  runs_tab_->setSizes({380, 520});
+  runs_tab_->setSizes({300, 700});
   runs_->set_follow(true);  // runs written by other processes (xmc train) appear and update live
   return runs_tab_;
 }

@@ -236,9 +236,11 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 
   metric_plot_ = new MetricPlot(this);
   decile_plot_ = new DecilePlot(this);
-  // Beside a runs table the comparison may be short: its plots shrink further than on their own.
-  metric_plot_->setMinimumSize(320, 200);
-  decile_plot_->setMinimumSize(320, 200);
+  // Beside a runs table the comparison may be short, but not so short that a plot's title and legends (four runs'
+  // names in two rows, the metrics' row) leave its curves a strip: below this the Runs tab scrolls instead.
+  constexpr int kPlotMinimumHeight = 300;
+  metric_plot_->setMinimumSize(320, kPlotMinimumHeight);
+  decile_plot_->setMinimumSize(320, kPlotMinimumHeight);
 
   loss_plot_ = new QCustomPlot(this);
   loss_plot_->setWindowTitle(tr("Training loss"));
@@ -257,7 +259,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   plot_style::keep_ticks_readable(loss_plot_);  // stacked panels are short: fewer ticks, never overlapping
   loss_plot_->legend->setVisible(false);  // shown once runs with a loss are drawn
   loss_plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  loss_plot_->setMinimumSize(320, 200);
+  loss_plot_->setMinimumSize(320, kPlotMinimumHeight);
   plot_style::add_empty_note(loss_plot_, tr("no training loss to show"));
   add_export_menu(loss_plot_, this);
 
