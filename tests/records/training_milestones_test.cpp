@@ -2,6 +2,7 @@
 #include "engine/records/training_milestones.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/method/ngame/ngame_options.h"
+#include "engine/method/xrlinear/xrlinear_options.h"
 #include "engine/sampler/psl_options.h"
 #include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher_options.h"
@@ -30,6 +31,19 @@ TEST(TrainingMilestones, NgameMarksClusteringGrowthAndTheSwitchToClassifiers) {
   c.edit<NegativesOptions>().kind = "inbatch";
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{
                           {2, "clusters, C = 16"}, {4, "C = 32"}, {6, "C = 64"}, {8, "M4: classifiers"}}));
+}
+
+TEST(TrainingMilestones, XrlinearCountsAndMarksItsSecondStageWhenItHasOne) {
+  // Its rankers are fit once (epochs is not read); with the fusion weight chosen on held-out rows they are fit
+  // again on every row: two stages, the second marked, so the run bar and the plot agree.
+  TrainConfig c;
+  c.method = "xrlinear";
+  c.epochs = 7;
+  EXPECT_EQ(total_epochs(c), 1);
+  EXPECT_TRUE(marks(c).empty());
+  c.edit<XrlinearOptions>().fusion_weight_from = "held-out";
+  EXPECT_EQ(total_epochs(c), 2);
+  EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{1, "rankers on every row"}}));
 }
 
 TEST(TrainingMilestones, ShortlistRefreshesAreMarkedWhenNotEveryEpoch) {

@@ -104,6 +104,16 @@ class ProgressTest : public QObject {
     QCOMPARE(progress.run_text(), QStringLiteral("run stopped — epoch 3.25 of 10"));
     QCOMPARE(progress.run_eta(), QString());
   }
+
+  void a_method_that_fits_its_stages_is_counted_in_stages() {
+    TrainingProgress progress;
+    progress.set_unit(QStringLiteral("stage"));
+    progress.begin_run(2);
+    progress.on_epoch_position(1.5);
+    QCOMPARE(progress.run_text(), QStringLiteral("stage 1.50 of 2"));
+    progress.end_run(QStringLiteral("completed"));
+    QCOMPARE(progress.run_text(), QStringLiteral("run completed — stage 1.50 of 2"));
+  }
 };
 
 QTEST_MAIN(ProgressTest)

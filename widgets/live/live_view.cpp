@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "engine/config/component_info.h"
 #include "engine/core/error.h"
 #include "engine/records/evaluation_modes.h"
 #include "engine/records/training_milestones.h"
@@ -109,6 +110,9 @@ void LiveView::clear(const QString& message) {
 }
 
 void LiveView::set_run_notes(const TrainConfig& config) {
+  // A method that fits its stages (no gradient steps, one pass each) is followed stage by stage, not by epoch.
+  const MethodInfo* method = find_method_info(config.method);
+  progress_->set_unit(method != nullptr && !method->trains_encoder ? QStringLiteral("stage") : QStringLiteral("epoch"));
   evaluation_view_->set_milestones(milestone_marks(config));
   tsne_plot_->set_empty_note(tsne_note(config));
 }

@@ -61,7 +61,7 @@ void TrainingProgress::begin_run(double total_epochs, double done) {
   run_bar_->setRange(0, std::max(1, static_cast<int>(std::lround(total_epochs * kRunScale))));
   steps_bar_->setRange(0, 1);
   steps_bar_->setValue(0);
-  steps_bar_->setFormat("waiting for the first epoch");
+  steps_bar_->setFormat("waiting for the first " + unit_);
   work_bar_->setRange(0, 1);
   work_bar_->setValue(0);
   work_bar_->setFormat("—");
@@ -75,7 +75,7 @@ void TrainingProgress::begin_run(double total_epochs, double done) {
 
 void TrainingProgress::end_run(const QString& outcome) {
   if (total_epochs_ > 0) run_bar_->setValue(static_cast<int>(std::lround(position_ * kRunScale)));  // the last, maybe undrawn, step
-  run_bar_->setFormat(QString("run %1 — epoch %2 of %3").arg(outcome).arg(run_bar_->value() / double(kRunScale), 0, 'f', 2).arg(total_epochs_));
+  run_bar_->setFormat(QString("run %1 — %2 %3 of %4").arg(outcome, unit_).arg(run_bar_->value() / double(kRunScale), 0, 'f', 2).arg(total_epochs_));
   for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
   if (steps_bar_->maximum() == 0) steps_bar_->setRange(0, 1);  // a busy indicator stops
   if (work_bar_->maximum() == 0) work_bar_->setRange(0, 1);
@@ -98,7 +98,7 @@ void TrainingProgress::show_followed_run(double total_epochs, double epoch, cons
   position_ = std::clamp(epoch, 0.0, std::max(total_epochs, 0.0));
   run_bar_->setRange(0, std::max(1, static_cast<int>(std::lround(total_epochs * kRunScale))));
   run_bar_->setValue(static_cast<int>(std::lround(position_ * kRunScale)));
-  run_bar_->setFormat(QString("%1 — epoch %2 of %3").arg(status).arg(position_, 0, 'f', 2).arg(total_epochs_));
+  run_bar_->setFormat(QString("%1 — %2 %3 of %4").arg(status, unit_).arg(position_, 0, 'f', 2).arg(total_epochs_));
   // Within the current epoch: epoch 4.37 is 37 % into the 5th.
   const double whole = std::floor(position_);
   const bool at_end = total_epochs > 0 && position_ >= total_epochs;
@@ -106,7 +106,7 @@ void TrainingProgress::show_followed_run(double total_epochs, double epoch, cons
   const double part = at_end ? 1.0 : position_ - whole;
   steps_bar_->setRange(0, 100);
   steps_bar_->setValue(static_cast<int>(std::lround(part * 100)));
-  steps_bar_->setFormat(QString("epoch %1/%2 — %3 %").arg(current).arg(total_epochs_).arg(static_cast<int>(std::lround(part * 100))));
+  steps_bar_->setFormat(QString("%1 %2/%3 — %4 %").arg(unit_).arg(current).arg(total_epochs_).arg(static_cast<int>(std::lround(part * 100))));
   work_bar_->setRange(0, 1);
   work_bar_->setValue(0);
   work_bar_->setFormat("trained by another process: its stored steps and evaluations, every 2 s");
@@ -118,7 +118,7 @@ void TrainingProgress::set_paused(bool paused) {
   if (paused) {
     paused_since_.start();
     for (auto* label : {run_eta_, steps_eta_, work_eta_}) label->clear();
-    run_bar_->setFormat(QString("paused — epoch %1 of %2").arg(position_, 0, 'f', 2).arg(total_epochs_));
+    run_bar_->setFormat(QString("paused — %1 %2 of %3").arg(unit_).arg(position_, 0, 'f', 2).arg(total_epochs_));
     return;
   }
   if (first_position_ >= 0) paused_ms_ += paused_since_.elapsed();  // the pace clock was running meanwhile
@@ -141,7 +141,7 @@ void TrainingProgress::draw_position() {
   const double position = position_;
   run_bar_->setValue(static_cast<int>(std::lround(position * kRunScale)));
   const bool paused = paused_since_.isValid();
-  run_bar_->setFormat(QString(paused ? "paused — epoch %1 of %2" : "epoch %1 of %2").arg(position, 0, 'f', 2).arg(total_epochs_));
+  run_bar_->setFormat(QString(paused ? "paused — %1 %2 of %3" : "%1 %2 of %3").arg(unit_).arg(position, 0, 'f', 2).arg(total_epochs_));
   if (first_position_ < 0) {
     first_position_ = position;
     since_first_step_.start();

@@ -18,6 +18,10 @@ class TrainingProgress : public QWidget {
  public:
   explicit TrainingProgress(QWidget* parent = nullptr);
 
+  /// What the run bar counts: "epoch" for a method trained by gradient steps, "stage" for one that fits its stages
+  /// (xrlinear: its rankers, then its rankers on every row); set before begin_run() or show_stored_run().
+  void set_unit(const QString& unit) { unit_ = unit; }
+  const QString& unit() const { return unit_; }
   /// A run starts (or resumes) with `total_epochs` epochs (M1 + M4 for NGAME) of which `done` are done.
   void begin_run(double total_epochs, double done = 0);
   /// The run ended: the bars stop and say how it ended ("completed", "stopped", "failed").
@@ -65,6 +69,7 @@ class TrainingProgress : public QWidget {
   QLabel* steps_eta_ = nullptr;
   QLabel* work_eta_ = nullptr;
   double total_epochs_ = 0;
+  QString unit_ = QStringLiteral("epoch");
   double first_position_ = -1;  ///< epoch position at the first step seen (run ETA excludes start-up)
   QElapsedTimer since_first_step_;
   qint64 paused_ms_ = 0;        ///< time spent paused since the first step, left out of the pace

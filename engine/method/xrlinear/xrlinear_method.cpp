@@ -545,7 +545,7 @@ class XrlinearMethod final : public Method {
     }
   }
 
-  bool chooses_fusion_weight() const { return options_.fusion_weight_from == "held-out"; }
+  bool chooses_fusion_weight() const { return options_.fusion_weight_from == "held-out"; }  // fits_on_every_row(config)
 
   /// ConfigError unless the dense run ranks as many labels as the trees.
   void check_dense_labels() const {

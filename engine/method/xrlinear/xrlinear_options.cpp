@@ -26,6 +26,8 @@ void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense
                       "with xrlinear.fusion_weight");
 }
 
+bool fits_on_every_row(const TrainConfig& config) { return config.get<XrlinearOptions>().fusion_weight_from == "held-out"; }
+
 MethodInfo xrlinear_method_info() {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   OptionGroup group =
@@ -109,6 +111,10 @@ MethodInfo xrlinear_method_info() {
   return {.name = "xrlinear",
           .description = "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
           .option_groups = {std::move(group)},
+          .later_stage_epochs = [](const TrainConfig& config) { return fits_on_every_row(config) ? std::int64_t{1} : std::int64_t{0}; },
+          .milestones = [](const TrainConfig& config) {
+            return fits_on_every_row(config) ? std::vector<EpochMark>{{1, "rankers on every row"}} : std::vector<EpochMark>{};
+          },
           .trains_encoder = false,
           .first_stage_epochs = [](const TrainConfig&) { return std::int64_t{1}; },
           .check_runs_it_reads = [](const TrainConfig& config, const RunStore& store) {

@@ -57,6 +57,10 @@ struct TrainConfig;
 /// that held no training queries out (a unidec run with unidec.concat_holdout > 0 does).
 void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense);
 
+/// Whether `config`'s run fits a second stage, its rankers again on every row once the fusion weight is chosen on
+/// the dense run's held-out rows (xrlinear.fusion_weight_from held-out).
+bool fits_on_every_row(const TrainConfig& config);
+
 /// xrlinear's registration: name, help and option group.
 MethodInfo xrlinear_method_info();
 
