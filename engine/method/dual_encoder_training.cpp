@@ -16,6 +16,7 @@
 #include "engine/method/epoch_query_encodings.h"
 #include "engine/method/grad_cache.h"
 #include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 
 namespace xmc {
@@ -89,7 +90,8 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
   const bool draws_batches = !context.distributed.enabled() || context.distributed.is_main();
   QueryBatcher& batcher = context.batcher;
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
-  const bool hard_yet = negatives.kind == "hard" && epoch >= negatives.start_epoch;
+  const bool shortlists = negatives_kind(negatives.kind).draws_from_shortlists;
+  const bool hard_yet = shortlists && epoch >= negatives.start_epoch;
   const bool refreshes_shortlist = hard_yet && (!shortlist_.defined() || epoch - shortlist_epoch_ >= negatives.refresh_every);
   std::vector<std::vector<std::int64_t>> batches;
   // Encoded for the clustering in a single process, the queries are kept for this epoch's refresh too (the same
@@ -110,7 +112,7 @@ std::vector<std::vector<std::int64_t>> DualEncoderTraining::epoch_batches(XmcMod
     }
     batches = batcher.epoch_batches(epoch, embeddings, &context.progress);
   }
-  if (negatives.kind == "hard" && !hard_yet)
+  if (shortlists && !hard_yet)
     context.phase("in-batch negatives alone until epoch " + std::to_string(negatives.start_epoch + 1) + " (hard.start_epoch " + std::to_string(negatives.start_epoch) + ")");
   else if (refreshes_shortlist) {
     // The clustering's embeddings and temporaries go back to the system before the refresh allocates its own (as
@@ -134,12 +136,13 @@ struct DualEncoderTraining::Prepared final : PreparedRows {
 
 std::shared_ptr<PreparedBatch> DualEncoderTraining::prepare(const XmcModel& model, std::span<const std::int64_t> batch,
                                                             TrainContext& context) const {
-  const LabelPoolOptions pool_options{.hard_per_query = config_.get<NegativesOptions>().kind == "hard" ? config_.get<NegativesOptions>().hard_per_query : 0,
-                                      .all_labels = config_.get<NegativesOptions>().kind == "all"};
+  const NegativesKind& negatives = negatives_kind(config_.get<NegativesOptions>().kind);
+  const LabelPoolOptions pool_options{.hard_per_query = negatives.draws_from_shortlists ? config_.get<NegativesOptions>().hard_per_query : 0,
+                                      .all_labels = negatives.scores_every_label};
   auto prepared = std::make_shared<Prepared>();
   prepared->batch.assign(batch.begin(), batch.end());
   prepared->pool = build_label_pool(context.dataset.train_labels, batch, context.label_pool_rng, pool_options, shortlist_);
-  if (config_.get<NegativesOptions>().kind == "all") return prepared;
+  if (negatives.scores_every_label) return prepared;
   if (context.distributed.enabled()) {
     const Communicator& communicator = *context.distributed.communicator;
     prepared->queries = model->prepare_input(context.train_corpus, own_shard(batch, communicator));
@@ -160,7 +163,7 @@ StepResult DualEncoderTraining::step(XmcModel& model, std::span<const std::int64
   const LabelPool& pool = prepared.pool;
   if (context.distributed.enabled()) return distributed_step(model, batch, prepared, context);
   auto loss_of = [this](const torch::Tensor& scores, const torch::Tensor& mask) { return loss(scores, mask); };
-  if (config_.get<NegativesOptions>().kind == "all") {
+  if (negatives_kind(config_.get<NegativesOptions>().kind).scores_every_label) {
     // Every label: gradient caching keeps memory constant in the number of labels.
     return {grad_cached_backward(model, context.train_corpus, batch, context.label_corpus, pool.positive_mask, loss_of,
                                  config_.get<NegativesOptions>().label_chunk)
@@ -197,7 +200,7 @@ StepResult DualEncoderTraining::distributed_step(XmcModel& model, std::span<cons
   Communicator& communicator = *context.distributed.communicator;
   const LabelPool& pool = prepared.pool;
   const torch::Tensor mask = pool.positive_mask.to(context.device);
-  if (config_.get<NegativesOptions>().kind == "all") {
+  if (negatives_kind(config_.get<NegativesOptions>().kind).scores_every_label) {
     auto loss_of = [&](const torch::Tensor& scores, std::int64_t begin, std::int64_t /*end*/) {
       return sharded_loss(communicator, scores, mask, begin);
     };

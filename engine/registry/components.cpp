@@ -11,6 +11,7 @@
 #include "engine/model/encoder_options.h"
 #include "engine/registry/component_list.h"
 #include "engine/registry/find_by_name.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/index/rag_options.h"
@@ -23,6 +24,8 @@ XMC_FOR_EACH_METHOD(XMC_DECLARE_METHOD_INFO)
 XMC_FOR_EACH_ENCODER(XMC_DECLARE_ENCODER_INFO)
 #define XMC_DECLARE_BATCH_ORDER_INFO(name) BatchOrderInfo name##_batch_order_info();
 XMC_FOR_EACH_BATCH_ORDER(XMC_DECLARE_BATCH_ORDER_INFO)
+#define XMC_DECLARE_NEGATIVES_KIND(name) NegativesKind name##_negatives_kind();
+XMC_FOR_EACH_NEGATIVES(XMC_DECLARE_NEGATIVES_KIND)
 
 namespace {
 
@@ -73,6 +76,18 @@ const std::vector<BatchOrderInfo>& registered_batch_order_infos() {
   return orders;
 }
 
+const std::vector<NegativesKind>& registered_negatives_kinds() {
+#define XMC_NEGATIVES_KIND(name) name##_negatives_kind(),
+  static const std::vector<NegativesKind> kinds{XMC_FOR_EACH_NEGATIVES(XMC_NEGATIVES_KIND)};
+#undef XMC_NEGATIVES_KIND
+  return kinds;
+}
+
+const NegativesKind& negatives_kind(const std::string& name) {
+  return find_by_name(registered_negatives_kinds(), name,
+                      [&](const std::string& known) { return "negatives: \"" + name + "\" is not a known kind of negatives (" + known + ")"; });
+}
+
 const BatchOrderInfo& batch_order_info(const std::string& name) {
   return find_by_name(registered_batch_order_infos(), name,
                       [&](const std::string& known) { return "sampler.type: \"" + name + "\" is not a known batch order (" + known + ")"; });
@@ -96,7 +111,7 @@ const std::vector<OptionGroup>& registered_option_groups() {
     for (const EncoderInfo& e : registered_encoder_infos()) encoders.push_back(e.name);
     for (const BatchOrderInfo& o : registered_batch_order_infos()) orders.push_back(o.name);
 
-    std::vector<OptionGroup> out{run_option_group(methods), distributed_option_group(), loss_option_group(registered_loss_names()), negatives_option_group(),
+    std::vector<OptionGroup> out{run_option_group(methods), distributed_option_group(), loss_option_group(registered_loss_names()), negatives_option_group(registered_negatives_kinds()),
                                  encoder_option_group(encoders)};
     for (const EncoderInfo& e : registered_encoder_infos()) add_component_groups(out, "encoder.type", e.name, e.option_groups);
     out.push_back(query_batcher_option_group(orders));

@@ -1,17 +1,23 @@
 #include "engine/sampler/negatives_options.h"
 
 #include "engine/config/option_group_builder.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/core/cpu_features.h"
 
 namespace xmc {
 
-OptionGroup negatives_option_group() {
+OptionGroup negatives_option_group(const std::vector<NegativesKind>& kinds) {
+  std::vector<std::string> names;
+  std::string help = "Negatives besides each query's positives:";
+  for (const NegativesKind& kind : kinds) {
+    names.push_back(kind.name);
+    help += (names.size() == 1 ? " " : "; ") + kind.name + ", " + kind.description;
+  }
   // The hard.* and all.* keys are read by the dual-encoder training of DEXML and NGAME; the pick-some-labels
   // methods keep shortlists of their own (psl.*).
   const std::string dual_encoder_methods = "method=dexml|ngame";
   return OptionGroupBuilder<NegativesOptions>("Negatives")
-      .text("negatives", &NegativesOptions::kind, {"inbatch", "hard", "all"},
-            "Negatives: other queries' positives, plus hard ones from an ANN shortlist, or all labels (gradient caching)")
+      .text("negatives", &NegativesOptions::kind, names, help)
       .when("negatives=hard;" + dual_encoder_methods)
       .integer("hard.per_query", &NegativesOptions::hard_per_query, 1, 10000, "Hard negatives sampled per query from its shortlist")
       .when("negatives=hard;" + dual_encoder_methods)

@@ -3,10 +3,12 @@
 // `negatives`, `hard.*` and `all.*` (negatives_options.cpp) are bound to these fields.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace xmc {
 
 struct OptionGroup;
+struct NegativesKind;
 
 struct NegativesOptions {
   std::string kind = "inbatch";            ///< the config's `negatives`: inbatch | hard | all
@@ -30,6 +32,7 @@ struct NegativesOptions {
   bool bfloat16_labels() const;
 };
 
-OptionGroup negatives_option_group();
+/// The group of `negatives` (one of `kinds`), hard.* and all.*.
+OptionGroup negatives_option_group(const std::vector<NegativesKind>& kinds);
 
 }  // namespace xmc

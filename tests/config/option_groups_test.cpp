@@ -15,6 +15,7 @@
 #include "engine/model/transformer_options.h"
 #include "engine/model/bow/bow_options.h"
 #include "engine/model/encoder_options.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/psl_options.h"
 #include "engine/sampler/cluster_batch_options.h"
@@ -187,6 +188,25 @@ TEST(OptionGroups, EachMethodSaysItsStagesAndMarks) {
 
 namespace xmc {
 namespace {
+
+TEST(OptionGroups, KindsOfNegativesAreRegisteredWithWhatTheyDo) {
+  EXPECT_TRUE(negatives_kind("hard").draws_from_shortlists);
+  EXPECT_FALSE(negatives_kind("hard").scores_every_label);
+  EXPECT_TRUE(negatives_kind("all").scores_every_label);
+  EXPECT_FALSE(negatives_kind("inbatch").draws_from_shortlists || negatives_kind("inbatch").scores_every_label);
+  try {
+    negatives_kind("semihard");
+    ADD_FAILURE() << "an unknown kind was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("inbatch, hard, all"), std::string::npos) << e.what();
+  }
+  // The config's choices are the registered kinds, and its help says what each does.
+  EXPECT_THROW(parse_train_config(R"({"negatives": "semihard"})"), ConfigError);
+  const ConfigKeyInfo* key = find_config_key("negatives");
+  ASSERT_NE(key, nullptr);
+  EXPECT_EQ(key->choices, (std::vector<std::string>{"inbatch", "hard", "all"}));
+  EXPECT_NE(key->description.find("hard, in-batch ones plus hard ones"), std::string::npos) << key->description;
+}
 
 TEST(OptionGroups, AStoredConfigIsShownUnderTodaysKeyNames) {
   // A run stored before grad_clip became optim.grad_clip compares with a run stored after it, key for key.

@@ -2,13 +2,14 @@
 
 #include "engine/config/component_info.h"
 #include "engine/config/train_config.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 
 namespace xmc {
 
 std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) {
   const NegativesOptions& negatives = config.get<NegativesOptions>();
-  if (negatives.kind != "hard") return {};
+  if (!negatives_kind(negatives.kind).draws_from_shortlists) return {};
   // Searched at the start of hard.start_epoch, then every refresh_every epochs; epoch 0 is not marked.
   const std::int64_t start = negatives.start_epoch;
   return periodic_marks(start > 0 ? start : negatives.refresh_every, negatives.refresh_every, config.epochs, "shortlists");

@@ -28,6 +28,7 @@
 #include "engine/method/side_by_side.h"
 #include "engine/model/encoder_options.h"
 #include "engine/loss/loss_options.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/psl_options.h"
 #include "engine/method/unidec/unidec_options.h"
@@ -130,8 +131,9 @@ class UnidecMethod final : public Method {
     epoch_ = epoch;
     QueryBatcher& batcher = context.batcher;
     const NegativesOptions& negatives = config_.get<NegativesOptions>();
-    const bool hard_yet = negatives.kind == "hard" && epoch >= negatives.start_epoch;
-    if (negatives.kind == "hard" && !hard_yet)
+    const bool shortlists = negatives_kind(negatives.kind).draws_from_shortlists;
+    const bool hard_yet = shortlists && epoch >= negatives.start_epoch;
+    if (shortlists && !hard_yet)
       context.phase("no hard negatives until epoch " + std::to_string(negatives.start_epoch + 1) + " (hard.start_epoch " + std::to_string(negatives.start_epoch) +
                     "): the label pool holds the batch's sampled positives");
     const bool refreshes_shortlists = hard_yet && (!window_.ready() || epoch - window_.refreshed_at() >= config_.get<PslOptions>().refresh_every);
@@ -192,16 +194,16 @@ class UnidecMethod final : public Method {
   std::shared_ptr<PreparedBatch> prepare_step(const StageSpec&, std::span<const std::int64_t> batch, TrainContext& context) override {
     auto prepared = std::make_shared<PreparedPsl>();
     prepared->batch.assign(batch.begin(), batch.end());
-    const torch::Tensor hard = config_.get<NegativesOptions>().kind == "hard" && window_.ready() ? window_.draw(batch, epoch_, config_.get<PslOptions>().hard_negatives) : torch::Tensor();
+    const torch::Tensor hard = negatives_kind(config_.get<NegativesOptions>().kind).draws_from_shortlists && window_.ready() ? window_.draw(batch, epoch_, config_.get<PslOptions>().hard_negatives) : torch::Tensor();
     prepared->pool = build_psl_batch(context.dataset.train_labels, batch, context.label_pool_rng,
                                      {.positives_per_query = config_.get<PslOptions>().positives,
                                       .pool_size = config_.get<PslOptions>().pool_size,
-                                      .all_labels = config_.get<NegativesOptions>().kind == "all"},
+                                      .all_labels = negatives_kind(config_.get<NegativesOptions>().kind).scores_every_label},
                                      hard);
     prepared->queries = model_->prepare_input(context.train_corpus, batch);
     // With every label in the pool (negatives = all), the labels' inputs are built in the step: two batches'
     // worth of them would be held at once otherwise.
-    if (config_.get<NegativesOptions>().kind != "all") prepared->labels = pool_label_input(prepared->pool, context);
+    if (!negatives_kind(config_.get<NegativesOptions>().kind).scores_every_label) prepared->labels = pool_label_input(prepared->pool, context);
     return prepared;
   }
 

@@ -3,6 +3,7 @@
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/core/error.h"
+#include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/sampler/psl_options.h"
 
@@ -11,7 +12,7 @@ namespace xmc {
 namespace {
 
 std::vector<EpochMark> psl_shortlist_marks(const TrainConfig& config) {
-  if (config.get<NegativesOptions>().kind != "hard") return {};
+  if (!negatives_kind(config.get<NegativesOptions>().kind).draws_from_shortlists) return {};
   // Searched at the start of hard.start_epoch, then every τ epochs; epoch 0 is not marked.
   const std::int64_t every = config.get<PslOptions>().refresh_every, start = config.get<NegativesOptions>().start_epoch;
   return periodic_marks(start > 0 ? start : every, every, config.epochs, "shortlists");
