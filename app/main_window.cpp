@@ -11,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
+#include <QSettings>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QComboBox>
@@ -72,6 +73,10 @@ QScrollArea* scrolling(QWidget* content) {
   scroll->setWidget(content);
   return scroll;
 }
+
+/// Where the window keeps its geometry and the Runs tab's split (QSettings).
+const QString kGeometrySetting = QStringLiteral("window/geometry");
+const QString kRunsSplitSetting = QStringLiteral("window/runs-split");
 
 /// Appended to the run label of a stopped run.
 const QString kContinueHint = QStringLiteral(" — Training › Continue the shown stopped run resumes it");
@@ -140,6 +145,10 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
   build_job_status();
   statusBar()->showMessage("Run store: " + options_.db);
   resize(1400, 900);
+  // The window's size and place and the Runs tab's split come back as they were left.
+  const QSettings settings;
+  if (const QByteArray geometry = settings.value(kGeometrySetting).toByteArray(); !geometry.isEmpty()) restoreGeometry(geometry);
+  if (const QByteArray split = settings.value(kRunsSplitSetting).toByteArray(); !split.isEmpty()) runs_tab_->restoreState(split);
   if (!options_.screenshot.isEmpty()) {  // a screenshot that cannot be written fails now, not after training
     const QString folder = QFileInfo(options_.screenshot).absolutePath();
     if (!QDir().mkpath(folder) || !QFileInfo(folder).isWritable())
@@ -152,6 +161,7 @@ MainWindow::MainWindow(WorkbenchOptions options, QWidget* parent) : QMainWindow(
 
 QSplitter* MainWindow::build_runs_tab() {
   runs_tab_ = new QSplitter(Qt::Vertical);
+  runs_tab_->setObjectName("runs_split");
   runs_ = new gui::RunsBrowser(options_.db.toStdString());
   compare_ = new gui::CompareView;
   runs_tab_->addWidget(runs_);
@@ -737,6 +747,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     }
   }
   closing_ = true;
+  QSettings settings;
+  settings.setValue(kGeometrySetting, saveGeometry());
+  settings.setValue(kRunsSplitSetting, runs_tab_->saveState());
   if (worker_->running()) {
     stop_training();
     statusBar()->repaint();

@@ -23,6 +23,8 @@
 #include <QSignalSpy>
 #include <QScrollBar>
 #include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
 #include <QThread>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -32,6 +34,7 @@
 
 #include "app/main_window.h"
 #include "widgets/compare/compare_view.h"
+#include "widgets/runs/runs_browser.h"
 #include "widgets/search/search_results_model.h"
 #include "widgets/live/synthetic_dataset_dialog.h"
 #include "engine/data/dataset.h"
@@ -159,6 +162,41 @@ class WorkbenchTest : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);  // the workbench's settings go to a test folder, not the user's
+    QSettings().clear();                       // and start from none, whatever an earlier run left there
+  }
+
+  void aClosedWindowComesBackAsItWasLeft() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("runs.sqlite");
+    QList<int> split;
+    {
+      xmc::app::MainWindow window(options);
+      window.show();
+      window.resize(1111, 777);
+      window.findChild<xmc::gui::RunsBrowser*>()->set_group_key("method");
+      auto* runs_split = window.findChild<QSplitter*>("runs_split");
+      QVERIFY(runs_split);
+      runs_split->setSizes({200, 500});
+      QCoreApplication::processEvents();
+      split = runs_split->sizes();
+      QVERIFY(window.close());
+    }
+    xmc::app::MainWindow again(options);
+    again.show();
+    QCoreApplication::processEvents();
+    QCOMPARE(again.size(), QSize(1111, 777));
+    QCOMPARE(again.findChild<xmc::gui::RunsBrowser*>()->group_key(), QStringLiteral("method"));
+    QCOMPARE(again.findChild<QSplitter*>("runs_split")->sizes(), split);
+    // Another store keeps its own grouping (none yet).
+    xmc::app::WorkbenchOptions other = options;
+    other.db = dir.filePath("other.sqlite");
+    xmc::app::MainWindow elsewhere(other);
+    QCOMPARE(elsewhere.findChild<xmc::gui::RunsBrowser*>()->group_key(), QString());
+    again.close();
+    elsewhere.close();
+    QSettings().clear();  // the tests after this one start from the defaults
   }
 
   void trainsWatchesAndSearches() {

@@ -46,12 +46,12 @@ bool default_confirmation(QWidget* parent, const QStringList& runs) {
 
 namespace {
 
-/// Where the columns a user added to a store's Runs table are kept (QSettings), by the store's path.
-QString columns_setting(const std::filesystem::path& db) {
+/// Where a store's Runs table keeps `what` (QSettings: the columns a user added, the grouping), by the store's path.
+QString store_setting(const QString& what, const std::filesystem::path& db) {
   std::error_code ec;
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(db, ec);
   const QByteArray path = QString::fromStdString((ec ? db : canonical).string()).toUtf8();
-  return QStringLiteral("runs-columns/") + QString::fromLatin1(path.toBase64(QByteArray::Base64UrlEncoding | QByteArray::OmitTrailingEquals));
+  return what + QLatin1Char('/') + QString::fromLatin1(path.toBase64(QByteArray::Base64UrlEncoding | QByteArray::OmitTrailingEquals));
 }
 
 constexpr std::pair<RunTableModel::ExtraColumn::Kind, const char*> kColumnKinds[] = {{RunTableModel::ExtraColumn::Kind::metric, "metric"},
@@ -259,7 +259,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   update_count();
 
   // The columns added to this store's table come back at the next start, and every change is kept.
-  const QString setting = columns_setting(db);
+  const QString setting = store_setting(QStringLiteral("runs-columns"), db);
   for (const QString& entry : QSettings().value(setting).toStringList()) {
     const qsizetype colon = entry.indexOf(QLatin1Char(':'));
     for (const auto& [kind, name] : kColumnKinds)
@@ -274,6 +274,9 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   };
   connect(model_, &QAbstractItemModel::columnsInserted, this, keep_columns);
   connect(model_, &QAbstractItemModel::columnsRemoved, this, keep_columns);
+  // So does the grouping (set_group_key keeps each change).
+  group_setting_ = store_setting(QStringLiteral("runs-group"), db);
+  if (const QString key = QSettings().value(group_setting_).toString(); !key.isEmpty()) set_group_key(key);
 }
 
 RunsBrowser::~RunsBrowser() = default;
@@ -300,9 +303,12 @@ bool RunsBrowser::select_run(std::int64_t run) {
 
 void RunsBrowser::set_filter_text(const QString& text) { filter_->setText(text); }
 
+QString RunsBrowser::group_key() const { return group_->currentText().trimmed(); }
+
 void RunsBrowser::set_group_key(const QString& key) {
   if (group_->currentText() != key) group_->setCurrentText(key);
   model_->set_group_key(key);
+  if (!group_setting_.isEmpty()) QSettings().setValue(group_setting_, key.trimmed());
   const bool grouped = !key.trimmed().isEmpty();
   view_->setColumnHidden(RunTableModel::kGroup, !grouped);
   if (grouped) {

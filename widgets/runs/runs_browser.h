@@ -54,6 +54,8 @@ class RunsBrowser : public QWidget {
   /// Groups the table by "method", "dataset", "tag" or a config key ("" = no grouping): a Group column
   /// comes first and the rows are sorted by it.
   void set_group_key(const QString& key);
+  /// The key the table is grouped by ("" = none).
+  QString group_key() const;
   /// The per-group summary shown under the table while grouped.
   GroupSummaryModel* group_summary() const { return summary_; }
   QTableView* summary_view() const { return summary_view_; }
@@ -102,6 +104,7 @@ class RunsBrowser : public QWidget {
   QPushButton* notes_ = nullptr;
   QPushButton* log_ = nullptr;
   QComboBox* group_ = nullptr;
+  QString group_setting_;  ///< where the grouping is kept for this store ("" until the table is set up)
   QPushButton* delete_ = nullptr;
   QPushButton* compare_ = nullptr;
   QToolButton* export_ = nullptr;
