@@ -28,6 +28,7 @@
 
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
+#include "engine/session/run_import.h"
 #include "engine/session/session.h"
 #include "engine/records/evaluation_modes.h"
 #include "engine/config/train_config.h"
@@ -193,6 +194,10 @@ void MainWindow::search_for(const QString& text) {
 void MainWindow::build_menus() {
   auto* file = menuBar()->addMenu("&File");
   file->addAction("Open run store…", this, [this] { open_store(); });
+  file->addAction("Import runs from another store…", this, [this] {
+    const QString path = xmc::gui::open_file_name(this, "Import runs from", QFileInfo(options_.db).path(), "SQLite (*.sqlite *.db);;All files (*)");
+    if (!path.isEmpty()) import_runs_from(path);
+  });
   file->addSeparator();
   file->addAction("Export run report (HTML)…", this, [this] { export_report("html"); });
   file->addAction("Export run report (PDF)…", this, [this] { export_report("pdf"); });
@@ -734,6 +739,22 @@ void MainWindow::open_store() {
   compare_->set_runs(Session(options_.db.toStdString()), {});
   update_actions();
   statusBar()->showMessage("Run store: " + path);
+}
+
+int MainWindow::import_runs_from(const QString& path) {
+  try {
+    const ImportedRuns done = import_runs(options_.db.toStdString(), path.toStdString());
+    runs_->refresh();
+    statusBar()->showMessage(QString("%1 run(s) imported from %2%3")
+                                 .arg(done.copied.size())
+                                 .arg(path)
+                                 .arg(done.already_here.empty() ? QString() : QString(", %1 already here").arg(done.already_here.size())),
+                             8000);
+    return static_cast<int>(done.copied.size());
+  } catch (const std::exception& e) {
+    report_error("Cannot import runs", QString::fromUtf8(e.what()));
+    return -1;
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -77,6 +77,9 @@ class MainWindow : public QMainWindow {
   void start_wordnet_build(const QString& out, int items);
   /// Builds a synthetic dataset into `out` in the background, as the Datasets menu does after its dialog.
   void start_synthetic_build(const QString& out, const SyntheticBuildOptions& options);
+  /// Copies the runs of the store at `path` that this store does not have yet into it (File › Import runs…):
+  /// the number copied, or -1 when the store was refused (the error is shown).
+  int import_runs_from(const QString& path);
   /// Saves the whole window as a PNG; returns false on failure.
   bool save_screenshot(const QString& path);
 

@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/session/default_store_path.h"
 #include "engine/session/session.h"
+#include "engine/session/run_import.h"
 #include "engine/session/store_repair.h"
 #include "engine/core/regular_file.h"
 
@@ -88,6 +89,12 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
                "  xmc runs --db runs.sqlite note 3 \"tau 0.05 overfits the head\"\n  xmc runs --db runs.sqlite delete 3 --yes");
   runs->require_subcommand(1);
   auto db = std::make_shared<std::string>(default_run_store_path().string());
+  // What an import or export did, one line per run.
+  auto print_imported = [](const ImportedRuns& done, const std::string& into) {
+    for (const auto& [from, to] : done.copied) std::printf("run %lld -> run %lld\n", static_cast<long long>(from), static_cast<long long>(to));
+    for (const std::int64_t id : done.already_here) std::printf("run %lld: already in %s (skipped)\n", static_cast<long long>(id), into.c_str());
+    std::printf("%zu run(s) copied into %s, %zu already there\n", done.copied.size(), into.c_str(), done.already_here.size());
+  };
   runs->add_option("--db", *db, "Run store (SQLite); default $XMC_DB or ~/.local/share/xmc-workbench/runs.sqlite")
       ->capture_default_str();
 
@@ -238,6 +245,27 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
         session.set_run_notes(*id, *text);
       }
       std::printf("%s\n", session.get_run(*id).notes.c_str());
+    });
+  }
+  {
+    auto* cmd = runs->add_subcommand("import", "Copy runs of another store (another machine's) into this one, with everything recorded for them");
+    auto source = std::make_shared<std::string>();
+    auto ids = std::make_shared<std::vector<std::int64_t>>();
+    cmd->add_option("SOURCE", *source, "The run store to copy from (only read)")->required();
+    cmd->add_option("--runs", *ids, "Run ids in SOURCE (default: all); a run already here, by its identity, is skipped")->delimiter(',');
+    cmd->footer("Examples:\n  xmc runs --db laptop.sqlite import gpu-server.sqlite\n  xmc runs --db laptop.sqlite import gpu-server.sqlite --runs 4,7");
+    cmd->callback([db, source, ids, print_imported] { print_imported(import_runs(*db, *source, *ids), *db); });
+  }
+  {
+    auto* cmd = runs->add_subcommand("export", "Write runs of this store into a new, self-contained store (to take to another machine)");
+    auto ids = std::make_shared<std::vector<std::int64_t>>();
+    auto out = std::make_shared<std::string>();
+    cmd->add_option("--runs", *ids, "Run ids (default: all)")->delimiter(',');
+    cmd->add_option("--out", *out, "The new store to write (must not exist)")->required();
+    cmd->footer("Example:\n  xmc runs --db runs.sqlite export --runs 4,7 --out for-the-paper.sqlite");
+    cmd->callback([db, ids, out, print_imported] {
+      require_existing_run_store(*db);
+      print_imported(export_runs(*db, *ids, *out), *out);
     });
   }
   {

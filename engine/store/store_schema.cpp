@@ -150,12 +150,23 @@ CREATE TABLE run_log (
 CREATE INDEX run_log_run ON run_log(run, id);
 )sql";
 
-constexpr std::array<Migration, 5> kMigrations{{
+// Version 6: where an imported run came from (xmc runs import): its first store's identity and its id there, so
+// that importing it again, from any store it travelled through, adds nothing.
+constexpr const char* kSchemaV6 = R"sql(
+CREATE TABLE run_origins (
+  run        INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  store_id   TEXT NOT NULL,
+  origin_run INTEGER NOT NULL,
+  UNIQUE (store_id, origin_run)
+);
+)sql";
+constexpr std::array<Migration, 6> kMigrations{{
     {1, "create runs, scalars, evaluations, decile tables, artifacts and t-SNE snapshots", kSchemaV1},
     {2, "give the store a random identity", kSchemaV2},
     {3, "keep the labels added to trained runs", kSchemaV3},
     {4, "keep notes and tags of runs, and sweeps", kSchemaV4},
     {5, "keep each run's log of phases and decisions", kSchemaV5},
+    {6, "keep where imported runs came from", kSchemaV6},
 }};
 static_assert(kMigrations.back().version == kSchemaVersion, "kSchemaVersion must match the last migration");
 static_assert(kApplicationId == 1481458514, "the application_id in kSchemaV1 must match kApplicationId");

@@ -13,7 +13,7 @@ class Database;
 namespace xmc::store {
 
 /// Schema version this code writes; opening a database with a higher user_version is an error.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// `PRAGMA application_id` of a run store ("XMCR"), to refuse other programs' SQLite files.
 inline constexpr int kApplicationId = 0x584D4352;

@@ -870,6 +870,58 @@ TEST(Cli, SweepTrainsEveryGridPointAsARunAndResumes) {
 // A store that lost a table is refused, and `xmc runs repair` copies what is left into a new store, reading the
 // damaged one only: runs, their metrics and their run folders (hard-linked), so a repaired run still predicts.
 // Runs that lost their `runs` row come back as "recovered run N" with the metrics that survived.
+TEST(Cli, RunsImportAndExportCarryRunsBetweenStoresOnceEach) {
+  // Two stores, each written by a training process of its own (a GPU server's and a laptop's).
+  test::TempDir dir;
+  write_keyword_dataset(dir / "data");
+  const std::string server = (dir / "server.sqlite").string(), laptop = (dir / "laptop.sqlite").string();
+  for (const std::string& db : {server, laptop}) {
+    auto r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --set dataset=" + (dir / "data").string() +
+                               " --set encoder.dim=16 --set batch_size=16 --set epochs=1 --set lr=0.02 --set threads=1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  ASSERT_EQ(xmc("runs --db " + server + " tag 1 gpu").exit_code, 0);
+  ASSERT_EQ(xmc("runs --db " + server + " note 1 'trained on the server'").exit_code, 0);
+  auto show = [&](const std::string& db, int id) { return nlohmann::json::parse(xmc("runs --db " + db + " show " + std::to_string(id) + " --json").last_line()); };
+  const auto original = show(server, 1);
+
+  auto r = xmc("runs --db " + laptop + " import " + server);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("run 1 -> run 2"), std::string::npos) << r.output;
+  const auto imported = show(laptop, 2);
+  EXPECT_EQ(imported["final_metrics"], original["final_metrics"]);
+  EXPECT_EQ(imported["log"], original["log"]);
+  EXPECT_EQ(imported["tags"], nlohmann::json::array({"gpu"}));
+  EXPECT_EQ(imported["notes"], "trained on the server");
+  EXPECT_EQ(imported["config"], original["config"]);
+  // Twice adds nothing; nor does the same run coming back through a store it was exported to.
+  r = xmc("runs --db " + laptop + " import " + server);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 run(s) copied"), std::string::npos) << r.output;
+  const std::string carried = (dir / "carried.sqlite").string();
+  r = xmc("runs --db " + laptop + " export --runs 2 --out " + carried);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(show(carried, 1)["final_metrics"], original["final_metrics"]);
+  r = xmc("runs --db " + server + " import " + carried);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("run 1: already in"), std::string::npos) << r.output;
+  r = xmc("runs --db " + laptop + " list --json");
+  EXPECT_EQ(nlohmann::json::parse(r.last_line()).size(), 2u);
+  // Refused by name, copying nothing: a run the source does not have, a damaged source, an existing --out.
+  r = xmc("runs --db " + laptop + " import " + server + " --runs 9");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("has no run 9"), std::string::npos) << r.output;
+  const std::string damaged = (dir / "damaged.sqlite").string();
+  std::ofstream(damaged) << "not a run store at all";
+  r = xmc("runs --db " + laptop + " import " + damaged);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("damaged.sqlite"), std::string::npos) << r.output;
+  r = xmc("runs --db " + laptop + " export --out " + carried);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("exists"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(xmc("runs --db " + laptop + " list --json").last_line()).size(), 2u);
+}
+
 TEST(Cli, RunsRepairCopiesWhatIsLeftAndNeverWritesTheDamagedStore) {
   test::TempDir dir;
   write_keyword_dataset(dir / "data");

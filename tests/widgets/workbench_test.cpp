@@ -165,6 +165,26 @@ class WorkbenchTest : public QObject {
     QSettings().clear();                       // and start from none, whatever an earlier run left there
   }
 
+  void importsRunsOfAnotherStoreOnce() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string server = dir.filePath("server.sqlite").toStdString();
+    {
+      xmc::RunStore store(server);
+      const auto run = store.create_run({.name = "trained elsewhere", .config_json = R"({"method":"dexml"})"});
+      store.add_evaluation(run, 1.0, 10, {{"P@1", 0.5}});
+    }
+    xmc::app::WorkbenchOptions options;
+    options.db = dir.filePath("laptop.sqlite");
+    xmc::app::MainWindow window(options);
+    auto* runs = window.findChild<xmc::gui::RunsBrowser*>();
+    QCOMPARE(runs->model()->rowCount(), 0);
+    QCOMPARE(window.import_runs_from(QString::fromStdString(server)), 1);
+    QCOMPARE(runs->model()->rowCount(), 1);
+    QCOMPARE(window.import_runs_from(QString::fromStdString(server)), 0);  // by its identity: already here
+    QCOMPARE(runs->model()->rowCount(), 1);
+  }
+
   void aClosedWindowComesBackAsItWasLeft() {
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
