@@ -128,9 +128,10 @@ class LayerImpl : public torch::nn::Module {
     auto split_heads = [&](const torch::Tensor& t) {
       return t.view({batch, length, num_heads_, head_dim}).transpose(1, 2);  // [B, heads, L, head_dim]
     };
-    const torch::Tensor q = split_heads(query_(x));
-    const torch::Tensor k = split_heads(key_(x));
-    const torch::Tensor v = split_heads(value_(x));
+    const auto [q_rows, k_rows, v_rows] = project_qkv(x);
+    const torch::Tensor q = split_heads(q_rows);
+    const torch::Tensor k = split_heads(k_rows);
+    const torch::Tensor v = split_heads(v_rows);
     const torch::Tensor mask = additive_mask.to(q.scalar_type());
     const torch::Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0);
     return feed_forward(x, context.transpose(1, 2).reshape({batch, length, hidden}));
@@ -146,15 +147,26 @@ class LayerImpl : public torch::nn::Module {
     auto padded_heads = [&](const torch::Tensor& t) {  // [T, H] -> [B, heads, L, head_dim]
       return torch::zeros({batch * length, hidden}, t.options()).index_copy(0, rows, t).view({batch, length, num_heads_, head_dim}).transpose(1, 2);
     };
-    const torch::Tensor q = padded_heads(query_(x));
-    const torch::Tensor k = padded_heads(key_(x));
-    const torch::Tensor v = padded_heads(value_(x));
+    const auto [q_rows, k_rows, v_rows] = project_qkv(x);
+    const torch::Tensor q = padded_heads(q_rows);
+    const torch::Tensor k = padded_heads(k_rows);
+    const torch::Tensor v = padded_heads(v_rows);
     const torch::Tensor mask = additive_mask.to(q.scalar_type());
     const torch::Tensor context = scaled_dot_product_attention(q, k, v, mask, is_training() ? attention_dropout_p_ : 0.0);
     return feed_forward(x, context.transpose(1, 2).reshape({batch * length, hidden}).index_select(0, rows));
   }
 
  private:
+  /// q, k and v of `x` (any leading shape) as one product against the three projections' weights side by side
+  /// ([3H, H]): one wide GEMM instead of three narrow ones reading x three times (on a GPU, one launch and one read
+  /// of the activations in backward instead of three summed). The parameters stay Hugging Face's three linears.
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> project_qkv(const torch::Tensor& x) {
+    const torch::Tensor weight = torch::cat({query_->weight, key_->weight, value_->weight});
+    const torch::Tensor bias = torch::cat({query_->bias, key_->bias, value_->bias});
+    const std::vector<torch::Tensor> parts = torch::nn::functional::linear(x, weight, bias).chunk(3, -1);
+    return {parts[0], parts[1], parts[2]};
+  }
+
   /// The attention output's projection and residual norm, then the MLP and its residual norm (any leading shape).
   torch::Tensor feed_forward(const torch::Tensor& x, const torch::Tensor& merged) {
     const torch::Tensor attended = attention_norm_(x + hidden_dropout_(attention_dense_(merged)));
