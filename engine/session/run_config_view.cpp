@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "engine/config/train_config.h"
+#include "engine/core/bounded_json.h"
 
 namespace xmc {
 namespace {
@@ -20,7 +21,7 @@ void flatten(const nlohmann::json& j, const std::string& prefix, FlatConfig& out
 FlatConfig read_flat(const std::string& config_json) {
   FlatConfig stored;
   try {
-    flatten(nlohmann::json::parse(config_json), "", stored);
+    flatten(parse_bounded_json(config_json), "", stored);  // nested past 256 levels: refused, not a stack overflow
   } catch (const std::exception&) {
     return {};
   }

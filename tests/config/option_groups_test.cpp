@@ -221,6 +221,7 @@ TEST(OptionGroups, AStoredConfigIsShownUnderTodaysKeyNames) {
   EXPECT_EQ(config_value_or(*unknown, "x.y"), "2");
   EXPECT_EQ(config_value_or(*unknown, "method"), "gone");
   EXPECT_TRUE(flat_run_config("{not json")->empty());
+  EXPECT_TRUE(flat_run_config(std::string(100000, '[') + std::string(100000, ']'))->empty());  // no stack overflow: refused
   EXPECT_EQ(config_value_or(*unknown, "absent", "—"), "—");
 }
 
