@@ -3,12 +3,11 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 #include <string>
 
 #include "engine/core/error.h"
 #include "engine/store/run_store.h"
+#include "engine/store/sqlite_text.h"
 
 namespace xmc {
 namespace {
@@ -16,32 +15,11 @@ namespace {
 /// The tables that hold a run's records besides its `runs` row, each row naming the run in its column `run`.
 constexpr const char* kRunTables[] = {"scalars", "evaluations", "decile_tables", "artifacts", "tsne_snapshots", "added_labels", "run_tags", "run_log"};
 
-std::string quoted(const std::string& name) {
-  std::string out = "\"";
-  for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-/// `path` as a read-only SQLite URI: every byte but letters, digits and "/._-" escaped.
-std::string read_only_uri(const std::filesystem::path& path) {
-  std::string out = "file:";
-  for (const unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-') {
-      out += static_cast<char>(c);
-    } else {
-      char escaped[4];
-      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
-      out += escaped;
-    }
-  }
-  return out + "?mode=ro";
-}
-
 /// The columns `table` has in both stores, but for `left_out` (its own row id, the run it belongs to).
 std::string shared_columns(SQLite::Database& db, const std::string& table, const std::vector<std::string>& left_out) {
   auto columns_of = [&](const std::string& schema) {
     std::vector<std::string> out;
-    SQLite::Statement info(db, "PRAGMA " + schema + ".table_info(" + quoted(table) + ")");
+    SQLite::Statement info(db, "PRAGMA " + schema + ".table_info(" + quoted_identifier(table) + ")");
     while (info.executeStep()) out.push_back(info.getColumn(1).getString());
     return out;
   };
@@ -49,7 +27,7 @@ std::string shared_columns(SQLite::Database& db, const std::string& table, const
   std::string columns;
   for (const std::string& column : columns_of("main"))
     if (std::find(left_out.begin(), left_out.end(), column) == left_out.end() && std::find(theirs.begin(), theirs.end(), column) != theirs.end())
-      columns += (columns.empty() ? "" : ", ") + quoted(column);
+      columns += (columns.empty() ? "" : ", ") + quoted_identifier(column);
   return columns;
 }
 
@@ -84,7 +62,7 @@ ImportedRuns import_runs(const std::filesystem::path& target, const std::filesys
   SQLite::Database db(target.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_URI);
   db.setBusyTimeout(10000);
   db.exec("PRAGMA foreign_keys = ON");
-  db.exec("ATTACH DATABASE '" + read_only_uri(source) + "' AS source");
+  db.exec("ATTACH DATABASE '" + sqlite_uri(source, "mode=ro") + "' AS source");
   const std::string run_columns = shared_columns(db, "runs", {"id"});
   std::vector<std::pair<std::string, std::string>> copies;  // table, columns
   for (const char* table : kRunTables) copies.emplace_back(table, shared_columns(db, table, {"id", "run"}));
@@ -116,7 +94,7 @@ ImportedRuns import_runs(const std::filesystem::path& target, const std::filesys
     const std::int64_t copy = db.getLastInsertRowid();
     for (const auto& [table, columns] : copies) {
       const std::string list = columns.empty() ? std::string() : ", " + columns;
-      SQLite::Statement rows(db, "INSERT INTO main." + quoted(table) + " (run" + list + ") SELECT ?" + list + " FROM source." + quoted(table) + " WHERE run = ?");
+      SQLite::Statement rows(db, "INSERT INTO main." + quoted_identifier(table) + " (run" + list + ") SELECT ?" + list + " FROM source." + quoted_identifier(table) + " WHERE run = ?");
       rows.bind(1, copy);
       rows.bind(2, id);
       rows.exec();

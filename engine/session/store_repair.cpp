@@ -10,34 +10,14 @@
 #include "engine/core/error.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
+#include "engine/store/sqlite_text.h"
 
 namespace xmc {
 namespace {
 
-/// `path` as an SQLite URI ("file:/a/b%20c.sqlite?mode=ro"): every byte but letters, digits and "/._-" escaped.
-std::string sqlite_uri(const std::filesystem::path& path, const std::string& parameters) {
-  std::string out = "file:";
-  for (const unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-') {
-      out += static_cast<char>(c);
-    } else {
-      char escaped[4];
-      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
-      out += escaped;
-    }
-  }
-  return out + "?" + parameters;
-}
-
-std::string quoted(const std::string& name) {
-  std::string out = "\"";
-  for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 std::vector<std::string> columns_of(SQLite::Database& db, const std::string& schema, const std::string& table) {
   std::vector<std::string> out;
-  SQLite::Statement info(db, "PRAGMA " + schema + ".table_info(" + quoted(table) + ")");
+  SQLite::Statement info(db, "PRAGMA " + schema + ".table_info(" + quoted_identifier(table) + ")");
   while (info.executeStep()) out.push_back(info.getColumn(1).getString());
   return out;
 }
@@ -126,14 +106,14 @@ RepairReport repair_run_store(const std::filesystem::path& damaged, const std::f
     const std::vector<std::string> mine = columns_of(db, "main", name), theirs = columns_of(db, "old", name);
     std::string columns;
     for (const std::string& column : mine)
-      if (std::find(theirs.begin(), theirs.end(), column) != theirs.end()) columns += (columns.empty() ? "" : ", ") + quoted(column);
+      if (std::find(theirs.begin(), theirs.end(), column) != theirs.end()) columns += (columns.empty() ? "" : ", ") + quoted_identifier(column);
     // The store's identity replaces the fresh one: run folders and checkpoints carry it.
-    const std::string insert = std::string(name == "store_meta" ? "INSERT OR REPLACE" : "INSERT OR IGNORE") + " INTO main." + quoted(name) +
-                               " (" + columns + ") SELECT " + columns + " FROM old." + quoted(name) + " WHERE rowid BETWEEN ? AND ?";
+    const std::string insert = std::string(name == "store_meta" ? "INSERT OR REPLACE" : "INSERT OR IGNORE") + " INTO main." + quoted_identifier(name) +
+                               " (" + columns + ") SELECT " + columns + " FROM old." + quoted_identifier(name) + " WHERE rowid BETWEEN ? AND ?";
     // The table's rowids, or where its extent cannot be read, every rowid a store of this size could hold.
     std::int64_t low = 1, high = std::int64_t{1} << 31, failures_left = 100000;
     try {
-      SQLite::Statement bounds(db, "SELECT min(rowid), max(rowid) FROM old." + quoted(name));
+      SQLite::Statement bounds(db, "SELECT min(rowid), max(rowid) FROM old." + quoted_identifier(name));
       if (!bounds.executeStep() || bounds.getColumn(0).isNull()) high = 0;
       else low = bounds.getColumn(0).getInt64(), high = bounds.getColumn(1).getInt64();
     } catch (const SQLite::Exception&) {
@@ -149,7 +129,7 @@ RepairReport repair_run_store(const std::filesystem::path& damaged, const std::f
     if (name == "runs") continue;
     const std::vector<std::string> columns = columns_of(db, "main", name);
     if (std::find(columns.begin(), columns.end(), "run") != columns.end())
-      referenced += (referenced.empty() ? "" : " UNION ") + std::string("SELECT run FROM main.") + quoted(name);
+      referenced += (referenced.empty() ? "" : " UNION ") + std::string("SELECT run FROM main.") + quoted_identifier(name);
   }
   if (!referenced.empty()) {
     SQLite::Statement orphans(db, "SELECT DISTINCT run FROM (" + referenced + ") WHERE run NOT IN (SELECT id FROM main.runs) ORDER BY run");

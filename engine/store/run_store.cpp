@@ -1,5 +1,7 @@
 #include "engine/store/run_store.h"
 
+#include "engine/store/sqlite_text.h"
+
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
@@ -249,20 +251,8 @@ std::string why_read_only(const std::filesystem::path& db_path) {
 }
 
 /// `path` as an SQLite URI that opens it read-only and immutable: SQLite then reads a WAL-mode file without
-/// the -shm file it could not create here. Characters other than unreserved ones and '/' are %-escaped.
-std::string immutable_uri(const std::filesystem::path& path) {
-  std::string uri = "file:";
-  for (const unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
-      uri += static_cast<char>(c);
-    } else {
-      char escaped[4];
-      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
-      uri += escaped;
-    }
-  }
-  return uri + "?immutable=1";
-}
+/// the -shm file it could not create here.
+std::string immutable_uri(const std::filesystem::path& path) { return sqlite_uri(path, "immutable=1"); }
 
 }  // namespace
 
