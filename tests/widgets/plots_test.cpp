@@ -465,6 +465,18 @@ class PlotsTest : public QObject {
     for (double epoch : {1.0, 2.0}) view.on_event(evaluation(2, epoch, false));
     QVERIFY2(!scrolls(), "a scrollbar stayed after the panels were gone");
     QVERIFY(view.decile_plot()->isVisible() && view.decile_plot()->height() > 150);
+    // A value the run chose while training (UniDEC's concat weight on held-out queries) is marked where it was chosen.
+    xmc::TrainEvent chose;
+    chose.kind = xmc::TrainEvent::Kind::SettingChosen;
+    chose.run_id = 2;
+    chose.epoch = 2;
+    chose.message = "unidec.concat_weight";
+    chose.value = 0.7;
+    view.on_event(chose);
+    const auto marks = view.metric_plot()->milestones();
+    QVERIFY(std::any_of(marks.begin(), marks.end(), [](const auto& m) { return m.first == 2.0 && m.second == "concat_weight = 0.7"; }));
+    view.begin_run(3, config, "run 3");  // the next run starts without it
+    QVERIFY(view.metric_plot()->milestones().empty());
   }
 
   void metric_plot_shows_percent() {

@@ -9,9 +9,11 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <map>
 
 #include "engine/config/component_info.h"
 #include "engine/core/error.h"
+#include "engine/records/chosen_settings.h"
 #include "engine/records/evaluation_modes.h"
 #include "engine/records/training_milestones.h"
 #include "engine/session/session.h"
@@ -113,8 +115,22 @@ void LiveView::set_run_notes(const TrainConfig& config) {
   // A method that fits its stages (no gradient steps, one pass each) is followed stage by stage, not by epoch.
   const MethodInfo* method = find_method_info(config.method);
   progress_->set_unit(method != nullptr && !method->trains_encoder ? QStringLiteral("stage") : QStringLiteral("epoch"));
-  evaluation_view_->set_milestones(milestone_marks(config));
+  schedule_marks_ = milestone_marks(config);
+  show_marks();
   tsne_plot_->set_empty_note(tsne_note(config));
+}
+
+void LiveView::add_chosen_mark(double epoch, const std::string& key, double value) {
+  // "unidec.concat_weight" -> "concat_weight = 0.7": the group is the method's, shown in the legend already.
+  const std::string name = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
+  chosen_marks_.emplace_back(epoch, QStringLiteral("%1 = %2").arg(QString::fromStdString(name)).arg(value, 0, 'g', 3));
+  show_marks();
+}
+
+void LiveView::show_marks() {
+  std::vector<std::pair<double, QString>> marks = schedule_marks_;
+  marks.insert(marks.end(), chosen_marks_.begin(), chosen_marks_.end());
+  evaluation_view_->set_milestones(marks);
 }
 
 void LiveView::begin_run(std::int64_t run, const TrainConfig& config, const QString& label) {
@@ -124,6 +140,7 @@ void LiveView::begin_run(std::int64_t run, const TrainConfig& config, const QStr
   evaluation_view_->clear();
   decile_plot_->clear();
   tsne_plot_->clear();  // the last run's query and its negatives are not this run's
+  chosen_marks_.clear();
   Q_EMIT evaluated(-1, 0, 0);
   set_run_notes(config);
   refresh_decile_overlay_choices();
@@ -150,6 +167,9 @@ void LiveView::on_event(const TrainEvent& e) {
     case TrainEvent::Kind::Snapshot:
       tsne_plot_->set_snapshot(e.message);
       break;
+    case TrainEvent::Kind::SettingChosen:
+      add_chosen_mark(e.epoch, e.message, e.value);
+      break;
     case TrainEvent::Kind::SystemUse:
       for (const auto& [key, value] : e.metrics)
         loss_plot_->append_point({e.step, e.epoch, key, value, static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000.0});
@@ -172,7 +192,8 @@ double LiveView::show_stored_run(const Session& session, const RunInfo& info) {
   try {
     set_run_notes(parse_train_config(info.config_json, "run " + std::to_string(info.id)));
   } catch (const std::exception&) {
-    evaluation_view_->set_milestones({});  // a config this version cannot read: no marks rather than wrong ones
+    schedule_marks_.clear();  // a config this version cannot read: no marks rather than wrong ones
+    show_marks();
   }
   refresh_decile_overlay_choices();
   apply_decile_overlay();
@@ -184,11 +205,18 @@ double LiveView::reload_stored_plots(const Session& session, std::int64_t run) {
   loss_plot_->set_series(scalars);
   double last_epoch = 0;
   double spread_epoch = -1, spread = 0, mean = 0;  // the last evaluation's score spread: a stored run warns too
+  chosen_marks_.clear();
+  const std::string chosen_prefix = kChosenSettingPrefix;
+  std::map<std::string, const ScalarPoint*> chosen;  // the last of each key
   for (const auto& point : scalars) {
     last_epoch = std::max(last_epoch, point.epoch);
     if (point.key == "score_spread") spread_epoch = point.epoch, spread = point.value;
     if (point.key == "score_mean") mean = point.value;
+    if (point.key.starts_with(chosen_prefix)) chosen[point.key.substr(chosen_prefix.size())] = &point;
   }
+  // A value the run chose while training, marked where it was chosen (the last choice of each key counts).
+  for (const auto& [key, point] : chosen) add_chosen_mark(point->epoch, key, point->value);
+  show_marks();
   Q_EMIT evaluated(spread_epoch, spread, mean);
   points_ = session.evaluations(run);
   show_metrics();

@@ -7,6 +7,8 @@
 #include <QString>
 #include <QWidget>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/config/train_config.h"
@@ -73,12 +75,18 @@ class LiveView : public QWidget {
   void apply_decile_overlay();
   /// The marks and t-SNE note of a run with `config`.
   void set_run_notes(const TrainConfig& config);
+  /// A value the run chose while training (UniDEC's concat weight, xrlinear's fusion weight), marked where it was chosen.
+  void add_chosen_mark(double epoch, const std::string& key, double value);
+  /// The schedule's marks and the chosen values' marks on the evaluation chart.
+  void show_marks();
   /// Draws points_: the primary mode's metrics, the other inference modes' overlaid.
   void show_metrics();
 
   QString db_;
   std::int64_t shown_run_ = 0;
   std::vector<EvalPoint> points_;  ///< every evaluation of the shown run, all inference modes
+  std::vector<std::pair<double, QString>> schedule_marks_;  ///< from the run's config (stages, clustering, refreshes)
+  std::vector<std::pair<double, QString>> chosen_marks_;    ///< values the run chose while training
   QLabel* label_ = nullptr;
   TrainingProgress* progress_ = nullptr;
   LossPlot* loss_plot_ = nullptr;
