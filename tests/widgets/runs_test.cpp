@@ -633,6 +633,7 @@ class RunsTest : public QObject {
         const auto run = store.create_run({.name = "dexml bands", .config_json = config});
         store.add_evaluation(run, 1, 10, {{"P@1", p1_first}, {"P@5", p1_first / 2}});
         store.add_evaluation(run, 2, 20, {{"P@1", p1_last}, {"P@5", p1_last / 2}});
+        store.add_decile_table(run, 2, "P@5", std::vector<double>(10, p1_last / 20));  // P@5 spread evenly over the bins
         store.set_status(run, xmc::RunStatus::Completed);
         ids.push_back(run);
       };
@@ -661,6 +662,10 @@ class RunsTest : public QObject {
     QVERIFY(std::abs(upper->data()->at(1)->value - 44.0) < 1e-9);
     QVERIFY(upper->channelFillGraph() == lower);
     QCOMPARE(plot->band_graphs(QStringLiteral("lr=0.01"), QStringLiteral("P@1")).first, nullptr);  // one run: no band
+    // The decile bars follow: the group's bars are its runs' mean (0.40, 0.42 and 0.44 spread over ten bins: 2.1 %).
+    QCOMPARE(view.decile_plot()->all_bars().size(), std::size_t{2});
+    QVERIFY(std::abs(view.decile_plot()->bars()->data()->at(0)->value - 2.1) < 1e-9);
+    QCOMPARE(view.decile_plot()->bars()->name(), QStringLiteral("lr=0.001 — 3 seeds"));
     // The band follows its metric's visibility.
     plot->set_metric_visible(QStringLiteral("P@5"), false);
     QVERIFY(!plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@5")).first->visible());
@@ -671,6 +676,7 @@ class RunsTest : public QObject {
     QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-seed-bands.png")));
     view.set_seed_bands(false);
     QCOMPARE(plot->comparison_count(), 3);
+    QCOMPARE(view.decile_plot()->all_bars().size(), std::size_t{4});
     QCOMPARE(plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@1")).first, nullptr);
   }
 

@@ -433,35 +433,31 @@ void CompareView::set_runs(const Session& session, std::vector<std::int64_t> run
                  .arg(kMaxOverlaidRuns)
                  .arg(curves);
 
-  // Decile bars: P@5 of the first DecilePlot::kMaxRuns runs side by side (the first run's metric when it
-  // has no P@5 table).
-  std::vector<std::pair<std::size_t, std::vector<double>>> bars;
-  std::string decile_metric = "P@5";
+  // Decile bars: P@5 of each run (the first run's metric when it has no P@5 table), drawn for the first runs or
+  // seed groups side by side.
+  decile_bins_.assign(columns.size(), {});
+  decile_metric_ = "P@5";
+  std::size_t with_bins = 0;
   try {
-    for (std::size_t i = 0; i < columns.size() && bars.size() < static_cast<std::size_t>(DecilePlot::kMaxRuns); ++i) {
-      std::vector<double> bins = session.latest_decile_table(columns[i].id, decile_metric);
-      if (bins.size() != 10 && bars.empty()) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      std::vector<double> bins = session.latest_decile_table(columns[i].id, decile_metric_);
+      if (bins.size() != 10 && with_bins == 0) {
         const std::vector<DecileTable> tables = session.decile_tables(columns[i].id);
         if (!tables.empty()) {
-          decile_metric = tables.back().metric;
-          bins = session.latest_decile_table(columns[i].id, decile_metric);
+          decile_metric_ = tables.back().metric;
+          bins = session.latest_decile_table(columns[i].id, decile_metric_);
         }
       }
-      if (bins.size() == 10) bars.emplace_back(i, std::move(bins));
+      if (bins.size() == 10) decile_bins_[i] = std::move(bins), ++with_bins;
     }
   } catch (const std::exception& e) {
     notes << QString::fromUtf8(e.what());
   }
-  const auto as_array = [](const std::vector<double>& v) { return *DecilePlot::bars_of(v); };  // ten bins, checked above
-  decile_plot_->clear();
-  decile_plot_->set_metric(QString::fromStdString(decile_metric));
-  if (!bars.empty()) decile_plot_->set_bars(columns[bars[0].first].label, as_array(bars[0].second));
-  for (std::size_t b = 1; b < bars.size(); ++b) decile_plot_->add_overlay(columns[bars[b].first].label, as_array(bars[b].second));
-  for (std::size_t b = 0; b < bars.size(); ++b) decile_plot_->set_run_colour(b, columns[bars[b].first].colour);  // as in the table
-  if (bars.size() == static_cast<std::size_t>(DecilePlot::kMaxRuns) && columns.size() > bars.size())
-    notes << tr("The decile bars show the first %1 of the %2 runs.").arg(bars.size()).arg(columns.size());
-  else if (columns.size() >= 2 && bars.size() < columns.size())
-    notes << tr("Decile tables: %1 of the %2 runs recorded one.").arg(bars.size()).arg(columns.size());
+  draw_decile_bars();
+  if (with_bins > static_cast<std::size_t>(DecilePlot::kMaxRuns) && !(seed_bands_ && grouped))
+    notes << tr("The decile bars show the first %1 of the %2 runs.").arg(DecilePlot::kMaxRuns).arg(columns.size());
+  else if (columns.size() >= 2 && with_bins < columns.size())
+    notes << tr("Decile tables: %1 of the %2 runs recorded one.").arg(with_bins).arg(columns.size());
 
   model_->set_runs(std::move(columns));
   table_->resizeColumnsToContents();
@@ -525,6 +521,44 @@ void CompareView::set_seed_bands(bool on) {
   seed_bands_ = on;
   if (seed_button_->isChecked() != on) seed_button_->setChecked(on);
   draw_metric_curves(/*headline_metrics=*/false);
+  draw_decile_bars();
+}
+
+void CompareView::draw_decile_bars() {
+  struct Bars {
+    QString label;
+    QColor colour;
+    std::array<double, 10> bins{};
+  };
+  std::vector<Bars> drawn;
+  const auto groups = seed_groups();
+  if (seed_bands_ && groups.size() < curve_runs_.size()) {
+    const QStringList labels = seed_group_labels();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      // The mean of the group's runs that recorded a table, bin by bin.
+      Bars bars{labels[static_cast<int>(g)], curve_runs_[groups[g].front()].colour, {}};
+      int runs = 0;
+      for (const std::size_t i : groups[g]) {
+        if (i >= decile_bins_.size() || decile_bins_[i].size() != 10) continue;
+        for (std::size_t b = 0; b < 10; ++b) bars.bins[b] += decile_bins_[i][b];
+        ++runs;
+      }
+      if (runs == 0) continue;
+      for (double& bin : bars.bins) bin /= runs;
+      drawn.push_back(bars);
+    }
+  } else {
+    for (std::size_t i = 0; i < curve_runs_.size() && i < decile_bins_.size(); ++i)
+      if (decile_bins_[i].size() == 10) drawn.push_back({curve_runs_[i].label, curve_runs_[i].colour, *DecilePlot::bars_of(decile_bins_[i])});
+  }
+  if (drawn.size() > static_cast<std::size_t>(DecilePlot::kMaxRuns)) drawn.resize(DecilePlot::kMaxRuns);
+  decile_plot_->clear();
+  decile_plot_->set_metric(QString::fromStdString(decile_metric_));
+  for (std::size_t b = 0; b < drawn.size(); ++b) {
+    if (b == 0) decile_plot_->set_bars(drawn[b].label, drawn[b].bins);
+    else decile_plot_->add_overlay(drawn[b].label, drawn[b].bins);
+    decile_plot_->set_run_colour(b, drawn[b].colour);  // as in the table and the curves
+  }
 }
 
 void CompareView::draw_metric_curves(bool headline_metrics) {

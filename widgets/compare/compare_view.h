@@ -114,6 +114,9 @@ class CompareView : public QWidget {
   /// Draws the metric curves: one per run, or per seed group with seed_bands_ (from the cached runs);
   /// `headline_metrics` shows P@1, P@5 and PSP@5 only, else the metrics shown stay.
   void draw_metric_curves(bool headline_metrics);
+  /// The decile bars of the first runs, or with seed bands on of the first seed groups (each the mean of its runs'
+  /// bins), in the runs' (groups') colours.
+  void draw_decile_bars();
   struct CurveRun {
     std::int64_t id = 0;
     QString label;
@@ -123,6 +126,8 @@ class CompareView : public QWidget {
     std::map<std::string, std::string> seedless_flat;  ///< the same, flattened, to name groups by what differs
   };
   std::vector<CurveRun> curve_runs_;  ///< in column order
+  std::vector<std::vector<double>> decile_bins_;  ///< per run (column order): its latest decile table of decile_metric_ (empty: none)
+  std::string decile_metric_ = "P@5";
   /// Runs (indices into curve_runs_) by seed group, groups in order of their first run.
   std::vector<std::vector<std::size_t>> seed_groups() const;
   QString seed_group_label(const std::vector<std::size_t>& group, const std::vector<std::vector<std::size_t>>& groups) const;
