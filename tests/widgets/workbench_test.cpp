@@ -1158,12 +1158,17 @@ class WorkbenchTest : public QObject {
     const QString train = QString(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set threads=1 --set dataset=" +
                           QString::fromStdString(data.string());
     QCOMPARE(QProcess::execute("sh", {"-c", train + " >/dev/null 2>&1"}), 0);
+    // A value the run chose while training (as a fused run chooses its fusion weight) is said beside its modes.
+    xmc::RunStore(db.toStdString()).add_scalars(1, {{0, 1.0, "chosen/xrlinear.fusion_weight", 0.85, xmc::RunStore::now_seconds()}});
     xmc::gui::SearchPanel search;
     QSignalSpy loaded(&search, &xmc::gui::SearchPanel::run_loaded);
     search.open_run(db, 1);
     QVERIFY(loaded.wait(60000));
     QCOMPARE(search.modes(), QStringList{"tree"});
+    const QString status = search.findChild<QLabel*>("search_status")->text();
+    QVERIFY2(status.contains("chosen while training: xrlinear.fusion_weight = 0.85"), qPrintable(status));
     QVERIFY(search_and_wait(&search, "key3 filler1"));
+    QVERIFY(search.findChild<QLabel*>("search_status")->text().contains("fusion_weight = 0.85"));  // and after a search
     const QStringList results = search.result_texts("tree");
     QVERIFY(!results.isEmpty());
     QCOMPARE(results.front(), QString("key3 topic"));

@@ -57,6 +57,7 @@ QTableView* make_results_view(SearchResultsModel* model) {
 SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   status_ = new QLabel("Double-click a finished run in the Runs tab (or train one) to search its labels.");
+  status_->setObjectName("search_status");
   layout->addWidget(status_);
   // Loading a run encodes every label (the search index): a bar with ETA while it runs.
   loading_ = new QProgressBar;
@@ -292,10 +293,20 @@ void SearchPanel::install(std::unique_ptr<LoadedRun> loaded) {
     results_.push_back(results);
     latency_labels_.push_back(title);
   }
-  status_->setText(QString("Run %1: %2 labels; modes: %3. Ground-truth labels of dataset queries are green, labels you add blue.%4")
+  // What the run chose for itself while training (UniDEC's concat weight w on held-out queries) is what its modes
+  // rank with: said beside them.
+  QStringList chosen;
+  try {
+    for (const ChosenSetting& c : Session(db_.toStdString()).chosen_settings(predictor_->run_id()))
+      chosen << QString("%1 = %2").arg(QString::fromStdString(c.key)).arg(c.value, 0, 'g', 4);
+  } catch (const std::exception&) {
+  }
+  chosen_text_ = chosen.isEmpty() ? QString() : " (chosen while training: " + chosen.join(", ") + ")";
+  status_->setText(QString("Run %1: %2 labels; modes: %3%4. Ground-truth labels of dataset queries are green, labels you add blue.%5")
                        .arg(predictor_->run_id())
                        .arg(predictor_->num_labels())
                        .arg(modes().join(", "))
+                       .arg(chosen_text_)
                        .arg(predictor_->fuses_images() ? " The run fuses images: its labels are encoded with theirs, queries here with text alone." : ""));
   for (auto* w : findChildren<QWidget*>())
     if (qobject_cast<QLineEdit*>(w) || qobject_cast<QPushButton*>(w) || qobject_cast<QSpinBox*>(w)) w->setEnabled(true);
@@ -406,11 +417,12 @@ void SearchPanel::show_results(const QString& text, const SearchResult& result) 
   if (truth != truth_by_text_.end()) truth_labels.insert(truth->second.begin(), truth->second.end());
   const std::set<std::int64_t> added(added_labels_.begin(), added_labels_.end());
   if (!result.answer.modes.empty())
-    status_->setText(QString("Run %1: %2 labels. Query encoded once for all modes in %3 ms; each mode's time is its search%4")
+    status_->setText(QString("Run %1: %2 labels%5. Query encoded once for all modes in %3 ms; each mode's time is its search%4")
                          .arg(predictor_->run_id())
                          .arg(result.num_labels)
                          .arg(result.answer.encode_ms, 0, 'f', 1)
-                         .arg(truth_labels.empty() ? QString(".") : QString(" and the ranks of the query's true labels (%1).").arg(truth_labels.size())));
+                         .arg(truth_labels.empty() ? QString(".") : QString(" and the ranks of the query's true labels (%1).").arg(truth_labels.size()))
+                         .arg(chosen_text_));
   for (std::size_t m = 0; m < tables_.size() && m < result.modes.size(); ++m) {
     const QString& mode = tables_[m].first;
     const ModeAnswer& answer = result.answer.modes[m];

@@ -127,6 +127,7 @@ class SearchPanel : public QWidget {
   std::vector<std::int64_t> added_labels_;  ///< ids of labels added in this session, in order
   QProgressBar* loading_ = nullptr;
   QString db_;                                   ///< the store of the run shown
+  QString chosen_text_;  ///< " (chosen while training: key = value, ...)" of the run shown, or ""
   std::unique_ptr<Predictor> other_predictor_;   ///< the compared run
   std::int64_t other_run_ = 0;
   QSpinBox* compare_ = nullptr;
