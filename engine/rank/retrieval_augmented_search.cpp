@@ -69,10 +69,17 @@ RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch:
 
 RetrievalAugmentedSearcher::RetrievalAugmentedSearcher(const LabelSearcher& labels, RetrievalAugmentation rag) : labels_(labels), rag_(std::move(rag)) {
   if (!labels_.searches_every_label_vector()) throw Error("rag: retrieval augmentation builds on a mode that scores every label by its vector");
+  rag_.train_queries = rag_.train_queries.detach().to(torch::kCPU, torch::kFloat).contiguous();
+}
+
+const torch::Tensor& RetrievalAugmentedSearcher::cpu_labels() const {
+  if (!cpu_labels_.defined() || cpu_labels_.size(0) != labels_.num_labels())
+    cpu_labels_ = labels_.label_vectors().detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return cpu_labels_;
 }
 
 RankedPredictions RetrievalAugmentedSearcher::search(const SearchQueries& queries, std::int64_t k) const {
-  return rank_with_retrieval(queries.vectors, labels_.label_vectors(), rag_, std::min(k, num_labels()));
+  return rank_with_retrieval(queries.vectors, cpu_labels(), rag_, std::min(k, num_labels()));
 }
 
 }  // namespace xmc

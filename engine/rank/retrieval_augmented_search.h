@@ -44,8 +44,12 @@ class RetrievalAugmentedSearcher final : public LabelSearcher {
   void add(const torch::Tensor& /*vectors*/, std::int64_t /*first_label*/) override {}
 
  private:
+  /// The labels' vectors as the ranking reads them (CPU, float), copied again only when labels were added.
+  const torch::Tensor& cpu_labels() const;
+
   const LabelSearcher& labels_;
-  RetrievalAugmentation rag_;
+  RetrievalAugmentation rag_;  ///< its training queries made CPU float once, not at every block of queries
+  mutable torch::Tensor cpu_labels_;
 };
 
 }  // namespace xmc
