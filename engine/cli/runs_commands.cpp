@@ -251,7 +251,7 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
     auto* cmd = runs->add_subcommand("import", "Copy runs of another store (another machine's) into this one, with everything recorded for them");
     auto source = std::make_shared<std::string>();
     auto ids = std::make_shared<std::vector<std::int64_t>>();
-    cmd->add_option("SOURCE", *source, "The run store to copy from (only read)")->required();
+    cmd->add_option("SOURCE", *source, "The run store to copy from (its runs are only read; an older store is brought to this schema first, as any use of it does)")->required();
     cmd->add_option("--runs", *ids, "Run ids in SOURCE (default: all); a run already here, by its identity, is skipped")->delimiter(',');
     cmd->footer("Examples:\n  xmc runs --db laptop.sqlite import gpu-server.sqlite\n  xmc runs --db laptop.sqlite import gpu-server.sqlite --runs 4,7");
     cmd->callback([db, source, ids, print_imported] { print_imported(import_runs(*db, *source, *ids), *db); });

@@ -3,7 +3,8 @@
 // run store — with their scalars, evaluations, decile tables, t-SNE snapshots, log, tags, notes, added labels and
 // artifact records — into the open one, under new ids; `xmc runs export` writes chosen runs into a new,
 // self-contained store. A run keeps its identity (the store it was first recorded in and its id there), so
-// importing it again, directly or through another store, adds nothing. The source is only read. A run's files
+// importing it again, directly or through another store, adds nothing. The source's runs are only read (a source of
+// an older schema is first brought to this one, as opening any store does). A run's files
 // (its checkpoint) stay where it trained: an imported run is looked at, compared and reported here, and resumed
 // there.
 #include <cstdint>
