@@ -31,9 +31,7 @@ namespace xmc {
 
 struct Predictor::Impl {
   TrainedRun run;
-  std::filesystem::path db_path;
   std::unique_ptr<RunStore> store;        ///< kept open: adding a label is a few milliseconds, opening a store is not
-  std::int64_t dataset_labels = 0;        ///< labels of the dataset; added labels follow
   std::optional<TrainedRun> synthesizer;  ///< the IRENE run built on this run, when there is one
   std::string synthesized_by = "embedding";
   std::string index_spec;
@@ -225,8 +223,6 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
     impl->searchers.push_back(make_mode_searcher(mode, index_for));
   }
   impl->add_rag_mode(modes, run_dir, checkpoint_time, progress);
-  impl->db_path = db_path;
-  impl->dataset_labels = static_cast<std::int64_t>(impl->run.label_texts.size());
   if (method_info(impl->run.config.method).base_run) {
     impl->synthesized_by = impl->run.config.method;  // the run synthesizes its added labels' classifiers itself
   } else {
