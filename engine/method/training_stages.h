@@ -34,6 +34,9 @@ struct StageSpec {
   std::string loss_series = "loss";     ///< scalar key the step losses are stored under
   bool clip_gradients = true;           ///< clip to grad_clip before each optimiser step
   bool evaluate_between_epochs = true;  ///< evaluations every eval.every epochs (else only at the stage's end)
+  /// An evaluation when the stage ends and another follows (false for a stage whose model is not yet the run's: xrlinear's
+  /// choice of settings, whose trees leave the held-out queries out).
+  bool evaluate_at_end = true;
   /// The stage's batches list training query rows (false: units of the method's own, e.g. xrlinear's tree nodes,
   /// which the trainer never reads as rows).
   bool batches_are_training_rows = true;

@@ -399,7 +399,7 @@ struct Trainer::Impl {
         }
         end_stage(index);
         if (index + 1 < in.stages.size()) {
-          evaluate(epochs.offset(index + 1));
+          if (in.stages[index].evaluate_at_end) evaluate(epochs.offset(index + 1));
           checkpoint();  // resume point: the next stage starts from here
         }
       }

@@ -563,6 +563,92 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   }
 }
 
+/// Labels that are ordered pairs of colour words among noise words: "red blue" and "blue red" name different labels,
+/// which only bigrams tell apart.
+void write_word_order_dataset(const std::filesystem::path& dir) {
+  const std::vector<std::pair<std::string, std::string>> pairs{{"red", "blue"}, {"blue", "red"}, {"green", "black"}, {"black", "green"}};
+  const std::vector<std::string> noise{"cat", "dog", "fox", "owl", "bee"};
+  Dataset d;
+  d.meta.name = "order";
+  for (const auto& [first, second] : pairs) d.label_text.push_back(first + " then " + second);
+  std::vector<std::vector<std::int32_t>> train, test;
+  for (int i = 0; i < 200; ++i) {
+    const int label = (i * 7 + i / 4) % 4;
+    const std::string text = noise[static_cast<std::size_t>(i % 5)] + " " + pairs[static_cast<std::size_t>(label)].first + " " +
+                             pairs[static_cast<std::size_t>(label)].second + " " + noise[static_cast<std::size_t>((i / 5) % 5)];
+    if (i < 160) {
+      d.train_text.push_back(text);
+      train.push_back({label});
+    } else {
+      d.test_text.push_back(text);
+      test.push_back({label});
+    }
+  }
+  d.train_labels = csr_from_rows(train, 4);
+  d.test_labels = csr_from_rows(test, 4);
+  save_dataset(d, dir);
+}
+
+// xrlinear.choose held-out: where word order names the label, the bigrams are chosen on held-out training queries;
+// the choice is logged candidate by candidate, shown beside the configured values, used by predict, and kept by a run
+// stopped after it and resumed. Its keys are refused by name when out of range.
+TEST(Cli, XrlinearChoosesItsSettingsOnHeldOutTrainingQueries) {
+  test::TempDir dir;
+  write_word_order_dataset(dir / "data");
+  const std::string db = (dir / "runs.sqlite").string();
+  // A budget no candidate reaches: every one is fit, whatever the machine's speed, so two runs choose alike.
+  const std::string train = std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() +
+                            " --set xrlinear.branching=2 --set xrlinear.max_leaf=2 --set xrlinear.knn=5 --set xrlinear.choose=held-out "
+                            "--set xrlinear.choose_holdout=0.2 --set xrlinear.choose_budget=100 --set threads=1 --set eval.k=[1,3] --json";
+  auto r = test::run_command(train, /*with_stderr=*/true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("xrlinear.choose: candidates fit on 128 training queries, scored on the 32 held out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("xrlinear.choose: 1-grams, 1 tree, knn weight"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("xrlinear.choose: chose 2-grams"), std::string::npos) << "unigrams cannot tell red-blue from blue-red:\n" << r.output;
+  const auto trained = nlohmann::json::parse(r.last_line());
+  const int run = trained["run_id"].get<int>();
+  EXPECT_EQ(trained["P@1"].get<double>(), 1.0) << "bigrams name every test query's label";
+
+  r = test::run_command(std::string(XMC_CLI_PATH) + " runs --db " + db + " show " + std::to_string(run) + " --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto shown = nlohmann::json::parse(r.last_line());
+  ASSERT_TRUE(shown.contains("chosen_settings")) << shown.dump();
+  EXPECT_EQ(shown["chosen_settings"]["xrlinear.ngrams"]["value"].get<double>(), 2.0);
+  EXPECT_EQ(shown["chosen_settings"]["xrlinear.ngrams"]["configured"].get<double>(), 1.0);
+  EXPECT_TRUE(shown["chosen_settings"].contains("xrlinear.trees"));
+  EXPECT_TRUE(shown["chosen_settings"].contains("xrlinear.knn_weight"));
+
+  for (const auto& [text, label] : std::vector<std::pair<std::string, std::string>>{{"owl red blue fox", "red then blue"}, {"owl blue red fox", "blue then red"}}) {
+    r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text \"" + text + "\" --top 1 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto ranked = nlohmann::json::parse(r.last_line());
+    ASSERT_FALSE(ranked.empty()) << r.output;
+    EXPECT_EQ(ranked[0]["text"], label) << text << ": the run reads bigrams, as chosen";
+  }
+
+  // Stopped right after the choice (one step), then resumed: the choice is kept, and the result is the uninterrupted run's.
+  r = test::run_command(train + " --set max_steps=1", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto stopped = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(stopped["status"], "stopped");
+  r = test::run_command(std::string(XMC_CLI_PATH) + " train --db " + db + " --resume " + std::to_string(stopped["run_id"].get<int>()) + " --set max_steps=0 --json",
+                        true);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("xrlinear.choose: 1-grams"), std::string::npos) << "the resumed run does not choose again:\n" << r.output;
+  const auto resumed = nlohmann::json::parse(r.last_line());
+  EXPECT_EQ(resumed["status"], "completed");
+  for (const char* metric : {"P@1", "P@3", "PSP@3", "R@3"}) EXPECT_EQ(resumed[metric].get<double>(), trained[metric].get<double>()) << metric;
+
+  for (const auto& [set, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"xrlinear.choose=best", "xrlinear.choose"},
+           {"xrlinear.choose_holdout=0.9", "xrlinear.choose_holdout"},
+           {"xrlinear.choose_budget=0.5", "xrlinear.choose_budget"}}) {
+    r = xmc("train --db " + db + " --set method=xrlinear --set xrlinear.choose=held-out --set dataset=" + (dir / "data").string() + " --set " + set);
+    EXPECT_EQ(r.exit_code, 1) << set;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << set << ": " << r.output;
+  }
+}
+
 // eval.max_queries: evaluations before the last rank an even sample (every 3rd of 30 test queries here), and
 // say so; the last ranks them all, so the run's result is what it is without the option (training is the same).
 TEST(Cli, EvalMaxQueriesSamplesTheEvaluationsBeforeTheLastOnly) {

@@ -91,4 +91,25 @@ std::vector<LabelVote> NeighbourVotes::votes(const CsrMatrix& queries, std::int6
   return out;
 }
 
+void voted_candidates(const NeighbourVotes& votes, const CsrMatrix& queries, std::int64_t row, std::int64_t neighbours, std::int64_t voted_top,
+                      std::span<const std::int64_t> tree_labels, NeighbourVotes::Scratch& scratch, VotedCandidates& out) {
+  out.labels.clear();
+  out.shares.clear();
+  // Every label the neighbours vote for, best first: the first voted_top are candidates, the rest only lend their
+  // votes to the tree's candidates.
+  const std::vector<LabelVote> all = votes.votes(queries, row, neighbours, votes.num_labels(), scratch);
+  const std::size_t voted = std::min(all.size(), static_cast<std::size_t>(std::max<std::int64_t>(voted_top, 0)));
+  for (std::size_t j = 0; j < voted; ++j) {
+    out.labels.push_back(all[j].label);
+    out.shares.push_back(all[j].score);
+  }
+  for (const std::int64_t label : tree_labels) {
+    if (label < 0) continue;
+    const auto at = std::find_if(all.begin(), all.end(), [&](const LabelVote& v) { return v.label == label; });
+    if (at != all.end() && static_cast<std::size_t>(at - all.begin()) < voted) continue;  // a candidate already
+    out.labels.push_back(label);
+    out.shares.push_back(at == all.end() ? 0.0f : at->score);
+  }
+}
+
 }  // namespace xmc

@@ -50,4 +50,15 @@ class NeighbourVotes {
   CsrMatrix labels_;
 };
 
+/// One query's candidates in a fusion of the tree with its neighbours' votes, and each one's share of the votes.
+struct VotedCandidates {
+  std::vector<std::int64_t> labels;
+  std::vector<float> shares;  ///< 0 for a tree candidate no neighbour votes for
+};
+
+/// Row `row` of `queries`: the `voted_top` labels its `neighbours` nearest training rows vote for most, then the
+/// tree's candidates `tree_labels` (best first, -1 for none) not among them. `out` is cleared first.
+void voted_candidates(const NeighbourVotes& votes, const CsrMatrix& queries, std::int64_t row, std::int64_t neighbours, std::int64_t voted_top,
+                      std::span<const std::int64_t> tree_labels, NeighbourVotes::Scratch& scratch, VotedCandidates& out);
+
 }  // namespace xmc

@@ -12,7 +12,9 @@
 //              (score_fusion.h), its queries tokenized by both (paired_tokenizer.h), by xrlinear.fusion_weight or
 //              by a weight chosen on the training queries the dense run held out (xrlinear.fusion_weight_from
 //              held-out: a tree and rankers without them choose it, then both are fit again on every training
-//              query); with xrlinear.knn, first a
+//              query); with xrlinear.choose held-out, a first stage "choose" of one step fits candidate n-grams, tree
+//              counts and knn weights without a seeded share of the training queries and scores them on those
+//              (settings_choice.h), then "rankers-all" fits the best on every training query; with xrlinear.knn, first a
 //              mode "tree-knn" that weighs them with the votes of the nearest training queries (neighbour_votes.h),
 //              whose tf-idf rows and labels the run keeps in its folder
 //
@@ -20,13 +22,16 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "engine/data/csr_file.h"
 #include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
 #include "engine/data/xc_sparse_file.h"
 #include "engine/core/memory_budget.h"
+#include "engine/core/portable_random.h"
 #include "engine/eval/held_out_weight_choice.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
@@ -34,9 +39,11 @@
 #include "engine/method/trained_run.h"
 #include "engine/method/xrlinear/label_tree.h"
 #include "engine/method/xrlinear/neighbour_votes.h"
+#include "engine/method/xrlinear/ngram_restriction.h"
 #include "engine/method/xrlinear/paired_tokenizer.h"
 #include "engine/method/xrlinear/pifa.h"
 #include "engine/method/xrlinear/score_fusion.h"
+#include "engine/method/xrlinear/settings_choice.h"
 #include "engine/method/xrlinear/tree_ensemble.h"
 #include "engine/method/xrlinear/tree_rankers.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
@@ -53,8 +60,11 @@ constexpr const char* kNeighbourFeaturesFile = "neighbour_features.csr";
 constexpr const char* kNeighbourLabelsFile = "neighbour_labels.csr";
 /// About this many steps per epoch, so that the progress bar and the loss plot move.
 constexpr std::int64_t kStepsPerEpoch = 100;
-/// xrlinear.fusion_weight_from held-out: the stage that fits the trees again on every training query.
+/// Something chosen on held-out rows (xrlinear.choose, xrlinear.fusion_weight_from): the stage that fits the trees
+/// again on every training query.
 constexpr const char* kEveryRowStage = "rankers-all";
+/// xrlinear.choose held-out: the stage of one step that fits and scores the candidates.
+constexpr const char* kChoiceStage = "choose";
 
 torch::Tensor int64_tensor(const std::vector<std::int64_t>& values) { return torch::tensor(values, torch::kInt64); }
 
@@ -70,13 +80,14 @@ struct QueryFeatures {
   bool paired = false;
   bool given = false;
   bool names_known = true;  ///< given: whether free texts can be featurized (the features have names)
+  const NgramRestriction* restriction = nullptr;  ///< the chosen n-grams of the vectorizer's, when it drops some
 
   QueryFeatures unpaired() const {
     QueryFeatures out = *this;
     out.paired = false;
     return out;
   }
-  std::int64_t num_features() const { return vectorizer->num_features(); }
+  std::int64_t num_features() const { return restriction ? restriction->num_features() : vectorizer->num_features(); }
   CsrMatrix rows(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end) const {
     if (paired) {
       const TokenizedCorpus own = split_paired(queries, begin, end).first;
@@ -86,6 +97,7 @@ struct QueryFeatures {
     if (given && !names_known)
       throw Error("this xrlinear run ranks by the dataset's given features, which have no names (dataset.json feature_names): "
                   "a free text cannot be turned into them");
+    if (restriction) return restriction->apply(vectorizer->features(queries, begin, end));
     return vectorizer->features(queries, begin, end);
   }
 };
@@ -158,29 +170,12 @@ class NeighbourFusedRanker final : public QueryRanker {
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       NeighbourVotes::Scratch scratch;
       std::vector<float> dense_buffer;
-      std::vector<std::int64_t> candidates;
-      std::vector<float> votes;
+      VotedCandidates candidates;
       for (std::int64_t row = first; row < last; ++row) {
-        candidates.clear();
-        votes.clear();
-        // Every label the neighbours vote for, best first: the first knn_top are candidates, the rest only lend
-        // their votes to the tree's candidates.
-        const std::vector<LabelVote> all = neighbours_->votes(features, row, options_.knn, neighbours_->num_labels(), scratch);
-        const std::size_t voted = std::min(all.size(), static_cast<std::size_t>(options_.knn_top));
-        for (std::size_t j = 0; j < voted; ++j) {
-          candidates.push_back(all[j].label);
-          votes.push_back(all[j].score);
-        }
-        for (std::int64_t j = 0; j < tree_top; ++j) {
-          const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
-          if (label < 0) continue;
-          const auto at = std::find_if(all.begin(), all.end(), [&](const LabelVote& v) { return v.label == label; });
-          if (at != all.end() && static_cast<std::size_t>(at - all.begin()) < voted) continue;  // a candidate already
-          candidates.push_back(label);
-          votes.push_back(at == all.end() ? 0.0f : at->score);
-        }
-        const std::vector<float> path = search_.path_scores(features, row, candidates, &dense_buffer);
-        const std::vector<FusedLabel> fused = fuse_with_shares(candidates, path, votes, options_.knn_weight, top);
+        voted_candidates(*neighbours_, features, row, options_.knn, options_.knn_top,
+                         std::span(tree_labels).subspan(static_cast<std::size_t>(row * tree_top), static_cast<std::size_t>(tree_top)), scratch, candidates);
+        const std::vector<float> path = search_.path_scores(features, row, candidates.labels, &dense_buffer);
+        const std::vector<FusedLabel> fused = fuse_with_shares(candidates.labels, path, candidates.shares, options_.knn_weight, top);
         write_fused_row(fused, row, top, out);
       }
     });
@@ -301,11 +296,16 @@ class XrlinearMethod final : public Method {
   bool ranks_given_features() const override { return options_.features == "given"; }
   void use_store(const RunStore& store) override { store_ = &store; }
   std::vector<StageSpec> stages() const override {
+    const StageSpec every_row{.name = kEveryRowStage, .epoch_label = "rankers on every row, epoch", .epochs = 1, .loss_series = "loss",
+                              .clip_gradients = false, .evaluate_between_epochs = false, .batches_are_training_rows = false};
+    // The choice's one step reports 3 − (P@1 + P@3 + P@5) of the chosen candidate on the held-out queries: lower is better.
+    if (chooses_settings(config_))
+      return {{.name = kChoiceStage, .epoch_label = "choosing on held-out queries, epoch", .epochs = 1, .loss_series = "choice_shortfall",
+               .clip_gradients = false, .evaluate_between_epochs = false, .evaluate_at_end = false, .batches_are_training_rows = false},
+              every_row};
     std::vector<StageSpec> out{{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
                                 .evaluate_between_epochs = false, .batches_are_training_rows = false}};
-    if (chooses_fusion_weight())
-      out.push_back({.name = kEveryRowStage, .epoch_label = "rankers on every row, epoch", .epochs = 1, .loss_series = "loss",
-                     .clip_gradients = false, .evaluate_between_epochs = false, .batches_are_training_rows = false});
+    if (chooses_fusion_weight()) out.push_back(every_row);
     return out;
   }
 
@@ -327,7 +327,10 @@ class XrlinearMethod final : public Method {
       vectorizer_ = given_features_vectorizer();
       vectorizer_.save(path);
     } else {
-      vectorizer_ = TfidfVectorizer::fit(vocabulary_texts, options_.tfidf());
+      TfidfOptions tfidf = options_.tfidf();
+      // Choosing: the longest candidate's n-grams, once; the shorter candidates are restrictions of them (ngram_restriction.h).
+      if (chooses_settings(config_)) tfidf.ngrams = std::max(tfidf.ngrams, 2);
+      vectorizer_ = TfidfVectorizer::fit(vocabulary_texts, tfidf);
       vectorizer_.save(path);
     }
     if (options_.dense_run > 0) attach_dense_run();
@@ -335,7 +338,9 @@ class XrlinearMethod final : public Method {
   std::string description() const override {
     std::string out = options_.features == "given"
                           ? "xrlinear: the dataset's " + std::to_string(vectorizer_.num_features()) + " given features (" + dataset_files::kTrainFeatures + ")"
-                          : "xrlinear: " + std::to_string(vectorizer_.num_features()) + " tf-idf features (" + std::to_string(vectorizer_.ngrams()) + "-grams)";
+                          : "xrlinear: " + std::to_string(query_features().num_features()) + " tf-idf features (" + std::to_string(feature_ngrams()) + "-grams" +
+                                (chooses_settings(config_) ? chosen_ngrams_ > 0 ? ", chosen on held-out queries" : ", 1 to " + std::to_string(vectorizer_.ngrams()) + " to choose from"
+                                                           : "") + ")";
     if (trees_.size() == 1) out += ", label tree of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (trees_.size() > 1) out += ", " + std::to_string(trees_.size()) + " label trees of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (dense_) {
@@ -355,7 +360,10 @@ class XrlinearMethod final : public Method {
   /// dataset, and the dense run's own draw), so that the weight is chosen on rows neither side trained on.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
-    if (!chooses_fusion_weight()) return {};
+    if (!chooses_fusion_weight()) {
+      if (chooses_settings(config_)) held_out_rows_ = draw_held_out_rows(labelled_rows);
+      return held_out_rows_;
+    }
     if (!dense_) throw Error("xrlinear.fusion_weight_from: held-out, but no dense run is attached");
     held_out_rows_ = dense_->run.method->held_out_queries(labelled_rows);
     if (held_out_rows_.empty())
@@ -367,6 +375,13 @@ class XrlinearMethod final : public Method {
   void begin_stage(const StageSpec& stage, TrainContext& context) override {
     if (context.distributed.enabled())
       throw ConfigError("xrlinear trains in one process (liblinear's rankers are not split across ranks): drop --nproc");
+    if (stage.name == kChoiceStage) {
+      restriction_.reset();  // chosen by the stage's one step, from the vectorizer's every n-gram
+      chosen_ngrams_ = 0;
+      features_ = training_features(context);
+      batches_ = {{0}};
+      return;
+    }
     features_ = training_features(context);
     train_labels_ = context.dataset.train_labels;
     if (stage.name == kEveryRowStage) {
@@ -377,6 +392,7 @@ class XrlinearMethod final : public Method {
         build_trees(context);
         trees_fit_on_every_row_ = true;
       }
+      if (options_.knn > 0) write_neighbours();
       start_ranker_training();
       batches_ = unit_batches();
       return;
@@ -393,12 +409,7 @@ class XrlinearMethod final : public Method {
                     " are held out to choose the fusion weight");
     }
     if (trees_.empty()) build_trees(context);
-    if (options_.knn > 0) {
-      // The neighbours' index travels with the run, so that it ranks the same way wherever it is loaded.
-      write_csr_file(run_dir_ / kNeighbourFeaturesFile, features_);
-      write_csr_file(run_dir_ / kNeighbourLabelsFile, train_labels_);
-      neighbours_.reset();
-    }
+    if (options_.knn > 0) write_neighbours();
     start_ranker_training();
     batches_ = unit_batches();
   }
@@ -406,12 +417,13 @@ class XrlinearMethod final : public Method {
     training_.clear();
     features_ = CsrMatrix{};
     train_labels_ = CsrMatrix{};
-    if (stage.name != kEveryRowStage && !held_out_rows_.empty()) choose_fusion_weight(context);
+    if (stage.name != kEveryRowStage && chooses_fusion_weight()) choose_fusion_weight(context);
   }
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return {}; }
   std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t, TrainContext&) override { return batches_; }
-  StepResult train_step(const StageSpec&, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext&) override {
+  StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext& context) override {
+    if (stage.name == kChoiceStage) return {.loss = choose_on_held_out(context)};
     if (training_.empty()) throw Error("xrlinear: a training step before the stage began");
     torch::NoGradGuard no_grad;
     double loss = 0;
@@ -455,9 +467,21 @@ class XrlinearMethod final : public Method {
   void save_state(torch::serialize::OutputArchive& archive) const override {
     for (std::size_t t = 0; t < trees_.size(); ++t) save_tree(archive, tree_key_prefix(t), trees_[t], trained_units_.at(t));
     if (chosen_fusion_weight_ >= 0) archive.write("xrlinear_fusion_weight", torch::tensor({chosen_fusion_weight_}, torch::kFloat64));
+    if (chosen_ngrams_ > 0)
+      archive.write("xrlinear_chosen", torch::tensor({static_cast<double>(chosen_ngrams_), static_cast<double>(options_.trees), chosen_knn_weight_}, torch::kFloat64));
     if (trees_fit_on_every_row_) archive.write("xrlinear_trees_on_every_row", torch::tensor({std::int64_t{1}}, torch::kInt64));
   }
   void load_state(torch::serialize::InputArchive& archive, std::int64_t num_labels) override {
+    torch::Tensor chosen;
+    if (archive.try_read("xrlinear_chosen", chosen)) {
+      // n-grams, trees and the knn weight (-1: none), chosen on held-out queries: before the trees, whose count and features they set.
+      const torch::Tensor values = chosen.to(torch::kFloat64).contiguous();
+      const double* v = values.data_ptr<double>();
+      if (values.numel() != 3 || !(v[0] >= 1 && v[0] <= vectorizer_.ngrams() && v[0] == std::floor(v[0])) || !(v[1] >= 1 && v[1] <= 16 && v[1] == std::floor(v[1])) ||
+          !(v[2] == -1 || (v[2] >= 0 && v[2] <= 1)))
+        throw Error("xrlinear checkpoint: xrlinear_chosen is not an n-gram length of the run's vectorizer, a tree count and a weight");
+      apply_choice(static_cast<int>(v[0]), static_cast<std::int64_t>(v[1]), v[2]);
+    }
     torch::Tensor weight;
     if (archive.try_read("xrlinear_fusion_weight", weight)) {
       if (weight.numel() != 1 || !(weight.item<double>() >= 0 && weight.item<double>() <= 1))
@@ -483,7 +507,7 @@ class XrlinearMethod final : public Method {
 
  private:
   QueryFeatures query_features() const {
-    QueryFeatures out{.vectorizer = &vectorizer_, .paired = paired_ != nullptr, .given = options_.features == "given"};
+    QueryFeatures out{.vectorizer = &vectorizer_, .paired = paired_ != nullptr, .given = options_.features == "given", .restriction = restriction_.get()};
     if (out.given) {
       out.names_known = false;
       for (std::int32_t id = 0; id < vectorizer_.num_features() && !out.names_known; ++id) out.names_known = !is_unnamed_feature(vectorizer_.feature(id));
@@ -501,7 +525,7 @@ class XrlinearMethod final : public Method {
         throw InputError(stored.string(), "holds " + std::to_string(features.rows) + " x " + std::to_string(features.cols) + " features, but the dataset has " +
                                               std::to_string(context.dataset.num_train()) + " training queries and the run's vectorizer " +
                                               std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
-      return features;
+      return restriction_ ? restriction_->apply(features) : features;
     }
     if (options_.features == "given") {
       const auto given = config_.dataset / dataset_files::kTrainFeatures;
@@ -545,7 +569,83 @@ class XrlinearMethod final : public Method {
     }
   }
 
-  bool chooses_fusion_weight() const { return options_.fusion_weight_from == "held-out"; }  // fits_on_every_row(config)
+  bool chooses_fusion_weight() const { return xmc::chooses_fusion_weight(config_); }
+
+  /// The n-gram length of the features the rankers read: the chosen one, else the vectorizer's.
+  int feature_ngrams() const { return restriction_ ? restriction_->max_words() : vectorizer_.ngrams(); }
+
+  /// xrlinear.choose held-out without a dense run: xrlinear.choose_holdout of the labelled training queries, drawn from the run's
+  /// seed with a stream of its own by a shuffle of our own (the same rows on every platform and resume), ascending.
+  std::vector<std::int64_t> draw_held_out_rows(std::span<const std::int64_t> labelled_rows) const {
+    std::vector<std::int64_t> candidates(labelled_rows.begin(), labelled_rows.end());
+    const auto n = static_cast<std::int64_t>(candidates.size());
+    if (n < 2) throw ConfigError("xrlinear.choose: held-out needs at least two labelled training queries, the dataset has " + std::to_string(n));
+    const auto count = std::clamp<std::int64_t>(std::llround(options_.choose_holdout * static_cast<double>(n)), 1, n - 1);
+    std::mt19937_64 rng(config_.seed ^ 0x63686f6f7365ULL);  // "choose"
+    for (std::int64_t i = 0; i < count; ++i) std::swap(candidates[static_cast<std::size_t>(i)], candidates[static_cast<std::size_t>(i + uniform_index(rng, n - i))]);
+    std::vector<std::int64_t> out(candidates.begin(), candidates.begin() + count);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  /// The choice stage's one step: candidates fit on the training queries not held out and scored on those held out
+  /// (settings_choice.h); the best is kept, with its trees (fit without the held-out queries) for the fusion weight's
+  /// choice. Returns 3 − its P@1 + P@3 + P@5.
+  double choose_on_held_out(TrainContext& context) {
+    if (held_out_rows_.empty()) throw Error("xrlinear.choose: no training queries were held out to choose on");
+    std::vector<std::int64_t> kept;
+    for (std::int64_t row = 0; row < features_.rows; ++row)
+      if (!std::binary_search(held_out_rows_.begin(), held_out_rows_.end(), row)) kept.push_back(row);
+    const CsrMatrix& labels = context.dataset.train_labels;
+    const CsrMatrix fit_features = csr_rows(features_, kept), fit_labels = csr_rows(labels, kept);
+    const CsrMatrix held_features = csr_rows(features_, held_out_rows_), held_labels = csr_rows(labels, held_out_rows_);
+    ChoiceOptions choice_options{.configured = options_, .seed = config_.seed, .max_trees = 3, .budget = options_.choose_budget, .threads = at::get_num_threads()};
+    choice_options.ngrams.clear();
+    for (int n = 1; n <= vectorizer_.ngrams(); ++n) choice_options.ngrams.push_back(n);
+    if (options_.knn > 0)
+      for (int i = 4; i <= 20; ++i) choice_options.knn_weights.push_back(i / 20.0);  // 0.20, 0.25, ..., 1 (1: the tree alone)
+    context.phase("xrlinear.choose: candidates fit on " + std::to_string(kept.size()) + " training queries, scored on the " +
+                  std::to_string(held_out_rows_.size()) + " held out");
+    SettingsChoice choice = choose_settings(vectorizer_, {.features = fit_features, .labels = fit_labels, .held_out_features = held_features,
+                                                          .held_out_labels = held_labels},
+                                            choice_options, context.progress, context.phase);
+    apply_choice(choice.ngrams, choice.trees, choice.knn_weight);
+    trees_ = std::move(choice.trees_fit);
+    trained_units_.clear();
+    for (const TreeModel& model : trees_) {
+      std::int64_t units = 0;
+      for (std::int64_t level = 0; level < model.tree.ranker_levels(); ++level) units += model.tree.nodes_at(level);  // one per parent node
+      trained_units_.emplace_back(static_cast<std::size_t>(units), 1);
+    }
+    trees_fit_on_every_row_ = false;
+    if (options_.knn > 0) {
+      // A run stopped before the fit on every row ranks with the chosen candidate and its neighbours, the held-out queries left out.
+      features_ = restriction_ ? restriction_->apply(fit_features) : fit_features;
+      train_labels_ = fit_labels;
+      write_neighbours();
+    }
+    if (options_.features != "given") context.chose("xrlinear.ngrams", choice.ngrams);
+    context.chose("xrlinear.trees", static_cast<double>(choice.trees));
+    if (options_.knn > 0) context.chose("xrlinear.knn_weight", choice.knn_weight);
+    return 3.0 - choice.score;
+  }
+
+  /// Settings chosen on held-out queries (or read back from a checkpoint): the rankers read n-grams of at most `ngrams` words,
+  /// the run has `trees` trees, and the tree weighs `knn_weight` against the neighbours (-1: no neighbours).
+  void apply_choice(int ngrams, std::int64_t trees, double knn_weight) {
+    restriction_ = ngrams < vectorizer_.ngrams() ? std::make_unique<NgramRestriction>(vectorizer_, ngrams) : nullptr;
+    chosen_ngrams_ = ngrams;
+    options_.trees = trees;
+    chosen_knn_weight_ = knn_weight;
+    if (knn_weight >= 0) options_.knn_weight = knn_weight;
+  }
+
+  /// The neighbours' index travels with the run, so that it ranks the same way wherever it is loaded.
+  void write_neighbours() {
+    write_csr_file(run_dir_ / kNeighbourFeaturesFile, features_);
+    write_csr_file(run_dir_ / kNeighbourLabelsFile, train_labels_);
+    neighbours_.reset();
+  }
 
   /// ConfigError unless the dense run ranks as many labels as the trees.
   void check_dense_labels() const {
@@ -650,6 +750,7 @@ class XrlinearMethod final : public Method {
     TreeModel model;
     LabelTree& tree = model.tree;
     TreeRankers& rankers = model.rankers;
+    const std::int64_t feature_count = query_features().num_features();
     if (levels.numel() != 1) throw Error("xrlinear checkpoint: " + key + "levels holds " + std::to_string(levels.numel()) + " values");
     const std::int64_t count = levels.to(torch::kInt64).item<std::int64_t>();
     if (count < 1 || count > 64) throw Error("xrlinear checkpoint: " + key + "levels says " + std::to_string(count) + " tree levels");
@@ -676,9 +777,9 @@ class XrlinearMethod final : public Method {
         r.weights.assign(w.data_ptr<float>() + rows[j], w.data_ptr<float>() + rows[j + 1]);
         r.bias = b.data_ptr<float>()[j];
         for (const std::int32_t feature : r.features)
-          if (feature < 0 || feature >= vectorizer_.num_features())
+          if (feature < 0 || feature >= feature_count)
             throw Error("xrlinear checkpoint: a ranker of level " + level + " weighs feature " + std::to_string(feature) + ", outside the " +
-                        std::to_string(vectorizer_.num_features()) + " tf-idf features");
+                        std::to_string(feature_count) + " tf-idf features");
       }
       rankers.push_back(std::move(level_rankers));
     }
@@ -729,9 +830,9 @@ class XrlinearMethod final : public Method {
       if (!std::filesystem::exists(path)) throw InputError(path.string(), "no such file: xrlinear.knn's training rows are missing from the run folder");
     const CsrMatrix features = read_csr_file(features_path);
     const CsrMatrix labels = read_csr_file(labels_path);
-    if (features.cols != vectorizer_.num_features())
+    if (features.cols != query_features().num_features())
       throw InputError(features_path.string(), "holds " + std::to_string(features.cols) + " features, the run's vectorizer " +
-                                                   std::to_string(vectorizer_.num_features()));
+                                                   std::to_string(query_features().num_features()));
     if (labels.cols != num_tree_labels())
       throw InputError(labels_path.string(), "holds " + std::to_string(labels.cols) + " labels, the run's tree " + std::to_string(num_tree_labels()));
     if (labels.rows != features.rows)
@@ -781,6 +882,9 @@ class XrlinearMethod final : public Method {
   std::vector<std::unique_ptr<RankerTraining>> training_;   ///< one per tree, while the stage runs
   std::vector<std::int64_t> held_out_rows_;    ///< training queries neither side trains on (xrlinear.fusion_weight_from held-out)
   double chosen_fusion_weight_ = -1;           ///< the weight chosen on them, once chosen
+  std::unique_ptr<NgramRestriction> restriction_;  ///< the chosen n-grams, when shorter than the vectorizer's
+  int chosen_ngrams_ = 0;                      ///< xrlinear.choose: the n-gram length chosen (0 until chosen)
+  double chosen_knn_weight_ = -1;              ///< and the knn weight (-1: no neighbours)
   bool trees_fit_on_every_row_ = false;        ///< the trees are the "rankers-all" stage's (held-out rows included)
   std::vector<std::vector<std::int64_t>> batches_;
 };

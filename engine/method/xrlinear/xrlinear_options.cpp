@@ -20,13 +20,21 @@ void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense
   if (!std::filesystem::equivalent(dense.dataset, config.dataset, error))
     throw ConfigError(key + " trained on " + dense.dataset.string() + ", not on " + config.dataset.string() + " (fusion adds scores of the same labels)");
   // The weight is chosen on training queries neither side trained on: only UniDEC's held-out queries are such rows.
-  if (config.get<XrlinearOptions>().fusion_weight_from == "held-out" && (dense.method != "unidec" || dense.get<UnidecOptions>().concat_holdout <= 0))
-    throw ConfigError("xrlinear.fusion_weight_from: held-out chooses the weight on training queries that neither run trained on, but " + key + " (" +
-                      dense.method + ") held none out: fuse with a unidec run trained with unidec.concat_holdout > 0, or set the weight "
-                      "with xrlinear.fusion_weight");
+  if (chooses_fusion_weight(config) && (dense.method != "unidec" || dense.get<UnidecOptions>().concat_holdout <= 0))
+    throw ConfigError(std::string(chooses_settings(config) ? "xrlinear.choose" : "xrlinear.fusion_weight_from") +
+                      ": held-out chooses the fusion weight on training queries that neither run trained on, but " + key + " (" + dense.method +
+                      ") held none out: fuse with a unidec run trained with unidec.concat_holdout > 0, or set the weight with xrlinear.fusion_weight "
+                      "(and xrlinear.choose none)");
 }
 
-bool fits_on_every_row(const TrainConfig& config) { return config.get<XrlinearOptions>().fusion_weight_from == "held-out"; }
+bool chooses_settings(const TrainConfig& config) { return config.get<XrlinearOptions>().choose == "held-out"; }
+
+bool chooses_fusion_weight(const TrainConfig& config) {
+  const auto& options = config.get<XrlinearOptions>();
+  return options.dense_run > 0 && (options.fusion_weight_from == "held-out" || options.choose == "held-out");
+}
+
+bool fits_on_every_row(const TrainConfig& config) { return chooses_settings(config) || chooses_fusion_weight(config); }
 
 MethodInfo xrlinear_method_info() {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
@@ -96,6 +104,23 @@ MethodInfo xrlinear_method_info() {
                   "(0.85 was chosen on held-out training queries of four sets, never on a test split)")
           .integer("xrlinear.knn_top", &XrlinearOptions::knn_top, 1, 100000,
                    "Tree and neighbours together: candidates from the neighbours' best-voted labels per query")
+          .text("xrlinear.choose", &XrlinearOptions::choose, {"none", "held-out"},
+                "none (the settings as given) or held-out: a seeded share of the training queries (xrlinear.choose_holdout) is held out, "
+                "and candidates fit on the rest are scored on them by mean P@1 + P@3 + P@5: tf-idf n-grams of 1 and 2 words (text "
+                "features), 1 to 3 label trees, the neighbours' weight (with xrlinear.knn) and the dense run's (with xrlinear.dense_run, on "
+                "the rows it held out); the best is then fit on every training query. Every score goes to the log; the chosen values "
+                "show beside the configured ones. Never chosen on a test split")
+          .fixed_on_resume()
+          .when("xrlinear.choose=held-out")
+          .number("xrlinear.choose_holdout", &XrlinearOptions::choose_holdout, 0.01, 0.5,
+                  "Choosing on held-out queries: the share of the labelled training queries held out (drawn from the run's seed); "
+                  "with xrlinear.dense_run, the dense run's own held-out queries instead")
+          .fixed_on_resume()
+          .when("xrlinear.choose=held-out")
+          .number("xrlinear.choose_budget", &XrlinearOptions::choose_budget, 1, 100,
+                  "Choosing on held-out queries: the time it may take, in fits of the configured settings (the first candidate's tree "
+                  "time times xrlinear.trees); candidates predicted to go over it are left out, and the log says which")
+          .fixed_on_resume()
           .validate([](const TrainConfig& config) {
             const auto& options = config.get<XrlinearOptions>();
             if (options.knn > 0 && options.dense_run > 0)

@@ -39,6 +39,10 @@ struct XrlinearOptions {
   std::int64_t knn = 0;           ///< nearest training queries whose labels are fused with the tree's (0 = none)
   double knn_weight = 0.85;       ///< the tree's weight in that fusion (score_fusion.h: fuse_with_shares)
   std::int64_t knn_top = 100;     ///< candidates the neighbours' votes give the fusion per query
+  std::string choose = "none";    ///< "held-out": n-grams, trees and the knn weight chosen on held-out training
+                                  ///< queries (settings_choice.h), then fit on every training query
+  double choose_holdout = 0.08;   ///< the share of the labelled training queries held out to choose on
+  double choose_budget = 3;       ///< the choice's time, in fits of the configured settings
 
   TfidfOptions tfidf() const { return {.ngrams = static_cast<int>(ngrams), .min_df = min_df, .max_features = max_features}; }
   LabelTreeOptions tree(std::uint64_t seed) const {
@@ -57,9 +61,14 @@ struct TrainConfig;
 /// that held no training queries out (a unidec run with unidec.concat_holdout > 0 does).
 void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense);
 
-/// Whether `config`'s run fits a second stage, its rankers again on every row once the fusion weight is chosen on
-/// the dense run's held-out rows (xrlinear.fusion_weight_from held-out).
+/// Whether `config`'s run fits a second stage, its rankers again on every row once something is chosen on held-out
+/// rows (xrlinear.choose held-out, or xrlinear.fusion_weight_from held-out on the dense run's).
 bool fits_on_every_row(const TrainConfig& config);
+/// Whether `config`'s run chooses its settings on held-out rows (xrlinear.choose held-out).
+bool chooses_settings(const TrainConfig& config);
+/// Whether `config`'s run chooses its fusion weight with a dense run on the rows that run held out (with xrlinear.dense_run,
+/// xrlinear.fusion_weight_from held-out or xrlinear.choose held-out).
+bool chooses_fusion_weight(const TrainConfig& config);
 
 /// xrlinear's registration: name, help and option group.
 MethodInfo xrlinear_method_info();
