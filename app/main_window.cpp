@@ -356,6 +356,7 @@ void MainWindow::start_training() {
     const TrainConfig config = launch_->config();
     validate(config);
     const std::int64_t run = worker_->start(config, options_.db, launch_->processes());
+    launch_->clear_chosen();  // what the last run chose is not this one's
     const int processes = launch_->processes();
     live_->begin_run(run, config,
                      QString("Run %1: %2%3")
@@ -448,6 +449,7 @@ void MainWindow::choose_sweep_to_resume() {
 
 void MainWindow::on_event(const TrainEvent& e) {
   live_->on_event(e);
+  if (e.kind == TrainEvent::Kind::SettingChosen) launch_->show_chosen(e.message, e.value);
   // The first-evaluation screenshot waits for the evaluation's t-SNE snapshot: the next event after the
   // Evaluation is either that Snapshot or, when none is taken, the run moving on.
   if (first_screenshot_pending_ && e.kind != TrainEvent::Kind::Evaluation && e.kind != TrainEvent::Kind::Phase) {

@@ -52,4 +52,18 @@ double precision_1_3_5(std::span<const std::int64_t> ranked, std::span<const std
   return score;
 }
 
+bool beats_by_a_standard_error(std::span<const double> a, std::span<const double> b) {
+  if (a.size() != b.size())
+    throw Error("paired scores of " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + " queries");
+  const auto n = static_cast<double>(a.size());
+  if (a.size() < 2) return false;
+  double mean = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) mean += a[i] - b[i];
+  mean /= n;
+  double squares = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) squares += (a[i] - b[i] - mean) * (a[i] - b[i] - mean);
+  const double standard_error = std::sqrt(squares / (n - 1)) / std::sqrt(n);
+  return mean > standard_error;
+}
+
 }  // namespace xmc

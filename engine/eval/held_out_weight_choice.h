@@ -35,6 +35,12 @@ class HeldOutWeightChoice {
   std::int64_t queries_ = 0;
 };
 
+/// Whether per-query scores `a` beat `b` (the same queries, paired) by more than one standard error of their
+/// difference: mean(a − b) > sd(a − b) / √n. A choice on a few hundred held-out queries moves with noise of that size;
+/// a candidate that does not clear it is no evidence against the configured value (the "one standard error" rule).
+/// Error when the two differ in length; false for fewer than two queries.
+bool beats_by_a_standard_error(std::span<const double> a, std::span<const double> b);
+
 /// P@1 + P@3 + P@5 of one query's ranking `ranked` (best first; only its first 5 count, fewer count as misses)
 /// against its labels `truth`.
 double precision_1_3_5(std::span<const std::int64_t> ranked, std::span<const std::int32_t> truth);

@@ -774,6 +774,15 @@ TEST(Cli, XrlinearFusedWithADenseRunRanksInItsPrimaryModeAndRefusesRunsItCannotF
     EXPECT_NE(r.output.find(expected), std::string::npos) << run_id << ": " << r.output;
   }
   EXPECT_EQ(RunStore(db).list_runs().size(), 3u) << "a refused dense run leaves no failed run behind";
+
+  // Tree, nearest training queries and dense run together: the tree and the votes, then the dense run's scores.
+  r = test::run_command(xrlinear + std::to_string(dense) + " --set xrlinear.knn=5", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto three = nlohmann::json::parse(r.last_line());
+  for (const char* mode : {"fused", "tree-knn", "tree"}) EXPECT_TRUE(three["modes"].contains(mode)) << mode << ": " << three.dump();
+  EXPECT_EQ(three["P@1"], three["modes"]["fused"]["P@1"]) << "fused is the primary mode";
+  EXPECT_GT(three["P@1"].get<double>(), 0.9);
+  expect_predictions_score_as_trained(dir.path(), db, three["run_id"].get<int>(), three, {"P@1", "P@3", "PSP@3", "R@3"});
 }
 
 // Tree and nearest training queries together: xrlinear with xrlinear.knn ranks in its primary mode "tree-knn"
@@ -817,9 +826,6 @@ TEST(Cli, XrlinearWithNeighboursRanksInItsPrimaryModeAndAHoldoutSplitHoldsTraini
   r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find((run_dir / "neighbour_features.csr").string() + ": no such file"), std::string::npos) << r.output;
-  r = xmc("train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() + " --set xrlinear.knn=5 --set xrlinear.dense_run=1");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("xrlinear.knn and xrlinear.dense_run each fuse a second ranking with the tree: set one of them"), std::string::npos) << r.output;
 
   // 120 training queries, a quarter held out as the new set's test split.
   r = test::run_command(std::string(XMC_CLI_PATH) + " dataset split-holdout --in " + (dir / "data").string() + " --out " + (dir / "dev").string() +

@@ -41,5 +41,17 @@ TEST(HeldOutWeightChoice, MeansTheBestAndTiesNearestThePreferredWeight) {
   EXPECT_THROW(HeldOutWeightChoice({0.5, 1.5}), Error);
 }
 
+// Differences (1, −1, 1, 0): mean 0.25, sample sd √(2.75 / 3) = 0.9574, standard error 0.9574 / 2 = 0.4787 > 0.25.
+// Differences (1, 1, 1, 1): mean 1, sd 0. Differences (0.6, 0.4, 0.5, 0.5): mean 0.5, sd 0.0816, error 0.0408.
+TEST(HeldOutWeightChoice, AnotherValueNeedsToBeatTheConfiguredOneByAStandardError) {
+  EXPECT_FALSE(beats_by_a_standard_error(std::vector<double>{1, 0, 1, 0}, std::vector<double>{0, 1, 0, 0})) << "ahead by less than its noise";
+  EXPECT_TRUE(beats_by_a_standard_error(std::vector<double>{1, 1, 1, 1}, std::vector<double>{0, 0, 0, 0}));
+  EXPECT_TRUE(beats_by_a_standard_error(std::vector<double>{1.6, 1.4, 1.5, 1.5}, std::vector<double>{1, 1, 1, 1}));
+  EXPECT_FALSE(beats_by_a_standard_error(std::vector<double>{1, 1, 1, 1}, std::vector<double>{1, 1, 1, 1})) << "equal is not ahead";
+  EXPECT_FALSE(beats_by_a_standard_error(std::vector<double>{0, 0}, std::vector<double>{1, 1})) << "behind";
+  EXPECT_FALSE(beats_by_a_standard_error(std::vector<double>{3}, std::vector<double>{0})) << "one query says nothing of the noise";
+  EXPECT_THROW(beats_by_a_standard_error(std::vector<double>{1, 2}, std::vector<double>{1}), Error);
+}
+
 }  // namespace
 }  // namespace xmc

@@ -17,6 +17,7 @@
 #include "engine/data/dataset.h"
 #include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/method/trained_run.h"
 #include "engine/records/chosen_settings.h"
 #include "engine/sampler/hard_negative_shortlist.h"
@@ -1232,7 +1233,7 @@ TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
     TrainingRun(fused_xrlinear_config(data, plain.run_id()), db).run();
     ADD_FAILURE() << "a dense run without held-out queries was accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("xrlinear.fusion_weight_from: held-out chooses the weight on training queries that neither run trained on, but "
+    EXPECT_NE(std::string(e.what()).find("xrlinear.fusion_weight_from: held-out chooses the fusion weight on training queries that neither run trained on, but "
                                          "xrlinear.dense_run: run " + std::to_string(plain.run_id()) + " (unidec) held none out"),
               std::string::npos)
         << e.what();
@@ -1244,6 +1245,70 @@ TEST(Unidec, AFusedXrlinearRunChoosesItsWeightOnTheQueriesTheUnidecRunHeldOut) {
     EXPECT_NE(std::string(e.what()).find("xrlinear.fusion_weight_from: held-out chooses the weight of a fusion with a dense run: set xrlinear.dense_run"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Any dense run that holds queries out can be fused with a weight chosen on them: a dexml run with holdout.share, and
+// xrlinear.choose held-out, which then chooses its trees on the same rows before the weight. On the tree-blind set the
+// weight goes to the dexml run, which reads the label in the text.
+TEST(Unidec, ADexmlRunHoldingQueriesOutIsFusedWithSettingsAndAWeightChosenOnThem) {
+  test::TempDir dir;
+  const auto db = dir / "runs.sqlite";
+  const auto data = dir / "tree-blind";
+  write_two_view_dataset(data, /*texts_name_the_label=*/true);
+  TrainConfig dense;
+  dense.dataset = data;
+  dense.method = "dexml";
+  dense.edit<EncoderOptions>().dim = 16;
+  dense.batch_size = 16;
+  dense.epochs = 4;
+  dense.lr = 0.02;
+  dense.threads = 1;
+  dense.eval_k = {1, 3, 5};
+  dense.eval_every = 0;
+  dense.tsne_every = 0;
+  dense.edit<HeldOutOptions>().share = 0.25;
+  TrainingRun dense_run(dense, db);
+  const TrainResult dense_result = dense_run.run();
+  ASSERT_EQ(dense_result.outcome, RunOutcome::Completed);
+  EXPECT_GT(dense_result.metrics.get("P@1"), 0.9) << "the texts name the labels";
+
+  TrainConfig fused = fused_xrlinear_config(data, dense_run.run_id());
+  fused.edit<XrlinearOptions>().fusion_weight_from = "value";  // xrlinear.choose chooses the weight too
+  fused.edit<XrlinearOptions>().choose = "held-out";
+  fused.edit<XrlinearOptions>().choose_budget = 100;
+  TrainingRun fused_run(fused, db);
+  const TrainResult result = fused_run.run();
+  ASSERT_EQ(result.outcome, RunOutcome::Completed);
+  std::string candidates, weight;
+  for (const LogLine& line : RunStore(db).log(fused_run.run_id())) {
+    if (line.message.rfind("xrlinear.choose: candidates fit on", 0) == 0) candidates = line.message;
+    if (line.message.rfind("xrlinear: fusion weight ", 0) == 0) weight = line.message;
+  }
+  // A quarter of the 160 labelled queries, the dexml run's draw: the rows neither run trained on.
+  EXPECT_EQ(candidates, "xrlinear.choose: candidates fit on 120 training queries, scored on the 40 held out");
+  ASSERT_FALSE(weight.empty());
+  std::map<std::string, double> chosen;
+  for (const ChosenSetting& c : chosen_settings(RunStore(db).scalars(fused_run.run_id()))) chosen[c.key] = c.value;
+  EXPECT_EQ(chosen.count("xrlinear.ngrams"), 0u) << "given features have no n-grams to choose";
+  ASSERT_EQ(chosen.count("xrlinear.trees"), 1u);
+  ASSERT_EQ(chosen.count("xrlinear.fusion_weight"), 1u);
+  EXPECT_LT(chosen["xrlinear.fusion_weight"], 0.95) << weight;
+  EXPECT_GE(result.metrics.get("P@1"), dense_result.metrics.get("P@1") - 0.05) << weight;
+  const TrainedRun loaded = load_trained_run(db, fused_run.run_id());
+  const auto trees = static_cast<int>(chosen["xrlinear.trees"]);
+  EXPECT_NE(loaded.method->description().find(trees == 1 ? std::string(", label tree of ") : ", " + std::to_string(trees) + " label trees of "), std::string::npos)
+      << loaded.method->description();
+
+  // A dexml run that held nothing out is refused by name.
+  dense.edit<HeldOutOptions>().share = 0;
+  TrainingRun plain(dense, db);
+  ASSERT_EQ(plain.run().outcome, RunOutcome::Completed);
+  try {
+    TrainingRun(fused_xrlinear_config(data, plain.run_id()), db).run();
+    ADD_FAILURE() << "a dexml run without held-out queries was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("(dexml) held none out: fuse with a run trained with holdout.share > 0"), std::string::npos) << e.what();
   }
 }
 

@@ -44,6 +44,11 @@ TEST(TrainingMilestones, XrlinearCountsAndMarksItsSecondStageWhenItHasOne) {
   c.edit<XrlinearOptions>().fusion_weight_from = "held-out";
   EXPECT_EQ(total_epochs(c), 2);
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{1, "rankers on every row"}}));
+  // Settings chosen on held-out rows: the choice, then the rankers on every row.
+  c.edit<XrlinearOptions>().fusion_weight_from = "value";
+  c.edit<XrlinearOptions>().choose = "held-out";
+  EXPECT_EQ(total_epochs(c), 2);
+  EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{1, "rankers on every row"}}));
 }
 
 TEST(TrainingMilestones, ShortlistRefreshesAreMarkedWhenNotEveryEpoch) {

@@ -684,13 +684,24 @@ class WorkbenchTest : public QObject {
     QCOMPARE(QString::fromStdString(config.method), QStringLiteral("xrlinear"));
     QCOMPARE(config.get<xmc::XrlinearOptions>().trees, std::int64_t{2});
     QCOMPARE(config.get<xmc::XrlinearOptions>().knn, std::int64_t{50});
+    QCOMPARE(QString::fromStdString(config.get<xmc::XrlinearOptions>().choose), QStringLiteral("held-out"));
     // The preset's name describes its values: it goes once they change (it stayed: "…, 2 trees and 50 neighbours").
-    QVERIFY(form.field_text("name").contains(QStringLiteral("2 trees")));
+    QVERIFY(form.field_text("name").contains(QStringLiteral("50 neighbours")));
     form.set_field_text("seed", "7");  // another seed is the same setting: the name stays
-    QVERIFY(form.field_text("name").contains(QStringLiteral("2 trees")));
+    QVERIFY(form.field_text("name").contains(QStringLiteral("50 neighbours")));
     form.set_field_text("xrlinear.trees", "1");
     QCOMPARE(form.field_text("name"), QString());
     QCOMPARE(form.config().get<xmc::XrlinearOptions>().trees, std::int64_t{1});
+    // What a run chose while it trained is said beside the field until the next run.
+    form.show_chosen("xrlinear.trees", 3);
+    form.show_chosen("xrlinear.knn_weight", 0.7);
+    QCOMPARE(form.field_label("xrlinear.trees"), QStringLiteral("xrlinear.trees · chosen 3"));
+    QCOMPARE(form.field_label("xrlinear.knn_weight"), QStringLiteral("xrlinear.knn_weight · chosen 0.7"));
+    form.show_chosen("xrlinear.trees", 2);  // chosen again: said once
+    QCOMPARE(form.field_label("xrlinear.trees"), QStringLiteral("xrlinear.trees · chosen 2"));
+    QCOMPARE(form.field_text("xrlinear.trees"), QStringLiteral("1"));  // the configured value stays what was asked for
+    form.clear_chosen();
+    QCOMPARE(form.field_label("xrlinear.trees"), QStringLiteral("xrlinear.trees"));
   }
 
   void theImageKeysAppearForADatasetWithImageBanks() {
@@ -1187,7 +1198,8 @@ class WorkbenchTest : public QObject {
       QVERIFY(search.grab().save(QString(keep) + "/search-xrlinear.png"));
     }
 
-    // The recommended starting point (two trees and the nearest training queries) searches in both its modes.
+    // The recommended starting point (the nearest training queries, its settings chosen on held-out queries) searches in
+    // both its modes.
     QCOMPARE(QProcess::execute("sh", {"-c", train + " --config " XMC_SOURCE_DIR "/datasets/configs/recommended-text.json >/dev/null 2>&1"}), 0);
     xmc::gui::SearchPanel recommended;
     QSignalSpy recommended_loaded(&recommended, &xmc::gui::SearchPanel::run_loaded);

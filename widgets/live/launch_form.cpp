@@ -432,4 +432,33 @@ void LaunchForm::set_state(State state) {
   if (state == State::Idle) validate();
 }
 
+QLabel* LaunchForm::label_of(const std::string& key) const {
+  const auto field = fields_.find(key);
+  const auto group = field_groups_.find(key);
+  if (field == fields_.end() || group == field_groups_.end()) return nullptr;
+  return qobject_cast<QLabel*>(group->second->labelForField(field->second));
+}
+
+void LaunchForm::show_chosen(const std::string& key, double value) {
+  QLabel* label = label_of(key);
+  if (label == nullptr) return;  // a key without a field of its own
+  const QString plain = unchosen_labels_.try_emplace(key, label->text()).first->second;
+  label->setText(QStringLiteral("%1 · chosen %2").arg(plain).arg(value, 0, 'g', 3));
+  label->setStyleSheet(QStringLiteral("font-weight: bold"));
+}
+
+void LaunchForm::clear_chosen() {
+  for (const auto& [key, text] : unchosen_labels_)
+    if (QLabel* label = label_of(key)) {
+      label->setText(text);
+      label->setStyleSheet(QString());
+    }
+  unchosen_labels_.clear();
+}
+
+QString LaunchForm::field_label(const QString& key) const {
+  const QLabel* label = label_of(key.toStdString());
+  return label ? label->text() : QString();
+}
+
 }  // namespace xmc::gui

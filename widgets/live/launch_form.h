@@ -49,6 +49,13 @@ class LaunchForm : public QWidget {
   void set_base_run_choices(const std::vector<std::pair<std::int64_t, QString>>& runs);
   /// Whether `key`'s field is shown: false for keys of a method, encoder, sampler, ... not chosen.
   bool field_shown(const QString& key) const;
+  /// A value the run started from this form chose for `key` while it trained (xrlinear.choose's n-grams, trees and
+  /// weights; UniDEC's concat weight): said beside the key's field, "xrlinear.trees · chosen 3", until clear_chosen()
+  /// (the next run), so the form shows what was used beside what was asked for.
+  void show_chosen(const std::string& key, double value);
+  void clear_chosen();
+  /// The text of `key`'s label (tests).
+  QString field_label(const QString& key) const;
 
  Q_SIGNALS:
   void start_requested();
@@ -65,9 +72,11 @@ class LaunchForm : public QWidget {
   void show_dataset_summary();
   void validate();
   void show_applicable_keys();
+  QLabel* label_of(const std::string& key) const;  ///< `key`'s field label, or nullptr
 
   std::map<std::string, QWidget*> fields_;  ///< config key -> editor
   std::map<std::string, QFormLayout*> field_groups_;  ///< config key -> the group box layout holding its row
+  std::map<std::string, QString> unchosen_labels_;  ///< config key -> its label's text before show_chosen()
   QLineEdit* dataset_ = nullptr;
   QPlainTextEdit* summary_ = nullptr;
   QComboBox* presets_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include "engine/config/component_info.h"
 #include "engine/config/train_config.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/sampler/negatives_kind.h"
 #include "engine/sampler/negatives_options.h"
 
@@ -16,9 +17,10 @@ std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) 
 }
 
 MethodInfo dexml_method_info() {
-  // DEXML's knobs are the shared ones: encoder, loss, negatives and batching.
+  // DEXML's knobs are the shared ones: encoder, loss, negatives and batching, and the held-out queries it shares with NGAME.
   return {.name = "dexml",
           .description = "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives",
+          .option_groups = {held_out_option_group()},
           .milestones = hard_negative_shortlist_marks};
 }
 

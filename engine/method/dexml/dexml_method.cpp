@@ -2,6 +2,7 @@
 // the unit embeddings of queries and labels. The loss, negatives and batching come from the config
 // (dual_encoder_training.h).
 #include "engine/method/dual_encoder_training.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/method/method_registry.h"
 
 namespace xmc {
@@ -20,6 +21,11 @@ class DexmlMethod final : public Method {
   std::string description() const override { return built_.description; }
   const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
   torch::nn::Module& module() override { return *built_.model; }
+
+  /// holdout.share of the labelled training queries, never trained on: an xrlinear run fused with this one chooses its weight there.
+  std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
+    return draw_held_out_rows(labelled_rows, config_.get<HeldOutOptions>().share, config_.seed, kConcatHoldoutStream);
+  }
 
   void begin_stage(const StageSpec&, TrainContext&) override {}
   void end_stage(const StageSpec&, TrainContext&) override { training_.release_shortlist(); }

@@ -10,6 +10,7 @@
 // (checkpoints without the "embedding_head" state) are rebuilt with it when loaded.
 #include "engine/data/dataset.h"
 #include "engine/method/dual_encoder_training.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/method/method_registry.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
@@ -39,6 +40,11 @@ class NgameMethod final : public Method {
   std::string description() const override { return built_.description; }
   const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
   torch::nn::Module& module() override { return *built_.model; }
+
+  /// holdout.share of the labelled training queries, never trained on: an xrlinear run fused with this one chooses its weight there.
+  std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
+    return draw_held_out_rows(labelled_rows, config_.get<HeldOutOptions>().share, config_.seed, kConcatHoldoutStream);
+  }
 
   void begin_stage(const StageSpec& stage, TrainContext& context) override {
     if (stage.name != "m4") return;

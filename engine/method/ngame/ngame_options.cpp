@@ -3,6 +3,7 @@
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/method/dexml/dexml_info.h"
+#include "engine/method/held_out_queries.h"
 
 namespace xmc {
 
@@ -13,7 +14,8 @@ MethodInfo ngame_method_info() {
                .integer("ngame.m4_epochs", &NgameOptions::m4_epochs, 0, std::numeric_limits<std::int64_t>::max(),
                         "NGAME: epochs of classifier training (M4) on the frozen encoder")
                .number("ngame.fusion", &NgameOptions::fusion, 0, 1, "NGAME: weight of classifier scores in the fused ranking")
-               .build()},
+               .build(),
+                            held_out_option_group()},
           .later_stage_epochs = [](const TrainConfig& config) { return config.get<NgameOptions>().m4_epochs; },
           .milestones = [](const TrainConfig& config) {
             // M1 trains the encoder as DEXML does; M4 comes after its epochs, with the encoder frozen.

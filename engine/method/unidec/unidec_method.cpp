@@ -18,6 +18,7 @@
 #include "engine/data/dataset.h"
 #include "engine/loss/loss_entry.h"
 #include "engine/method/unidec/concat_weight_choice.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/epoch_query_encodings.h"
 #include "engine/method/unidec/unidec_model.h"
@@ -111,15 +112,7 @@ class UnidecMethod final : public Method {
   /// libraries): the same rows on every rank, platform and resume.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
-    if (!with_classifiers_ || config_.get<UnidecOptions>().concat_holdout <= 0) return {};
-    std::vector<std::int64_t> candidates(labelled_rows.begin(), labelled_rows.end());
-    const auto n = static_cast<std::int64_t>(candidates.size());
-    if (n < 2) return {};
-    const auto count = std::clamp<std::int64_t>(std::llround(config_.get<UnidecOptions>().concat_holdout * static_cast<double>(n)), 1, n - 1);
-    std::mt19937_64 rng(config_.seed ^ 0x636f6e636174ULL);  // "concat"
-    for (std::int64_t i = 0; i < count; ++i) std::swap(candidates[static_cast<std::size_t>(i)], candidates[static_cast<std::size_t>(i + uniform_index(rng, n - i))]);
-    held_out_rows_.assign(candidates.begin(), candidates.begin() + count);
-    std::sort(held_out_rows_.begin(), held_out_rows_.end());
+    if (with_classifiers_) held_out_rows_ = draw_held_out_rows(labelled_rows, config_.get<UnidecOptions>().concat_holdout, config_.seed, kConcatHoldoutStream);
     return held_out_rows_;
   }
 

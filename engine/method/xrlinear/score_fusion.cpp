@@ -18,6 +18,20 @@ void sort_best_first(std::vector<FusedLabel>& out, std::int64_t top) {
 
 }  // namespace
 
+std::vector<float> share_weighted_scores(std::span<const float> tree_scores, std::span<const float> shares, double alpha) {
+  if (shares.size() != tree_scores.size())
+    throw Error("score fusion: " + std::to_string(tree_scores.size()) + " tree scores but " + std::to_string(shares.size()) + " shares");
+  std::vector<float> out;
+  if (tree_scores.empty()) return out;
+  const double best = *std::max_element(tree_scores.begin(), tree_scores.end());
+  out.reserve(tree_scores.size());
+  for (std::size_t i = 0; i < tree_scores.size(); ++i) {
+    const double relative = best > 0 ? static_cast<double>(tree_scores[i]) / best : 0.0;
+    out.push_back(static_cast<float>(alpha * relative + (1 - alpha) * static_cast<double>(shares[i])));
+  }
+  return out;
+}
+
 std::vector<FusedLabel> fuse_with_shares(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> shares,
                                          double alpha, std::int64_t top) {
   if (tree_scores.size() != labels.size() || shares.size() != labels.size())
@@ -25,12 +39,9 @@ std::vector<FusedLabel> fuse_with_shares(std::span<const std::int64_t> labels, s
                 std::to_string(shares.size()) + " shares");
   std::vector<FusedLabel> out;
   if (labels.empty() || top <= 0) return out;
-  const double best = *std::max_element(tree_scores.begin(), tree_scores.end());
+  const std::vector<float> scores = share_weighted_scores(tree_scores, shares, alpha);
   out.reserve(labels.size());
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const double relative = best > 0 ? static_cast<double>(tree_scores[i]) / best : 0.0;
-    out.push_back({labels[i], static_cast<float>(alpha * relative + (1 - alpha) * static_cast<double>(shares[i]))});
-  }
+  for (std::size_t i = 0; i < labels.size(); ++i) out.push_back({labels[i], scores[i]});
   sort_best_first(out, top);
   return out;
 }

@@ -25,6 +25,9 @@ struct FusedLabel {
 /// shares alone decide.
 std::vector<FusedLabel> fuse_with_shares(std::span<const std::int64_t> labels, std::span<const float> tree_scores, std::span<const float> shares,
                                          double alpha, std::int64_t top);
+/// fuse_with_shares()'s score of every label, in their order (unsorted): the sparse side of a fusion of the tree,
+/// the neighbours and a dense run, whose result then weighs against the dense scores as a tree score does.
+std::vector<float> share_weighted_scores(std::span<const float> tree_scores, std::span<const float> shares, double alpha);
 
 /// xrlinear fused with a dense run: the `top` best of `labels` (distinct) by the min-max rule at the top of this
 /// file, best first (ties: the smaller label id first).

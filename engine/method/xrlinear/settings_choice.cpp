@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -70,19 +71,20 @@ void add_tree(NgramSide& side, const CsrMatrix& labels, const ChoiceOptions& opt
   side.tree_seconds = seconds_since(start);
 }
 
+/// Each held-out query's P@1 + P@3 + P@5 by each weight: [query][weight].
+using QueryScores = std::vector<std::vector<double>>;
+
 /// The held-out queries ranked by `side`'s trees (fused with the neighbours' votes by each weight, with knn
-/// weights), each ranking's P@1 + P@3 + P@5 summed per weight, rows split across options.threads.
-HeldOutWeightChoice held_out_scores(const NgramSide& side, const CsrMatrix& truth, const ChoiceOptions& options) {
+/// weights), each ranking's P@1 + P@3 + P@5 per query and weight, rows split across options.threads.
+QueryScores held_out_scores(const NgramSide& side, const CsrMatrix& truth, const ChoiceOptions& options, const std::vector<double>& weights) {
   const XrlinearOptions& configured = options.configured;
   const bool fused = side.neighbours != nullptr;
-  HeldOutWeightChoice choice(fused ? options.knn_weights : std::vector<double>{1.0});
   const TreeEnsembleSearch search(side.trees, configured.beam_search(), side.features.cols);
   const std::int64_t top = fused ? configured.fusion_tree_top : 5;
   const std::int64_t rows = side.held_out.rows;
   const auto threads = static_cast<std::int64_t>(std::clamp<std::int64_t>(options.threads, 1, std::max<std::int64_t>(rows, 1)));
-  std::vector<std::vector<double>> sums(static_cast<std::size_t>(threads), std::vector<double>(choice.weights().size(), 0.0));
+  QueryScores out(static_cast<std::size_t>(rows), std::vector<double>(weights.size(), 0.0));
   auto score_rows = [&](std::int64_t part) {
-    std::vector<double>& own = sums[static_cast<std::size_t>(part)];
     std::vector<std::int64_t> labels(static_cast<std::size_t>(top));
     std::vector<float> scores(static_cast<std::size_t>(top));
     std::vector<std::int64_t> ranked;
@@ -92,16 +94,17 @@ HeldOutWeightChoice held_out_scores(const NgramSide& side, const CsrMatrix& trut
     for (std::int64_t row = rows * part / threads; row < rows * (part + 1) / threads; ++row) {
       search.rank(side.held_out, row, row + 1, top, labels.data(), scores.data());
       const auto row_truth = truth.row_indices(row);
+      std::vector<double>& own = out[static_cast<std::size_t>(row)];
       if (!fused) {
-        own[0] += precision_1_3_5(std::span(labels).first(std::min<std::size_t>(5, labels.size())), row_truth);
+        own[0] = precision_1_3_5(std::span(labels).first(std::min<std::size_t>(5, labels.size())), row_truth);
         continue;
       }
       voted_candidates(*side.neighbours, side.held_out, row, configured.knn, configured.knn_top, labels, scratch, candidates);
       const std::vector<float> path = search.path_scores(side.held_out, row, candidates.labels, &dense_buffer);
-      for (std::size_t w = 0; w < choice.weights().size(); ++w) {
+      for (std::size_t w = 0; w < weights.size(); ++w) {
         ranked.clear();
-        for (const FusedLabel& label : fuse_with_shares(candidates.labels, path, candidates.shares, choice.weights()[w], 5)) ranked.push_back(label.label);
-        own[w] += precision_1_3_5(ranked, row_truth);
+        for (const FusedLabel& label : fuse_with_shares(candidates.labels, path, candidates.shares, weights[w], 5)) ranked.push_back(label.label);
+        own[w] = precision_1_3_5(ranked, row_truth);
       }
     }
   };
@@ -109,10 +112,15 @@ HeldOutWeightChoice held_out_scores(const NgramSide& side, const CsrMatrix& trut
   for (std::int64_t part = 1; part < threads; ++part) workers.emplace_back(score_rows, part);
   score_rows(0);
   for (std::thread& worker : workers) worker.join();
-  for (const std::vector<double>& own : sums)
-    for (std::size_t w = 0; w < own.size(); ++w) choice.add_score(w, own[w]);
-  choice.add_queries(rows);
-  return choice;
+  return out;
+}
+
+/// Column `w` of `scores`.
+std::vector<double> weight_column(const QueryScores& scores, std::size_t w) {
+  std::vector<double> out;
+  out.reserve(scores.size());
+  for (const std::vector<double>& row : scores) out.push_back(row[w]);
+  return out;
 }
 
 }  // namespace
@@ -144,18 +152,36 @@ SettingsChoice choose_settings(const TfidfVectorizer& vectorizer, const ChoiceRo
   SettingsChoice out;
   std::vector<NgramSide> sides;
 
+  // The configured knn weight's place on the grid (the nearest weight tried).
+  const std::vector<double> weights = with_neighbours ? options.knn_weights : std::vector<double>{1.0};
+  std::size_t configured_weight = 0;
+  for (std::size_t w = 1; w < weights.size(); ++w)
+    if (std::abs(weights[w] - options.configured.knn_weight) < std::abs(weights[configured_weight] - options.configured.knn_weight)) configured_weight = w;
   auto score = [&](NgramSide& side) {
-    const HeldOutWeightChoice choice = held_out_scores(side, rows.held_out_labels, options);
+    const QueryScores scores = held_out_scores(side, rows.held_out_labels, options, weights);
+    HeldOutWeightChoice choice(weights);
+    for (const std::vector<double>& row : scores)
+      for (std::size_t w = 0; w < weights.size(); ++w) choice.add_score(w, row[w]);
+    choice.add_queries(static_cast<std::int64_t>(scores.size()));
     ChoiceCandidate candidate{.ngrams = side.ngrams, .trees = static_cast<std::int64_t>(side.trees.size()), .seconds = side.tree_seconds};
+    std::size_t chosen_weight = 0;
+    std::string kept;
     if (with_neighbours) {
-      candidate.knn_weight = choice.best(options.configured.knn_weight);
-      const auto weights = choice.weights();
-      candidate.score = choice.scores()[static_cast<std::size_t>(std::find(weights.begin(), weights.end(), candidate.knn_weight) - weights.begin())];
-    } else {
-      candidate.score = choice.scores()[0];
+      const double best = choice.best(options.configured.knn_weight);
+      chosen_weight = static_cast<std::size_t>(std::find(weights.begin(), weights.end(), best) - weights.begin());
+      // Another weight than the configured one only on evidence: more than one standard error above it.
+      if (chosen_weight != configured_weight &&
+          !beats_by_a_standard_error(weight_column(scores, chosen_weight), weight_column(scores, configured_weight))) {
+        char text[96];
+        std::snprintf(text, sizeof text, " (%.2f scored higher, by less than a standard error)", weights[chosen_weight]);
+        kept = text;
+        chosen_weight = configured_weight;
+      }
+      candidate.knn_weight = weights[chosen_weight];
     }
+    candidate.score = choice.scores()[chosen_weight];
     out.candidates.push_back(candidate);
-    log("xrlinear.choose: " + describe(candidate) + " (fit in " + seconds_text(candidate.seconds) + ")" +
+    log("xrlinear.choose: " + describe(candidate) + kept + " (fit in " + seconds_text(candidate.seconds) + ")" +
         (with_neighbours ? "; by the tree's weight against the neighbours' votes — " + choice.curve(2) : std::string()));
   };
 

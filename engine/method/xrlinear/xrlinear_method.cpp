@@ -16,7 +16,8 @@
 //              counts and knn weights without a seeded share of the training queries and scores them on those
 //              (settings_choice.h), then "rankers-all" fits the best on every training query; with xrlinear.knn, first a
 //              mode "tree-knn" that weighs them with the votes of the nearest training queries (neighbour_votes.h),
-//              whose tf-idf rows and labels the run keeps in its folder
+//              whose tf-idf rows and labels the run keeps in its folder; with both, "fused" weighs the tree and the
+//              votes together (as tree-knn does) against the dense run
 //
 // Nothing is optimised by gradients: the stage has no parameter groups and steps only report the rankers' loss.
 #include <ATen/Parallel.h>
@@ -24,15 +25,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "engine/data/csr_file.h"
 #include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
 #include "engine/data/xc_sparse_file.h"
 #include "engine/core/memory_budget.h"
-#include "engine/core/portable_random.h"
 #include "engine/eval/held_out_weight_choice.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/method/method_registry.h"
 #include "engine/method/xrlinear/beam_search.h"
 #include "engine/method/xrlinear/given_features.h"
@@ -200,21 +200,30 @@ struct DenseSide {
   torch::Tensor labels;       ///< [L x d] float32, on the dense run's device
 };
 
-/// One query's candidates in a fusion with a dense run: the labels, their path scores and their dense scores.
+/// One query's candidates in a fusion with a dense run: the labels, their path scores, their shares of the nearest
+/// training queries' votes (with xrlinear.knn; else empty) and their dense scores.
 struct FusionCandidates {
   std::vector<std::int64_t> labels;
   std::vector<float> path;
+  std::vector<float> shares;
   std::vector<float> dense;
+
+  /// The sparse side's scores: the path scores, or with neighbours the tree and votes weighed by `knn_weight` (score_fusion.h).
+  std::vector<float> sparse(double knn_weight) const { return shares.empty() ? path : share_weighted_scores(path, shares, knn_weight); }
 };
 
 /// Tree and dense run together (score_fusion.h): per query, the tree's top fusion_tree_top and the dense
 /// run's top fusion_dense_top labels, each scored by both, ranked by the weighted sum with the tree's weight
-/// `weight`.
+/// `weight`. With `neighbours` (xrlinear.knn), the knn_top labels its nearest training queries vote for most are
+/// candidates too, and the sparse side's score is the tree's and the votes' (as in mode tree-knn) before the dense
+/// run's is weighed in.
 class FusedRanker final : public QueryRanker {
  public:
-  FusedRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense, double weight)
+  FusedRanker(QueryFeatures features, const std::vector<TreeModel>& trees, const XrlinearOptions& options, DenseSide& dense, double weight,
+              std::shared_ptr<const NeighbourVotes> neighbours = nullptr)
       : features_(features.unpaired()), num_labels_(static_cast<std::int64_t>(trees.front().tree.labels.size())),
-        search_(trees, options.beam_search(), features.num_features()), options_(options), dense_(dense), weight_(weight) {}
+        search_(trees, options.beam_search(), features.num_features()), options_(options), dense_(dense), weight_(weight),
+        neighbours_(std::move(neighbours)) {}
 
   RankedPredictions rank(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end, std::int64_t top) const override {
     const std::int64_t n = end - begin;
@@ -224,51 +233,62 @@ class FusedRanker final : public QueryRanker {
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t row = first; row < last; ++row) {
         const FusionCandidates& c = all[static_cast<std::size_t>(row)];
-        write_fused_row(fuse_scores(c.labels, c.path, c.dense, weight_, top), row, top, out);
+        write_fused_row(fuse_scores(c.labels, c.sparse(options_.knn_weight), c.dense, weight_, top), row, top, out);
       }
     });
     return out;
   }
   std::int64_t num_labels() const override { return num_labels_; }
 
-  /// Rows [begin, end) of `queries` (paired rows): each one's candidates, the dense run's first, then the tree's
-  /// not among them, with both scores.
+  /// Rows [begin, end) of `queries` (paired rows): each one's candidates — the dense run's first, then the tree's not
+  /// among them; with neighbours, their best voted first, then those — with every score.
   std::vector<FusionCandidates> candidates(const TokenizedCorpus& queries, std::int64_t begin, std::int64_t end) const {
     const std::int64_t n = end - begin;
     std::vector<FusionCandidates> out(static_cast<std::size_t>(n));
     if (n == 0) return out;
     const auto [own, theirs] = split_paired(queries, begin, end);
     const CsrMatrix features = features_.rows(own, 0, n);
-    // The tree's candidates.
     const std::int64_t tree_top = options_.fusion_tree_top;
     const std::vector<std::int64_t> tree_labels = tree_candidates(search_, features, tree_top);
-    // The dense run's: its top labels with their scores, and its scores of the tree's candidates.
+    // The dense run's scores of every label, and its top ones.
     torch::NoGradGuard no_grad;
     const torch::Tensor q = dense_.run.method->encode_queries(dense_.query_encoder, theirs, silent_progress(), "fusion").to(torch::kFloat32);
     const torch::Tensor all = torch::matmul(q.to(dense_.labels.device()), dense_.labels.t());
-    const auto [top_scores, top_labels] = all.topk(std::min<std::int64_t>(options_.fusion_dense_top, all.size(1)), /*dim=*/1);
-    const torch::Tensor tree_ids = torch::tensor(tree_labels, torch::kInt64).view({n, tree_top});
-    const torch::Tensor at_tree = all.gather(1, tree_ids.clamp_min(0).to(all.device())).to(torch::kCPU).contiguous();
-    const torch::Tensor dense_labels = top_labels.to(torch::kCPU).contiguous();
-    const torch::Tensor dense_scores = top_scores.to(torch::kCPU).contiguous();
+    const torch::Tensor dense_labels = std::get<1>(all.topk(std::min<std::int64_t>(options_.fusion_dense_top, all.size(1)), /*dim=*/1)).to(torch::kCPU).contiguous();
     const std::int64_t dense_top = dense_labels.size(1);
     const auto* dense_label_ids = dense_labels.data_ptr<std::int64_t>();
-    const auto* dense_label_scores = dense_scores.data_ptr<float>();
-    const auto* tree_label_dense_scores = at_tree.data_ptr<float>();
+    // Each row's candidates (and shares), then the dense scores of them all in one gather.
+    at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
+      NeighbourVotes::Scratch scratch;
+      VotedCandidates voted;
+      for (std::int64_t row = first; row < last; ++row) {
+        FusionCandidates& c = out[static_cast<std::size_t>(row)];
+        c.labels.assign(dense_label_ids + row * dense_top, dense_label_ids + (row + 1) * dense_top);
+        for (std::int64_t j = 0; j < tree_top; ++j) {
+          const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
+          if (label >= 0 && std::find(c.labels.begin(), c.labels.end(), label) == c.labels.end()) c.labels.push_back(label);
+        }
+        if (!neighbours_) continue;
+        voted_candidates(*neighbours_, features, row, options_.knn, options_.knn_top, c.labels, scratch, voted);
+        c.labels = voted.labels;
+        c.shares = voted.shares;
+      }
+    });
+    std::size_t width = 1;
+    for (const FusionCandidates& c : out) width = std::max(width, c.labels.size());
+    torch::Tensor ids = torch::zeros({n, static_cast<std::int64_t>(width)}, torch::kInt64);
+    for (std::int64_t row = 0; row < n; ++row) {
+      const auto& labels = out[static_cast<std::size_t>(row)].labels;
+      std::copy(labels.begin(), labels.end(), ids.data_ptr<std::int64_t>() + row * static_cast<std::int64_t>(width));
+    }
+    const torch::Tensor dense_scores = all.gather(1, ids.to(all.device())).to(torch::kCPU).contiguous();
+    const auto* scores = dense_scores.data_ptr<float>();
     at::parallel_for(0, n, 16, [&](std::int64_t first, std::int64_t last) {
       std::vector<float> dense_buffer;
       for (std::int64_t row = first; row < last; ++row) {
         FusionCandidates& c = out[static_cast<std::size_t>(row)];
-        for (std::int64_t j = 0; j < dense_top; ++j) {
-          c.labels.push_back(dense_label_ids[row * dense_top + j]);
-          c.dense.push_back(dense_label_scores[row * dense_top + j]);
-        }
-        for (std::int64_t j = 0; j < tree_top; ++j) {
-          const std::int64_t label = tree_labels[static_cast<std::size_t>(row * tree_top + j)];
-          if (label < 0 || std::find(c.labels.begin(), c.labels.end(), label) != c.labels.end()) continue;
-          c.labels.push_back(label);
-          c.dense.push_back(tree_label_dense_scores[row * tree_top + j]);
-        }
+        const float* own_scores = scores + row * static_cast<std::int64_t>(width);
+        c.dense.assign(own_scores, own_scores + c.labels.size());
         c.path = search_.path_scores(features, row, c.labels, &dense_buffer);
       }
     });
@@ -282,6 +302,7 @@ class FusedRanker final : public QueryRanker {
   const XrlinearOptions& options_;
   DenseSide& dense_;
   double weight_;  ///< the tree's
+  std::shared_ptr<const NeighbourVotes> neighbours_;  ///< with xrlinear.knn
 };
 
 class XrlinearMethod final : public Method {
@@ -361,7 +382,7 @@ class XrlinearMethod final : public Method {
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
     if (!chooses_fusion_weight()) {
-      if (chooses_settings(config_)) held_out_rows_ = draw_held_out_rows(labelled_rows);
+      if (chooses_settings(config_)) held_out_rows_ = choice_rows(labelled_rows);
       return held_out_rows_;
     }
     if (!dense_) throw Error("xrlinear.fusion_weight_from: held-out, but no dense run is attached");
@@ -446,17 +467,18 @@ class XrlinearMethod final : public Method {
   }
   std::vector<InferenceMode> inference_modes(const TokenizedCorpus&, Progress&) override {
     if (trees_.empty()) return {};
-    InferenceMode tree{.name = "tree", .metric_prefix = "tree", .ranker = std::make_shared<TreeRanker>(query_features(), trees_, options_.beam_search())};
+    std::vector<InferenceMode> modes{{.name = "tree", .metric_prefix = "tree", .ranker = std::make_shared<TreeRanker>(query_features(), trees_, options_.beam_search())}};
     if (options_.knn > 0) {
       if (!neighbours_) neighbours_ = load_neighbours();
-      return {{.name = "tree-knn", .metric_prefix = "tree-knn",
-               .ranker = std::make_shared<NeighbourFusedRanker>(query_features(), trees_, options_, neighbours_)},
-              tree};
+      modes.insert(modes.begin(), {.name = "tree-knn", .metric_prefix = "tree-knn",
+                                   .ranker = std::make_shared<NeighbourFusedRanker>(query_features(), trees_, options_, neighbours_)});
     }
-    if (!dense_) return {tree};
+    if (!dense_) return modes;
     check_dense_labels();
-    return {{.name = "fused", .metric_prefix = "fused", .ranker = std::make_shared<FusedRanker>(query_features(), trees_, options_, *dense_, fusion_weight())},
-            tree};
+    // The primary mode: the tree (and the neighbours) with the dense run.
+    modes.insert(modes.begin(), {.name = "fused", .metric_prefix = "fused",
+                                 .ranker = std::make_shared<FusedRanker>(query_features(), trees_, options_, *dense_, fusion_weight(), neighbours_)});
+    return modes;
   }
   std::vector<torch::Tensor> new_label_vectors(const TokenizedCorpus&) override {
     throw Error("xrlinear cannot take labels it was not trained on: its tree and rankers come from the training queries' labels");
@@ -574,18 +596,11 @@ class XrlinearMethod final : public Method {
   /// The n-gram length of the features the rankers read: the chosen one, else the vectorizer's.
   int feature_ngrams() const { return restriction_ ? restriction_->max_words() : vectorizer_.ngrams(); }
 
-  /// xrlinear.choose held-out without a dense run: xrlinear.choose_holdout of the labelled training queries, drawn from the run's
-  /// seed with a stream of its own by a shuffle of our own (the same rows on every platform and resume), ascending.
-  std::vector<std::int64_t> draw_held_out_rows(std::span<const std::int64_t> labelled_rows) const {
-    std::vector<std::int64_t> candidates(labelled_rows.begin(), labelled_rows.end());
-    const auto n = static_cast<std::int64_t>(candidates.size());
-    if (n < 2) throw ConfigError("xrlinear.choose: held-out needs at least two labelled training queries, the dataset has " + std::to_string(n));
-    const auto count = std::clamp<std::int64_t>(std::llround(options_.choose_holdout * static_cast<double>(n)), 1, n - 1);
-    std::mt19937_64 rng(config_.seed ^ 0x63686f6f7365ULL);  // "choose"
-    for (std::int64_t i = 0; i < count; ++i) std::swap(candidates[static_cast<std::size_t>(i)], candidates[static_cast<std::size_t>(i + uniform_index(rng, n - i))]);
-    std::vector<std::int64_t> out(candidates.begin(), candidates.begin() + count);
-    std::sort(out.begin(), out.end());
-    return out;
+  /// xrlinear.choose held-out without a dense run: xrlinear.choose_holdout of the labelled training queries (held_out_queries.h).
+  std::vector<std::int64_t> choice_rows(std::span<const std::int64_t> labelled_rows) const {
+    if (labelled_rows.size() < 2)
+      throw ConfigError("xrlinear.choose: held-out needs at least two labelled training queries, the dataset has " + std::to_string(labelled_rows.size()));
+    return draw_held_out_rows(labelled_rows, options_.choose_holdout, config_.seed, kChoiceHoldoutStream);
   }
 
   /// The choice stage's one step: candidates fit on the training queries not held out and scored on those held out
@@ -674,7 +689,8 @@ class XrlinearMethod final : public Method {
     HeldOutWeightChoice choice(grid);
     const TokenizedCorpus held = corpus_rows(context.train_corpus, held_out_rows_);
     const CsrMatrix& labels = context.dataset.train_labels;
-    const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight);
+    if (options_.knn > 0) neighbours_ = load_neighbours();  // the rows the trees were fit on
+    const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight, options_.knn > 0 ? neighbours_ : nullptr);
     // The dense side scores a chunk of queries against every label ([chunk x L] floats, within its memory share).
     const std::int64_t entries = memory_budget_part(memory_share::kFusionScores) / static_cast<std::int64_t>(sizeof(float));
     const std::int64_t chunk = std::clamp<std::int64_t>(entries / std::max<std::int64_t>(dense_->labels.size(0), 1), 1, 1024);
@@ -685,10 +701,11 @@ class XrlinearMethod final : public Method {
       const std::vector<FusionCandidates> all = ranker.candidates(held, start, end);
       for (std::int64_t i = start; i < end; ++i) {
         const FusionCandidates& c = all[static_cast<std::size_t>(i - start)];
+        const std::vector<float> sparse = c.sparse(options_.knn_weight);
         const auto truth = labels.row_indices(held_out_rows_[static_cast<std::size_t>(i)]);
         for (std::size_t w = 0; w < grid.size(); ++w) {
           ranked.clear();
-          for (const FusedLabel& label : fuse_scores(c.labels, c.path, c.dense, grid[w], 5)) ranked.push_back(label.label);
+          for (const FusedLabel& label : fuse_scores(c.labels, sparse, c.dense, grid[w], 5)) ranked.push_back(label.label);
           choice.add_score(w, precision_1_3_5(ranked, truth));
         }
       }

@@ -7,6 +7,7 @@
 #include "engine/config/option_group_builder.h"
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
+#include "engine/method/held_out_queries.h"
 #include "engine/method/unidec/unidec_options.h"
 #include "engine/store/run_store.h"
 
@@ -19,19 +20,20 @@ void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense
   std::error_code error;
   if (!std::filesystem::equivalent(dense.dataset, config.dataset, error))
     throw ConfigError(key + " trained on " + dense.dataset.string() + ", not on " + config.dataset.string() + " (fusion adds scores of the same labels)");
-  // The weight is chosen on training queries neither side trained on: only UniDEC's held-out queries are such rows.
-  if (chooses_fusion_weight(config) && (dense.method != "unidec" || dense.get<UnidecOptions>().concat_holdout <= 0))
+  // The weight is chosen on training queries neither side trained on: those the dense run held out.
+  const double held_out = dense.method == "unidec" ? dense.get<UnidecOptions>().concat_holdout : dense.get<HeldOutOptions>().share;
+  if (chooses_fusion_weight(config) && held_out <= 0)
     throw ConfigError(std::string(chooses_settings(config) ? "xrlinear.choose" : "xrlinear.fusion_weight_from") +
                       ": held-out chooses the fusion weight on training queries that neither run trained on, but " + key + " (" + dense.method +
-                      ") held none out: fuse with a unidec run trained with unidec.concat_holdout > 0, or set the weight with xrlinear.fusion_weight "
-                      "(and xrlinear.choose none)");
+                      ") held none out: fuse with a run trained with " + (dense.method == "unidec" ? "unidec.concat_holdout" : "holdout.share") +
+                      " > 0, or set the weight with xrlinear.fusion_weight (and xrlinear.choose none)");
 }
 
 bool chooses_settings(const TrainConfig& config) { return config.get<XrlinearOptions>().choose == "held-out"; }
 
 bool chooses_fusion_weight(const TrainConfig& config) {
   const auto& options = config.get<XrlinearOptions>();
-  return options.dense_run > 0 && (options.fusion_weight_from == "held-out" || options.choose == "held-out");
+  return options.fusion_weight_from == "held-out" || (options.choose == "held-out" && options.dense_run > 0);
 }
 
 bool fits_on_every_row(const TrainConfig& config) { return chooses_settings(config) || chooses_fusion_weight(config); }
@@ -87,7 +89,7 @@ MethodInfo xrlinear_method_info() {
                   "held-out training queries of WordNet, never on a test split; with xrlinear.fusion_weight_from held-out, it breaks ties)")
           .text("xrlinear.fusion_weight_from", &XrlinearOptions::fusion_weight_from, {"value", "held-out"},
                 "Dense and sparse together: value (xrlinear.fusion_weight) or held-out (chosen after training by mean P@1 + P@3 + "
-                "P@5 on the training queries the dense run held out, unidec.concat_holdout, by a label tree and rankers that leave "
+                "P@5 on the training queries the dense run held out (unidec.concat_holdout, holdout.share), by a label tree and rankers that leave "
                 "them out too; then the tree and rankers are fit again on every training query, so training costs twice)")
           .fixed_on_resume()
           .integer("xrlinear.fusion_tree_top", &XrlinearOptions::fusion_tree_top, 1, 100000,
@@ -96,7 +98,8 @@ MethodInfo xrlinear_method_info() {
                    "Dense and sparse together: candidates from the dense run's nearest labels per query")
           .integer("xrlinear.knn", &XrlinearOptions::knn, 0, 100000,
                    "Tree and neighbours together: this many training queries nearest a query (tf-idf cosine) vote for their labels, "
-                   "and the votes are fused with the tree's scores in the primary mode, tree-knn (0 = none: the tree alone)")
+                   "and the votes are fused with the tree's scores in mode tree-knn, the primary one (with xrlinear.dense_run, the tree and the "
+                   "votes together are then fused with the dense run's scores in mode fused) (0 = none: the tree alone)")
           .fixed_on_resume()
           .number("xrlinear.knn_weight", &XrlinearOptions::knn_weight, 0, 1,
                   "Tree and neighbours together: the weight of the tree's path scores, taken relative to the query's best candidate's; "
@@ -123,9 +126,6 @@ MethodInfo xrlinear_method_info() {
           .fixed_on_resume()
           .validate([](const TrainConfig& config) {
             const auto& options = config.get<XrlinearOptions>();
-            if (options.knn > 0 && options.dense_run > 0)
-              throw ConfigError("xrlinear.knn and xrlinear.dense_run each fuse a second ranking with the tree: set one of them (knn " +
-                                std::to_string(options.knn) + ", dense_run " + std::to_string(options.dense_run) + ")");
             if (options.fusion_weight_from == "held-out" && options.dense_run <= 0)
               throw ConfigError("xrlinear.fusion_weight_from: held-out chooses the weight of a fusion with a dense run: set xrlinear.dense_run");
             const auto branching = options.branching;

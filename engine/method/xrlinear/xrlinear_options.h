@@ -66,8 +66,8 @@ void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense
 bool fits_on_every_row(const TrainConfig& config);
 /// Whether `config`'s run chooses its settings on held-out rows (xrlinear.choose held-out).
 bool chooses_settings(const TrainConfig& config);
-/// Whether `config`'s run chooses its fusion weight with a dense run on the rows that run held out (with xrlinear.dense_run,
-/// xrlinear.fusion_weight_from held-out or xrlinear.choose held-out).
+/// Whether `config`'s run chooses its fusion weight with a dense run on the rows that run held out (xrlinear.fusion_weight_from
+/// held-out, or xrlinear.choose held-out with xrlinear.dense_run).
 bool chooses_fusion_weight(const TrainConfig& config);
 
 /// xrlinear's registration: name, help and option group.
