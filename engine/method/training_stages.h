@@ -31,7 +31,8 @@ struct StageSpec {
   std::string name;                     ///< stored in checkpoints: "encoder", "m1", "m4"
   std::string epoch_label = "epoch";    ///< shown with the epoch counter: "epoch 2/5", "M4 epoch 1/3"
   std::int64_t epochs = 0;
-  std::string loss_series = "loss";     ///< scalar key the step losses are stored under
+  std::string loss_series = "loss";     ///< scalar key the step losses are stored under; "" for steps whose outcome is not a
+                                        ///< loss (xrlinear's choice of settings): nothing is stored or plotted for them
   bool clip_gradients = true;           ///< clip to grad_clip before each optimiser step
   bool evaluate_between_epochs = true;  ///< evaluations every eval.every epochs (else only at the stage's end)
   /// An evaluation when the stage ends and another follows (false for a stage whose model is not yet the run's: xrlinear's

@@ -20,9 +20,11 @@ void RunRecorder::flush_if_due() {
 
 void RunRecorder::record_step(const TrainEvent& e) {
   const double now = RunStore::now_seconds();
-  pending_.push_back({e.step, e.epoch, e.loss_series, e.loss, now});
   pending_.push_back({e.step, e.epoch, "lr", e.lr, now});
-  pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
+  if (!e.loss_series.empty()) {  // a step with a loss (training_stages.h)
+    pending_.push_back({e.step, e.epoch, e.loss_series, e.loss, now});
+    pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
+  }
   flush_if_due();
 }
 

@@ -525,6 +525,15 @@ class PlotsTest : public QObject {
     screenshot(plot, QStringLiteral("metrics_milestones"));
     plot.set_milestones({{5, QStringLiteral("shortlists")}});
     QCOMPARE(plot.itemCount(), base + 2);
+    // Settings chosen at one epoch share one line, their labels stacked; a mark before the evaluations is in view
+    // (xrlinear chooses at epoch 0 and is evaluated after its second stage), one still ahead does not stretch it.
+    plot.set_milestones({{0, QStringLiteral("ngrams = 2")}, {0, QStringLiteral("trees = 3")}, {40, QStringLiteral("later")}});
+    QCOMPARE(plot.itemCount(), base + 4);
+    auto* stacked = qobject_cast<QCPItemText*>(plot.item(base + 1));
+    QVERIFY(stacked);
+    QCOMPARE(stacked->text(), QStringLiteral("ngrams = 2\ntrees = 3"));
+    QVERIFY(plot.xAxis->range().lower < 0);
+    QVERIFY(plot.xAxis->range().upper < 40);
     plot.clear();
     QCOMPARE(plot.itemCount(), base);
     QVERIFY(plot.milestones().empty());

@@ -658,6 +658,14 @@ class WorkbenchTest : public QObject {
     form.set_field_text("method", "dexml");
     QVERIFY(processes->isEnabled());
     form.set_field_text("method", "xrlinear");
+    // The choice's share and budget are keys of the choice: shown once it is asked for.
+    QVERIFY(form.field_shown("xrlinear.choose"));
+    QVERIFY(!form.field_shown("xrlinear.choose_budget"));
+    form.set_field_text("xrlinear.choose", "held-out");
+    QVERIFY(form.field_shown("xrlinear.choose_budget"));
+    QVERIFY(form.field_shown("xrlinear.choose_holdout"));
+    form.show_chosen("xrlinear.ngrams", 2);
+    form.show_chosen("xrlinear.trees", 3);
     if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) {
       form.resize(900, 1000);
       QCoreApplication::processEvents();  // the layout settles after the rows were hidden

@@ -155,7 +155,7 @@ void LiveView::on_event(const TrainEvent& e) {
   if (e.run_id != shown_run_) return;
   switch (e.kind) {
     case TrainEvent::Kind::Step:
-      loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s, e.loss_series, e.epoch);  // a later stage's series: curves of its own
+      if (!e.loss_series.empty()) loss_plot_->append(e.step, e.loss, e.lr, e.samples_per_s, e.loss_series, e.epoch);  // a later stage's series: curves of its own
       break;
     case TrainEvent::Kind::Evaluation:
       for (const auto& [name, value] : e.metrics) points_.push_back({e.epoch, e.step, name, value});

@@ -2,6 +2,7 @@
 
 #include <QToolTip>
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -332,8 +333,14 @@ void MetricPlot::set_milestones(const std::vector<std::pair<double, QString>>& m
   for (QCPAbstractItem* item : milestone_items_) removeItem(item);
   milestone_items_.clear();
   milestone_list_ = milestones;
-  const QColor grey(0x70, 0x70, 0x70);
+  // Marks at one epoch share a line, their labels stacked (a run that chose three settings at once).
+  std::map<double, QString> by_epoch;
   for (const auto& [epoch, label] : milestones) {
+    QString& text = by_epoch[epoch];
+    if (!text.contains(label)) text += (text.isEmpty() ? QString() : QStringLiteral("\n")) + label;
+  }
+  const QColor grey(0x70, 0x70, 0x70);
+  for (const auto& [epoch, label] : by_epoch) {
     auto* line = new QCPItemStraightLine(this);
     line->point1->setCoords(epoch, 0);
     line->point2->setCoords(epoch, 1);
@@ -355,6 +362,7 @@ void MetricPlot::set_milestones(const std::vector<std::pair<double, QString>>& m
     milestone_items_.push_back(line);
     milestone_items_.push_back(text);
   }
+  rescale();  // the marks are in view, even before the first evaluation after them
   replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -467,6 +475,9 @@ void MetricPlot::rescale() {
     yAxis->setRange(0, 100);
     return;
   }
+  // The marks before the first evaluation (xrlinear's choice at epoch 0, its second stage at 1, evaluated at 2); those
+  // still ahead do not squeeze the points made so far.
+  for (const auto& [epoch, label] : milestone_list_) x_lo = std::min(x_lo, epoch);
   const double x_pad = std::max(0.3, 0.03 * (x_hi - x_lo));
   xAxis->setRange(x_lo - x_pad, x_hi + x_pad);
   // Zoom to the values (metrics of one run usually sit within a few points of each other), not below 0

@@ -319,9 +319,9 @@ class XrlinearMethod final : public Method {
   std::vector<StageSpec> stages() const override {
     const StageSpec every_row{.name = kEveryRowStage, .epoch_label = "rankers on every row, epoch", .epochs = 1, .loss_series = "loss",
                               .clip_gradients = false, .evaluate_between_epochs = false, .batches_are_training_rows = false};
-    // The choice's one step reports 3 − (P@1 + P@3 + P@5) of the chosen candidate on the held-out queries: lower is better.
+    // The choice's one step has no loss: its outcome is the chosen settings and every candidate's score, in the log.
     if (chooses_settings(config_))
-      return {{.name = kChoiceStage, .epoch_label = "choosing on held-out queries, epoch", .epochs = 1, .loss_series = "choice_shortfall",
+      return {{.name = kChoiceStage, .epoch_label = "choosing on held-out queries, epoch", .epochs = 1, .loss_series = "",
                .clip_gradients = false, .evaluate_between_epochs = false, .evaluate_at_end = false, .batches_are_training_rows = false},
               every_row};
     std::vector<StageSpec> out{{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
@@ -444,7 +444,10 @@ class XrlinearMethod final : public Method {
   std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t, TrainContext&) override { return batches_; }
   StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext& context) override {
-    if (stage.name == kChoiceStage) return {.loss = choose_on_held_out(context)};
+    if (stage.name == kChoiceStage) {
+      choose_on_held_out(context);
+      return {.loss = 0};  // not stored (the stage's loss_series is "")
+    }
     if (training_.empty()) throw Error("xrlinear: a training step before the stage began");
     torch::NoGradGuard no_grad;
     double loss = 0;
@@ -605,8 +608,8 @@ class XrlinearMethod final : public Method {
 
   /// The choice stage's one step: candidates fit on the training queries not held out and scored on those held out
   /// (settings_choice.h); the best is kept, with its trees (fit without the held-out queries) for the fusion weight's
-  /// choice. Returns 3 − its P@1 + P@3 + P@5.
-  double choose_on_held_out(TrainContext& context) {
+  /// choice.
+  void choose_on_held_out(TrainContext& context) {
     if (held_out_rows_.empty()) throw Error("xrlinear.choose: no training queries were held out to choose on");
     std::vector<std::int64_t> kept;
     for (std::int64_t row = 0; row < features_.rows; ++row)
@@ -642,7 +645,6 @@ class XrlinearMethod final : public Method {
     if (options_.features != "given") context.chose("xrlinear.ngrams", choice.ngrams);
     context.chose("xrlinear.trees", static_cast<double>(choice.trees));
     if (options_.knn > 0) context.chose("xrlinear.knn_weight", choice.knn_weight);
-    return 3.0 - choice.score;
   }
 
   /// Settings chosen on held-out queries (or read back from a checkpoint): the rankers read n-grams of at most `ngrams` words,
