@@ -56,7 +56,13 @@ print(json.dumps(out))
 PY
 }
 
-for set in bibtex delicious wordnet-direct wordnet-ancestors; do
+if command -v apt-cache >/dev/null && [ ! -f "$work/debian-tags/dataset.json" ]; then
+  apt-cache dumpavail > "$work/packages.txt" && "$xmc" dataset build debian --packages "$work/packages.txt" --out "$work/debian-tags" --seed 7 >/dev/null
+fi
+sets=(bibtex delicious wordnet-direct wordnet-ancestors)
+[ -f "$work/debian-tags/dataset.json" ] && sets+=(debian-tags)
+[ -n "${XMC_BENCH_SETS:-}" ] && read -r -a sets <<< "$XMC_BENCH_SETS"
+for set in "${sets[@]}"; do
   for seed in "${seeds[@]}"; do
     start=$(date +%s.%N)
     alone=$(train "$set" "$seed" recommended-text.json)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # xrlinear.choose held-out (datasets/configs/recommended-text.json) against the same config with its settings as
 # written, unigrams and bigrams, side by side on the same threads, per seed: Bibtex and Delicious (mulan),
-# WordNet-direct and a WordNet taxonomy whose labels are every ancestor (20k synsets each), and optionally the
+# WordNet-direct and a WordNet taxonomy whose labels are every ancestor (20k synsets each), Debian's packages with
+# their debtags (`xmc dataset build debian` from `apt-cache dumpavail`, where apt is there), and optionally the
 # synthetic LF-kind set (XMC_CHOICE_SYNTHETIC=1: 30k labels, 44k training queries). The choice sees only the
 # training queries it holds out; the test split is read by the final evaluation alone. Prints one JSON line per
 # run (metrics, seconds, the settings chosen), then a markdown table of mean ± sd over seeds.
@@ -28,7 +29,14 @@ demo_mulan delicious
   "$xmc" dataset build wordnet --out "$work/wordnet-direct" --max-items 20000 --labels direct --min-depth 3 --seed 7 >/dev/null
 [ -f "$work/wordnet-ancestors/dataset.json" ] ||
   "$xmc" dataset build wordnet --out "$work/wordnet-ancestors" --max-items 20000 --labels ancestors --min-depth 2 --seed 7 >/dev/null
+# Debian's packages and their debtags, from this machine's package index (when it has one).
+if command -v apt-cache >/dev/null && [ ! -f "$work/debian-tags/dataset.json" ]; then
+  apt-cache dumpavail > "$work/packages.txt" && "$xmc" dataset build debian --packages "$work/packages.txt" --out "$work/debian-tags" --seed 7 >/dev/null
+fi
 sets=(bibtex delicious wordnet-direct wordnet-ancestors)
+[ -f "$work/debian-tags/dataset.json" ] && sets+=(debian-tags)
+# XMC_BENCH_SETS="a b": these sets only.
+[ -n "${XMC_BENCH_SETS:-}" ] && read -r -a sets <<< "$XMC_BENCH_SETS"
 if [ "${XMC_CHOICE_SYNTHETIC:-0}" = 1 ]; then
   [ -f "$work/synthetic-30k/dataset.json" ] ||
     "$xmc" dataset build synthetic --labels 30000 --train 44000 --test 16000 --labels-per-query 5 --seed 1 --out "$work/synthetic-30k" >/dev/null

@@ -1,4 +1,4 @@
-// `xmc dataset import mulan|xc-json`, `xmc dataset build wordnet`, `xmc dataset info`.
+// `xmc dataset import mulan|xc-json`, `xmc dataset build wordnet|synthetic|debian`, `xmc dataset info`.
 #include <filesystem>
 #include <iostream>
 
@@ -9,6 +9,7 @@
 #include "engine/data/dataset_summary.h"
 #include "engine/data/holdout_split.h"
 #include "engine/data/mulan_importer.h"
+#include "engine/data/debian_packages.h"
 #include "engine/data/synthetic_builder.h"
 #include "engine/data/wordnet_builder.h"
 #include "engine/data/xc_json_importer.h"
@@ -158,6 +159,27 @@ void add_dataset_commands(CLI::App& app, CommandContext& context) {
     cmd->callback([opts, out, &context] {
       check_output_folder(*out);
       save_and_report(build_synthetic_dataset(*opts, context.progress), *out, context);
+    });
+  }
+  // Debian's package index: short, punctuation-heavy texts with their debtags.
+  {
+    auto* build = dataset->get_subcommand("build");
+    auto* cmd = build->add_subcommand("debian", "Debian's packages (name and synopsis) with their debtags or sections, from a package index");
+    auto opts = std::make_shared<DebianBuildOptions>();
+    auto out = std::make_shared<OutputOptions>();
+    cmd->add_option("--packages", opts->packages, "A package index in deb822 form, e.g. the output of `apt-cache dumpavail`")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--labels", opts->labels, "tags: each package's debtags (facet::tag); section: its archive section")
+        ->check(CLI::IsMember({"tags", "section"}))
+        ->capture_default_str();
+    cmd->add_option("--min-label-count", opts->min_label_count, "Labels on fewer training packages are dropped")->capture_default_str();
+    cmd->add_option("--test-fraction", opts->test_fraction, "Share of the labelled packages in the test split")->capture_default_str();
+    cmd->add_option("--max-items", opts->max_items, "A seeded sample of the labelled packages (0 = all)")->capture_default_str();
+    cmd->add_option("--seed", opts->seed, "Seed of the sample and of the split")->capture_default_str();
+    add_output_options(cmd, *out);
+    cmd->footer("Example:\n  apt-cache dumpavail > packages.txt\n  xmc dataset build debian --packages packages.txt --out data/debian-tags");
+    cmd->callback([opts, out, &context] {
+      check_output_folder(*out);
+      save_and_report(build_debian_dataset(*opts, context.progress), *out, context);
     });
   }
   // Zero-shot split (novel labels without training points; pseudo-novel ones to select a generator on).

@@ -596,7 +596,7 @@ TEST(Cli, XrlinearChoosesItsSettingsOnHeldOutTrainingQueries) {
   test::TempDir dir;
   write_word_order_dataset(dir / "data");
   const std::string db = (dir / "runs.sqlite").string();
-  // A budget no candidate reaches: every one is fit, whatever the machine's speed, so two runs choose alike.
+  // A budget no candidate reaches: every one is fit.
   const std::string train = std::string(XMC_CLI_PATH) + " train --db " + db + " --set method=xrlinear --set dataset=" + (dir / "data").string() +
                             " --set xrlinear.branching=2 --set xrlinear.max_leaf=2 --set xrlinear.knn=5 --set xrlinear.choose=held-out "
                             "--set xrlinear.choose_holdout=0.2 --set xrlinear.choose_budget=100 --set threads=1 --set eval.k=[1,3] --json";

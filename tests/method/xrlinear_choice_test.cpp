@@ -2,6 +2,7 @@
 // candidates of a fusion with neighbours, and the choice of n-grams, trees and knn weight on held-out rows.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -176,6 +177,26 @@ TEST(SettingsChoice, TheBudgetLeavesOutWhatItCannotAffordAndSaysSo) {
   bool logged = false;
   for (const std::string& line : log) logged = logged || line.find("left out by the budget: 2-grams") != std::string::npos;
   EXPECT_TRUE(logged);
+}
+
+// The budget counts tree fits, a bigram tree costing its features' non-zeros over the unigram tree's: r. With 1 + 1.5 r
+// fits, the first tree (1) and the bigram tree (r) fit, a second bigram tree (r more) does not — on any machine.
+TEST(SettingsChoice, TheBudgetCountsTreesByTheirFeaturesNonZeros) {
+  const PairData data = pair_data(/*ordered=*/true, 300, 5);
+  const ChoiceSetup s = setup(data, 40);
+  const std::vector<std::string> fit_texts(data.texts.begin(), data.texts.end() - 40);
+  const double unigram_nonzeros = static_cast<double>(TfidfVectorizer::fit(data.texts, {.ngrams = 1}).transform(fit_texts).nnz());
+  const double r = static_cast<double>(s.features.nnz()) / unigram_nonzeros;
+  ASSERT_GT(r, 1.0);
+  const SettingsChoice choice = choose_settings(s.vectorizer, {s.features, s.labels, s.held_features, s.held_labels}, options_with_budget(1 + 1.5 * r),
+                                                silent_progress(), [](const std::string&) {});
+  ASSERT_EQ(choice.candidates.size(), 2u);
+  EXPECT_EQ(choice.candidates[1].ngrams, 2);
+  EXPECT_NEAR(choice.fits, 1 + r, 1e-9);
+  ASSERT_EQ(choice.left_out.size(), 1u);
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "2-grams, 2 trees (%.2f fits, %.2f of %.2f left)", r, 0.5 * r, 1 + 1.5 * r);
+  EXPECT_EQ(choice.left_out[0], expected);
 }
 
 TEST(SettingsChoice, NoHeldOutRowsOrUnknownNgramsAreRefused) {

@@ -23,6 +23,12 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+std::string fits_text(double fits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", fits);
+  return text;
+}
+
 std::string seconds_text(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f s", seconds);
@@ -185,23 +191,30 @@ SettingsChoice choose_settings(const TfidfVectorizer& vectorizer, const ChoiceRo
         (with_neighbours ? "; by the tree's weight against the neighbours' votes — " + choice.curve(2) : std::string()));
   };
 
-  // The first candidate, always: its time sets the budget.
+  // The budget in tree fits, a tree's cost taken from its features' non-zeros against the first candidate's (the
+  // rankers' work grows with them): the same candidates are fit on every machine and at every load, so a seed gives
+  // one run. The first candidate is always fit.
   sides.push_back(make_side(vectorizer, rows, ngrams.front(), with_neighbours));
   add_tree(sides.front(), rows.labels, options, progress);
-  const double first_tree = sides.front().tree_seconds;
-  out.budget_seconds = options.budget * first_tree * static_cast<double>(std::max<std::int64_t>(options.configured.trees, 1));
+  out.budget_fits = options.budget * static_cast<double>(std::max<std::int64_t>(options.configured.trees, 1));
+  double spent = 1;
   score(sides.front());
-  auto fits = [&](double predicted, const std::string& what) {
-    if (seconds_since(start) + predicted <= out.budget_seconds) return true;
-    out.left_out.push_back(what + " (predicted " + seconds_text(predicted) + ", " + seconds_text(out.budget_seconds - seconds_since(start)) + " left)");
+  const auto first_nonzeros = static_cast<double>(std::max<std::int64_t>(sides.front().features.nnz(), 1));
+  auto tree_cost = [&](const NgramSide& side) { return static_cast<double>(std::max<std::int64_t>(side.features.nnz(), 1)) / first_nonzeros; };
+  auto fits = [&](double cost, const std::string& what) {
+    if (spent + cost <= out.budget_fits + 1e-9) {
+      spent += cost;
+      return true;
+    }
+    char text[96];
+    std::snprintf(text, sizeof text, " (%.2f fits, %.2f of %.2f left)", cost, out.budget_fits - spent, out.budget_fits);
+    out.left_out.push_back(what + text);
     return false;
   };
   // Longer n-grams, one tree each.
   for (std::size_t i = 1; i < ngrams.size(); ++i) {
     NgramSide side = make_side(vectorizer, rows, ngrams[i], with_neighbours);
-    const double predicted = first_tree * static_cast<double>(std::max<std::int64_t>(side.features.nnz(), 1)) /
-                             static_cast<double>(std::max<std::int64_t>(sides.front().features.nnz(), 1));
-    if (!fits(predicted, std::to_string(ngrams[i]) + "-grams")) continue;
+    if (!fits(tree_cost(side), std::to_string(ngrams[i]) + "-grams")) continue;
     add_tree(side, rows.labels, options, progress);
     score(side);
     sides.push_back(std::move(side));
@@ -212,10 +225,11 @@ SettingsChoice choose_settings(const TfidfVectorizer& vectorizer, const ChoiceRo
     if (out.candidates[i].score > out.candidates[best_side].score) best_side = i;
   NgramSide& grown = sides[best_side];
   for (std::int64_t trees = 2; trees <= options.max_trees; ++trees) {
-    if (!fits(grown.tree_seconds, std::to_string(grown.ngrams) + "-grams, " + std::to_string(trees) + " trees")) break;
+    if (!fits(tree_cost(grown), std::to_string(grown.ngrams) + "-grams, " + std::to_string(trees) + " trees")) break;
     add_tree(grown, rows.labels, options, progress);
     score(grown);
   }
+  out.fits = spent;
   // The best score; of equal ones, the first fit (the cheaper).
   const auto best = std::max_element(out.candidates.begin(), out.candidates.end(),
                                      [](const ChoiceCandidate& a, const ChoiceCandidate& b) { return a.score < b.score; });
@@ -231,8 +245,8 @@ SettingsChoice choose_settings(const TfidfVectorizer& vectorizer, const ChoiceRo
   out.seconds = seconds_since(start);
   for (const std::string& what : out.left_out) log("xrlinear.choose: left out by the budget: " + what);
   log("xrlinear.choose: chose " + describe(*best) + " of " + std::to_string(out.candidates.size()) + " candidates on " +
-      std::to_string(rows.held_out_features.rows) + " held-out training queries, in " + seconds_text(out.seconds) + " (budget " +
-      seconds_text(out.budget_seconds) + ")");
+      std::to_string(rows.held_out_features.rows) + " held-out training queries, in " + seconds_text(out.seconds) + " (" + fits_text(out.fits) +
+      " of " + fits_text(out.budget_fits) + " tree fits)");
   return out;
 }
 

@@ -8,10 +8,11 @@
 //            are made once and fused by every weight); another weight than the configured one only when it beats
 //            it by more than one standard error of their paired per-query difference (measured: a weight chosen by
 //            the best mean alone moved with the draw, 0.40 to 0.95 over three seeds of one set, and lost on test)
-// within a time budget: one fit of the configured settings (the first tree's time, times xrlinear.trees) times
-// `budget`. The first candidate (the fewest words, one tree) is always fit; the others in order of cost — the
-// longer n-grams with one tree, then more trees of the better n-grams — while the next is predicted to fit in
-// what is left (its cost from the first tree's, scaled by its features' non-zeros). Plain C++.
+// within a budget of `budget` fits of the configured settings (xrlinear.trees trees of the first candidate's
+// n-grams). A tree's cost is counted in such trees, scaled by its features' non-zeros (a bigram tree's rankers read
+// about twice a unigram tree's): machine-independent, so a seed chooses the same on every machine and load. The first
+// candidate (the fewest words, one tree) is always fit; the others in order of cost — the longer n-grams with one
+// tree, then more trees of the better n-grams — while the next fits in what is left. Plain C++.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,7 +41,7 @@ struct ChoiceOptions {
   std::vector<int> ngrams{1};      ///< n-gram lengths tried (each ≤ the vectorizer's)
   std::int64_t max_trees = 3;
   std::vector<double> knn_weights; ///< tried with xrlinear.knn > 0 (empty: no neighbours)
-  double budget = 3;               ///< in fits of the configured settings
+  double budget = 3;               ///< in fits of the configured settings (see above)
   int threads = 1;                 ///< for ranking the held-out queries (rankers train on one: liblinear's rand())
 };
 
@@ -59,10 +60,11 @@ struct SettingsChoice {
   double knn_weight = -1;
   double score = 0;
   std::vector<ChoiceCandidate> candidates;  ///< every one scored, in the order fit
-  std::vector<std::string> left_out;        ///< what the budget left out, said as "2-grams, tree 3 (predicted 12.1 s)"
+  std::vector<std::string> left_out;        ///< what the budget left out, said as "2-grams, 3 trees (1.90 fits, 1.20 of 6.00 left)"
   std::vector<TreeModel> trees_fit;         ///< the chosen candidate's, fit without the held-out queries
   double seconds = 0;                       ///< the whole choice
-  double budget_seconds = 0;
+  double fits = 0;                          ///< its cost in first-candidate tree fits
+  double budget_fits = 0;
 };
 
 /// Chooses among the candidates of `options` on `rows`. `log` receives a line per candidate and the outcome.

@@ -121,8 +121,9 @@ MethodInfo xrlinear_method_info() {
           .fixed_on_resume()
           .when("xrlinear.choose=held-out")
           .number("xrlinear.choose_budget", &XrlinearOptions::choose_budget, 1, 100,
-                  "Choosing on held-out queries: the time it may take, in fits of the configured settings (the first candidate's tree "
-                  "time times xrlinear.trees); candidates predicted to go over it are left out, and the log says which")
+                  "Choosing on held-out queries: what it may fit, in fits of the configured settings (xrlinear.trees trees of the first "
+                  "candidate), a tree's cost counted by its features' non-zeros (a bigram tree about two), so a seed chooses alike on "
+                  "every machine; candidates that would go over it are left out, and the log says which")
           .fixed_on_resume()
           .validate([](const TrainConfig& config) {
             const auto& options = config.get<XrlinearOptions>();
