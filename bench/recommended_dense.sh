@@ -22,12 +22,7 @@ mkdir -p "$work"
 [ -x "$xmc" ] || { echo "no $xmc: build first" >&2; exit 1; }
 [ -f "$vectors" ] || { echo "no $vectors: run packaging/setup.sh word-vectors first" >&2; exit 1; }
 source "$here/bench/demo_datasets.sh"
-demo_mulan bibtex
-demo_mulan delicious
-[ -f "$work/wordnet-direct/dataset.json" ] ||
-  "$xmc" dataset build wordnet --out "$work/wordnet-direct" --max-items 20000 --labels direct --min-depth 3 --seed 7 >/dev/null
-[ -f "$work/wordnet-ancestors/dataset.json" ] ||
-  "$xmc" dataset build wordnet --out "$work/wordnet-ancestors" --max-items 20000 --labels ancestors --min-depth 2 --seed 7 >/dev/null
+quality_sets
 
 # train SET SEED CONFIG [--set ...]: the run's final JSON line
 train() {
@@ -56,12 +51,6 @@ print(json.dumps(out))
 PY
 }
 
-if command -v apt-cache >/dev/null && [ ! -f "$work/debian-tags/dataset.json" ]; then
-  apt-cache dumpavail > "$work/packages.txt" && "$xmc" dataset build debian --packages "$work/packages.txt" --out "$work/debian-tags" --seed 7 >/dev/null
-fi
-sets=(bibtex delicious wordnet-direct wordnet-ancestors)
-[ -f "$work/debian-tags/dataset.json" ] && sets+=(debian-tags)
-[ -n "${XMC_BENCH_SETS:-}" ] && read -r -a sets <<< "$XMC_BENCH_SETS"
 for set in "${sets[@]}"; do
   for seed in "${seeds[@]}"; do
     start=$(date +%s.%N)

@@ -23,20 +23,7 @@ config="$here/datasets/configs/recommended-text.json"
 mkdir -p "$work"
 [ -x "$xmc" ] || { echo "no $xmc: build first" >&2; exit 1; }
 source "$here/bench/demo_datasets.sh"
-demo_mulan bibtex
-demo_mulan delicious
-[ -f "$work/wordnet-direct/dataset.json" ] ||
-  "$xmc" dataset build wordnet --out "$work/wordnet-direct" --max-items 20000 --labels direct --min-depth 3 --seed 7 >/dev/null
-[ -f "$work/wordnet-ancestors/dataset.json" ] ||
-  "$xmc" dataset build wordnet --out "$work/wordnet-ancestors" --max-items 20000 --labels ancestors --min-depth 2 --seed 7 >/dev/null
-# Debian's packages and their debtags, from this machine's package index (when it has one).
-if command -v apt-cache >/dev/null && [ ! -f "$work/debian-tags/dataset.json" ]; then
-  apt-cache dumpavail > "$work/packages.txt" && "$xmc" dataset build debian --packages "$work/packages.txt" --out "$work/debian-tags" --seed 7 >/dev/null
-fi
-sets=(bibtex delicious wordnet-direct wordnet-ancestors)
-[ -f "$work/debian-tags/dataset.json" ] && sets+=(debian-tags)
-# XMC_BENCH_SETS="a b": these sets only.
-[ -n "${XMC_BENCH_SETS:-}" ] && read -r -a sets <<< "$XMC_BENCH_SETS"
+quality_sets
 if [ "${XMC_CHOICE_SYNTHETIC:-0}" = 1 ]; then
   [ -f "$work/synthetic-30k/dataset.json" ] ||
     "$xmc" dataset build synthetic --labels 30000 --train 44000 --test 16000 --labels-per-query 5 --seed 1 --out "$work/synthetic-30k" >/dev/null
