@@ -8,7 +8,9 @@
 #include <QSvgRenderer>
 #include <QToolTip>
 #include <QTemporaryDir>
+#include <QSettings>
 #include <QSlider>
+#include <QStandardPaths>
 #include <QtTest>
 #include <array>
 #include <map>
@@ -107,6 +109,8 @@ class PlotsTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // the views' kept choices go to a test folder, not the user's
+    QSettings().clear();                       // and start from none
     QVERIFY(temp_.isValid());
     shots_ = qEnvironmentVariable("XMC_SCREENSHOT_DIR");
     if (shots_.isEmpty()) shots_ = temp_.filePath(QStringLiteral("screenshots"));
@@ -424,6 +428,31 @@ class PlotsTest : public QObject {
     QCOMPARE(view.chosen_metrics(), (QStringList{"P@1", "PSP@5", "R@10"}));
     QCOMPARE(view.chosen_modes(), QStringList{"primary mode"});  // the modes chosen are not this run's
     QCOMPARE(view.effective_layout(), EvaluationView::Layout::panel_per_mode);  // the user's layout stays
+
+    // Kept under a settings key, the choices come back in a view made later (the Live tab after a restart); a view
+    // without a key keeps nothing.
+    {
+      EvaluationView kept;
+      kept.keep_choices_in(QStringLiteral("test/evaluation"));
+      kept.set_modes(modes);
+      kept.set_metric_chosen("R@10", true);
+      kept.set_mode_chosen("emb mode", true);
+      kept.set_layout(EvaluationView::Layout::panel_per_mode);
+    }
+    EvaluationView restarted;
+    restarted.keep_choices_in(QStringLiteral("test/evaluation"));
+    restarted.set_modes(modes);
+    QCOMPARE(restarted.chosen_metrics(), (QStringList{"P@1", "P@5", "PSP@5", "R@10"}));
+    QCOMPARE(restarted.chosen_modes(), (QStringList{"fused mode", "emb mode"}));
+    QCOMPARE(restarted.effective_layout(), EvaluationView::Layout::panel_per_mode);
+    EvaluationView unkept;
+    unkept.set_modes(modes);
+    QCOMPARE(unkept.chosen_metrics(), (QStringList{"P@1", "P@5", "PSP@5"}));
+    QSettings().setValue("test/evaluation/layout", 99);  // written by some other version: ignored
+    EvaluationView odd;
+    odd.keep_choices_in(QStringLiteral("test/evaluation"));
+    odd.set_modes(modes);
+    QCOMPARE(odd.effective_layout(), EvaluationView::Layout::panel_per_metric);  // automatic: 8 curves are too many for one chart
   }
 
   void live_view_fits_the_window_again_after_a_run_with_panels() {

@@ -56,6 +56,7 @@ LiveView::LiveView(const QString& db, QWidget* parent) : QWidget(parent), db_(db
   auto* grid = new QGridLayout;
   loss_plot_ = new LossPlot;
   evaluation_view_ = new EvaluationView;
+  evaluation_view_->keep_choices_in(QStringLiteral("live/evaluation"));  // the metrics, modes and layout chosen last time
   metric_plot_ = evaluation_view_->chart();  // "live_metrics"
   decile_plot_ = new DecilePlot;
   decile_plot_->setObjectName("live_deciles");

@@ -1,11 +1,13 @@
 #include "widgets/plots/evaluation_view.h"
 
+
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
 #include <QScrollArea>
+#include <QSettings>
 #include <QStackedWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -148,6 +150,7 @@ void EvaluationView::set_metric_chosen(const QString& metric, bool chosen) {
   metrics_chosen_by_user_ = true;
   chosen_metrics_.removeAll(metric);
   if (chosen) chosen_metrics_.append(metric);
+  save_choices();
   rebuild_menus();
   render();
 }
@@ -156,6 +159,7 @@ void EvaluationView::set_mode_chosen(const QString& mode, bool chosen) {
   if (chosen_modes_.isEmpty()) chosen_modes_ = chosen_modes();  // starts from what is drawn (the primary)
   chosen_modes_.removeAll(mode);
   if (chosen) chosen_modes_.append(mode);
+  save_choices();
   rebuild_menus();
   render();
 }
@@ -163,7 +167,34 @@ void EvaluationView::set_mode_chosen(const QString& mode, bool chosen) {
 void EvaluationView::set_layout(Layout layout) {
   layout_ = layout;
   layout_box_->setCurrentIndex(layout_box_->findData(static_cast<int>(layout)));
+  save_choices();
   render();
+}
+
+void EvaluationView::keep_choices_in(const QString& key) {
+  settings_key_ = key;
+  if (key.isEmpty()) return;
+  const QSettings settings;
+  if (settings.contains(key + "/metrics")) {
+    chosen_metrics_ = settings.value(key + "/metrics").toStringList();
+    metrics_chosen_by_user_ = true;
+  }
+  chosen_modes_ = settings.value(key + "/modes").toStringList();
+  const int layout = settings.value(key + "/layout", static_cast<int>(Layout::automatic)).toInt();
+  if (const int index = layout_box_->findData(layout); index >= 0) {  // a value another version wrote is ignored
+    layout_ = static_cast<Layout>(layout);
+    layout_box_->setCurrentIndex(index);
+  }
+  rebuild_menus();
+  render();
+}
+
+void EvaluationView::save_choices() const {
+  if (settings_key_.isEmpty()) return;
+  QSettings settings;
+  if (metrics_chosen_by_user_) settings.setValue(settings_key_ + "/metrics", chosen_metrics_);
+  settings.setValue(settings_key_ + "/modes", chosen_modes_);
+  settings.setValue(settings_key_ + "/layout", static_cast<int>(layout_));
 }
 
 EvaluationView::Layout EvaluationView::effective_layout() const {

@@ -47,6 +47,9 @@ class EvaluationView : public QWidget {
   void set_layout(Layout layout);
   /// The layout drawn (automatic resolved).
   Layout effective_layout() const;
+  /// From now on keeps the chosen metrics, modes and layout in QSettings under `key` ("live/evaluation"), and takes
+  /// those kept there now: a view the user set up comes back after a restart. Empty (the default): nothing kept.
+  void keep_choices_in(const QString& key);
 
   /// The one-chart view (object name "live_metrics"): also what "Export plots" writes.
   MetricPlot* chart() const { return chart_; }
@@ -60,6 +63,7 @@ class EvaluationView : public QWidget {
   std::vector<const xmc::ModeSeries*> drawn_modes() const;
   QStringList drawn_metrics() const;
   QString label_of(const xmc::ModeSeries& mode) const;
+  void save_choices() const;
 
   std::vector<xmc::ModeSeries> modes_;
   std::vector<std::pair<double, QString>> milestones_;
@@ -68,6 +72,7 @@ class EvaluationView : public QWidget {
   QStringList chosen_modes_;    // by label; empty: the primary mode
   Layout layout_ = Layout::automatic;
   bool rendering_ = false;  // render() sets the charts' metrics: not a choice of the user's
+  QString settings_key_;    // keep_choices_in()
 
   QToolButton* metrics_button_ = nullptr;
   QToolButton* modes_button_ = nullptr;
