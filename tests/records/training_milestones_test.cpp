@@ -2,6 +2,7 @@
 #include "engine/records/training_milestones.h"
 #include "engine/sampler/negatives_options.h"
 #include "engine/method/ngame/ngame_options.h"
+#include "engine/method/irene/irene_options.h"
 #include "engine/method/xrlinear/xrlinear_options.h"
 #include "engine/sampler/psl_options.h"
 #include "engine/sampler/cluster_batch_options.h"
@@ -51,6 +52,17 @@ TEST(TrainingMilestones, XrlinearCountsAndMarksItsSecondStageWhenItHasOne) {
   EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{1, "rankers on every row"}}));
 }
 
+// IRENE keeps its best generator when training ends (the weighted sum unless a trained one beats it): the final
+// evaluation's step from the curve is marked there; the training-free weighted sum has no such step.
+TEST(TrainingMilestones, IreneMarksWhereItKeepsItsBestGenerator) {
+  TrainConfig c;
+  c.method = "irene";
+  c.epochs = 6;
+  EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{6, "best generator kept"}}));
+  c.edit<IreneOptions>().generator = "weighted_sum";
+  EXPECT_TRUE(marks(c).empty());
+}
+
 TEST(TrainingMilestones, ShortlistRefreshesAreMarkedWhenNotEveryEpoch) {
   TrainConfig c;
   c.method = "unidec";
@@ -80,7 +92,7 @@ TEST(TrainingMilestones, IreneHasNoBatchOrderMarks) {
   c.edit<QueryBatcherOptions>().type = "cluster";
   c.edit<ClusterBatchOptions>().start_epoch = 2;
   c.edit<ClusterBatchOptions>().grow_at = {4};
-  EXPECT_TRUE(marks(c).empty());
+  EXPECT_EQ(marks(c), (std::vector<std::pair<double, std::string>>{{8, "best generator kept"}})) << "its own mark only";
   EXPECT_FALSE(takes_tsne_snapshots(c)) << "nor t-SNE snapshots: no batches of its own";
   c.method = "dexml";  // the same schedule for a method that trains its encoder is marked
   EXPECT_FALSE(marks(c).empty());

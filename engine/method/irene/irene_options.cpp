@@ -34,6 +34,12 @@ MethodInfo irene_method_info() {
                        "irene.base_run: irene builds on a finished ngame or unidec run of the same store: give its id (--set irene.base_run=3)");
                })
                .build()},
+          // After its last epoch the generator kept (the weighted sum until a trained one beats it on the selection labels)
+          // replaces the last epoch's: the final evaluation's step from the curve is that swap, marked where it happens.
+          .milestones = [](const TrainConfig& config) {
+            if (config.get<IreneOptions>().generator == "weighted_sum" || config.epochs <= 0) return std::vector<EpochMark>{};
+            return std::vector<EpochMark>{{config.epochs, "best generator kept"}};
+          },
           .base_run = [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; },
           .check_base_run = [](const TrainConfig& config, const TrainConfig& base, const std::string& base_status) {
             const std::string run = "irene.base_run: run " + std::to_string(config.get<IreneOptions>().base_run);
