@@ -9,16 +9,14 @@
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
 #include "engine/core/portable_random.h"
+#include "engine/core/trim.h"
 #include "engine/core/utf8.h"
 
 namespace xmc {
 namespace {
 
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+/// White space around a field, its value and a tag (a carriage return too: lines may end \r\r\n).
+constexpr std::string_view kBlanks = " \t\r";
 
 /// One stanza being read: its fields of interest, and where it began.
 struct Stanza {
@@ -32,7 +30,7 @@ struct Stanza {
 void add_tags(DebianPackage& package, std::string_view text) {
   while (!text.empty()) {
     const std::size_t comma = text.find(',');
-    const std::string_view tag = trimmed(text.substr(0, comma));
+    const std::string_view tag = trim(text.substr(0, comma), kBlanks);
     if (!tag.empty() && std::find(package.tags.begin(), package.tags.end(), tag) == package.tags.end()) package.tags.emplace_back(tag);
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
@@ -57,7 +55,7 @@ std::vector<DebianPackage> read_debian_packages(const std::filesystem::path& fil
   while (reader.next(line)) {
     const std::size_t at = reader.line_number();
     if (!is_valid_utf8(line)) throw InputError(name, at, "not valid UTF-8");
-    if (trimmed(line).empty()) {
+    if (trim(line, kBlanks).empty()) {
       finish();
       continue;
     }
@@ -68,9 +66,9 @@ std::vector<DebianPackage> read_debian_packages(const std::filesystem::path& fil
     }
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) throw InputError(name, at, "expected \"Field: value\", got \"" + std::string(line.substr(0, 80)) + "\"");
-    const std::string_view field = trimmed(line.substr(0, colon));
+    const std::string_view field = trim(line.substr(0, colon), kBlanks);
     if (field.empty()) throw InputError(name, at, "a field with no name before its colon");
-    const std::string_view value = trimmed(line.substr(colon + 1));
+    const std::string_view value = trim(line.substr(colon + 1), kBlanks);
     if (!stanza.has_fields) stanza.first_line = at;
     stanza.has_fields = true;
     stanza.field.assign(field);

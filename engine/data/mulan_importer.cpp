@@ -10,6 +10,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
+#include "engine/core/trim.h"
 #include "engine/core/utf8.h"
 #include "engine/core/regular_file.h"
 
@@ -40,12 +41,6 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) {
   for (std::size_t i = 0; i < prefix.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
   return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 /// Splits off one ARFF name (quoted with ' or ", or bare up to white space) from the front of `s`.

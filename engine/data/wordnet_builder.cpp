@@ -10,6 +10,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/line_reader.h"
+#include "engine/core/trim.h"
 
 namespace xmc {
 namespace {
@@ -54,13 +55,6 @@ bool parse_number(std::string_view tok, int base, std::size_t max_digits, std::u
 }
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-std::string_view trim(std::string_view s) {
-  const std::size_t b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const std::size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
 
 /// Parses one data line (wndb(5)):
 ///   synset_offset lex_filenum ss_type w_cnt word lex_id [word lex_id...] p_cnt [ptr...] | gloss

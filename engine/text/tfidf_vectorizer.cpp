@@ -21,9 +21,9 @@ struct NgramCount {
   std::int64_t last_doc = -1;
 };
 
-std::int64_t words_in(std::string_view ngram) { return 1 + std::count(ngram.begin(), ngram.end(), ' '); }
-
 }  // namespace
+
+std::int64_t ngram_words(std::string_view ngram) { return 1 + std::count(ngram.begin(), ngram.end(), ' '); }
 
 void TfidfVectorizer::for_each_ngram(std::string_view text, const std::function<void(std::string_view)>& fn) const {
   // The last ngram_length_ - 1 words, oldest first, and a buffer the n-grams ending at a word are built in.
@@ -90,7 +90,7 @@ TfidfVectorizer TfidfVectorizer::fit(const std::vector<std::string>& texts, Tfid
   std::vector<const std::pair<const std::string, NgramCount>*> kept;
   kept.reserve(counts.size());
   for (const auto& entry : counts) {
-    const std::int64_t least = words_in(entry.first) == 1 ? options.min_df : std::max<std::int64_t>(options.min_df, 2);
+    const std::int64_t least = ngram_words(entry.first) == 1 ? options.min_df : std::max<std::int64_t>(options.min_df, 2);
     if (entry.second.df >= least) kept.push_back(&entry);
   }
   std::sort(kept.begin(), kept.end(), [](const auto* a, const auto* b) {
@@ -212,7 +212,7 @@ TfidfVectorizer TfidfVectorizer::load(const std::filesystem::path& path) {
     if (ngram.empty() || ngram.front() == ' ' || ngram.back() == ' ' || ngram.find("  ") != std::string_view::npos)
       throw InputError(file, line_no, "expected an n-gram of words separated by single spaces, got \"" + std::string(ngram) + "\"");
     if (!is_valid_utf8(ngram)) throw InputError(file, line_no, "n-gram is not valid UTF-8");
-    if (words_in(ngram) > ngrams)
+    if (ngram_words(ngram) > ngrams)
       throw InputError(file, line_no, "\"" + std::string(ngram) + "\" has more than the header's " + std::to_string(ngrams) + " words");
     if (!parse_count(line.substr(t + 1), df) || df > docs)
       throw InputError(file, line_no, "document frequency \"" + std::string(line.substr(t + 1)) + "\" is not an integer from 0 to the header's " +

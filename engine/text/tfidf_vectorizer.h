@@ -34,6 +34,9 @@ struct TfidfOptions {
   std::int64_t max_features = 0;  ///< most features kept; 0 = no cap
 };
 
+/// How many words an n-gram (a feature's name, words joined by one space) has.
+std::int64_t ngram_words(std::string_view ngram);
+
 class TfidfVectorizer final : public TextTokenizer {
  public:
   /// Counts the n-grams of `texts` (one document each). Throws ConfigError on options out of range.

@@ -176,6 +176,9 @@ TEST(TreeRankers, LearnSeparableLabelsAndBeamSearchFindsEach) {
   const Separable s = separable();
   const LabelTree tree = build_label_tree(pifa_label_vectors(s.labels, s.features), {.branching = 2, .max_leaf = 8});
   ASSERT_EQ(tree.ranker_levels(), 3);  // 2 and 4 clusters, then the labels
+  // A unit per parent node: the root, its 2 clusters and their 4.
+  EXPECT_EQ(ranker_unit_count(tree), 1 + 2 + 4);
+  EXPECT_EQ(RankerTraining(tree, s.features, s.labels).num_units(), ranker_unit_count(tree));
   const TreeRankers rankers = train_all(tree, s, false);
   const BeamSearch search(tree, rankers, {.beam = 2}, 36);
   std::vector<std::int64_t> labels(32 * 3);

@@ -1,10 +1,10 @@
 #include "engine/method/xrlinear/ngram_restriction.h"
 
-#include <algorithm>
-#include <cmath>
 #include <string>
+#include <utility>
 
 #include "engine/core/error.h"
+#include "engine/method/xrlinear/given_features.h"
 
 namespace xmc {
 
@@ -13,11 +13,8 @@ NgramRestriction::NgramRestriction(const TfidfVectorizer& vectorizer, int max_wo
     throw Error("n-grams of at most " + std::to_string(max_words) + " words from a vectorizer of " + std::to_string(vectorizer.ngrams()) +
                 "-grams");
   column_.resize(static_cast<std::size_t>(vectorizer.num_features()));
-  for (std::int32_t id = 0; id < vectorizer.num_features(); ++id) {
-    const std::string& ngram = vectorizer.feature(id);
-    const auto words = 1 + std::count(ngram.begin(), ngram.end(), ' ');
-    column_[static_cast<std::size_t>(id)] = words <= max_words ? static_cast<std::int32_t>(num_features_++) : -1;
-  }
+  for (std::int32_t id = 0; id < vectorizer.num_features(); ++id)
+    column_[static_cast<std::size_t>(id)] = ngram_words(vectorizer.feature(id)) <= max_words ? static_cast<std::int32_t>(num_features_++) : -1;
 }
 
 CsrMatrix NgramRestriction::apply(const CsrMatrix& rows) const {
@@ -32,7 +29,6 @@ CsrMatrix NgramRestriction::apply(const CsrMatrix& rows) const {
   for (std::int64_t r = 0; r < rows.rows; ++r) {
     cols.clear();
     values.clear();
-    double squares = 0;
     const auto row_cols = rows.row_indices(r);
     const auto row_values = rows.row_values(r);
     for (std::size_t j = 0; j < row_cols.size(); ++j) {
@@ -40,15 +36,10 @@ CsrMatrix NgramRestriction::apply(const CsrMatrix& rows) const {
       if (kept < 0) continue;
       cols.push_back(kept);  // kept columns keep their order: the row stays sorted
       values.push_back(row_values[j]);
-      squares += static_cast<double>(row_values[j]) * row_values[j];
-    }
-    if (squares > 0) {
-      const double scale = 1.0 / std::sqrt(squares);
-      for (float& v : values) v = static_cast<float>(v * scale);
     }
     out.append_row(cols, values);
   }
-  return out;
+  return l2_normalized_rows(std::move(out));
 }
 
 }  // namespace xmc

@@ -180,4 +180,10 @@ double RankerTraining::train(std::int64_t index, const RankerOptions& options, T
   return loss_terms > 0 ? loss_sum / static_cast<double>(loss_terms) : 0.0;
 }
 
+std::int64_t ranker_unit_count(const LabelTree& tree) {
+  std::int64_t units = 0;
+  for (std::int64_t level = 0; level < tree.ranker_levels(); ++level) units += tree.nodes_at(level);
+  return units;
+}
+
 }  // namespace xmc

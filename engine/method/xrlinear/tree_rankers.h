@@ -74,4 +74,8 @@ class RankerTraining {
 /// Rankers shaped for `tree`, all untrained (zero).
 TreeRankers empty_rankers(const LabelTree& tree);
 
+/// The training units of `tree`: one per parent node, levels 0 .. ranker_levels() − 1 (RankerTraining::num_units()
+/// without building its rows).
+std::int64_t ranker_unit_count(const LabelTree& tree);
+
 }  // namespace xmc

@@ -270,8 +270,8 @@ class FusedRanker final : public QueryRanker {
         }
         if (!neighbours_) continue;
         voted_candidates(*neighbours_, features, row, options_.knn, options_.knn_top, c.labels, scratch, voted);
-        c.labels = voted.labels;
-        c.shares = voted.shares;
+        c.labels.swap(voted.labels);  // voted's buffers are cleared and refilled for the next row
+        c.shares.swap(voted.shares);
       }
     });
     std::size_t width = 1;
@@ -420,10 +420,7 @@ class XrlinearMethod final : public Method {
     }
     // The rankers and the tree learn from the rows that train: without the held-out ones, when there are some.
     if (!held_out_rows_.empty()) {
-      std::vector<std::int64_t> kept;
-      kept.reserve(static_cast<std::size_t>(features_.rows));
-      for (std::int64_t row = 0; row < features_.rows; ++row)
-        if (!std::binary_search(held_out_rows_.begin(), held_out_rows_.end(), row)) kept.push_back(row);
+      const std::vector<std::int64_t> kept = rows_not_held_out(features_.rows);
       features_ = csr_rows(features_, kept);
       train_labels_ = csr_rows(train_labels_, kept);
       context.phase("the rankers train on " + std::to_string(kept.size()) + " training queries: " + std::to_string(held_out_rows_.size()) +
@@ -550,7 +547,7 @@ class XrlinearMethod final : public Method {
         throw InputError(stored.string(), "holds " + std::to_string(features.rows) + " x " + std::to_string(features.cols) + " features, but the dataset has " +
                                               std::to_string(context.dataset.num_train()) + " training queries and the run's vectorizer " +
                                               std::to_string(vectorizer_.num_features()) + " features: run `xmc dataset featurize` again");
-      return restriction_ ? restriction_->apply(features) : features;
+      return restricted(features);
     }
     if (options_.features == "given") {
       const auto given = config_.dataset / dataset_files::kTrainFeatures;
@@ -596,6 +593,18 @@ class XrlinearMethod final : public Method {
 
   bool chooses_fusion_weight() const { return xmc::chooses_fusion_weight(config_); }
 
+  /// Rows 0 .. `rows` − 1 of the training queries without the held-out ones, ascending.
+  std::vector<std::int64_t> rows_not_held_out(std::int64_t rows) const {
+    std::vector<std::int64_t> kept;
+    kept.reserve(static_cast<std::size_t>(rows));
+    for (std::int64_t row = 0; row < rows; ++row)
+      if (!std::binary_search(held_out_rows_.begin(), held_out_rows_.end(), row)) kept.push_back(row);
+    return kept;
+  }
+
+  /// Rows of the vectorizer's features as the rankers read them: the chosen n-grams only, once chosen.
+  CsrMatrix restricted(const CsrMatrix& rows) const { return restriction_ ? restriction_->apply(rows) : rows; }
+
   /// The n-gram length of the features the rankers read: the chosen one, else the vectorizer's.
   int feature_ngrams() const { return restriction_ ? restriction_->max_words() : vectorizer_.ngrams(); }
 
@@ -611,9 +620,7 @@ class XrlinearMethod final : public Method {
   /// choice.
   void choose_on_held_out(TrainContext& context) {
     if (held_out_rows_.empty()) throw Error("xrlinear.choose: no training queries were held out to choose on");
-    std::vector<std::int64_t> kept;
-    for (std::int64_t row = 0; row < features_.rows; ++row)
-      if (!std::binary_search(held_out_rows_.begin(), held_out_rows_.end(), row)) kept.push_back(row);
+    const std::vector<std::int64_t> kept = rows_not_held_out(features_.rows);
     const CsrMatrix& labels = context.dataset.train_labels;
     const CsrMatrix fit_features = csr_rows(features_, kept), fit_labels = csr_rows(labels, kept);
     const CsrMatrix held_features = csr_rows(features_, held_out_rows_), held_labels = csr_rows(labels, held_out_rows_);
@@ -630,15 +637,11 @@ class XrlinearMethod final : public Method {
     apply_choice(choice.ngrams, choice.trees, choice.knn_weight);
     trees_ = std::move(choice.trees_fit);
     trained_units_.clear();
-    for (const TreeModel& model : trees_) {
-      std::int64_t units = 0;
-      for (std::int64_t level = 0; level < model.tree.ranker_levels(); ++level) units += model.tree.nodes_at(level);  // one per parent node
-      trained_units_.emplace_back(static_cast<std::size_t>(units), 1);
-    }
+    for (const TreeModel& model : trees_) trained_units_.emplace_back(static_cast<std::size_t>(ranker_unit_count(model.tree)), 1);
     trees_fit_on_every_row_ = false;
     if (options_.knn > 0) {
       // A run stopped before the fit on every row ranks with the chosen candidate and its neighbours, the held-out queries left out.
-      features_ = restriction_ ? restriction_->apply(fit_features) : fit_features;
+      features_ = restricted(fit_features);
       train_labels_ = fit_labels;
       write_neighbours();
     }
@@ -692,7 +695,7 @@ class XrlinearMethod final : public Method {
     const TokenizedCorpus held = corpus_rows(context.train_corpus, held_out_rows_);
     const CsrMatrix& labels = context.dataset.train_labels;
     if (options_.knn > 0) neighbours_ = load_neighbours();  // the rows the trees were fit on
-    const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight, options_.knn > 0 ? neighbours_ : nullptr);
+    const FusedRanker ranker(query_features(), trees_, options_, *dense_, options_.fusion_weight, neighbours_);  // null without knn
     // The dense side scores a chunk of queries against every label ([chunk x L] floats, within its memory share).
     const std::int64_t entries = memory_budget_part(memory_share::kFusionScores) / static_cast<std::int64_t>(sizeof(float));
     const std::int64_t chunk = std::clamp<std::int64_t>(entries / std::max<std::int64_t>(dense_->labels.size(0), 1), 1, 1024);
