@@ -8,6 +8,8 @@
 #include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <typeindex>
+#include <typeinfo>
 #include <vector>
 
 #include "engine/config/config_key.h"
@@ -26,6 +28,8 @@ struct OptionGroup {
   std::string name;          ///< shown as the group's heading ("Encoder", "UniDEC classifiers")
   std::string applies_when;  ///< the group's keys matter only then ("" = always); added to each key's own
   std::vector<OptionKey> keys;
+  /// The options struct its keys fill (typeid(void) for the run's own keys, which are TrainConfig's fields).
+  std::type_index options_type = typeid(void);
   /// Checks across the group's keys, run by validate() when the group applies (may be empty).
   std::function<void(const TrainConfig&)> validate;
   /// Rules a resumed run's config must keep beyond the keys marked fixed_on_resume (may be empty).

@@ -20,6 +20,7 @@ class OptionGroupBuilder {
   explicit OptionGroupBuilder(std::string name, std::string applies_when = "") {
     group_.name = std::move(name);
     group_.applies_when = std::move(applies_when);
+    if constexpr (!std::is_same_v<Options, TrainConfig>) group_.options_type = typeid(Options);
   }
 
   /// The next key matters only when `condition` holds too ("encoder.type=bert").

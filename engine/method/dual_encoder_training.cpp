@@ -21,7 +21,7 @@
 
 namespace xmc {
 
-DualEncoderTraining::DualEncoderTraining(const TrainConfig& config) : config_(config), loss_(&loss_entry(config.get<LossOptions>().kind)),
+DualEncoderTraining::DualEncoderTraining(const ComponentConfig& config) : config_(config), loss_(&loss_entry(config.get<LossOptions>().kind)),
       loss_options_(config.get<LossOptions>()) {}
 
 torch::Tensor DualEncoderTraining::loss(const torch::Tensor& scores, const torch::Tensor& positive_mask) const {
@@ -38,9 +38,9 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
       no_decay.push_back(item.value());
     else decay.push_back(item.value());
   }
-  return {{std::move(decay), config_.lr, config_.weight_decay},
-          {std::move(no_decay), config_.lr, 0.0},
-          {std::move(head), config_.lr * config_.head_lr_scale, 0.0}};
+  return {{std::move(decay), config_.run.lr, config_.run.weight_decay},
+          {std::move(no_decay), config_.run.lr, 0.0},
+          {std::move(head), config_.run.lr * config_.run.head_lr_scale, 0.0}};
 }
 
 torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context, const EpochQueryEncodings* encoded) const {

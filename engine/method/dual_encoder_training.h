@@ -20,7 +20,7 @@ class EpochQueryEncodings;
 
 class DualEncoderTraining {
  public:
-  explicit DualEncoderTraining(const TrainConfig& config);
+  explicit DualEncoderTraining(const ComponentConfig& config);
 
   /// AdamW groups of the encoder and DE head: weights with decay, biases and norms without, the DE head at
   /// lr × head_lr_scale. Classifier residuals (NGAME's M4) are not part of this stage.
@@ -59,7 +59,7 @@ class DualEncoderTraining {
   ShardedLoss sharded_loss(Communicator& communicator, const torch::Tensor& scores, const torch::Tensor& whole_mask,
                            std::int64_t label_begin) const;
 
-  const TrainConfig& config_;
+  const ComponentConfig& config_;
   const LossEntry* loss_;  ///< the config's loss (registered: lives as long as the program)
   LossOptions loss_options_;
   torch::Tensor shortlist_;  ///< [num_train x S] int32 hard-negative candidates (undefined until the first refresh)

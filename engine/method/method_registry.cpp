@@ -6,7 +6,7 @@
 
 namespace xmc {
 
-#define XMC_DECLARE_METHOD_FACTORY(name) std::unique_ptr<Method> make_##name##_method(const TrainConfig& config);
+#define XMC_DECLARE_METHOD_FACTORY(name) std::unique_ptr<Method> make_##name##_method(const ComponentConfig& config);
 XMC_FOR_EACH_METHOD(XMC_DECLARE_METHOD_FACTORY)
 
 const std::vector<MethodRegistration>& registered_methods() {
@@ -26,13 +26,13 @@ const std::vector<MethodRegistration>& registered_methods() {
   return methods;
 }
 
-std::unique_ptr<Method> make_method(const TrainConfig& config) {
+std::unique_ptr<Method> make_method(const ComponentConfig& config) {
   std::string known;
   for (const auto& m : registered_methods()) {
-    if (m.name == config.method) return m.make(config);
+    if (m.name == config.run.method) return m.make(config);
     known += (known.empty() ? "" : ", ") + m.name;
   }
-  throw ConfigError("method: \"" + config.method + "\" is not a known method (" + known + ")");
+  throw ConfigError("method: \"" + config.run.method + "\" is not a known method (" + known + ")");
 }
 
 }  // namespace xmc

@@ -49,12 +49,12 @@ TrainedRun load_trained_run(const RunStore& store, std::int64_t run_id, const st
   if (!std::filesystem::exists(checkpoint))
     throw ConfigError("run " + std::to_string(run_id) + " has no checkpoint yet (" + checkpoint.string() + ")");
   run.label_texts = read_text_lines(run.config.dataset / dataset_files::kLabelText);
-  run.method = make_method(run.config);
+  run.method = make_method(component_config(run.config));
   run.method->use_store(store);
   run.method->build({}, run_dir);  // no texts: an encoder with a vocabulary of its own reads it from the run's folder
   load_checkpoint(checkpoint, *run.method, static_cast<std::int64_t>(run.label_texts.size()), store.store_id(), run_id);
   run.method->module().eval();
-  if (image_fusion_for(run.config).max_images > 0) {
+  if (image_fusion_for(component_config(run.config)).max_images > 0) {
     const auto bank = image_files::bank(run.config.dataset, "lbl");
     std::error_code error;
     if (std::filesystem::exists(bank, error)) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/train_config.h"
 #include "engine/data/image_bank.h"
 #include "engine/method/method.h"
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/config/train_config.h"
+#include "engine/config/component_config.h"
 #include "engine/core/error.h"
 #include "engine/core/progress.h"
 #include "engine/optim/parameter_group.h"
@@ -61,7 +61,6 @@ struct DistributedContext {
 inline constexpr torch::ScalarType kClusteringEmbeddingType = torch::kHalf;
 
 struct TrainContext {
-  const TrainConfig& config;
   const Dataset& dataset;
   const TokenizedCorpus& train_corpus;
   const TokenizedCorpus& label_corpus;

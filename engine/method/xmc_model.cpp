@@ -79,7 +79,7 @@ torch::Tensor XmcModelImpl::fuse(const torch::Tensor& classifiers, const torch::
   return weight * classifiers + (1.0 - weight) * label_embeddings;
 }
 
-BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
+BuiltModel build_model(const ComponentConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
                        EmbeddingHead head) {
   BuiltEncoder encoder = make_encoder(config, train_texts, run_dir);
   const EncoderOptions& options = config.get<EncoderOptions>();

@@ -16,7 +16,7 @@
 #include "engine/model/encoder.h"
 #include "engine/model/encoder_factory.h"
 #include "engine/model/heads.h"
-#include "engine/config/train_config.h"
+#include "engine/config/component_config.h"
 #include "engine/text/text_tokenizer.h"
 #include "engine/text/tokenized_corpus.h"
 
@@ -86,7 +86,7 @@ struct BuiltModel {
 
 /// Builds the model a config describes: the encoder `encoder.type` names (make_encoder(): `train_texts` and
 /// `run_dir` are its to build or keep a vocabulary) under the embedding head `head`.
-BuiltModel build_model(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
+BuiltModel build_model(const ComponentConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir,
                        EmbeddingHead head = EmbeddingHead::TanhLinear);
 
 

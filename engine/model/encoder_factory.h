@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/config/train_config.h"
+#include "engine/config/component_config.h"
 #include "engine/model/encoder.h"
 #include "engine/text/text_tokenizer.h"
 
@@ -22,12 +22,12 @@ struct BuiltEncoder {
 
 /// `train_texts` are the training queries and label texts an encoder may build its vocabulary from (empty when
 /// run_dir already keeps it: resume, predict); `run_dir` keeps such files so token ids never change.
-using EncoderFactory = BuiltEncoder (*)(const TrainConfig& config, const std::vector<std::string>& train_texts,
+using EncoderFactory = BuiltEncoder (*)(const ComponentConfig& config, const std::vector<std::string>& train_texts,
                                         const std::filesystem::path& run_dir);
 
 /// The encoder `encoder.type` names, built for `config` (engine/registry/encoder_factories.cpp). Throws
 /// ConfigError naming the registered encoders for an unknown name.
-BuiltEncoder make_encoder(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir);
+BuiltEncoder make_encoder(const ComponentConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir);
 
 /// The torch device a config's `device` names; throws ConfigError for a malformed or unavailable one.
 torch::Device parse_device(const std::string& device);

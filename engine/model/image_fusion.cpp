@@ -1,6 +1,6 @@
 #include "engine/model/image_fusion.h"
 
-#include "engine/config/train_config.h"
+#include "engine/config/component_config.h"
 #include "engine/core/error.h"
 #include "engine/data/image_bank.h"
 #include "engine/model/encoder.h"
@@ -8,11 +8,16 @@
 
 namespace xmc {
 
-ImageFusionOptions image_fusion_for(const TrainConfig& config) {
-  const ImageOptions& images = config.get<ImageOptions>();
+ImageFusionOptions image_fusion_for(const ComponentConfig& config) {
   ImageFusionOptions out;
+  const ImageOptions* found = config.find<ImageOptions>();  // images fuse into bert and decoder encoders only
+  if (found == nullptr) {
+    out.max_images = 0;
+    return out;
+  }
+  const ImageOptions& images = *found;
   out.kind = images.fusion == "late" ? ImageFusionKind::late : ImageFusionKind::early;
-  out.image_dim = images.max > 0 ? dataset_image_dim(config.dataset) : 0;
+  out.image_dim = images.max > 0 ? dataset_image_dim(config.run.dataset) : 0;
   out.max_images = out.image_dim > 0 ? images.max : 0;
   return out;
 }

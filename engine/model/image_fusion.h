@@ -15,7 +15,7 @@
 
 namespace xmc {
 
-struct TrainConfig;
+class ComponentConfig;
 
 enum class ImageFusionKind { early, late };
 
@@ -27,7 +27,7 @@ struct ImageFusionOptions {
 
 /// The fusion a run's config asks for on its dataset: images.max and images.fusion, with the banks' m; max_images
 /// 0 (text only) when the dataset has no banks or images.max is 0.
-ImageFusionOptions image_fusion_for(const TrainConfig& config);
+ImageFusionOptions image_fusion_for(const ComponentConfig& config);
 /// A line for the encoder's description: ", fusing up to 3 images (m = 768) early", or "" for text only.
 std::string describe_image_fusion(const ImageFusionOptions& options);
 

@@ -58,4 +58,11 @@ bool StageOptimizer::syncs_rows_at(std::int64_t step) const {
   return syncs_deferred_rows() && step > 0 && step % setup_.options.deferred_sync_steps == 0;
 }
 
+std::unique_ptr<StageOptimizer> make_stage_optimizer(std::vector<ParameterGroup> groups, const ComponentConfig& run, StageOptimizerSetup stage) {
+  const OptimOptions* options = run.find<OptimOptions>();
+  stage.options = options != nullptr ? *options : OptimOptions{};
+  stage.default_lr = run.run.lr;
+  return std::make_unique<StageOptimizer>(std::move(groups), std::move(stage));
+}
+
 }  // namespace xmc

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/component_config.h"
 #include "engine/optim/fused_adamw.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optim_options.h"
@@ -55,5 +56,9 @@ class StageOptimizer {
   std::vector<torch::Tensor> parameters_;
   LrSchedule schedule_;
 };
+
+/// A stage's optimiser for a run: `stage`'s options and default rate are set from the run's own (optim.* and lr;
+/// optim.*'s defaults for a method without optimiser keys, which fits rather than steps).
+std::unique_ptr<StageOptimizer> make_stage_optimizer(std::vector<ParameterGroup> groups, const ComponentConfig& run, StageOptimizerSetup stage);
 
 }  // namespace xmc

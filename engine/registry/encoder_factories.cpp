@@ -7,10 +7,10 @@
 namespace xmc {
 
 #define XMC_DECLARE_ENCODER_FACTORY(name) \
-  BuiltEncoder make_##name##_encoder(const TrainConfig&, const std::vector<std::string>&, const std::filesystem::path&);
+  BuiltEncoder make_##name##_encoder(const ComponentConfig&, const std::vector<std::string>&, const std::filesystem::path&);
 XMC_FOR_EACH_ENCODER(XMC_DECLARE_ENCODER_FACTORY)
 
-BuiltEncoder make_encoder(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
+BuiltEncoder make_encoder(const ComponentConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
   static const EncoderFactory factories[] = {
 #define XMC_ENCODER_FACTORY(name) make_##name##_encoder,
       XMC_FOR_EACH_ENCODER(XMC_ENCODER_FACTORY)

@@ -16,7 +16,7 @@
 
 namespace xmc {
 
-struct TrainConfig;
+class ComponentConfig;
 
 class BatchOrder {
  public:
@@ -40,6 +40,6 @@ class BatchOrder {
 };
 
 /// The batch order config.get<QueryBatcherOptions>().type names (engine/registry/batch_order_factories.cpp).
-std::unique_ptr<BatchOrder> make_batch_order(const TrainConfig& config);
+std::unique_ptr<BatchOrder> make_batch_order(const ComponentConfig& config);
 
 }  // namespace xmc

@@ -6,7 +6,7 @@
 #include <istream>
 #include <ostream>
 
-#include "engine/config/train_config.h"
+#include "engine/config/component_config.h"
 #include "engine/core/error.h"
 #include "engine/sampler/balanced_clustering.h"
 #include "engine/sampler/batch_order.h"
@@ -111,7 +111,7 @@ class ClusterBatchOrder final : public BatchOrder {
 
 }  // namespace
 
-std::unique_ptr<BatchOrder> make_cluster_batch_order(const TrainConfig& config) {
+std::unique_ptr<BatchOrder> make_cluster_batch_order(const ComponentConfig& config) {
   return std::make_unique<ClusterBatchOrder>(config.get<ClusterBatchOptions>());
 }
 

@@ -16,6 +16,6 @@ class RandomBatchOrder final : public BatchOrder {
 
 }  // namespace
 
-std::unique_ptr<BatchOrder> make_random_batch_order(const TrainConfig& /*config*/) { return std::make_unique<RandomBatchOrder>(); }
+std::unique_ptr<BatchOrder> make_random_batch_order(const ComponentConfig& /*config*/) { return std::make_unique<RandomBatchOrder>(); }
 
 }  // namespace xmc

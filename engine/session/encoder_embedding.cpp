@@ -48,7 +48,7 @@ TextVectors embed_with_encoder(const EncoderEmbedRequest& request, const std::ve
       (request.pooling != "mean" && request.pooling != "cls" && request.pooling != "last"))
     throw ConfigError("--pooling: " + request.pooling + " is not a pooling of a " + type + " encoder (mean, or " +
                       (type == "bert" ? "cls" : "last") + ")");
-  BuiltEncoder built = make_encoder(config, {}, {});
+  BuiltEncoder built = make_encoder(component_config(config), {}, {});
   built.encoder->eval();
   use_cpu_threads(*built.encoder, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 

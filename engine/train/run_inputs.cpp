@@ -66,7 +66,7 @@ RunInputs load_run_inputs(const TrainConfig& config, const RunInputsRequest& req
     throw Error("dataset " + config.dataset.string() + " changed since run " + std::to_string(request.run_id) + " started (fingerprint " +
                 request.expected_fingerprint + " -> " + fingerprint + "); resuming would mix data");
   phase("tokenizing");
-  in.method = make_method(config);
+  in.method = make_method(component_config(config));
   if (request.distributed && in.method->builds_on_another_run())
     throw ConfigError("method " + in.method->name() + " builds on another run and trains in one process: start it without --nproc/--world-size");
   in.stages = in.method->stages();

@@ -89,7 +89,7 @@ struct Trainer::Impl {
   void phase(const std::string& message) { events.phase(message); }
 
   TrainContext context() {
-    return TrainContext{.config = config, .dataset = in.dataset, .train_corpus = in.train_corpus, .label_corpus = in.label_corpus, .device = device,
+    return TrainContext{.dataset = in.dataset, .train_corpus = in.train_corpus, .label_corpus = in.label_corpus, .device = device,
                         .distributed = steps.context(), .batcher = *batcher, .label_pool_rng = label_pool_rng, .progress = reporter,
                         .phase = log(), .chose = [this](const std::string& key, double value) { events.setting_chosen(key, value, epochs.at(state)); }};
   }
@@ -122,7 +122,7 @@ struct Trainer::Impl {
     in = load_run_inputs(config, {.run_id = setup.run_id, .expected_fingerprint = setup.expected_fingerprint, .run_dir = setup.run_dir,
                                   .store = setup.store, .distributed = steps.enabled(), .threads = at::get_num_threads()}, progress, log());
     epochs = EpochAxis(in.stages, in.method->name(), checkpoint_path());
-    batcher = std::make_unique<QueryBatcher>(make_batch_order(config), config.batch_size, in.training_rows, config.seed);
+    batcher = std::make_unique<QueryBatcher>(make_batch_order(component_config(config)), config.batch_size, in.training_rows, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
     evaluations = std::make_unique<RunEvaluation>(in.dataset, config, log());
     snapshots = std::make_unique<NegativesSnapshots>(in.dataset, config.tsne_query, config.tsne_every, config.seed, in.training_rows, in.held_out_rows);
@@ -276,13 +276,8 @@ struct Trainer::Impl {
     const std::int64_t own = in.method->batches_per_epoch(stage);
     const std::int64_t per_epoch =
         own >= 0 ? own : std::max<std::int64_t>(1, batch_count(static_cast<std::int64_t>(in.training_rows.size()), config.batch_size));
-    optimizer = std::make_unique<StageOptimizer>(in.method->parameter_groups(stage),
-                                                 StageOptimizerSetup{.options = config.get<OptimOptions>(),
-                                                                     .default_lr = config.lr,
-                                                                     .total_steps = per_epoch * stage.epochs,
-                                                                     .clip_gradients = stage.clip_gradients,
-                                                                     .may_defer_rows = !steps.enabled(),
-                                                                     .phase = log()});
+    optimizer = make_stage_optimizer(in.method->parameter_groups(stage), component_config(config),
+                                     {.total_steps = per_epoch * stage.epochs, .clip_gradients = stage.clip_gradients, .may_defer_rows = !steps.enabled(), .phase = log()});
     steps.begin_stage(optimizer->parameters(), config.distributed_overlap == "on");
     // Resumed inside this stage: continue its optimiser (a checkpoint at a stage boundary has none).
     if (setup.resume) {

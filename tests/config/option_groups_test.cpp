@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
@@ -273,6 +274,39 @@ TEST(OptionGroups, KeysThatDoNotApplyToTheRunAreRefusedByName) {
   const std::vector<std::string> ignored = refuse_inapplicable_keys({"epochs", "encoder.dim", "xrlinear.trees"}, tree);
   ASSERT_EQ(ignored.size(), 2u);
   EXPECT_EQ(ignored[0].rfind("epochs does not shape xrlinear runs", 0), 0u) << ignored[0];
+}
+
+TEST(OptionGroups, AComponentSeesTheRunContextAndTheOptionsOfTheRunsComponentsOnly) {
+  TrainConfig config;
+  config.method = "unidec";
+  config.seed = 7;
+  config.lr = 0.003;
+  config.edit<EncoderOptions>().type = "bow";
+  config.edit<BowOptions>().min_count = 3;
+  config.edit<UnidecOptions>().concat_weight = 0.6;
+  const ComponentConfig seen = component_config(config);
+  EXPECT_EQ(seen.run.method, "unidec");
+  EXPECT_EQ(seen.run.seed, 7u);
+  EXPECT_DOUBLE_EQ(seen.run.lr, 0.003);
+  EXPECT_DOUBLE_EQ(seen.get<UnidecOptions>().concat_weight, 0.6);
+  EXPECT_EQ(seen.get<BowOptions>().min_count, 3);
+  EXPECT_NE(seen.find<LossOptions>(), nullptr);
+  // Another method's options, another encoder's: not part of this run, refused by name.
+  try {
+    seen.get<IreneOptions>();
+    FAIL() << "a unidec run's component read IRENE's options";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not part of it"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(seen.find<TransformerOptions>(), nullptr);
+  EXPECT_EQ(seen.find<NgameOptions>(), nullptr);
+  // A method that fits without an encoder or an optimiser sees neither's options.
+  TrainConfig tree;
+  tree.method = "xrlinear";
+  const ComponentConfig fitted = component_config(tree);
+  EXPECT_EQ(fitted.find<EncoderOptions>(), nullptr);
+  EXPECT_EQ(fitted.find<OptimOptions>(), nullptr);
+  EXPECT_EQ(fitted.find<UnidecOptions>(), nullptr);
 }
 
 TEST(OptionGroups, EveryShippedPresetSetsOnlyKeysThatApply) {

@@ -227,7 +227,7 @@ TEST(GpuCheckpoints, LoadingACheckpointPutsTheGpusGeneratorBack) {
   TrainingRun run(config, dir / "runs.sqlite");
   run.run();
   const auto run_dir = TrainingRun::run_directory(dir / "runs.sqlite", run.run_id());
-  std::unique_ptr<Method> method = make_method(config);
+  std::unique_ptr<Method> method = make_method(component_config(config));
   method->build({}, run_dir);
   const std::int64_t num_labels = load_dataset(dir / "data").num_labels();
   const auto draws_after_load = [&] {

@@ -31,7 +31,7 @@ TEST(MethodRegistry, UnknownMethodIsRefusedWithTheKnownOnesListed) {
   TrainConfig config;
   config.method = "unidec-typo";
   try {
-    make_method(config);
+    make_method(component_config(config));
     FAIL() << "an unknown method was accepted";
   } catch (const ConfigError& e) {
     const std::string message = e.what();
@@ -46,7 +46,7 @@ TEST(MethodRegistry, EveryMethodDeclaresNamedStagesAndBuildsUnderItsName) {
     EXPECT_TRUE(names.insert(registration.name).second) << "registered twice: " << registration.name;
     TrainConfig config;
     config.method = registration.name;
-    const auto method = make_method(config);
+    const auto method = make_method(component_config(config));
     EXPECT_EQ(method->name(), registration.name);
     const auto stages = method->stages();
     ASSERT_FALSE(stages.empty()) << registration.name;
@@ -64,13 +64,13 @@ TEST(MethodRegistry, NgameStagesFollowTheConfig) {
   config.method = "ngame";
   config.epochs = 4;
   config.edit<NgameOptions>().m4_epochs = 2;
-  auto stages = make_method(config)->stages();
+  auto stages = make_method(component_config(config))->stages();
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].epochs, 4);
   EXPECT_EQ(stages[1].epochs, 2);
   EXPECT_EQ(stages[1].loss_series, "m4_loss");
   config.edit<NgameOptions>().m4_epochs = 0;  // encoder only
-  EXPECT_EQ(make_method(config)->stages().size(), 1u);
+  EXPECT_EQ(make_method(component_config(config))->stages().size(), 1u);
 }
 
 TrainConfig ngame_config(const std::filesystem::path& data) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/config/train_config.h"
 #include "engine/core/error.h"
 #include "engine/loss/loss_entry.h"
 #include "engine/method/xmc_model.h"
@@ -72,7 +73,7 @@ TrainConfig clustered_batches(std::int64_t cluster_size, std::int64_t start_epoc
 }
 
 TEST(QueryBatcher, CurriculumAndPartition) {
-  QueryBatcher batcher(make_batch_order(clustered_batches(2, 1, 2, {3})), 8, rows_0_to(32), 9);
+  QueryBatcher batcher(make_batch_order(component_config(clustered_batches(2, 1, 2, {3}))), 8, rows_0_to(32), 9);
   // C: 1 (random) before epoch 1, 2 from it, doubled at epoch 3; fresh clusters at 1, then every 2 epochs or when C changes.
   EXPECT_FALSE(batcher.needs_embeddings(0));
   EXPECT_TRUE(batcher.needs_embeddings(1));
@@ -96,7 +97,7 @@ TEST(QueryBatcher, CurriculumAndPartition) {
     }
   }
   // The checkpointed state (stream and clusters) continues the same batches in a new batcher.
-  QueryBatcher resumed(make_batch_order(clustered_batches(2, 1, 2, {3})), 8, rows_0_to(32), 1234);
+  QueryBatcher resumed(make_batch_order(component_config(clustered_batches(2, 1, 2, {3}))), 8, rows_0_to(32), 1234);
   resumed.load_state(batcher.save_state());
   EXPECT_FALSE(resumed.needs_embeddings(4)) << "the clusters came with the state";
   EXPECT_EQ(resumed.epoch_batches(4), batcher.epoch_batches(4));
@@ -107,22 +108,22 @@ TEST(QueryBatcher, CurriculumAndPartition) {
 TEST(QueryBatcher, OrdersByNameAndStatesOfEitherOrderLoad) {
   TrainConfig random;
   EXPECT_EQ(random.get<QueryBatcherOptions>().type, "random");
-  QueryBatcher a(make_batch_order(random), 4, rows_0_to(10), 5), b(make_batch_order(random), 4, rows_0_to(10), 5);
+  QueryBatcher a(make_batch_order(component_config(random)), 4, rows_0_to(10), 5), b(make_batch_order(component_config(random)), 4, rows_0_to(10), 5);
   EXPECT_FALSE(a.needs_embeddings(0));
   EXPECT_EQ(a.epoch_batches(0), b.epoch_batches(0)) << "the same seed, the same shuffle";
   std::ostringstream stream;
   std::mt19937_64 fresh(77);
   stream << fresh << "\n0 0\n";
   for (const TrainConfig& config : {random, clustered_batches(2, 0, 1, {})}) {
-    QueryBatcher loaded(make_batch_order(config), 4, rows_0_to(10), 1);
+    QueryBatcher loaded(make_batch_order(component_config(config)), 4, rows_0_to(10), 1);
     EXPECT_NO_THROW(loaded.load_state(stream.str()));
     EXPECT_THROW(loaded.load_state("not a random state"), Error);
   }
-  QueryBatcher clustered(make_batch_order(clustered_batches(2, 0, 1, {})), 4, rows_0_to(10), 1);
+  QueryBatcher clustered(make_batch_order(component_config(clustered_batches(2, 0, 1, {}))), 4, rows_0_to(10), 1);
   EXPECT_THROW(clustered.load_state(stream.str().substr(0, stream.str().size() - 4) + "2 1\n3 0 1 99\n"), Error) << "row 99 is no query";
   TrainConfig unknown;
   unknown.edit<QueryBatcherOptions>().type = "curriculum";
-  EXPECT_THROW(make_batch_order(unknown), ConfigError);
+  EXPECT_THROW(make_batch_order(component_config(unknown)), ConfigError);
 }
 
 // AdamW's first step from zero moments moves each weight by lr·g/(|g| + eps) after the decay: m̂ = g and

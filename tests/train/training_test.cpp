@@ -294,7 +294,7 @@ TEST(Training, ResumeRefusesACheckpointOfAnotherRunsDataset) {
   // Without its owner check (a checkpoint of an earlier version records none) it is still refused: its
   // vocabulary (and so its word-vector table) has another size.
   TrainConfig config = small_config(dir / "small");
-  std::unique_ptr<Method> method = make_method(config);
+  std::unique_ptr<Method> method = make_method(component_config(config));
   method->build({}, small);
   try {
     load_checkpoint(small / "checkpoint.pt", *method, load_dataset(dir / "small").num_labels());
@@ -320,7 +320,7 @@ TEST(Training, CheckpointsOfAnotherShapeOrWithDamagedTensorsAreRefused) {
 
   TrainConfig wider = config;
   wider.edit<EncoderOptions>().dim = 48;
-  std::unique_ptr<Method> other = make_method(wider);
+  std::unique_ptr<Method> other = make_method(component_config(wider));
   other->build({}, run_dir);
   try {
     load_checkpoint(checkpoint, *other, data.num_labels());
@@ -331,7 +331,7 @@ TEST(Training, CheckpointsOfAnotherShapeOrWithDamagedTensorsAreRefused) {
   }
 
   // Flip one byte inside the word vectors' data (found by their first 16 bytes in the file).
-  std::unique_ptr<Method> same = make_method(config);
+  std::unique_ptr<Method> same = make_method(component_config(config));
   same->build({}, run_dir);
   load_checkpoint(checkpoint, *same, data.num_labels());
   const torch::Tensor words = same->module().named_parameters()["encoder.embeddings.weight"].contiguous();
@@ -348,7 +348,7 @@ TEST(Training, CheckpointsOfAnotherShapeOrWithDamagedTensorsAreRefused) {
     std::ofstream out(checkpoint, std::ios::binary | std::ios::trunc);
     out << bytes;
   }
-  std::unique_ptr<Method> fresh = make_method(config);
+  std::unique_ptr<Method> fresh = make_method(component_config(config));
   fresh->build({}, run_dir);
   try {
     load_checkpoint(checkpoint, *fresh, data.num_labels());

@@ -10,10 +10,10 @@ namespace {
 
 class DexmlMethod final : public Method {
  public:
-  explicit DexmlMethod(const TrainConfig& config) : config_(config), training_(config_) {}
+  explicit DexmlMethod(const ComponentConfig& config) : config_(config), training_(config_) {}
 
   std::string name() const override { return "dexml"; }
-  std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.epochs}}; }
+  std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.run.epochs}}; }
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
     built_ = build_model(config_, vocabulary_texts, run_dir);
@@ -24,7 +24,7 @@ class DexmlMethod final : public Method {
 
   /// holdout.share of the labelled training queries, never trained on: an xrlinear run fused with this one chooses its weight there.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
-    return draw_held_out_rows(labelled_rows, config_.get<HeldOutOptions>().share, config_.seed, kConcatHoldoutStream);
+    return draw_held_out_rows(labelled_rows, config_.get<HeldOutOptions>().share, config_.run.seed, kConcatHoldoutStream);
   }
 
   void begin_stage(const StageSpec&, TrainContext&) override {}
@@ -61,13 +61,13 @@ class DexmlMethod final : public Method {
   std::vector<torch::Tensor> idle_during_evaluation() const override { return {training_.shortlist()}; }
 
  private:
-  TrainConfig config_;
+  ComponentConfig config_;
   DualEncoderTraining training_;
   BuiltModel built_;
 };
 
 }  // namespace
 
-std::unique_ptr<Method> make_dexml_method(const TrainConfig& config) { return std::make_unique<DexmlMethod>(config); }
+std::unique_ptr<Method> make_dexml_method(const ComponentConfig& config) { return std::make_unique<DexmlMethod>(config); }
 
 }  // namespace xmc

@@ -41,12 +41,12 @@ std::vector<std::int64_t> to_int64(const std::vector<std::int32_t>& v) { return 
 
 class IreneMethod final : public Method, public LabelSynthesis {
  public:
-  explicit IreneMethod(const TrainConfig& config) : config_(config) {}
+  explicit IreneMethod(const ComponentConfig& config) : config_(config) {}
 
   std::string name() const override { return "irene"; }
   std::vector<StageSpec> stages() const override {
     if (config_.get<IreneOptions>().generator == "weighted_sum") return {};  // training-free
-    return {{.name = "generator", .epoch_label = "generator epoch", .epochs = config_.epochs, .clip_gradients = true,
+    return {{.name = "generator", .epoch_label = "generator epoch", .epochs = config_.run.epochs, .clip_gradients = true,
              .evaluate_between_epochs = true}};
   }
 
@@ -55,21 +55,21 @@ class IreneMethod final : public Method, public LabelSynthesis {
 
   void build(const std::vector<std::string>&, const std::filesystem::path&) override {
     if (store_ == nullptr) throw Error("irene needs the run store of its base run");
-    base_ = load_trained_run(*store_, config_.get<IreneOptions>().base_run, config_.device);
+    base_ = load_trained_run(*store_, config_.get<IreneOptions>().base_run, config_.run.device);
     const std::string base_method = base_.method->name();
     if (base_method != "ngame" && base_method != "unidec")
       throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " is a " + base_method +
                         " run; irene builds on the classifiers of an ngame or unidec run");
     std::error_code ec;
-    if (!std::filesystem::equivalent(base_.config.dataset, config_.dataset, ec))
+    if (!std::filesystem::equivalent(base_.config.dataset, config_.run.dataset, ec))
       throw ConfigError("irene.base_run: run " + std::to_string(config_.get<IreneOptions>().base_run) + " trained on " + base_.config.dataset.string() +
-                        ", not on " + config_.dataset.string() + " (the same zero-shot split is needed)");
-    if (!is_zero_shot_split(config_.dataset))
-      throw ConfigError("dataset: " + config_.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
-    const Dataset sizes = load_dataset(config_.dataset, {.load_features = false});
-    split_ = read_zero_shot_split(config_.dataset, sizes.num_train(), sizes.num_test(), sizes.num_labels());
+                        ", not on " + config_.run.dataset.string() + " (the same zero-shot split is needed)");
+    if (!is_zero_shot_split(config_.run.dataset))
+      throw ConfigError("dataset: " + config_.run.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
+    const Dataset sizes = load_dataset(config_.run.dataset, {.load_features = false});
+    split_ = read_zero_shot_split(config_.run.dataset, sizes.num_train(), sizes.num_test(), sizes.num_labels());
     if (config_.get<IreneOptions>().generator == "transformer" && split_.pseudo_novel.size() < 4)
-      throw ConfigError("irene.generator: the transformer trains and is selected on pseudo-novel labels, and " + config_.dataset.string() +
+      throw ConfigError("irene.generator: the transformer trains and is selected on pseudo-novel labels, and " + config_.run.dataset.string() +
                         " has " + std::to_string(split_.pseudo_novel.size()) +
                         "; split with --val-frac (e.g. 0.02), or use irene.generator=weighted_sum");
 
@@ -136,7 +136,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     training_rows_ = rows_with_positives(train_half);
     selection_rows_ = rows_with_positives(select_half);
     if (training_rows_.empty() || selection_rows_.empty())
-      throw ConfigError("dataset: the pseudo-novel labels of " + config_.dataset.string() + " have no training queries to train and select on");
+      throw ConfigError("dataset: the pseudo-novel labels of " + config_.run.dataset.string() + " have no training queries to train and select on");
     if (best_state_.empty()) {  // not resumed: the weighted sum is the generator to beat
       best_state_ = snapshot();
       best_label_scores_ = selection_scores();
@@ -150,11 +150,11 @@ class IreneMethod final : public Method, public LabelSynthesis {
   }
 
   std::vector<ParameterGroup> parameter_groups(const StageSpec&) override {
-    return {{model_->parameters(), config_.lr, config_.weight_decay}};
+    return {{model_->parameters(), config_.run.lr, config_.run.weight_decay}};
   }
 
   std::int64_t batches_per_epoch(const StageSpec&) const override {
-    return std::max<std::int64_t>(1, (static_cast<std::int64_t>(training_rows_.size()) + config_.batch_size - 1) / config_.batch_size);
+    return std::max<std::int64_t>(1, (static_cast<std::int64_t>(training_rows_.size()) + config_.run.batch_size - 1) / config_.run.batch_size);
   }
 
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t epoch, TrainContext& context) override {
@@ -162,9 +162,9 @@ class IreneMethod final : public Method, public LabelSynthesis {
     std::vector<std::int64_t> rows = training_rows_;
     std::shuffle(rows.begin(), rows.end(), context.label_pool_rng);
     std::vector<std::vector<std::int64_t>> batches;
-    for (std::size_t start = 0; start < rows.size(); start += static_cast<std::size_t>(config_.batch_size))
+    for (std::size_t start = 0; start < rows.size(); start += static_cast<std::size_t>(config_.run.batch_size))
       batches.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(start),
-                           rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + static_cast<std::size_t>(config_.batch_size))));
+                           rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + static_cast<std::size_t>(config_.run.batch_size))));
     return batches;
   }
 
@@ -182,7 +182,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
   }
 
   void end_stage(const StageSpec&, TrainContext& context) override {
-    keep_if_better(context, config_.epochs);
+    keep_if_better(context, config_.run.epochs);
     restore(best_state_);
     context.phase("IRENE: kept the " + std::string(best_is_weighted_sum() ? "weighted sum" : "trained transformer") +
                   " (pseudo-novel hit@10 + hit@1 per label " + std::to_string(best_label_scores_.mean().item<double>()) + ")");
@@ -421,7 +421,7 @@ class IreneMethod final : public Method, public LabelSynthesis {
     return subset;
   }
 
-  TrainConfig config_;
+  ComponentConfig config_;
   torch::Device device_{torch::kCPU};  ///< the base run's tensors' (this run's configured device)
   const RunStore* store_ = nullptr;  ///< the store of the run and its base run (use_store)
   TrainedRun base_;
@@ -444,6 +444,6 @@ class IreneMethod final : public Method, public LabelSynthesis {
 
 }  // namespace
 
-std::unique_ptr<Method> make_irene_method(const TrainConfig& config) { return std::make_unique<IreneMethod>(config); }
+std::unique_ptr<Method> make_irene_method(const ComponentConfig& config) { return std::make_unique<IreneMethod>(config); }
 
 }  // namespace xmc

@@ -21,11 +21,11 @@ namespace {
 
 class NgameMethod final : public Method {
  public:
-  explicit NgameMethod(const TrainConfig& config) : config_(config), encoder_training_(config_) {}
+  explicit NgameMethod(const ComponentConfig& config) : config_(config), encoder_training_(config_) {}
 
   std::string name() const override { return "ngame"; }
   std::vector<StageSpec> stages() const override {
-    std::vector<StageSpec> stages{{.name = "m1", .epoch_label = "M1 epoch", .epochs = config_.epochs}};
+    std::vector<StageSpec> stages{{.name = "m1", .epoch_label = "M1 epoch", .epochs = config_.run.epochs}};
     // M4 epochs are cheap next to an evaluation, and NGAME's recipe trains the classifiers unclipped.
     if (config_.get<NgameOptions>().m4_epochs > 0)
       stages.push_back({.name = "m4", .epoch_label = "M4 epoch", .epochs = config_.get<NgameOptions>().m4_epochs, .loss_series = "m4_loss",
@@ -43,7 +43,7 @@ class NgameMethod final : public Method {
 
   /// holdout.share of the labelled training queries, never trained on: an xrlinear run fused with this one chooses its weight there.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
-    return draw_held_out_rows(labelled_rows, config_.get<HeldOutOptions>().share, config_.seed, kConcatHoldoutStream);
+    return draw_held_out_rows(labelled_rows, config_.get<HeldOutOptions>().share, config_.run.seed, kConcatHoldoutStream);
   }
 
   void begin_stage(const StageSpec& stage, TrainContext& context) override {
@@ -59,14 +59,14 @@ class NgameMethod final : public Method {
   bool splits_batch_across_ranks(const StageSpec& stage) const override { return stage.name == "m1"; }
 
   std::vector<ParameterGroup> parameter_groups(const StageSpec& stage) override {
-    if (stage.name == "m4") return {{{built_.model->classifier_residuals()}, config_.lr * config_.head_lr_scale, 0.0}};
+    if (stage.name == "m4") return {{{built_.model->classifier_residuals()}, config_.run.lr * config_.run.head_lr_scale, 0.0}};
     return encoder_training_.parameter_groups(built_.model);
   }
 
   std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec& stage, std::int64_t epoch, TrainContext& context) override {
     if (stage.name == "m1") return encoder_training_.epoch_batches(built_.model, epoch, context);
     // M4: clusters of the frozen query embeddings at the curriculum's last cluster size.
-    return context.batcher.epoch_batches(config_.epochs, frozen_queries_, &context.progress);
+    return context.batcher.epoch_batches(config_.run.epochs, frozen_queries_, &context.progress);
   }
 
   std::shared_ptr<PreparedBatch> prepare_step(const StageSpec& stage, std::span<const std::int64_t> batch, TrainContext& context) override {
@@ -143,7 +143,7 @@ class NgameMethod final : public Method {
   }
 
  private:
-  TrainConfig config_;
+  ComponentConfig config_;
   DualEncoderTraining encoder_training_;
   BuiltModel built_;
   std::filesystem::path run_dir_;
@@ -152,6 +152,6 @@ class NgameMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Method> make_ngame_method(const TrainConfig& config) { return std::make_unique<NgameMethod>(config); }
+std::unique_ptr<Method> make_ngame_method(const ComponentConfig& config) { return std::make_unique<NgameMethod>(config); }
 
 }  // namespace xmc

@@ -55,21 +55,24 @@ UnidecSpace space_named(const std::string& name) {
 
 class UnidecMethod final : public Method {
  public:
-  UnidecMethod(const TrainConfig& config, bool with_classifiers)
+  UnidecMethod(const ComponentConfig& config, bool with_classifiers)
       : config_(config), with_classifiers_(with_classifiers), loss_(&loss_entry(config.get<LossOptions>().kind)),
         loss_options_(config.get<LossOptions>()) {}
 
   std::string name() const override { return with_classifiers_ ? "unidec" : "depsl"; }
-  std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.epochs}}; }
+  std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.run.epochs}}; }
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
     built_ = build_model(config_, vocabulary_texts, run_dir,
                          config_.get<PslOptions>().de_head == "normalize" ? EmbeddingHead::Normalize : EmbeddingHead::TanhLinear);
-    model_ = UnidecModel(built_.model, UnidecModelOptions{.with_classifiers = with_classifiers_,
-                                                          .clf_head = config_.get<UnidecOptions>().clf_head,
-                                                          .dropout = config_.get<EncoderOptions>().dropout,
-                                                          .label_bias = config_.get<UnidecOptions>().label_bias == "learned",
-                                                          .concat_weight = config_.get<UnidecOptions>().concat_weight});
+    UnidecModelOptions model{.with_classifiers = with_classifiers_, .dropout = config_.get<EncoderOptions>().dropout};
+    if (with_classifiers_) {  // DEPSL has no classifiers: UniDEC's keys are not part of its runs
+      const UnidecOptions& unidec = config_.get<UnidecOptions>();
+      model.clf_head = unidec.clf_head;
+      model.label_bias = unidec.label_bias == "learned";
+      model.concat_weight = unidec.concat_weight;
+    }
+    model_ = UnidecModel(built_.model, std::move(model));
   }
   std::string description() const override {
     return built_.description + (with_classifiers_ ? ", DE and CLF heads + classifier table" : ", DE head");
@@ -100,9 +103,9 @@ class UnidecMethod final : public Method {
         no_decay.push_back(item.value());
       else decay.push_back(item.value());
     }
-    std::vector<ParameterGroup> groups{{std::move(decay), config_.lr, config_.weight_decay},
-                                       {std::move(no_decay), config_.lr, 0.0},
-                                       {std::move(heads), config_.lr * config_.head_lr_scale, 0.0}};
+    std::vector<ParameterGroup> groups{{std::move(decay), config_.run.lr, config_.run.weight_decay},
+                                       {std::move(no_decay), config_.run.lr, 0.0},
+                                       {std::move(heads), config_.run.lr * config_.run.head_lr_scale, 0.0}};
     if (!table.empty()) groups.push_back({std::move(table), config_.get<UnidecOptions>().classifier_lr, 0.0, config_.get<UnidecOptions>().classifier_optimizer == "lazy_adamw"});
     return groups;
   }
@@ -112,7 +115,7 @@ class UnidecMethod final : public Method {
   /// libraries): the same rows on every rank, platform and resume.
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
-    if (with_classifiers_) held_out_rows_ = draw_held_out_rows(labelled_rows, config_.get<UnidecOptions>().concat_holdout, config_.seed, kConcatHoldoutStream);
+    if (with_classifiers_) held_out_rows_ = draw_held_out_rows(labelled_rows, config_.get<UnidecOptions>().concat_holdout, config_.run.seed, kConcatHoldoutStream);
     return held_out_rows_;
   }
 
@@ -225,7 +228,7 @@ class UnidecMethod final : public Method {
       if (config_.get<UnidecOptions>().bce_weight > 0) loss = loss + config_.get<UnidecOptions>().bce_weight * bce_loss(clf_scores / config_.get<LossOptions>().temperature, mask, loss_options_);
       return loss;
     };
-    const double lambda = config_.get<UnidecOptions>().lambda;
+    const double lambda = with_classifiers_ ? config_.get<UnidecOptions>().lambda : 1.0;  // DEPSL: the DE loss alone
 
     // Encoders and heads run in this order (each may draw dropout masks from the generator).
     const torch::Tensor queries_encoded = model_->encode_input(*prepared.queries);
@@ -402,7 +405,7 @@ class UnidecMethod final : public Method {
                   " held-out training queries by w — " + tally.curve(1) + ")");
   }
 
-  TrainConfig config_;
+  ComponentConfig config_;
   bool with_classifiers_;
   const LossEntry* loss_;  ///< the config's loss (registered: lives as long as the program)
   LossOptions loss_options_;
@@ -416,7 +419,7 @@ class UnidecMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Method> make_unidec_method(const TrainConfig& config) { return std::make_unique<UnidecMethod>(config, true); }
-std::unique_ptr<Method> make_depsl_method(const TrainConfig& config) { return std::make_unique<UnidecMethod>(config, false); }
+std::unique_ptr<Method> make_unidec_method(const ComponentConfig& config) { return std::make_unique<UnidecMethod>(config, true); }
+std::unique_ptr<Method> make_depsl_method(const ComponentConfig& config) { return std::make_unique<UnidecMethod>(config, false); }
 
 }  // namespace xmc

@@ -307,8 +307,8 @@ class FusedRanker final : public QueryRanker {
 
 class XrlinearMethod final : public Method {
  public:
-  explicit XrlinearMethod(const TrainConfig& config) : config_(config), options_(config.get<XrlinearOptions>()) {
-    check_ranker_options(options_.rankers(config.seed));
+  explicit XrlinearMethod(const ComponentConfig& config) : config_(config), options_(config.get<XrlinearOptions>()) {
+    check_ranker_options(options_.rankers(config.run.seed));
     check_beam_search_options(options_.beam_search());
   }
 
@@ -320,7 +320,7 @@ class XrlinearMethod final : public Method {
     const StageSpec every_row{.name = kEveryRowStage, .epoch_label = "rankers on every row, epoch", .epochs = 1, .loss_series = "loss",
                               .clip_gradients = false, .evaluate_between_epochs = false, .batches_are_training_rows = false};
     // The choice's one step has no loss: its outcome is the chosen settings and every candidate's score, in the log.
-    if (chooses_settings(config_))
+    if (chooses_settings(options_))
       return {{.name = kChoiceStage, .epoch_label = "choosing on held-out queries, epoch", .epochs = 1, .loss_series = "",
                .clip_gradients = false, .evaluate_between_epochs = false, .evaluate_at_end = false, .batches_are_training_rows = false},
               every_row};
@@ -338,9 +338,9 @@ class XrlinearMethod final : public Method {
     if (std::filesystem::exists(path)) {
       vectorizer_ = TfidfVectorizer::load(path);
     } else if (options_.features == "dataset") {
-      const auto stored = config_.dataset / dataset_feature_files::kVectorizer;
+      const auto stored = config_.run.dataset / dataset_feature_files::kVectorizer;
       if (!std::filesystem::exists(stored))
-        throw ConfigError("xrlinear.features: dataset, but " + stored.string() + " is missing: run `xmc dataset featurize " + config_.dataset.string() +
+        throw ConfigError("xrlinear.features: dataset, but " + stored.string() + " is missing: run `xmc dataset featurize " + config_.run.dataset.string() +
                           "` first, or set xrlinear.features=text");
       vectorizer_ = TfidfVectorizer::load(stored);
       vectorizer_.save(path);  // the run keeps its own copy: featurizing the dataset again does not change it
@@ -350,7 +350,7 @@ class XrlinearMethod final : public Method {
     } else {
       TfidfOptions tfidf = options_.tfidf();
       // Choosing: the longest candidate's n-grams, once; the shorter candidates are restrictions of them (ngram_restriction.h).
-      if (chooses_settings(config_)) tfidf.ngrams = std::max(tfidf.ngrams, 2);
+      if (chooses_settings(options_)) tfidf.ngrams = std::max(tfidf.ngrams, 2);
       vectorizer_ = TfidfVectorizer::fit(vocabulary_texts, tfidf);
       vectorizer_.save(path);
     }
@@ -360,7 +360,7 @@ class XrlinearMethod final : public Method {
     std::string out = options_.features == "given"
                           ? "xrlinear: the dataset's " + std::to_string(vectorizer_.num_features()) + " given features (" + dataset_files::kTrainFeatures + ")"
                           : "xrlinear: " + std::to_string(query_features().num_features()) + " tf-idf features (" + std::to_string(feature_ngrams()) + "-grams" +
-                                (chooses_settings(config_) ? chosen_ngrams_ > 0 ? ", chosen on held-out queries" : ", 1 to " + std::to_string(vectorizer_.ngrams()) + " to choose from"
+                                (chooses_settings(options_) ? chosen_ngrams_ > 0 ? ", chosen on held-out queries" : ", 1 to " + std::to_string(vectorizer_.ngrams()) + " to choose from"
                                                            : "") + ")";
     if (trees_.size() == 1) out += ", label tree of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
     if (trees_.size() > 1) out += ", " + std::to_string(trees_.size()) + " label trees of " + std::to_string(trees_.front().tree.ranker_levels()) + " levels";
@@ -382,7 +382,7 @@ class XrlinearMethod final : public Method {
   std::vector<std::int64_t> held_out_queries(std::span<const std::int64_t> labelled_rows) override {
     held_out_rows_.clear();
     if (!chooses_fusion_weight()) {
-      if (chooses_settings(config_)) held_out_rows_ = choice_rows(labelled_rows);
+      if (chooses_settings(options_)) held_out_rows_ = choice_rows(labelled_rows);
       return held_out_rows_;
     }
     if (!dense_) throw Error("xrlinear.fusion_weight_from: held-out, but no dense run is attached");
@@ -540,7 +540,7 @@ class XrlinearMethod final : public Method {
   /// The training queries' sparse rows, as xrlinear.features says.
   CsrMatrix training_features(TrainContext& context) const {
     if (options_.features == "dataset") {
-      const auto stored = config_.dataset / dataset_feature_files::kTrain;
+      const auto stored = config_.run.dataset / dataset_feature_files::kTrain;
       context.phase("tf-idf features of the training queries (" + stored.string() + ")");
       CsrMatrix features = read_csr_file(stored);
       if (features.rows != context.dataset.num_train() || features.cols != vectorizer_.num_features())
@@ -550,7 +550,7 @@ class XrlinearMethod final : public Method {
       return restricted(features);
     }
     if (options_.features == "given") {
-      const auto given = config_.dataset / dataset_files::kTrainFeatures;
+      const auto given = config_.run.dataset / dataset_files::kTrainFeatures;
       if (!context.train_corpus.features) throw Error("xrlinear: the training queries came without the dataset's given features (" + given.string() + ")");
       context.phase("the training queries' given features (" + given.string() + "), L2-normalised");
       CsrMatrix features = l2_normalized_rows(*context.train_corpus.features);
@@ -591,7 +591,7 @@ class XrlinearMethod final : public Method {
     }
   }
 
-  bool chooses_fusion_weight() const { return xmc::chooses_fusion_weight(config_); }
+  bool chooses_fusion_weight() const { return xmc::chooses_fusion_weight(options_); }
 
   /// Rows 0 .. `rows` − 1 of the training queries without the held-out ones, ascending.
   std::vector<std::int64_t> rows_not_held_out(std::int64_t rows) const {
@@ -612,7 +612,7 @@ class XrlinearMethod final : public Method {
   std::vector<std::int64_t> choice_rows(std::span<const std::int64_t> labelled_rows) const {
     if (labelled_rows.size() < 2)
       throw ConfigError("xrlinear.choose: held-out needs at least two labelled training queries, the dataset has " + std::to_string(labelled_rows.size()));
-    return draw_held_out_rows(labelled_rows, options_.choose_holdout, config_.seed, kChoiceHoldoutStream);
+    return draw_held_out_rows(labelled_rows, options_.choose_holdout, config_.run.seed, kChoiceHoldoutStream);
   }
 
   /// The choice stage's one step: candidates fit on the training queries not held out and scored on those held out
@@ -624,7 +624,7 @@ class XrlinearMethod final : public Method {
     const CsrMatrix& labels = context.dataset.train_labels;
     const CsrMatrix fit_features = csr_rows(features_, kept), fit_labels = csr_rows(labels, kept);
     const CsrMatrix held_features = csr_rows(features_, held_out_rows_), held_labels = csr_rows(labels, held_out_rows_);
-    ChoiceOptions choice_options{.configured = options_, .seed = config_.seed, .max_trees = 3, .budget = options_.choose_budget, .threads = at::get_num_threads()};
+    ChoiceOptions choice_options{.configured = options_, .seed = config_.run.seed, .max_trees = 3, .budget = options_.choose_budget, .threads = at::get_num_threads()};
     choice_options.ngrams.clear();
     for (int n = 1; n <= vectorizer_.ngrams(); ++n) choice_options.ngrams.push_back(n);
     if (options_.knn > 0)
@@ -727,17 +727,17 @@ class XrlinearMethod final : public Method {
   /// xrlinear.features given: free texts are featurized through the given features' names (given_features.h); a
   /// folder without names (dataset.json feature_names) gets placeholders, as many as trn_X_Xf.txt has columns.
   TfidfVectorizer given_features_vectorizer() const {
-    const auto given = config_.dataset / dataset_files::kTrainFeatures;
+    const auto given = config_.run.dataset / dataset_files::kTrainFeatures;
     if (!std::filesystem::exists(given))
       throw ConfigError("xrlinear.features: given, but " + given.string() + " is missing: the dataset has no given features (set xrlinear.features=text)");
-    const DatasetMeta meta = read_dataset_meta(config_.dataset);
+    const DatasetMeta meta = read_dataset_meta(config_.run.dataset);
     // Without names, the header's column count (the trainer reads the rows themselves).
     const std::int64_t count = meta.feature_names.empty() ? XcSparseReader(given).cols() : static_cast<std::int64_t>(meta.feature_names.size());
     return vectorizer_over_feature_names(meta.feature_names, count);
   }
 
   /// Tree t's seed (2-means starts and liblinear's draws): the run's seed for the first, then the next ones.
-  std::uint64_t tree_seed(std::int64_t t) const { return config_.seed + static_cast<std::uint64_t>(t); }
+  std::uint64_t tree_seed(std::int64_t t) const { return config_.run.seed + static_cast<std::uint64_t>(t); }
   static std::string tree_key_prefix(std::size_t t) { return t == 0 ? "xrlinear_" : "xrlinear_tree" + std::to_string(t) + "_"; }
   std::int64_t num_tree_labels() const { return trees_.empty() ? 0 : static_cast<std::int64_t>(trees_.front().tree.labels.size()); }
 
@@ -826,8 +826,8 @@ class XrlinearMethod final : public Method {
     const std::string key = "xrlinear.dense_run: run " + std::to_string(options_.dense_run);
     if (store_ == nullptr) throw Error("xrlinear fused with a dense run needs the run store holding it");
     auto side = std::make_unique<DenseSide>();
-    side->run = load_trained_run(*store_, options_.dense_run, config_.device);
-    check_fusable_dense_run(config_, side->run.config);  // checked before the run was recorded too; the store may have changed since
+    side->run = load_trained_run(*store_, options_.dense_run, config_.run.device);
+    check_fusable_dense_run(options_, config_.run.dataset, side->run.config);  // checked before the run was recorded too; the store may have changed since
     torch::NoGradGuard no_grad;
     const TokenizedCorpus labels = side->run.label_corpus();
     for (InferenceMode& mode : side->run.method->inference_modes(labels, silent_progress())) {
@@ -887,7 +887,7 @@ class XrlinearMethod final : public Method {
     return out;
   }
 
-  TrainConfig config_;
+  ComponentConfig config_;
   XrlinearOptions options_;
   TfidfVectorizer vectorizer_;
   const RunStore* store_ = nullptr;          ///< the store holding xrlinear.dense_run (use_store)
@@ -913,6 +913,6 @@ class XrlinearMethod final : public Method {
 
 }  // namespace
 
-std::unique_ptr<Method> make_xrlinear_method(const TrainConfig& config) { return std::make_unique<XrlinearMethod>(config); }
+std::unique_ptr<Method> make_xrlinear_method(const ComponentConfig& config) { return std::make_unique<XrlinearMethod>(config); }
 
 }  // namespace xmc

@@ -13,30 +13,29 @@
 
 namespace xmc {
 
-void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense) {
-  const std::string key = "xrlinear.dense_run: run " + std::to_string(config.get<XrlinearOptions>().dense_run);
+void check_fusable_dense_run(const XrlinearOptions& options, const std::filesystem::path& dataset, const TrainConfig& dense) {
+  const std::string key = "xrlinear.dense_run: run " + std::to_string(options.dense_run);
   if (dense.method != "dexml" && dense.method != "ngame" && dense.method != "unidec")
     throw ConfigError(key + " is a " + dense.method + " run; fuse with a dexml, ngame or unidec run");
   std::error_code error;
-  if (!std::filesystem::equivalent(dense.dataset, config.dataset, error))
-    throw ConfigError(key + " trained on " + dense.dataset.string() + ", not on " + config.dataset.string() + " (fusion adds scores of the same labels)");
+  if (!std::filesystem::equivalent(dense.dataset, dataset, error))
+    throw ConfigError(key + " trained on " + dense.dataset.string() + ", not on " + dataset.string() + " (fusion adds scores of the same labels)");
   // The weight is chosen on training queries neither side trained on: those the dense run held out.
   const double held_out = dense.method == "unidec" ? dense.get<UnidecOptions>().concat_holdout : dense.get<HeldOutOptions>().share;
-  if (chooses_fusion_weight(config) && held_out <= 0)
-    throw ConfigError(std::string(chooses_settings(config) ? "xrlinear.choose" : "xrlinear.fusion_weight_from") +
+  if (chooses_fusion_weight(options) && held_out <= 0)
+    throw ConfigError(std::string(chooses_settings(options) ? "xrlinear.choose" : "xrlinear.fusion_weight_from") +
                       ": held-out chooses the fusion weight on training queries that neither run trained on, but " + key + " (" + dense.method +
                       ") held none out: fuse with a run trained with " + (dense.method == "unidec" ? "unidec.concat_holdout" : "holdout.share") +
                       " > 0, or set the weight with xrlinear.fusion_weight (and xrlinear.choose none)");
 }
 
-bool chooses_settings(const TrainConfig& config) { return config.get<XrlinearOptions>().choose == "held-out"; }
+bool chooses_settings(const XrlinearOptions& options) { return options.choose == "held-out"; }
 
-bool chooses_fusion_weight(const TrainConfig& config) {
-  const auto& options = config.get<XrlinearOptions>();
+bool chooses_fusion_weight(const XrlinearOptions& options) {
   return options.fusion_weight_from == "held-out" || (options.choose == "held-out" && options.dense_run > 0);
 }
 
-bool fits_on_every_row(const TrainConfig& config) { return chooses_settings(config) || chooses_fusion_weight(config); }
+bool fits_on_every_row(const XrlinearOptions& options) { return chooses_settings(options) || chooses_fusion_weight(options); }
 
 MethodInfo xrlinear_method_info() {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
@@ -137,9 +136,9 @@ MethodInfo xrlinear_method_info() {
   return {.name = "xrlinear",
           .description = "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
           .option_groups = {std::move(group)},
-          .later_stage_epochs = [](const TrainConfig& config) { return fits_on_every_row(config) ? std::int64_t{1} : std::int64_t{0}; },
+          .later_stage_epochs = [](const TrainConfig& config) { return fits_on_every_row(config.get<XrlinearOptions>()) ? std::int64_t{1} : std::int64_t{0}; },
           .milestones = [](const TrainConfig& config) {
-            return fits_on_every_row(config) ? std::vector<EpochMark>{{1, "rankers on every row"}} : std::vector<EpochMark>{};
+            return fits_on_every_row(config.get<XrlinearOptions>()) ? std::vector<EpochMark>{{1, "rankers on every row"}} : std::vector<EpochMark>{};
           },
           .trains_encoder = false,
           .first_stage_epochs = [](const TrainConfig&) { return std::int64_t{1}; },
@@ -149,7 +148,7 @@ MethodInfo xrlinear_method_info() {
             const std::string key = "xrlinear.dense_run: run " + std::to_string(id);
             const std::optional<RunInfo> dense = store.find_run(id);
             if (!dense) throw ConfigError("xrlinear.dense_run: there is no run " + std::to_string(id) + " in " + store.path().string());
-            check_fusable_dense_run(config, parse_train_config(dense->config_json, "run " + std::to_string(id) + " config"));
+            check_fusable_dense_run(config.get<XrlinearOptions>(), config.dataset, parse_train_config(dense->config_json, "run " + std::to_string(id) + " config"));
             if (dense->status != RunStatus::Completed)
               throw ConfigError(key + " is " + to_string(dense->status) + "; fuse with a completed run (continue it first)");
           }};

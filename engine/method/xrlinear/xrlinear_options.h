@@ -2,6 +2,7 @@
 // xrlinear's own options (plain data, no torch): its tf-idf features, label tree, rankers and beam search
 // (xrlinear_options.cpp registers the keys `xrlinear.*`).
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "engine/method/xrlinear/beam_search.h"
@@ -56,19 +57,19 @@ struct XrlinearOptions {
 
 struct TrainConfig;
 
-/// Throws ConfigError naming xrlinear.dense_run when run `dense` (its config) cannot be fused into `config`'s run:
+/// Throws ConfigError naming xrlinear.dense_run when run `dense` (its config) cannot be fused into a run of `options` on `dataset`:
 /// not a dexml, ngame or unidec run, or trained on another dataset; with xrlinear.fusion_weight_from held-out, one
 /// that held no training queries out (a unidec run with unidec.concat_holdout > 0 does).
-void check_fusable_dense_run(const TrainConfig& config, const TrainConfig& dense);
+void check_fusable_dense_run(const XrlinearOptions& options, const std::filesystem::path& dataset, const TrainConfig& dense);
 
-/// Whether `config`'s run fits a second stage, its rankers again on every row once something is chosen on held-out
+/// Whether a run of `options` fits a second stage, its rankers again on every row once something is chosen on held-out
 /// rows (xrlinear.choose held-out, or xrlinear.fusion_weight_from held-out on the dense run's).
-bool fits_on_every_row(const TrainConfig& config);
-/// Whether `config`'s run chooses its settings on held-out rows (xrlinear.choose held-out).
-bool chooses_settings(const TrainConfig& config);
-/// Whether `config`'s run chooses its fusion weight with a dense run on the rows that run held out (xrlinear.fusion_weight_from
+bool fits_on_every_row(const XrlinearOptions& options);
+/// Whether a run of `options` chooses its settings on held-out rows (xrlinear.choose held-out).
+bool chooses_settings(const XrlinearOptions& options);
+/// Whether a run of `options` chooses its fusion weight with a dense run on the rows that run held out (xrlinear.fusion_weight_from
 /// held-out, or xrlinear.choose held-out with xrlinear.dense_run).
-bool chooses_fusion_weight(const TrainConfig& config);
+bool chooses_fusion_weight(const XrlinearOptions& options);
 
 /// xrlinear's registration: name, help and option group.
 MethodInfo xrlinear_method_info();

@@ -11,7 +11,7 @@
 
 namespace xmc {
 
-BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
+BuiltEncoder make_bert_encoder(const ComponentConfig& config, const std::vector<std::string>& /*train_texts*/,
                                const std::filesystem::path& /*run_dir*/) {
   const EncoderOptions& common = config.get<EncoderOptions>();
   const TransformerOptions& bert = config.get<TransformerOptions>();
@@ -19,7 +19,7 @@ BuiltEncoder make_bert_encoder(const TrainConfig& config, const std::vector<std:
   BertEncoderOptions options;
   options.pooling = bert.pooling == "cls" ? BertPooling::cls : BertPooling::mean;
   options.max_len = bert.max_len;
-  options.device = parse_device(config.device);
+  options.device = parse_device(config.run.device);
   options.dropout = common.dropout;
   options.autocast = parse_precision(bert.precision, "encoder.precision");
   const std::string& packing = config.get<BertOptions>().packing;

@@ -11,7 +11,7 @@
 
 namespace xmc {
 
-BuiltEncoder make_bow_encoder(const TrainConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
+BuiltEncoder make_bow_encoder(const ComponentConfig& config, const std::vector<std::string>& train_texts, const std::filesystem::path& run_dir) {
   const EncoderOptions& common = config.get<EncoderOptions>();
   const BowOptions& bow = config.get<BowOptions>();
   const auto vocab_path = run_dir / "vocab.txt";
@@ -33,7 +33,7 @@ BuiltEncoder make_bow_encoder(const TrainConfig& config, const std::vector<std::
   options.l2_bag = bow.bag == "l2";
   options.residual_block = bow.block == "residual";
   options.init_std = bow.init_std;
-  options.device = parse_device(config.device);
+  options.device = parse_device(config.run.device);
   std::string description = "bow encoder: " + std::to_string(vocabulary.size()) + " words";
   WordVectorTable vectors;
   if (!common.path.empty()) {

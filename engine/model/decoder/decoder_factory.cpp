@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "engine/config/train_config.h"
+#include "engine/config/component_config.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/content_hash.h"
 #include "engine/core/error.h"
@@ -59,7 +59,7 @@ void check_base_identity(const std::filesystem::path& folder, const std::filesys
 
 }  // namespace
 
-BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<std::string>& /*train_texts*/,
+BuiltEncoder make_decoder_encoder(const ComponentConfig& config, const std::vector<std::string>& /*train_texts*/,
                                   const std::filesystem::path& run_dir) {
   const EncoderOptions& common = config.get<EncoderOptions>();
   const TransformerOptions& transformer = config.get<TransformerOptions>();
@@ -69,7 +69,7 @@ BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<s
   DecoderEncoderOptions options;
   options.pooling = transformer.pooling == "last" ? DecoderPooling::last : DecoderPooling::mean;
   options.max_len = transformer.max_len;
-  options.device = parse_device(config.device);
+  options.device = parse_device(config.run.device);
   options.autocast = parse_precision(transformer.precision, "encoder.precision");
   options.lora.spec = {.rank = decoder.lora_rank, .alpha = decoder.lora_alpha, .rslora = decoder.lora_rslora == "on", .dropout = decoder.lora_dropout};
   options.lora.targets = parse_lora_targets(decoder.lora_targets);
@@ -86,7 +86,7 @@ BuiltEncoder make_decoder_encoder(const TrainConfig& config, const std::vector<s
     // Drawn from the run's seed alone, the global generators left as they were (manual_seed seeds the device's
     // too): resume and predict draw the same base.
     const RandomState before = RandomState::of(options.device);
-    torch::manual_seed(config.seed ^ 0x5DEECE66DULL);
+    torch::manual_seed(config.run.seed ^ 0x5DEECE66DULL);
     encoder = std::make_shared<DecoderEncoderImpl>(model_config, options);
     before.restore();
     description = "decoder encoder (" + model_config.model_type() + "), randomly initialised from " + (folder / "config.json").string();
