@@ -61,6 +61,10 @@ struct InferenceMode {
   /// propose this mode's candidates, which it ranks exactly by its own label matrix (shared_candidate_evaluation.h).
   /// Every mode naming the same list ranks the same labels and is evaluated with them. Empty: an index of its own.
   std::vector<std::string> candidates_from;
+
+  /// Whether it scores every label for every query by the inner products of its label matrix (another run can fuse
+  /// with it, or retrieval augmentation build on it). How each kind of mode ranks is engine/rank's to say.
+  bool scores_every_label_by_vector() const { return !ranker && !subset && label_matrix.defined(); }
 };
 
 /// Ranking labels for queries, in each inference mode.

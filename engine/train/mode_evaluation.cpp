@@ -7,6 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
 #include "engine/text/corpus_rows.h"
+#include "engine/rank/mode_ranking_plan.h"
 #include "engine/rank/mode_searcher.h"
 #include "engine/rank/retrieval_augmented_search.h"
 #include "engine/train/shared_candidate_evaluation.h"
@@ -41,162 +42,121 @@ std::int64_t test_query_slice(std::int64_t floats_per_query) {
 
 }  // namespace
 
+namespace {
+
+/// The streamed modes of one pass, ranked as the test queries stream a slice at a time: each slice is encoded once
+/// for all the pass's query encoders and ranked by each mode (or, with shared candidates, by the pass together).
+void rank_streamed_pass(LabelRanking& ranking, const TokenizedCorpus& test_queries, const EvaluationSetup& setup, Progress& reporter,
+                        const ModeRankingPlan::Pass& pass, ModeEvaluation& out) {
+  std::vector<std::unique_ptr<RankingEvaluation>> evaluations;
+  std::unique_ptr<SharedCandidateEvaluation> shared;
+  std::vector<std::string> encoders;
+  std::string names;
+  std::int64_t floats_per_query = 0;
+  std::vector<torch::Tensor> label_matrices;
+  for (const std::size_t m : pass.modes) {
+    const InferenceMode& mode = out.modes[m];
+    if (!pass.shared_candidates) evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
+    label_matrices.push_back(mode.label_matrix);
+    names += (names.empty() ? "" : ", ") + mode.name;
+    if (std::find(encoders.begin(), encoders.end(), mode.query_encoder) == encoders.end()) {
+      encoders.push_back(mode.query_encoder);
+      floats_per_query += mode.label_matrix.size(1);
+    }
+  }
+  if (pass.shared_candidates) {
+    std::vector<std::size_t> proposers;  // the plan checked that each is in the pass
+    for (const std::string& name : out.modes[pass.modes.front()].candidates_from)
+      proposers.push_back(static_cast<std::size_t>(
+          std::find_if(pass.modes.begin(), pass.modes.end(), [&](std::size_t m) { return out.modes[m].name == name; }) - pass.modes.begin()));
+    shared = std::make_unique<SharedCandidateEvaluation>(label_matrices, proposers, setup);
+  }
+  label_matrices.clear();
+  const std::int64_t n = test_queries.size();
+  const std::int64_t slice = test_query_slice(floats_per_query);
+  reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + names + ")", n);
+  for (std::int64_t first = 0; first < n; first += slice) {
+    if (reporter.cancelled()) throw Cancelled();
+    const std::int64_t rows = std::min(slice, n - first);
+    const std::map<std::string, torch::Tensor> part = ranking.encode_queries_for(encoders, corpus_rows(test_queries, first, first + rows), silent_progress(), {});
+    std::vector<torch::Tensor> per_mode;
+    for (const std::size_t m : pass.modes) {
+      const auto it = part.find(out.modes[m].query_encoder);
+      if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[m].query_encoder + "\"");
+      per_mode.push_back(it->second);
+    }
+    if (shared) shared->add(per_mode, first);
+    for (std::size_t i = 0; i < evaluations.size(); ++i) evaluations[i]->add(per_mode[i], first);
+    // The first rows stay, for the score spread of the training space (score_spread reads up to 1024).
+    if (first == 0)
+      for (const auto& [name, embedded] : part)
+        if (out.queries.count(name) == 0) out.queries.emplace(name, embedded.narrow(0, 0, std::min<std::int64_t>(rows, 1024)).clone());
+    reporter.update(first + rows);
+  }
+  reporter.finish();
+  std::vector<EvalResult> results;
+  if (shared) results = shared->results();
+  for (const auto& evaluation : evaluations) results.push_back(evaluation->result());
+  for (std::size_t i = 0; i < pass.modes.size(); ++i) out.results[pass.modes[i]] = std::move(results[i]);
+}
+
+/// A mode ranking a subset of the test rows against a subset of the labels: its own truth and filter; propensities
+/// and decile bins follow the labels its matrix rows are.
+EvalResult rank_row_subset(const InferenceMode& mode, const torch::Tensor& queries, const EvaluationSetup& setup, Progress& reporter, const std::string& task) {
+  const EvaluationSubset& subset = *mode.subset;
+  EvaluationSetup own = setup;
+  own.truth = &subset.truth;
+  own.filter = &subset.filter;
+  own.inv_propensities.clear();
+  own.bins.clear();
+  for (const std::int64_t label : subset.label_ids) {
+    own.inv_propensities.push_back(setup.inv_propensities.at(static_cast<std::size_t>(label)));
+    own.bins.push_back(setup.bins.at(static_cast<std::size_t>(label)));
+  }
+  const torch::Tensor rows = torch::tensor(subset.query_rows, torch::kInt64).to(queries.device());
+  return evaluate_ranking(queries.index_select(0, rows), mode.label_matrix, own, reporter, task);
+}
+
+const torch::Tensor& encoded_whole(const ModeEvaluation& out, const std::string& query_encoder) {
+  const auto it = out.queries.find(query_encoder);
+  if (it == out.queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + query_encoder + "\"");
+  return it->second;
+}
+
+}  // namespace
+
 ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test_queries, const TokenizedCorpus& labels, const EvaluationSetup& setup,
                               Progress& progress, const RagSource* rag) {
   EvaluationProgress reporter(progress);
   ModeEvaluation out;
   out.modes = ranking.inference_modes(labels, reporter);
   out.results.resize(out.modes.size());
-  const auto rag_base = [&]() -> const InferenceMode* {
-    if (rag == nullptr) return nullptr;
-    auto base = std::find_if(out.modes.begin(), out.modes.end(), [](const InferenceMode& mode) { return mode.training_space; });
-    if (base == out.modes.end()) base = out.modes.begin();
-    return base != out.modes.end() && !base->subset && !base->ranker ? &*base : nullptr;
-  }();
-
-  // Modes that rank a label matrix for every test row take the test queries a slice at a time: each slice is
-  // encoded once for all their query encoders and ranked by each of them, so the test queries' embeddings are
-  // never held whole (at 970k queries, UniDEC's three would be 4 GB). Encoders whose whole matrix is needed (a
-  // mode ranking a subset of rows, the retrieval-augmented mode) are encoded whole first.
-  std::vector<std::string> whole, streamed;  // distinct query encoders, in the modes' order
-  auto add_encoder = [](std::vector<std::string>& list, const std::string& name) {
-    if (std::find(list.begin(), list.end(), name) != list.end()) return false;
-    list.push_back(name);
-    return true;
-  };
-  for (const InferenceMode& mode : out.modes)
-    if (!mode.ranker && mode.subset) add_encoder(whole, mode.query_encoder);
-  if (rag_base != nullptr) add_encoder(whole, rag_base->query_encoder);
-  for (const InferenceMode& mode : out.modes)
-    if (!mode.ranker && !mode.subset && std::find(whole.begin(), whole.end(), mode.query_encoder) == whole.end()) add_encoder(streamed, mode.query_encoder);
-  if (!whole.empty()) out.queries = ranking.encode_queries_for(whole, test_queries, reporter, "encoding test queries");
-
-  std::vector<std::size_t> streamed_modes;
-  for (std::size_t m = 0; m < out.modes.size(); ++m) {
-    const InferenceMode& mode = out.modes[m];
-    if (!mode.ranker && !mode.subset && std::find(streamed.begin(), streamed.end(), mode.query_encoder) != streamed.end()) streamed_modes.push_back(m);
-  }
-  // Streamed modes are ranked together, each slice encoded once for all; through an approximate index one
-  // mode at a time instead, each slice encoded again for each: an index holds its own copy of its mode's
-  // label matrix (at 1.3M labels UniDEC's three would be 5.3 GB at once), and encoding is cheap beside ranking.
-  // Modes that take their candidates from the same modes' indexes are one pass: their indexes' copies are those
-  // modes' only (UniDEC's de and clf blocks: 2.7 GB, as concat's own index alone).
-  struct Pass {
-    std::vector<std::size_t> modes;
-    bool shared_candidates = false;
-  };
-  std::vector<Pass> passes;
-  if (setup.index == "exact") {
-    if (!streamed_modes.empty()) passes.push_back({streamed_modes});
-  } else {
-    for (const std::size_t m : streamed_modes) {
-      const std::vector<std::string>& from = out.modes[m].candidates_from;
-      const auto same = std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.shared_candidates && out.modes[p.modes.front()].candidates_from == from; });
-      if (from.empty()) passes.push_back({{m}});
-      else if (same == passes.end()) passes.push_back({{m}, true});
-      else same->modes.push_back(m);
-    }
-  }
-  for (const Pass& pass : passes) {
-    std::vector<std::unique_ptr<RankingEvaluation>> evaluations;
-    std::unique_ptr<SharedCandidateEvaluation> shared;
-    std::vector<std::string> encoders;
-    std::string names;
-    std::int64_t floats_per_query = 0;
-    std::vector<torch::Tensor> label_matrices;
-    for (const std::size_t m : pass.modes) {
-      const InferenceMode& mode = out.modes[m];
-      if (!pass.shared_candidates) evaluations.push_back(std::make_unique<RankingEvaluation>(mode.label_matrix, setup));
-      label_matrices.push_back(mode.label_matrix);
-      names += (names.empty() ? "" : ", ") + mode.name;
-      if (add_encoder(encoders, mode.query_encoder)) floats_per_query += mode.label_matrix.size(1);
-    }
-    if (pass.shared_candidates) {
-      std::vector<std::size_t> proposers;
-      for (const std::string& name : out.modes[pass.modes.front()].candidates_from) {
-        const auto at = std::find_if(pass.modes.begin(), pass.modes.end(), [&](std::size_t m) { return out.modes[m].name == name; });
-        if (at == pass.modes.end())
-          throw Error("evaluation: mode \"" + out.modes[pass.modes.front()].name + "\" takes candidates from \"" + name + "\", which is not a mode ranked with it");
-        proposers.push_back(static_cast<std::size_t>(at - pass.modes.begin()));
-      }
-      shared = std::make_unique<SharedCandidateEvaluation>(label_matrices, proposers, setup);
-    }
-    label_matrices.clear();
-    const std::int64_t n = test_queries.size();
-    const std::int64_t slice = test_query_slice(floats_per_query);
-    reporter.start(out.modes.size() == 1 ? "encoding and ranking test queries" : "encoding and ranking test queries (" + names + ")", n);
-    for (std::int64_t first = 0; first < n; first += slice) {
-      if (reporter.cancelled()) throw Cancelled();
-      const std::int64_t rows = std::min(slice, n - first);
-      const std::map<std::string, torch::Tensor> part =
-          ranking.encode_queries_for(encoders, corpus_rows(test_queries, first, first + rows), silent_progress(), {});
-      std::vector<torch::Tensor> per_mode;
-      for (const std::size_t m : pass.modes) {
-        const auto it = part.find(out.modes[m].query_encoder);
-        if (it == part.end()) throw Error("evaluation: the method encoded no test queries for \"" + out.modes[m].query_encoder + "\"");
-        per_mode.push_back(it->second);
-      }
-      if (shared) shared->add(per_mode, first);
-      for (std::size_t i = 0; i < evaluations.size(); ++i) evaluations[i]->add(per_mode[i], first);
-      // The first rows stay, for the score spread of the training space (score_spread reads up to 1024).
-      if (first == 0)
-        for (const auto& [name, embedded] : part)
-          if (out.queries.count(name) == 0) out.queries.emplace(name, embedded.narrow(0, 0, std::min<std::int64_t>(rows, 1024)).clone());
-      reporter.update(first + rows);
-    }
-    reporter.finish();
-    std::vector<EvalResult> results;
-    if (shared) results = shared->results();
-    for (const auto& evaluation : evaluations) results.push_back(evaluation->result());
-    for (std::size_t i = 0; i < pass.modes.size(); ++i) out.results[pass.modes[i]] = std::move(results[i]);
-  }
+  const ModeRankingPlan plan = plan_mode_ranking(out.modes, setup.index != "exact", rag != nullptr);
+  if (!plan.whole_encoders.empty()) out.queries = ranking.encode_queries_for(plan.whole_encoders, test_queries, reporter, "encoding test queries");
+  for (const ModeRankingPlan::Pass& pass : plan.streamed_passes) rank_streamed_pass(ranking, test_queries, setup, reporter, pass, out);
   std::vector<std::string> unseen;  // no test queries at all: the encoders' empty matrices stand in
-  for (const std::string& name : streamed)
+  for (const std::string& name : plan.streamed_encoders)
     if (out.queries.count(name) == 0) unseen.push_back(name);
   if (!unseen.empty())
     for (auto& [name, embedded] : ranking.encode_queries_for(unseen, corpus_rows(test_queries, 0, 0), silent_progress(), {}))
       out.queries.emplace(name, std::move(embedded));
 
-  for (std::size_t m = 0; m < out.modes.size(); ++m) {
-    const InferenceMode& mode = out.modes[m];
-    const std::string task = out.modes.size() == 1 ? "ranking test queries" : "ranking test queries (" + mode.name + ")";
-    if (mode.ranker) {
-      if (mode.subset) throw Error("evaluation: mode \"" + mode.name + "\" ranks by itself and cannot rank a subset");
-      out.results[m] = evaluate_searcher(*make_mode_searcher(mode), test_queries, {}, setup, reporter, task);
-      continue;
-    }
-    const auto it = out.queries.find(mode.query_encoder);
-    if (it == out.queries.end()) throw Error("evaluation: the method encoded no test queries for \"" + mode.query_encoder + "\"");
-    if (!mode.subset) {
-      // Streamed above, unless its encoder is one encoded whole.
-      if (std::find(streamed.begin(), streamed.end(), mode.query_encoder) == streamed.end())
-        out.results[m] = evaluate_ranking(it->second, mode.label_matrix, setup, reporter, task);
-      continue;
-    }
-    // A subset of rows against a subset of labels: its own truth and filter; propensities and decile bins
-    // follow the labels the matrix rows are.
-    const EvaluationSubset& subset = *mode.subset;
-    EvaluationSetup own = setup;
-    own.truth = &subset.truth;
-    own.filter = &subset.filter;
-    own.inv_propensities.clear();
-    own.bins.clear();
-    for (const std::int64_t label : subset.label_ids) {
-      own.inv_propensities.push_back(setup.inv_propensities.at(static_cast<std::size_t>(label)));
-      own.bins.push_back(setup.bins.at(static_cast<std::size_t>(label)));
-    }
-    const torch::Tensor rows = torch::tensor(subset.query_rows, torch::kInt64).to(it->second.device());
-    out.results[m] = evaluate_ranking(it->second.index_select(0, rows), mode.label_matrix, own, reporter, task);
-  }
-  if (rag_base != nullptr) {
-    InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = rag_base->query_encoder, .label_matrix = rag_base->label_matrix};
+  const auto task = [&](std::size_t m) { return out.modes.size() == 1 ? std::string("ranking test queries") : "ranking test queries (" + out.modes[m].name + ")"; };
+  for (const std::size_t m : plan.by_searcher) out.results[m] = evaluate_searcher(*make_mode_searcher(out.modes[m]), test_queries, {}, setup, reporter, task(m));
+  for (const std::size_t m : plan.on_whole_queries)
+    out.results[m] = evaluate_ranking(encoded_whole(out, out.modes[m].query_encoder), out.modes[m].label_matrix, setup, reporter, task(m));
+  for (const std::size_t m : plan.on_row_subsets) out.results[m] = rank_row_subset(out.modes[m], encoded_whole(out, out.modes[m].query_encoder), setup, reporter, task(m));
+
+  if (plan.rag_base) {
+    const InferenceMode& base_mode = out.modes[*plan.rag_base];
+    InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = base_mode.query_encoder, .label_matrix = base_mode.label_matrix};
     const std::unique_ptr<LabelSearcher> base = make_mode_searcher(mode);
     const RetrievalAugmentedSearcher augmented(
-        *base, {.train_queries = ranking.encode_queries(rag_base->query_encoder, *rag->train_queries, reporter, "encoding training queries (rag)"),
-                  .train_labels = rag->train_labels,
-                  .top = rag->top,
-                  .lambda = rag->lambda,
-                  .temperature = rag->temperature});
+        *base, {.train_queries = ranking.encode_queries(mode.query_encoder, *rag->train_queries, reporter, "encoding training queries (rag)"),
+                .train_labels = rag->train_labels,
+                .top = rag->top,
+                .lambda = rag->lambda,
+                .temperature = rag->temperature});
     out.results.push_back(evaluate_searcher(augmented, test_queries, out.queries.at(mode.query_encoder), setup, reporter, "ranking test queries (rag)"));
     out.modes.push_back(std::move(mode));
   }

@@ -37,7 +37,7 @@ std::string search_line(const InferenceMode& mode, const EvalResult& result, con
   if (const std::vector<std::string>& from = mode.candidates_from; !from.empty()) {
     searched = "the top " + std::to_string(kCandidatesPerIndex) + " candidates of " + setup.index + " searches of ";
     for (std::size_t i = 0; i < from.size(); ++i) searched += (i == 0 ? "" : i + 1 == from.size() ? " and " : ", ") + from[i];
-    searched += ", ranked exactly,";
+    searched += ", ranked exactly";
   }
   return "evaluation (" + mode.name + "): " + searched + (result.calibration_queries > 0 ? std::string(" ") + calibrated + ";" : std::string(",")) +
          " recall@10 " + recall + " against exact on " + std::to_string(result.search_recall_queries) + " sampled test queries";

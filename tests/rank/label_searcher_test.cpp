@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/index/index_factory.h"
+#include "engine/rank/mode_ranking_plan.h"
 #include "engine/rank/mode_searcher.h"
 #include "engine/rank/retrieval_augmented_search.h"
 #include "engine/rank/subset_searcher.h"
@@ -98,6 +99,54 @@ TEST(LabelSearcher, AModeOfASubsetIsSearchedThroughItsIds) {
   mode.subset = subset;
   const std::unique_ptr<LabelSearcher> searcher = make_mode_searcher(mode);
   EXPECT_TRUE(torch::equal(searcher->search(query(), 1).labels, torch::tensor({{5}}, torch::kInt64)));
+}
+
+// UniDEC-like and IRENE-like modes together: the plan says which encoders stream, which modes rank in which pass,
+// and which take another route, without the evaluation asking.
+TEST(ModeRankingPlan, EachModeRanksByItsOwnRouteAndSharedCandidatesShareAPass) {
+  auto subset = std::make_shared<EvaluationSubset>();
+  std::vector<InferenceMode> modes{{.name = "concat", .query_encoder = "concat", .candidates_from = {"de", "clf"}},
+                                   {.name = "de", .query_encoder = "de", .training_space = true, .candidates_from = {"de", "clf"}},
+                                   {.name = "clf", .query_encoder = "clf", .candidates_from = {"de", "clf"}},
+                                   {.name = "novel", .query_encoder = "zs"},
+                                   {.name = "seen", .query_encoder = "zs"},
+                                   {.name = "tree"}};
+  modes[3].subset = subset;
+  modes[5].ranker = std::make_shared<ReversedRanker>();
+
+  const ModeRankingPlan exact = plan_mode_ranking(modes, /*approximate_index=*/false, /*with_rag=*/false);
+  EXPECT_EQ(exact.whole_encoders, std::vector<std::string>({"zs"}));  // a subset of rows needs the whole matrix
+  EXPECT_EQ(exact.streamed_encoders, std::vector<std::string>({"concat", "de", "clf"}));
+  ASSERT_EQ(exact.streamed_passes.size(), 1u);  // exact search: every streamed mode in one pass
+  EXPECT_EQ(exact.streamed_passes[0].modes, std::vector<std::size_t>({0, 1, 2}));
+  EXPECT_FALSE(exact.streamed_passes[0].shared_candidates);
+  EXPECT_EQ(exact.by_searcher, std::vector<std::size_t>({5}));
+  EXPECT_EQ(exact.on_row_subsets, std::vector<std::size_t>({3}));
+  EXPECT_EQ(exact.on_whole_queries, std::vector<std::size_t>({4}));  // its encoder is encoded whole anyway
+  EXPECT_FALSE(exact.rag_base.has_value());
+
+  const ModeRankingPlan approximate = plan_mode_ranking(modes, true, true);
+  ASSERT_EQ(approximate.streamed_passes.size(), 1u);  // the three share the candidates of de's and clf's indexes
+  EXPECT_TRUE(approximate.streamed_passes[0].shared_candidates);
+  ASSERT_TRUE(approximate.rag_base.has_value());
+  EXPECT_EQ(*approximate.rag_base, 1u);  // the training space's mode
+  // de is encoded whole for retrieval augmentation and still proposes candidates in the pass (this combination
+  // used to fail: "concat takes candidates from de, which is not a mode ranked with it").
+  EXPECT_EQ(approximate.whole_encoders, std::vector<std::string>({"zs", "de"}));
+  EXPECT_EQ(approximate.streamed_passes[0].modes, std::vector<std::size_t>({0, 1, 2}));
+  EXPECT_TRUE(approximate.on_whole_queries == std::vector<std::size_t>({4}));
+
+  // Without shared candidates an approximate search ranks one mode per pass (each index holds its own copy).
+  for (InferenceMode& mode : modes) mode.candidates_from.clear();
+  EXPECT_EQ(plan_mode_ranking(modes, true, false).streamed_passes.size(), 3u);
+  // Retrieval augmentation builds on a mode that scores every label by its vector, else on none.
+  std::vector<InferenceMode> tree_only{modes[5]};
+  EXPECT_FALSE(plan_mode_ranking(tree_only, false, true).rag_base.has_value());
+  // Candidates from a mode not ranked with it, and a mode that ranks by itself yet names a subset, are errors.
+  std::vector<InferenceMode> orphan{{.name = "concat", .query_encoder = "concat", .candidates_from = {"de"}}};
+  EXPECT_THROW(plan_mode_ranking(orphan, true, false), Error);
+  modes[5].subset = subset;
+  EXPECT_THROW(plan_mode_ranking(modes, false, false), Error);
 }
 
 }  // namespace

@@ -831,7 +831,7 @@ class XrlinearMethod final : public Method {
     torch::NoGradGuard no_grad;
     const TokenizedCorpus labels = side->run.label_corpus();
     for (InferenceMode& mode : side->run.method->inference_modes(labels, silent_progress())) {
-      if (mode.ranker || mode.subset || !mode.label_matrix.defined()) continue;
+      if (!mode.scores_every_label_by_vector()) continue;
       side->mode = mode.name;
       side->query_encoder = mode.query_encoder;
       side->labels = mode.label_matrix.to(torch::kFloat32);
