@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "engine/core/error.h"
 #include "engine/session/default_store_path.h"
 #include "engine/session/session.h"
+#include "engine/session/run_filter_values.h"
 #include "engine/session/run_import.h"
 #include "engine/session/store_repair.h"
 #include "engine/core/regular_file.h"
@@ -101,13 +103,27 @@ void add_runs_commands(CLI::App& app, CommandContext& context) {
   {
     auto* cmd = runs->add_subcommand("list", "List runs, newest first");
     auto json = std::make_shared<bool>(false);
+    auto where = std::make_shared<std::string>();
     cmd->add_flag("--json", *json, "Print one JSON array as the last line");
-    cmd->footer("Example:\n  xmc runs --db runs.sqlite list");
-    cmd->callback([db, json, &context] {
+    cmd->add_option("--where", *where,
+                    "Only the runs an expression lets through: config keys, metrics (fractions, or 45%) and the fields id, name, status, "
+                    "method, dataset, tags, notes, compared with == != < <= > >= or in, joined with and, or, not");
+    cmd->footer("Examples:\n  xmc runs --db runs.sqlite list\n  xmc runs list --where 'method == \"unidec\" and P@1 > 0.6'\n"
+                "  xmc runs list --where '\"baseline\" in tags or lr < 0.001'");
+    cmd->callback([db, json, where, &context] {
+      std::optional<RunFilter> filter;
+      if (!where->empty()) {
+        try {
+          filter = RunFilter::parse(*where);
+        } catch (const FilterError& e) {
+          throw ConfigError(std::string("--where: ") + e.what());
+        }
+      }
       require_existing_run_store(*db);
       Session session(*db);
       session.reap_orphaned_runs();
-      const auto all = session.list_runs();
+      std::vector<RunInfo> all = session.list_runs();
+      if (filter) std::erase_if(all, [&](const RunInfo& r) { return !run_passes(*filter, r, session.evaluations(r.id)); });
       if (*json) {
         nlohmann::json array = nlohmann::json::array();
         for (const auto& r : all) array.push_back(run_json(r));

@@ -945,6 +945,18 @@ TEST(Cli, SweepTrainsEveryGridPointAsARunAndResumes) {
     EXPECT_DOUBLE_EQ(config["lr"].get<double>(), 0.02);
     EXPECT_DOUBLE_EQ(config["temperature"].get<double>(), 0.1);
   }
+  // The sweep's runs found by an expression over their config, metrics and tags.
+  r = xmc("runs --db " + db + " list --json --where 'lr < 0.015 and temperature > 0.06 and \"sweep\" in tags'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto listed = nlohmann::json::parse(r.last_line());
+  ASSERT_EQ(listed.size(), 1u) << r.output;
+  EXPECT_EQ(listed[0]["id"].get<std::int64_t>(), runs[1]);
+  r = xmc("runs --db " + db + " list --json --where 'P@1 >= 0% and not (lr == 0.02)'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.last_line()).size(), 2u) << r.output;
+  r = xmc("runs --db " + db + " list --where 'lrr < 1'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--where: filter, at character 1: unknown name \"lrr\""), std::string::npos) << r.output;
   // A stopped point resumes in its own run; a point whose run is gone starts a new one; completed ones stay.
   RunStore(db).set_status(runs[2], RunStatus::Stopped);
   ASSERT_EQ(xmc("runs --db " + db + " delete " + std::to_string(runs[1]) + " --yes").exit_code, 0);

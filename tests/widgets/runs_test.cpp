@@ -12,6 +12,7 @@
 #include <QFile>
 #include <QFont>
 #include <QIcon>
+#include <QAction>
 #include <QMenu>
 #include <QPixmap>
 #include <QPlainTextEdit>
@@ -454,6 +455,49 @@ class RunsTest : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&browser));
     QVERIFY(browser.select_run(beta_));
     QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-browser.png")));
+  }
+
+  void filter_expressions_choose_runs_by_config_and_metrics_and_are_saved() {
+    RunsBrowser browser(db_);
+    browser.set_filter_text(QStringLiteral(R"(method == "dexml" and P@1 > 0.5)"));
+    QCOMPARE(browser.filter_error(), QString());
+    QCOMPARE(browser.proxy()->rowCount(), 1);
+    QCOMPARE(browser.model()->run_id(browser.proxy()->mapToSource(browser.proxy()->index(0, 0))), alpha_);
+    browser.set_filter_text(QStringLiteral("lr < 0.0005"));
+    QCOMPARE(browser.proxy()->rowCount(), 1);  // beta's 0.0002
+    browser.set_filter_text(QStringLiteral("P@1 >= 50%"));
+    QCOMPARE(browser.proxy()->rowCount(), 2);
+    browser.set_filter_text(QStringLiteral("not P@1 > 0"));  // the failed run was never evaluated
+    QCOMPARE(browser.proxy()->rowCount(), 1);
+    // While an expression is being typed the last filter stays, and the box says what is wrong and where.
+    browser.set_filter_text(QStringLiteral("P@1 > "));
+    QVERIFY2(browser.filter_error().contains(QStringLiteral("at character 7")), qPrintable(browser.filter_error()));
+    QCOMPARE(browser.proxy()->rowCount(), 1);
+    browser.set_filter_text(QStringLiteral("lrr < 1"));
+    QVERIFY2(browser.filter_error().contains(QStringLiteral("unknown name \"lrr\"")), qPrintable(browser.filter_error()));
+    browser.resize(1250, 300);
+    browser.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&browser));
+    QVERIFY(browser.grab().save(kShots + QStringLiteral("/runs-filter-error.png")));
+    // Words find text again.
+    browser.set_filter_text(QStringLiteral("beta"));
+    QCOMPARE(browser.filter_error(), QString());
+    QCOMPARE(browser.proxy()->rowCount(), 1);
+
+    // A saved filter is there for every browser, from the star's menu.
+    browser.set_filter_text(QStringLiteral("lr < 0.0005"));
+    browser.save_filter(QStringLiteral("slow lr"));
+    RunsBrowser other(db_);
+    QCOMPARE(other.saved_filters().value(QStringLiteral("slow lr")), QStringLiteral("lr < 0.0005"));
+    QAction* apply = nullptr;
+    for (QAction* action : other.saved_filters_menu()->actions())
+      if (action->data().toString() == QStringLiteral("slow lr")) apply = action;
+    QVERIFY(apply != nullptr);
+    QCOMPARE(other.proxy()->rowCount(), 3);
+    apply->trigger();
+    QCOMPARE(other.proxy()->rowCount(), 1);
+    other.forget_filter(QStringLiteral("slow lr"));
+    QVERIFY(other.saved_filters().isEmpty());
   }
 
   void seed_groups_are_named_by_what_sets_them_apart_within_their_method_and_dataset() {

@@ -1,5 +1,7 @@
 #include "widgets/runs/run_table_model.h"
 
+#include "engine/session/run_filter_values.h"
+
 #include "engine/records/evaluation_modes.h"
 #include "engine/session/run_config_view.h"
 
@@ -132,7 +134,11 @@ QString epoch_text(double epoch) { return QString::number(epoch, 'g', 4); }
 
 bool RunTableModel::Row::operator==(const Row& other) const {
   const auto same_number = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
-  if (metrics.size() != other.metrics.size() || mode != other.mode) return false;
+  if (metrics.size() != other.metrics.size() || mode != other.mode || last_points.size() != other.last_points.size()) return false;
+  for (std::size_t i = 0; i < last_points.size(); ++i)
+    if (last_points[i].metric != other.last_points[i].metric || last_points[i].step != other.last_points[i].step ||
+        !same_number(last_points[i].value, other.last_points[i].value))
+      return false;
   for (std::size_t i = 0; i < metrics.size(); ++i) {
     const MetricSummary& a = metrics[i];
     const MetricSummary& b = other.metrics[i];
@@ -258,11 +264,15 @@ RunTableModel::Row RunTableModel::make_row(RunInfo info, const Row* previous, bo
   if (reuse) {
     row.metrics = previous->metrics;
     row.mode = previous->mode;
+    row.last_points = previous->last_points;
   } else {
     row.metrics.assign(metric_keys_.size(), MetricSummary{kNaN, kNaN, kNaN, kNaN});
     const std::vector<EvalPoint> points = store_->evaluations(info.id);
     row.mode = final_primary_mode(points);
     for (const EvalPoint& p : points) {
+      const auto last = std::find_if(row.last_points.begin(), row.last_points.end(), [&](const EvalPoint& seen) { return seen.metric == p.metric; });
+      if (last == row.last_points.end()) row.last_points.push_back(p);
+      else *last = p;  // evaluations come by step
       metrics_seen_.insert(p.metric);
       for (std::size_t m = 0; m < metric_keys_.size(); ++m) {
         if (p.metric != metric_keys_[m]) continue;
@@ -359,6 +369,13 @@ std::int64_t RunTableModel::run_id(const QModelIndex& index) const {
 QModelIndex RunTableModel::index_of_run(std::int64_t run, int column) const {
   const int r = row_of(run);
   return r < 0 ? QModelIndex() : index(r, column);
+}
+
+bool RunTableModel::passes(std::int64_t run, const RunFilter& filter) const {
+  const int r = row_of(run);
+  if (r < 0) return false;
+  const Row& row = rows_[static_cast<std::size_t>(r)];
+  return run_passes(filter, row.info, row.last_points);
 }
 
 const RunInfo* RunTableModel::run_info(std::int64_t run) const {

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/records/run_filter.h"
 #include "engine/session/session.h"
 
 class QTimer;
@@ -115,6 +116,8 @@ class RunTableModel : public QAbstractTableModel {
   /// The run's value for the grouping ("—" when its config has no such key). For kSeedGroup: method,
   /// dataset and the config values that differ between the listed runs ("lr=0.01"), seed aside.
   QString group_of(const RunInfo& info) const;
+  /// Whether the run passes a filter expression (engine/records/run_filter.h): its fields, config and last metrics.
+  bool passes(std::int64_t run, const RunFilter& filter) const;
   /// Replaces the run's notes.
   bool set_notes(std::int64_t run, const QString& notes, QString* error = nullptr);
   /// Deletes the run and everything recorded for it from the store, and removes its row.
@@ -145,6 +148,7 @@ class RunTableModel : public QAbstractTableModel {
     RunInfo info;
     std::vector<MetricSummary> metrics;  ///< one per metric column
     std::string mode;                    ///< the primary mode at the last evaluation ("" when unnamed)
+    std::vector<EvalPoint> last_points;  ///< the last point of every metric it reported (what filters compare)
     bool operator==(const Row& other) const;
   };
 

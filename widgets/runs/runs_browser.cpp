@@ -1,5 +1,8 @@
 #include "widgets/runs/runs_browser.h"
 
+#include "engine/records/run_filter.h"
+#include "widgets/runs/run_filter_proxy.h"
+
 #include <QAction>
 #include <QComboBox>
 #include <QFontDatabase>
@@ -64,8 +67,7 @@ constexpr std::pair<RunTableModel::ExtraColumn::Kind, const char*> kColumnKinds[
 RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
     : QWidget(parent), confirm_(default_confirmation) {
   model_ = new RunTableModel(db, this);
-  proxy_ = new QSortFilterProxyModel(this);
-  proxy_->setSourceModel(model_);
+  proxy_ = new RunFilterProxy(model_, this);
   proxy_->setSortRole(RunTableModel::kSortRole);
   proxy_->setFilterRole(RunTableModel::kFilterRole);
   proxy_->setFilterKeyColumn(RunTableModel::kName);
@@ -73,12 +75,25 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   proxy_->setDynamicSortFilter(true);
 
   filter_ = new QLineEdit(this);
-  filter_->setPlaceholderText(tr("Filter by name, method, dataset, status, tag or notes"));
+  filter_->setPlaceholderText(tr("Filter: words in name, method, dataset, status, tags or notes — or method == \"unidec\" and P@1 > 0.6"));
+  filter_->setToolTip(tr("Words: runs whose name, method, dataset, status, tags or notes contain them.\n"
+                         "An expression: config keys (lr, encoder.dim), metrics (P@5, emb/PSP@3: fractions, or 45%) and id, name, status, "
+                         "method, dataset, tags, notes,\ncompared with == != < <= > >= or in (\"base\" in tags), joined with and, or, not "
+                         "and parentheses.\nText in quotes. A run without the value (never evaluated) does not pass."));
   filter_->setClearButtonEnabled(true);
-  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
-    proxy_->setFilterFixedString(text);
-    update_count();
-  });
+  filter_->setMinimumWidth(260);  // room for an expression
+  connect(filter_, &QLineEdit::textChanged, this, &RunsBrowser::apply_filter_text);
+  filter_error_ = new QLabel(this);
+  filter_error_->setObjectName("filter_error");
+  filter_error_->setStyleSheet(QStringLiteral("color: #c62828;"));
+  filter_error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  filter_error_->hide();
+  saved_ = new QToolButton(this);
+  saved_->setText(QStringLiteral("★"));
+  saved_->setToolTip(tr("Saved filters: apply one, save this one, forget one"));
+  saved_->setPopupMode(QToolButton::InstantPopup);
+  saved_->setMenu(new QMenu(saved_));
+  connect(saved_->menu(), &QMenu::aboutToShow, this, &RunsBrowser::fill_saved_filters_menu);
 
   refresh_ = new QPushButton(tr("Refresh"), this);
   refresh_->setToolTip(tr("Re-read the run store (F5)"));
@@ -206,6 +221,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
 
   auto* bar = new QHBoxLayout;
   bar->addWidget(filter_, 1);
+  bar->addWidget(saved_);
   bar->addWidget(group_);
   bar->addWidget(metric_value_);
   bar->addSpacing(8);
@@ -249,6 +265,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(bar);
+  layout->addWidget(filter_error_);
   layout->addWidget(view_, 1);
   layout->addWidget(summary_title_);
   layout->addWidget(summary_view_);
@@ -302,6 +319,84 @@ bool RunsBrowser::select_run(std::int64_t run) {
 }
 
 void RunsBrowser::set_filter_text(const QString& text) { filter_->setText(text); }
+
+QString RunsBrowser::filter_error() const { return filter_error_->text(); }
+
+void RunsBrowser::apply_filter_text(const QString& text) {
+  const std::string expression = text.toStdString();
+  if (!looks_like_filter_expression(expression)) {
+    proxy_->set_expression(std::nullopt);
+    proxy_->setFilterFixedString(text);
+    filter_error_->clear();
+    filter_error_->hide();
+  } else {
+    try {
+      proxy_->set_expression(RunFilter::parse(expression));
+      filter_error_->clear();
+      filter_error_->hide();
+    } catch (const FilterError& e) {
+      filter_error_->setText(QString::fromStdString(e.what()));  // the last filter stays while the expression is being typed
+      filter_error_->show();
+    }
+  }
+  update_count();
+}
+
+namespace {
+constexpr const char* kSavedFiltersSetting = "runs/saved_filters";
+}
+
+QMap<QString, QString> RunsBrowser::saved_filters() const {
+  QMap<QString, QString> out;
+  const QVariantMap stored = QSettings().value(kSavedFiltersSetting).toMap();
+  for (auto it = stored.begin(); it != stored.end(); ++it)
+    if (it.value().canConvert<QString>() && !it.key().trimmed().isEmpty()) out.insert(it.key(), it.value().toString());
+  return out;
+}
+
+void RunsBrowser::save_filter(const QString& name) {
+  if (name.trimmed().isEmpty() || filter_->text().trimmed().isEmpty()) return;
+  QVariantMap stored = QSettings().value(kSavedFiltersSetting).toMap();
+  stored.insert(name.trimmed(), filter_->text());
+  QSettings().setValue(kSavedFiltersSetting, stored);
+}
+
+void RunsBrowser::forget_filter(const QString& name) {
+  QVariantMap stored = QSettings().value(kSavedFiltersSetting).toMap();
+  stored.remove(name);
+  QSettings().setValue(kSavedFiltersSetting, stored);
+}
+
+QMenu* RunsBrowser::saved_filters_menu() const {
+  const_cast<RunsBrowser*>(this)->fill_saved_filters_menu();
+  return saved_->menu();
+}
+
+void RunsBrowser::fill_saved_filters_menu() {
+  QMenu* menu = saved_->menu();
+  menu->clear();
+  const QMap<QString, QString> saved = saved_filters();
+  for (auto it = saved.begin(); it != saved.end(); ++it) {
+    QAction* apply = menu->addAction(it.key() + QStringLiteral("  —  ") + it.value());
+    apply->setData(it.key());
+    const QString text = it.value();
+    connect(apply, &QAction::triggered, this, [this, text] { set_filter_text(text); });
+  }
+  if (!saved.isEmpty()) menu->addSeparator();
+  QAction* save = menu->addAction(tr("Save this filter…"));
+  save->setEnabled(!filter_->text().trimmed().isEmpty());
+  connect(save, &QAction::triggered, this, [this] {
+    bool ok = false;
+    const QString name = QInputDialog::getText(this, tr("Save filter"), tr("Name of the filter “%1”:").arg(filter_->text()), QLineEdit::Normal, {}, &ok);
+    if (ok) save_filter(name);
+  });
+  if (saved.isEmpty()) return;
+  QMenu* forget = menu->addMenu(tr("Forget"));
+  for (auto it = saved.begin(); it != saved.end(); ++it) {
+    const QString name = it.key();
+    connect(forget->addAction(name), &QAction::triggered, this, [this, name] { forget_filter(name); });
+  }
+}
 
 QString RunsBrowser::group_key() const { return group_->currentText().trimmed(); }
 

@@ -9,12 +9,15 @@
 //
 // The data lives in a RunTableModel (model()); the browser only displays it and wires the actions.
 // Store errors show in a line under the table, never as a modal dialog from a timer.
+#include <QMap>
 #include <QStringList>
 #include <QWidget>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <vector>
+
+#include "widgets/runs/run_filter_proxy.h"
 
 class QComboBox;
 class QLabel;
@@ -49,8 +52,20 @@ class RunsBrowser : public QWidget {
   std::vector<std::int64_t> selected_runs() const;
   /// Selects (only) this run and scrolls to it; false when it is not shown.
   bool select_run(std::int64_t run);
-  /// Shows only runs whose name, method, dataset path, status, tags or notes contain `text` (case-insensitive).
+  /// Shows only runs whose name, method, dataset path, status, tags or notes contain `text` (case-insensitive), or,
+  /// when `text` compares (`method == "unidec" and P@1 > 0.6`), the runs that expression lets through
+  /// (engine/records/run_filter.h). An expression that does not parse keeps the last filter and says why.
   void set_filter_text(const QString& text);
+  /// Why the filter's expression does not parse ("" when it does, or is words to find).
+  QString filter_error() const;
+  /// Keeps the filter's text under `name` (QSettings, for every store), replacing one of that name.
+  void save_filter(const QString& name);
+  /// Forgets the saved filter `name`.
+  void forget_filter(const QString& name);
+  /// Saved filters: name -> text, by name.
+  QMap<QString, QString> saved_filters() const;
+  /// The menu of saved filters as the star beside the filter shows it (apply one, save this one, forget one).
+  QMenu* saved_filters_menu() const;
   /// Groups the table by "method", "dataset", "tag" or a config key ("" = no grouping): a Group column
   /// comes first and the rows are sorted by it.
   void set_group_key(const QString& key);
@@ -90,14 +105,18 @@ class RunsBrowser : public QWidget {
  private:
   void update_actions();
   void update_count();
+  void apply_filter_text(const QString& text);
+  void fill_saved_filters_menu();
   void show_error(const QString& message);
   void choose_table_csv();
   void choose_run_csv();
 
   RunTableModel* model_ = nullptr;
-  QSortFilterProxyModel* proxy_ = nullptr;
+  RunFilterProxy* proxy_ = nullptr;
   QTableView* view_ = nullptr;
   QLineEdit* filter_ = nullptr;
+  QLabel* filter_error_ = nullptr;
+  QToolButton* saved_ = nullptr;
   QPushButton* refresh_ = nullptr;
   QPushButton* follow_ = nullptr;
   QPushButton* rename_ = nullptr;

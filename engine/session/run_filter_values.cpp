@@ -1,0 +1,33 @@
+#include "engine/session/run_filter_values.h"
+
+#include <cmath>
+
+#include "engine/records/evaluation_modes.h"
+#include "engine/session/run_config_view.h"
+
+namespace xmc {
+
+FilterValue run_filter_value(const RunInfo& run, const std::vector<EvalPoint>& evaluations, const std::string& name) {
+  if (name == "id") return static_cast<double>(run.id);
+  if (name == "name") return run.name;
+  if (name == "status") return to_string(run.status);
+  if (name == "dataset") return run.dataset_path;
+  if (name == "notes") return run.notes;
+  if (name == "tags") {
+    std::string joined;
+    for (const std::string& tag : run.tags) joined += (joined.empty() ? "" : ", ") + tag;
+    return joined;
+  }
+  const FilterNameKind kind = filter_name_kind(name);
+  const std::shared_ptr<const FlatConfig> config = flat_run_config(run.config_json);
+  if (const auto it = config->find(name); it != config->end()) return filter_value_from_text(kind, it->second);
+  if (kind != FilterNameKind::number) return {};
+  const double value = final_value(evaluations, name);
+  return std::isnan(value) ? FilterValue{} : FilterValue{value};
+}
+
+bool run_passes(const RunFilter& filter, const RunInfo& run, const std::vector<EvalPoint>& evaluations) {
+  return filter.matches([&](const std::string& name) { return run_filter_value(run, evaluations, name); });
+}
+
+}  // namespace xmc
