@@ -675,6 +675,10 @@ class RunsTest : public QObject {
       xmc::RunStore store(db);
       auto add = [&](const std::string& config, double p1_first, double p1_last) {
         const auto run = store.create_run({.name = "dexml bands", .config_json = config});
+        // A constant loss (its smoothed curve is the same constant): 10 × the last P@1, so 4.0, 4.2, 4.4 for the seeds.
+        std::vector<xmc::ScalarPoint> loss;
+        for (int s = 1; s <= 20; ++s) loss.push_back({s, s / 10.0, "loss", 10 * p1_last, 1.7e9 + s});
+        store.add_scalars(run, loss);
         store.add_evaluation(run, 1, 10, {{"P@1", p1_first}, {"P@5", p1_first / 2}});
         store.add_evaluation(run, 2, 20, {{"P@1", p1_last}, {"P@5", p1_last / 2}});
         store.add_decile_table(run, 2, "P@5", std::vector<double>(10, p1_last / 20));  // P@5 spread evenly over the bins
@@ -710,6 +714,22 @@ class RunsTest : public QObject {
     QCOMPARE(view.decile_plot()->all_bars().size(), std::size_t{2});
     QVERIFY(std::abs(view.decile_plot()->bars()->data()->at(0)->value - 2.1) < 1e-9);
     QCOMPARE(view.decile_plot()->bars()->name(), QStringLiteral("lr=0.001 — 3 seeds"));
+    // So does the loss: the group's mean (4.2) inside a band of ± its sd (0.2), the other run alone.
+    const auto loss_graph = [&](const QString& name) -> QCPGraph* {
+      for (int g = 0; g < view.loss_plot()->graphCount(); ++g)
+        if (view.loss_plot()->graph(g)->name() == name) return view.loss_plot()->graph(g);
+      return nullptr;
+    };
+    QCPGraph* group_loss = loss_graph(QStringLiteral("lr=0.001 — 3 seeds"));
+    QVERIFY(group_loss != nullptr);
+    QCOMPARE(group_loss->dataCount(), 20);
+    QVERIFY(std::abs(group_loss->data()->at(5)->value - 4.2) < 1e-9);
+    QCPGraph* loss_upper = loss_graph(QStringLiteral("lr=0.001 — 3 seeds + sd"));
+    QVERIFY(loss_upper != nullptr && loss_upper->channelFillGraph() == loss_graph(QStringLiteral("lr=0.001 — 3 seeds − sd")));
+    QVERIFY(std::abs(loss_upper->data()->at(5)->value - 4.4) < 1e-9);
+    QVERIFY(std::abs(loss_upper->channelFillGraph()->data()->at(5)->value - 4.0) < 1e-9);
+    QVERIFY(loss_graph(QStringLiteral("lr=0.01")) != nullptr);
+    QCOMPARE(view.loss_plot()->graphCount(), 4);  // the group's mean and band edges, the other run
     // The band follows its metric's visibility.
     plot->set_metric_visible(QStringLiteral("P@5"), false);
     QVERIFY(!plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@5")).first->visible());
@@ -719,6 +739,8 @@ class RunsTest : public QObject {
     QCoreApplication::processEvents();
     QVERIFY(view.grab().save(kShots + QStringLiteral("/compare-seed-bands.png")));
     view.set_seed_bands(false);
+    QCOMPARE(view.loss_plot()->graphCount(), 4);  // a curve per run again
+    QCOMPARE(loss_graph(QStringLiteral("lr=0.001 — 3 seeds")), nullptr);
     QCOMPARE(plot->comparison_count(), 3);
     QCOMPARE(view.decile_plot()->all_bars().size(), std::size_t{4});
     QCOMPARE(plot->band_graphs(QStringLiteral("lr=0.001 — 3 seeds"), QStringLiteral("P@1")).first, nullptr);

@@ -522,6 +522,7 @@ void CompareView::set_seed_bands(bool on) {
   if (seed_button_->isChecked() != on) seed_button_->setChecked(on);
   draw_metric_curves(/*headline_metrics=*/false);
   draw_decile_bars();
+  draw_losses();
 }
 
 void CompareView::draw_decile_bars() {
@@ -928,6 +929,7 @@ QStringList CompareView::config_difference_keys() const {
 
 void CompareView::show_loss(const Session& session) {
   loss_plot_->clearGraphs();
+  loss_series_.clear();
   // One panel per kind of loss (a triplet loss and a softmax do not share a scale), each with its runs in
   // their colours; the first panel is the plot's own axis rect, the others are added below it.
   QCPLayoutGrid* layout = loss_plot_->plotLayout();
@@ -963,8 +965,6 @@ void CompareView::show_loss(const Session& session) {
     // Stacked panels are short: the kind alone names the axis ("triplet"), the title says it is the loss.
     y->setLabel(kinds.size() == 1 ? tr("loss") : qstr(kinds[k].first));
     loss_kinds_ << qstr(kinds[k].first);
-    std::vector<double> all;
-    double max_step = 0;
     for (const std::size_t i : kinds[k].second) {
       std::vector<ScalarPoint> points;
       try {
@@ -972,26 +972,92 @@ void CompareView::show_loss(const Session& session) {
       } catch (const std::exception&) {
         continue;
       }
-      if (points.empty()) continue;
       // Bias-corrected EMA (TensorBoard's smoothing), so runs with noisy losses stay comparable.
       constexpr double kWeight = 0.9;
-      QVector<double> xs, ys;
-      xs.reserve(static_cast<qsizetype>(points.size()));
-      ys.reserve(static_cast<qsizetype>(points.size()));
+      LossSeries series{i, k, {}};
       double ema = 0, power = 1;
       for (const ScalarPoint& p : points) {
         if (!std::isfinite(p.value)) continue;
         ema = kWeight * ema + (1 - kWeight) * p.value;
         power *= kWeight;
-        xs.push_back(static_cast<double>(p.step));
-        ys.push_back(ema / (1 - power));
-        all.push_back(ys.back());
-        max_step = std::max(max_step, xs.back());
+        series.smoothed[static_cast<double>(p.step)] = ema / (1 - power);
+      }
+      if (!series.smoothed.empty()) loss_series_.push_back(std::move(series));
+    }
+  }
+  draw_losses();
+}
+
+void CompareView::draw_losses() {
+  loss_plot_->clearGraphs();
+  struct Drawn {
+    QString label;
+    QColor colour;
+    std::size_t kind = 0;
+    QVector<double> steps, mean, lower, upper;  ///< lower/upper empty: a single run
+  };
+  std::vector<Drawn> drawn;
+  const auto groups = seed_groups();
+  const bool by_group = seed_bands_ && groups.size() < curve_runs_.size();
+  const QStringList group_labels = by_group ? seed_group_labels() : QStringList();
+  for (std::size_t g = 0; g < (by_group ? groups.size() : loss_series_.size()); ++g) {
+    // The group's runs (a run alone without seed bands) that recorded a loss; mean and sample sd step by step over
+    // those that reached the step.
+    std::vector<const LossSeries*> members;
+    for (const LossSeries& s : loss_series_)
+      if (by_group ? std::find(groups[g].begin(), groups[g].end(), s.run) != groups[g].end() : &s == &loss_series_[g]) members.push_back(&s);
+    if (members.empty()) continue;
+    const std::size_t first = members.front()->run;
+    Drawn d{by_group ? group_labels[static_cast<int>(g)] : model_->headerData(static_cast<int>(first), Qt::Horizontal, Qt::DisplayRole).toString(),
+            run_colour(first), members.front()->kind, {}, {}, {}, {}};
+    std::map<double, std::vector<double>> at_step;
+    for (const LossSeries* s : members)
+      for (const auto& [step, value] : s->smoothed) at_step[step].push_back(value);
+    const bool band = members.size() > 1;
+    for (const auto& [step, values] : at_step) {
+      const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+      double squares = 0;
+      for (const double v : values) squares += (v - mean) * (v - mean);
+      const double sd = values.size() > 1 ? std::sqrt(squares / static_cast<double>(values.size() - 1)) : 0.0;
+      d.steps.push_back(step);
+      d.mean.push_back(mean);
+      if (band) d.lower.push_back(mean - sd), d.upper.push_back(mean + sd);
+    }
+    drawn.push_back(std::move(d));
+  }
+  for (std::size_t k = 0; k < static_cast<std::size_t>(loss_plot_->axisRectCount()); ++k) {
+    QCPAxisRect* rect = loss_plot_->axisRect(static_cast<int>(k));
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    std::vector<double> all;
+    double max_step = 0;
+    for (const Drawn& d : drawn) {
+      if (d.kind != k) continue;
+      if (!d.lower.isEmpty()) {
+        QCPGraph* lower = loss_plot_->addGraph(x, y);
+        QCPGraph* upper = loss_plot_->addGraph(x, y);
+        for (QCPGraph* edge : {lower, upper}) {
+          edge->setPen(Qt::NoPen);
+          edge->setSelectable(QCP::stNone);
+          edge->removeFromLegend();
+        }
+        lower->setName(d.label + tr(" − sd"));
+        upper->setName(d.label + tr(" + sd"));
+        lower->setData(d.steps, d.lower, true);
+        upper->setData(d.steps, d.upper, true);
+        QColor translucent = d.colour;
+        translucent.setAlpha(45);
+        upper->setBrush(translucent);
+        upper->setChannelFillGraph(lower);
+        all.insert(all.end(), d.lower.begin(), d.lower.end());
+        all.insert(all.end(), d.upper.begin(), d.upper.end());
       }
       QCPGraph* graph = loss_plot_->addGraph(x, y);
-      graph->setName(model_->headerData(static_cast<int>(i), Qt::Horizontal, Qt::DisplayRole).toString());
-      graph->setPen(QPen(run_colour(i), 1.6));
-      graph->setData(xs, ys, true);
+      graph->setName(d.label);
+      graph->setPen(QPen(d.colour, 1.6));
+      graph->setData(d.steps, d.mean, true);
+      all.insert(all.end(), d.mean.begin(), d.mean.end());
+      max_step = std::max(max_step, d.steps.back());
     }
     if (!all.empty()) {
       // Up to the 99th percentile: the first steps' huge losses do not flatten the rest.

@@ -103,7 +103,10 @@ class CompareView : public QWidget {
   void ask_and_export_figure();
   class MetricTableModel;
 
+  /// Reads the shown runs' losses into loss_series_ (smoothed), lays out one panel per kind of loss, and draws them.
   void show_loss(const Session& session);
+  /// Draws loss_series_: one curve per run, or with seed bands on one per seed group, its mean ± sd as a band.
+  void draw_losses();
   void show_config_differences(const Session& session);
   void update_scatter();
   void update_parallel(int metric_row);
@@ -145,6 +148,12 @@ class CompareView : public QWidget {
   QCustomPlot* loss_plot_ = nullptr;
   QCPMarginGroup* loss_margins_ = nullptr;
   QStringList loss_kinds_;
+  struct LossSeries {
+    std::size_t run = 0;   ///< column (curve_runs_) index
+    std::size_t kind = 0;  ///< its panel
+    std::map<double, double> smoothed;  ///< step -> bias-corrected EMA of the loss
+  };
+  std::vector<LossSeries> loss_series_;
   QString common_name_;  ///< the start of the name every shown run shares ("" = none)
   QLabel* config_label_ = nullptr;
   QTableWidget* config_table_ = nullptr;
