@@ -8,7 +8,7 @@
 namespace xmc {
 
 std::vector<float> project_2d(const std::vector<float>& points, std::int64_t n, std::int64_t dim, const std::string& method,
-                              std::uint64_t seed, Progress& progress) {
+                              std::uint64_t seed, Progress& progress, const std::function<void(const std::vector<float>& xy)>& on_layout) {
   if (n < 0 || dim < 1 || static_cast<std::int64_t>(points.size()) != n * dim)
     throw ConfigError("projection: " + std::to_string(points.size()) + " values are not " + std::to_string(n) + " points of " +
                       std::to_string(dim) + " dimensions");
@@ -34,6 +34,11 @@ std::vector<float> project_2d(const std::vector<float>& points, std::int64_t n, 
       options.seed = seed;
       options.perplexity = std::min(30.0, static_cast<double>(n - 1) / 3.0);
       options.progress = &progress;  // iterations as they go; a cancel stops between them
+      if (on_layout)
+        options.on_layout = [&on_layout](const torch::Tensor& map, std::int64_t) {
+          const torch::Tensor flat = map.to(torch::kFloat32).contiguous();
+          on_layout({flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel()});
+        };
       xy = tsne_2d(x.to(torch::kFloat32), options).to(torch::kFloat64);
     }
     progress.update(options.iterations);

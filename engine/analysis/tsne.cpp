@@ -154,6 +154,8 @@ torch::Tensor tsne_2d(const torch::Tensor& points, const TsneOptions& options) {
     update = update * momentum - gains * gradient * learning_rate;
     y = y + update;
     y = y - y.mean(0, true);
+    if (options.on_layout && options.layout_every > 0 && (iteration + 1) % options.layout_every == 0 && iteration + 1 < options.iterations)
+      options.on_layout(y, iteration + 1);
   }
   return y.contiguous();
 }

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "engine/core/progress.h"
 
@@ -27,6 +28,10 @@ struct TsneOptions {
   /// Told the iterations done (its task started by the caller with `iterations` units); asked whether to
   /// stop every few iterations (throws xmc::Cancelled). Null: neither.
   Progress* progress = nullptr;
+  /// Given the map as it converges ([n, 2] float32 on the CPU, centred), every `layout_every` iterations and not
+  /// after the last (the result is that); for a view that draws the layout as it forms. Null: never.
+  std::function<void(const torch::Tensor& map, std::int64_t iteration)> on_layout;
+  std::int64_t layout_every = 25;
 };
 
 /// The 2-D map of `points` ([n, d], any floating dtype, any device; n ≤ 2,000 is the intended range):

@@ -168,7 +168,8 @@ Predictor Session::open_predictor(std::int64_t run, const std::string& device, P
   return Predictor::open(db_path_, run, device, progress, index_spec);
 }
 
-Projection Session::projection(std::int64_t run, const ProjectionOptions& options, Progress& progress) const {
+Projection Session::projection(std::int64_t run, const ProjectionOptions& options, Progress& progress,
+                               const std::function<void(const Projection& so_far)>& on_layout) const {
   if (options.what != "labels" && options.what != "queries")
     throw ConfigError("projection: got \"" + options.what + "\", expected labels or queries");
   if (options.method != "pca" && options.method != "tsne")
@@ -215,7 +216,19 @@ Projection Session::projection(std::int64_t run, const ProjectionOptions& option
     }
     out.label_texts = d.label_text;
   }
-  const std::vector<float> xy = project_2d(vectors, static_cast<std::int64_t>(ids.size()), dim, options.method, options.seed, progress);
+  const auto place = [&out](const std::vector<float>& xy) {
+    for (std::size_t i = 0; i < out.points.size(); ++i) {
+      out.points[i].x = xy[2 * i];
+      out.points[i].y = xy[2 * i + 1];
+    }
+  };
+  std::function<void(const std::vector<float>&)> converging;
+  if (on_layout)
+    converging = [&](const std::vector<float>& xy) {
+      place(xy);
+      on_layout(out);
+    };
+  const std::vector<float> xy = project_2d(vectors, static_cast<std::int64_t>(ids.size()), dim, options.method, options.seed, progress, converging);
   for (std::size_t i = 0; i < out.points.size(); ++i) {
     out.points[i].x = xy[2 * i];
     out.points[i].y = xy[2 * i + 1];

@@ -6,6 +6,7 @@
 // time: open one per thread (it is cheap) rather than sharing one.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,7 +129,10 @@ class Session {
 
   /// The run's label vectors or test-query vectors in 2-D (ProjectionOptions): PCA of all of them (up to the
   /// sample size), or t-SNE of a sample; throws ConfigError for an unknown `what`, `method` or mode.
-  Projection projection(std::int64_t run, const ProjectionOptions& options, Progress& progress = silent_progress()) const;
+  /// `on_layout`, when given, gets the projection as t-SNE converges (the same points, their places so far), from
+  /// the thread that computes it.
+  Projection projection(std::int64_t run, const ProjectionOptions& options, Progress& progress = silent_progress(),
+                        const std::function<void(const Projection& so_far)>& on_layout = {}) const;
 
   /// Ranks the run's test queries with `mode` ("" = the run's primary) and counts, per label, its test
   /// queries, those that find it within the top `k`, and the queries that rank it there at all.

@@ -81,6 +81,29 @@ TEST(Tsne, IsDeterministicForASeed) {
   EXPECT_TRUE(torch::isfinite(tsne_2d(x.to(torch::kFloat64), options)).all().item<bool>());
 }
 
+TEST(Tsne, ShowsTheMapAsItConvergesWithoutChangingIt) {
+  const torch::Tensor x = gaussian_blobs(2, 30, 3);
+  TsneOptions options;
+  options.iterations = 200;
+  options.seed = 42;
+  const torch::Tensor quiet = tsne_2d(x, options);
+  std::vector<std::int64_t> seen;
+  torch::Tensor last;
+  options.on_layout = [&](const torch::Tensor& map, std::int64_t iteration) {
+    EXPECT_EQ(map.sizes(), (std::vector<std::int64_t>{60, 2}));
+    seen.push_back(iteration);
+    last = map.clone();
+  };
+  const torch::Tensor watched = tsne_2d(x, options);
+  EXPECT_TRUE(torch::equal(quiet, watched));  // watching draws nothing from the stream, changes nothing
+  // Every 25 iterations, not after the last (the result is that map): 25, 50, ..., 175.
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen.front(), 25);
+  EXPECT_EQ(seen.back(), 175);
+  EXPECT_FALSE(torch::equal(last, watched));  // still moving at 175
+  EXPECT_LT(last.mean(0).abs().max().item<double>(), 1e-4);  // centred, as the result
+}
+
 TEST(Tsne, HandlesTinyInputs) {
   EXPECT_EQ(tsne_2d(torch::zeros({0, 5}), {}).sizes(), (std::vector<std::int64_t>{0, 2}));
   const torch::Tensor one = tsne_2d(torch::ones({1, 5}), {});

@@ -449,12 +449,20 @@ class WorkbenchTest : public QObject {
     QCOMPARE(points->value(), 20000);
     auto* progress_bar = projector->findChild<QProgressBar*>("projector_progress");
     QVERIFY(progress_bar && progress_bar->isHidden());
+    QSignalSpy converging(projector, &xmc::gui::ProjectorView::converging);
+    int maps_in_the_making = 0;
+    const QMetaObject::Connection keep_one = connect(projector, &xmc::gui::ProjectorView::converging, this, [&] {
+      const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR");
+      if (++maps_in_the_making == 4 && !keep.isEmpty()) QVERIFY(projector->grab().save(QString(keep) + "/projector-converging.png"));
+    });
     projector->compute("queries", "tsne");
     QCOMPARE(points->value(), 5000);  // t-SNE's limit, shown in the box rather than applied silently
     QCOMPARE(points->maximum(), projector->sample_limit());
     QVERIFY(projected.wait(60000));
     QVERIFY(progress_bar->isHidden());  // shown while it ran, gone when done
     QCOMPARE(projector->projection()->points.size(), std::size_t{24});
+    QVERIFY2(converging.count() >= 5, qPrintable(QString::number(converging.count())));  // the map was drawn as it formed
+    disconnect(keep_one);
     QCOMPARE(projector->set_positives_of("key3 topic"), 3);
     // A label or a search that finds nothing says so.
     QCOMPARE(projector->set_positives_of("no such label"), 0);

@@ -14,6 +14,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrent>
+#include <utility>
 #include <algorithm>
 
 #include "engine/session/session.h"
@@ -114,6 +115,9 @@ void ProjectorView::set_run(const QString& db, std::int64_t run) {
   job_.waitForFinished();
   db_ = db;
   run_ = run;
+  ++computation_;  // maps in the making still queued belong to the run before
+  converging_ = false;
+  finished_.reset();
   projection_.reset();
   draw();
   header_->setText(tr("Run %1: choose what to project and press Project.").arg(run));
@@ -138,23 +142,52 @@ void ProjectorView::compute(const QString& what, const QString& method) {
   cancel_->setVisible(true);
   cancel_->setEnabled(true);
   const std::int64_t run = run_;
+  const std::uint64_t computation = ++computation_;
+  computing_ = true;
   QtProgress* progress = progress_;
   job_ = run_in_background<Projection>(
-      this, [db = db_.toStdString(), run, options, progress] { return Session(db).projection(run, options, *progress); },
+      this,
+      [this, db = db_.toStdString(), run, options, progress, computation] {
+        // Each map in the making is copied and queued to the UI thread (before the result, so it never comes after).
+        const auto converging = [this, computation](const Projection& so_far) {
+          auto copy = std::make_shared<const Projection>(so_far);
+          QMetaObject::invokeMethod(this, [this, computation, copy] { show_converging(computation, copy); }, Qt::QueuedConnection);
+        };
+        return Session(db).projection(run, options, *progress, converging);
+      },
       [this, run](std::unique_ptr<Projection> projection, const QString& error) {
         compute_->setEnabled(true);
         bar_->setVisible(false);
         cancel_->setVisible(false);
+        computing_ = false;
+        const bool was_converging = std::exchange(converging_, false);
         if (run != run_) return;  // another run was opened meanwhile
         if (!projection) {
+          if (was_converging) {  // the map in the making goes; the last finished one (if any) comes back
+            projection_ = std::move(finished_);
+            draw();
+          }
           header_->setText(progress_->cancelled() ? tr("Run %1: projection cancelled%2").arg(run).arg(projection_ ? tr(" — the plot shows the previous one") : QString())
                                                   : tr("Run %1: %2").arg(run).arg(error));
           return;
         }
+        finished_.reset();
         projection_ = std::move(projection);
         draw();
         Q_EMIT computed();
       });
+}
+
+void ProjectorView::show_converging(std::uint64_t computation, std::shared_ptr<const Projection> so_far) {
+  if (computation != computation_ || !computing_ || progress_->cancelled()) return;
+  if (!converging_) {  // the first map in the making: the finished one waits aside
+    finished_ = std::move(projection_);
+    converging_ = true;
+  }
+  projection_ = std::make_unique<Projection>(*so_far);
+  draw();
+  header_->setText(tr("Run %1: t-SNE converging — the map moves until it settles").arg(run_));
+  Q_EMIT converging();
 }
 
 void ProjectorView::set_search_text(const QString& text) { search_->setText(text); }

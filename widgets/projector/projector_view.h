@@ -2,7 +2,8 @@
 // The Projector tab: a trained run's label vectors or test-query vectors in 2-D (PCA, or t-SNE of a
 // sample), computed in the engine on a worker thread. Labels are coloured by the decile of their training
 // frequency (head blue ... tail red); queries grey, with the positives of a chosen label in red. Hovering a
-// point shows its text; the search box rings the points whose text contains it.
+// point shows its text; the search box rings the points whose text contains it. A t-SNE map is drawn as it
+// converges (every 25 of its iterations), as TensorBoard's projector does; a cancel brings back the last finished one.
 #include <QFuture>
 #include <QWidget>
 #include <memory>
@@ -45,6 +46,8 @@ class ProjectorView : public QWidget {
 
  Q_SIGNALS:
   void computed();
+  /// A t-SNE map in the making was drawn.
+  void converging();
 
  private:
   void draw();
@@ -52,6 +55,13 @@ class ProjectorView : public QWidget {
   QString db_;
   std::int64_t run_ = 0;
   std::unique_ptr<Projection> projection_;
+  /// While a t-SNE map converges in the plot: the finished projection it replaced, brought back on a cancel or an error.
+  std::unique_ptr<Projection> finished_;
+  bool converging_ = false;      ///< the plot shows a map in the making
+  std::uint64_t computation_ = 0;  ///< counts compute() calls: maps in the making of an earlier one are dropped
+  bool computing_ = false;
+  /// Draws a map in the making of computation `computation` (from the worker, queued to this thread).
+  void show_converging(std::uint64_t computation, std::shared_ptr<const Projection> so_far);
   QFuture<void> job_;
   int highlighted_ = 0;
   QLabel* header_ = nullptr;
