@@ -1036,6 +1036,9 @@ class RunsTest : public QObject {
     const QString wide_text = QString::fromUtf8(wide.readAll());
     QVERIFY2(!wide_text.contains(QStringLiteral("…")), "an elided text in the 7 in figure");
     QVERIFY(wide_text.contains(QStringLiteral("seed=2, epochs=2 (#4)")));
+    // The decile sums go by the runs' ids, several to a line, so the bars keep their height (one line a run left
+    // them a 60 px strip under four lines of text).
+    QVERIFY2(wide_text.contains(QStringLiteral("P@5 — #1: 20.00 %")), "the decile sums are not packed by id");
     QVERIFY2(!text.contains(QStringLiteral("…")), "an elided header or row name");
     for (const QString& piece : {QStringLiteral("lr=0.01"), QStringLiteral("lr=0.02"), QStringLiteral("seed=1"), QStringLiteral("seed=2"),
                                  QStringLiteral("nDCG@10 (%)"), QStringLiteral("PSnDCG@10 (%)")})

@@ -53,6 +53,8 @@
 #include "widgets/runs/runs_browser.h"
 #include "widgets/labels/label_quality_view.h"
 #include "widgets/projector/projector_view.h"
+#include "widgets/live/live_view.h"
+#include "widgets/plots/evaluation_view.h"
 #include "widgets/live/launch_form.h"
 #include "widgets/plots/loss_plot.h"
 #include "widgets/plots/metric_plot.h"
@@ -567,6 +569,42 @@ class WorkbenchTest : public QObject {
     QCoreApplication::processEvents();
     QCOMPARE(scroll->verticalScrollBar()->maximum(), 0);
     QCOMPARE(scroll->horizontalScrollBar()->maximum(), 0);
+
+    // Nor after a run shown in a panel per metric (two modes), nor for the single-mode run after it: the decile
+    // chart keeps its room (the whole window, as a user saw it).
+    auto* live = window.findChild<xmc::gui::LiveView*>();
+    QVERIFY(live);
+    const auto evaluation = [](std::int64_t run, double epoch, bool two_modes) {
+      xmc::TrainEvent e;
+      e.kind = xmc::TrainEvent::Kind::Evaluation;
+      e.run_id = run;
+      e.epoch = epoch;
+      for (const char* m : {"P@1", "P@3", "P@5", "PSP@1", "PSP@5"}) {
+        e.metrics.emplace_back(m, 0.3 + 0.01 * epoch);
+        if (two_modes) e.mode_metrics.emplace_back(std::string("emb/") + m, 0.2 + 0.01 * epoch);
+      }
+      return e;
+    };
+    const auto settled = [&] {
+      for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+      return scroll->verticalScrollBar()->maximum();
+    };
+    xmc::TrainConfig config;
+    live->begin_run(1, config, "run 1");
+    for (double epoch : {1.0, 2.0, 3.0}) live->on_event(evaluation(1, epoch, true));
+    auto* evaluations = live->findChild<xmc::gui::EvaluationView*>();
+    QVERIFY(evaluations);
+    evaluations->set_mode_chosen("emb mode", true);
+    QCOMPARE(evaluations->effective_layout(), xmc::gui::EvaluationView::Layout::panel_per_metric);
+    QCOMPARE(settled(), 0);
+    evaluations->set_layout(xmc::gui::EvaluationView::Layout::panel_per_mode);
+    QCOMPARE(settled(), 0);
+    evaluations->set_layout(xmc::gui::EvaluationView::Layout::automatic);
+    live->begin_run(2, config, "run 2");
+    for (double epoch : {1.0, 2.0}) live->on_event(evaluation(2, epoch, false));
+    QCOMPARE(settled(), 0);
+    QVERIFY2(live->decile_plot()->height() > 200, qPrintable(QString::number(live->decile_plot()->height())));
+    if (const QByteArray keep = qgetenv("XMC_SCREENSHOT_DIR"); !keep.isEmpty()) window.grab().save(QString::fromUtf8(keep) + "/live-after-panels-1600x1000.png");
   }
 
   void theMouseWheelChangesNoUnfocusedChoice() {

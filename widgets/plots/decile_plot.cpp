@@ -192,9 +192,33 @@ void DecilePlot::refresh() {
   replot(QCustomPlot::rpQueuedReplot);
 }
 
-// "bars add up to P@5 — DEXML: 23.9 %  ·  NGAME: 22.0 %", one run per line when that is too wide.
+namespace {
+
+/// `pieces` joined by "  ·  " into as few lines as fit `room`, the first starting with `lead`.
+QStringList packed_lines(const QString& lead, const QStringList& pieces, const QFontMetrics& metrics, int room) {
+  QStringList out;
+  QString line = lead;
+  bool empty = true;
+  for (const QString& piece : pieces) {
+    const QString longer = empty ? line + piece : line + QStringLiteral("  ·  ") + piece;
+    if (!empty && metrics.horizontalAdvance(longer) > room) {
+      out.append(line);
+      line = piece;
+    } else {
+      line = longer;
+    }
+    empty = false;
+  }
+  out.append(line);
+  return out;
+}
+
+}  // namespace
+
+// "bars add up to P@5 — DEXML: 23.9 %  ·  NGAME: 22.0 %"; when that is too wide, runs by their ids packed on few
+// lines; else one run per line.
 void DecilePlot::update_texts() {
-  QStringList sums, lines, short_lines;
+  QStringList sums, lines, short_lines, id_sums;
   static const QRegularExpression run_id(QStringLiteral("\\(#(\\d+)\\)$"));
   for (QCPBars* b : all_bars()) {
     if (b->data()->isEmpty()) continue;
@@ -206,6 +230,7 @@ void DecilePlot::update_texts() {
     // A run named "… (#11)" that does not fit is named by its id (the legend beside names it whole), never cut.
     const QRegularExpressionMatch id = run_id.match(b->name());
     short_lines.append(id.hasMatch() ? tr("%1 of #%2: %3").arg(metric_, id.captured(1), value) : lines.back());
+    id_sums.append(id.hasMatch() ? tr("#%1: %2").arg(id.captured(1), value) : sums.back());
   }
   if (sums.isEmpty()) {
     subtitle_->setText(tr("no evaluation yet"));
@@ -220,6 +245,9 @@ void DecilePlot::update_texts() {
     subtitle_->setText(one_line);
   } else if (metrics.horizontalAdvance(short_line) <= room) {
     subtitle_->setText(short_line);
+  } else if (const QStringList packed = packed_lines(metric_ + QStringLiteral(" — "), id_sums, metrics, room); packed.size() < lines.size()) {
+    // Runs by their ids, as many to a line as fit (a figure at a column's width keeps its bars' height).
+    subtitle_->setText(packed.join(QLatin1Char('\n')));
   } else {  // one run per line
     for (qsizetype i = 0; i < lines.size(); ++i) {
       if (metrics.horizontalAdvance(lines[i]) > room) lines[i] = short_lines[i];

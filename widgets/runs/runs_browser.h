@@ -53,7 +53,7 @@ class RunsBrowser : public QWidget {
   /// Selects (only) this run and scrolls to it; false when it is not shown.
   bool select_run(std::int64_t run);
   /// Shows only runs whose name, method, dataset path, status, tags or notes contain `text` (case-insensitive), or,
-  /// when `text` compares (`method == "unidec" and P@1 > 0.6`), the runs that expression lets through
+  /// when `text` compares (`lr < 0.01 and P@1 > 0.6`), the runs that expression lets through
   /// (engine/records/run_filter.h). An expression that does not parse keeps the last filter and says why.
   void set_filter_text(const QString& text);
   /// Why the filter's expression does not parse ("" when it does, or is words to find).
