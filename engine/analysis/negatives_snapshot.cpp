@@ -58,7 +58,8 @@ QueryBatchPool in_batch_negatives(const CsrMatrix& train_labels, const std::vect
   return pool;
 }
 
-std::string negatives_snapshot_json(const NegativesSnapshotInput& input, const NegativesSnapshotOptions& options) {
+std::string negatives_snapshot_json(const NegativesSnapshotInput& input, const NegativesSnapshotOptions& options,
+                                    const std::function<void(const std::string& json)>& forming) {
   const torch::Tensor& labels = input.label_embeddings;
   if (!labels.defined() || labels.dim() != 2) throw Error("negatives snapshot: label embeddings must be an [L, d] tensor");
   const std::int64_t num_labels = labels.size(0);
@@ -142,52 +143,57 @@ std::string negatives_snapshot_json(const NegativesSnapshotInput& input, const N
       {"positive", &positives}, {"ann_hard", &ann_hard}, {"missed_hard", &missed_hard}, {"in_batch", &in_batch}, {"random", &random}};
   std::vector<std::int64_t> ids;
   for (const auto& [name, members] : groups) ids.insert(ids.end(), members->begin(), members->end());
+  // Built key by key: large nested initializer lists of nlohmann::json make GCC 12 at -O3 use >20 GB.
+  using json = nlohmann::json;
+  const auto snapshot_of = [&](const torch::Tensor& map) {
+    const torch::Tensor contiguous = map.to(torch::kFloat32).contiguous();
+    const auto* xy = contiguous.data_ptr<float>();
+    json points = json::array();
+    json counts = json::object();
+    auto point = [&](std::size_t row, const char* group, std::int64_t label, const std::string& text) {
+      json p = json::object();
+      p["x"] = xy[2 * row];
+      p["y"] = xy[2 * row + 1];
+      p["group"] = group;
+      p["label"] = label;
+      p["text"] = short_text(text);
+      points.push_back(std::move(p));
+    };
+    point(0, "query", -1, input.query_text);
+    counts["query"] = 1;
+    std::size_t row = 1;
+    for (const auto& [name, members] : groups) {
+      for (auto l : *members) {
+        point(row++, name, l, input.label_text != nullptr ? (*input.label_text)[static_cast<std::size_t>(l)] : "label " + std::to_string(l));
+      }
+      counts[name] = members->size();
+    }
+    json tsne = json::object();
+    tsne["perplexity"] = options.tsne.perplexity;
+    tsne["iterations"] = options.tsne.iterations;
+    tsne["seed"] = options.tsne.seed;
+    json out = json::object();
+    out["query"] = input.query;
+    out["query_text"] = input.query_text;
+    out["epoch"] = input.epoch;
+    out["step"] = input.step;
+    out["batch_queries"] = input.batch_queries;
+    out["num_labels"] = num_labels;
+    out["counts"] = std::move(counts);
+    out["tsne"] = std::move(tsne);
+    out["points"] = std::move(points);
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
   torch::Tensor map;
   {
     torch::NoGradGuard no_grad;
     const torch::Tensor rows = torch::tensor(ids, torch::kInt64).to(labels.device());
     const torch::Tensor points = torch::cat({query.to(labels.device(), torch::kFloat32), labels.index_select(0, rows).to(torch::kFloat32)});
-    map = tsne_2d(points, options.tsne).contiguous();
+    TsneOptions tsne = options.tsne;
+    if (forming) tsne.on_layout = [&](const torch::Tensor& so_far, std::int64_t) { forming(snapshot_of(so_far)); };
+    map = tsne_2d(points, tsne).contiguous();
   }
-  const auto* xy = map.data_ptr<float>();
-
-  // Built key by key: large nested initializer lists of nlohmann::json make GCC 12 at -O3 use >20 GB.
-  using json = nlohmann::json;
-  json points = json::array();
-  json counts = json::object();
-  auto point = [&](std::size_t row, const char* group, std::int64_t label, const std::string& text) {
-    json p = json::object();
-    p["x"] = xy[2 * row];
-    p["y"] = xy[2 * row + 1];
-    p["group"] = group;
-    p["label"] = label;
-    p["text"] = short_text(text);
-    points.push_back(std::move(p));
-  };
-  point(0, "query", -1, input.query_text);
-  counts["query"] = 1;
-  std::size_t row = 1;
-  for (const auto& [name, members] : groups) {
-    for (auto l : *members) {
-      point(row++, name, l, input.label_text != nullptr ? (*input.label_text)[static_cast<std::size_t>(l)] : "label " + std::to_string(l));
-    }
-    counts[name] = members->size();
-  }
-  json tsne = json::object();
-  tsne["perplexity"] = options.tsne.perplexity;
-  tsne["iterations"] = options.tsne.iterations;
-  tsne["seed"] = options.tsne.seed;
-  json out = json::object();
-  out["query"] = input.query;
-  out["query_text"] = input.query_text;
-  out["epoch"] = input.epoch;
-  out["step"] = input.step;
-  out["batch_queries"] = input.batch_queries;
-  out["num_labels"] = num_labels;
-  out["counts"] = std::move(counts);
-  out["tsne"] = std::move(tsne);
-  out["points"] = std::move(points);
-  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  return snapshot_of(map);
 }
 
 }  // namespace xmc

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "engine/analysis/tsne.h"
@@ -57,8 +58,10 @@ struct NegativesSnapshotInput {
 };
 
 /// Builds the snapshot (groups, t-SNE, JSON). Throws xmc::Error on inconsistent inputs (embedding shapes,
-/// label ids outside [0, L), caps above kMaxPoints).
-std::string negatives_snapshot_json(const NegativesSnapshotInput& input, const NegativesSnapshotOptions& options = {});
+/// label ids outside [0, L), caps above kMaxPoints). `forming`, when given, gets the same JSON for the map as the
+/// t-SNE converges (every options.tsne.layout_every of its iterations), for a view that draws it as it forms.
+std::string negatives_snapshot_json(const NegativesSnapshotInput& input, const NegativesSnapshotOptions& options = {},
+                                    const std::function<void(const std::string& json)>& forming = {});
 
 /// The in-batch negatives a query's batch gives it: the positives of the other queries of the batch in
 /// `batches` that holds `query` (unique, in order of appearance, the query's own positives left out).

@@ -26,6 +26,7 @@ struct TrainEvent {
     SystemUse,   ///< a sample of the training process's CPU and memory use: metrics = ("system/cpu_cores", ...)
     SettingChosen,  ///< the run chose a config value while training: message = the key, value (chosen_settings.h)
     Snapshot,    ///< a t-SNE of one query's negatives (also stored): message = its JSON (analysis/negatives_snapshot.h)
+    SnapshotForming,  ///< the same map while its t-SNE converges, for views that draw it as it forms (not stored)
     Finished,    ///< the run completed (metrics = final evaluation)
     Stopped,     ///< the user stopped the run; a checkpoint to resume from was written
     Failed,      ///< the run failed; message = the error

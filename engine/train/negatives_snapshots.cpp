@@ -82,7 +82,13 @@ void NegativesSnapshots::take(LabelRanking& ranking, const InferenceMode& mode, 
     e.kind = TrainEvent::Kind::Snapshot;
     e.epoch = epoch;
     e.query = query_;
-    e.message = negatives_snapshot_json(input, options);
+    options.tsne.layout_every = 50;  // the map as it forms, ten times a snapshot
+    e.message = negatives_snapshot_json(input, options, [&](const std::string& forming) {
+      TrainEvent so_far = e;
+      so_far.kind = TrainEvent::Kind::SnapshotForming;
+      so_far.message = forming;
+      publish(std::move(so_far));
+    });
     publish(std::move(e));
   } catch (const std::exception& error) {
     // A diagnostic view must not end a run: say why it is missing and train on.

@@ -78,6 +78,8 @@ void RunRecorder::record(const TrainEvent& e) {
     case Kind::Snapshot:
       store_.add_tsne_snapshot(run_id_, e.epoch, e.query, e.message);
       break;
+    case Kind::SnapshotForming:  // only the map it converges to is kept
+      break;
     case Kind::Checkpoint:
       flush();  // every step the checkpoint holds is stored before the file exists
       if (!store_.latest_artifact(run_id_, "checkpoint")) store_.add_artifact(run_id_, "checkpoint", e.message);

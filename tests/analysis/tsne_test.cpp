@@ -238,6 +238,15 @@ TEST(NegativesSnapshot, PutsEveryLabelInExactlyOneGroup) {
 
   // Same inputs, same snapshot.
   EXPECT_EQ(negatives_snapshot_json(input, options), snapshot.dump());
+
+  // Watched as it forms: the same points and groups at other places, and the same snapshot in the end.
+  std::vector<json> forming;
+  EXPECT_EQ(negatives_snapshot_json(input, options, [&](const std::string& so_far) { forming.push_back(json::parse(so_far)); }), snapshot.dump());
+  ASSERT_EQ(forming.size(), static_cast<std::size_t>((options.tsne.iterations - 1) / options.tsne.layout_every));
+  EXPECT_EQ(forming.front()["counts"], snapshot["counts"]);
+  ASSERT_EQ(forming.front()["points"].size(), snapshot["points"].size());
+  EXPECT_EQ(forming.front()["points"][5]["label"], snapshot["points"][5]["label"]);
+  EXPECT_NE(forming.front()["points"][5]["x"], snapshot["points"][5]["x"]);
 }
 
 TEST(NegativesSnapshot, StaysBoundedOnFewLabelsAndRejectsBadInput) {

@@ -166,6 +166,7 @@ void LiveView::on_event(const TrainEvent& e) {
       Q_EMIT evaluated(e.epoch, e.score_spread, e.score_mean);
       break;
     case TrainEvent::Kind::Snapshot:
+    case TrainEvent::Kind::SnapshotForming:  // drawn as it converges, then as it settled
       tsne_plot_->set_snapshot(e.message);
       break;
     case TrainEvent::Kind::SettingChosen:
