@@ -15,6 +15,7 @@
 #include "engine/method/checkpoint.h"
 #include "engine/method/method.h"
 #include "engine/method/method_registry.h"
+#include "engine/optim/gradient_clipping.h"
 #include "engine/model/encoder_options.h"
 #include "engine/train/training_run.h"
 #include "tests/support/synthetic_dataset.h"
@@ -35,6 +36,28 @@ namespace {
 
 #define REQUIRE_CUDA() \
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine"
+
+TEST(GpuClipping, ClipsOnTheDeviceAsOnTheHostAndLeavesGradientsUnderTheLimitAsTheyWere) {
+  REQUIRE_CUDA();
+  torch::manual_seed(5);
+  const torch::Tensor weight = torch::randn({64, 32}), bias = torch::randn({32});
+  for (const double limit : {1e6, 0.5}) {  // under the limit (scaled by exactly 1 on the device), then clipped
+    auto make = [&](torch::Device device) {
+      torch::Tensor w = torch::zeros({64, 32}, device).requires_grad_(), b = torch::zeros({32}, device).requires_grad_();
+      w.mutable_grad() = weight.to(device);
+      b.mutable_grad() = bias.to(device);
+      return std::vector<torch::Tensor>{w, b};
+    };
+    std::vector<torch::Tensor> host = make(torch::kCPU), device = make(torch::kCUDA);
+    const double host_norm = clip_gradient_norm(host, limit).item<double>();
+    const torch::Tensor device_norm = clip_gradient_norm(device, limit);
+    ASSERT_TRUE(device_norm.is_cuda());
+    EXPECT_NEAR(device_norm.item<double>(), host_norm, 1e-3 * host_norm);
+    if (limit > 1e5) EXPECT_TRUE(torch::equal(device[0].grad().cpu(), weight));  // × 1 changes no bit
+    EXPECT_TRUE(torch::allclose(device[0].grad().cpu(), host[0].grad(), 1e-5, 1e-6));
+    EXPECT_TRUE(torch::allclose(device[1].grad().cpu(), host[1].grad(), 1e-5, 1e-6));
+  }
+}
 
 TEST(GpuSearch, ExactTopKOnTheGpuIsTheCpusTopK) {
   REQUIRE_CUDA();

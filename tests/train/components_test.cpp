@@ -446,12 +446,12 @@ TEST(GradientClipping, TakesARowSparseGradientAsItsSummedRows) {
     return std::vector<torch::Tensor>{table, bias};
   };
   std::vector<torch::Tensor> loose = make();
-  EXPECT_NEAR(clip_gradient_norm(loose, 10.0), 5.0, 1e-6);  // under the limit: left as they are
+  EXPECT_NEAR(clip_gradient_norm(loose, 10.0).item<double>(), 5.0, 1e-6);  // under the limit: left as they are
   EXPECT_TRUE(torch::allclose(loose[0].grad().to_dense(), torch::tensor({{0.f, 0.f}, {4.f, 0.f}, {0.f, 0.f}})));
   EXPECT_TRUE(torch::allclose(loose[1].grad(), torch::tensor({0.f, 3.f})));
 
   std::vector<torch::Tensor> tight = make();
-  EXPECT_NEAR(clip_gradient_norm(tight, 1.0), 5.0, 1e-6);
+  EXPECT_NEAR(clip_gradient_norm(tight, 1.0).item<double>(), 5.0, 1e-6);
   EXPECT_TRUE(torch::allclose(tight[0].grad().to_dense(), torch::tensor({{0.f, 0.f}, {0.8f, 0.f}, {0.f, 0.f}}), 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(tight[1].grad(), torch::tensor({0.f, 0.6f}), 1e-6, 1e-6));
 }
