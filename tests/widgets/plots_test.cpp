@@ -22,6 +22,7 @@
 #include <QScrollArea>
 #include <QScrollBar>
 
+#include "tests/support/evaluation_events.h"
 #include "widgets/live/live_view.h"
 #include "widgets/plots/decile_plot.h"
 #include "widgets/plots/evaluation_view.h"
@@ -462,17 +463,7 @@ class PlotsTest : public QObject {
     LiveView view(dir.filePath("runs.sqlite"));
     view.resize(1400, 860);
     view.show();
-    auto evaluation = [](std::int64_t run, double epoch, bool two_modes) {
-      xmc::TrainEvent e;
-      e.kind = xmc::TrainEvent::Kind::Evaluation;
-      e.run_id = run;
-      e.epoch = epoch;
-      for (const char* m : {"P@1", "P@3", "P@5", "PSP@1", "PSP@5"}) {
-        e.metrics.emplace_back(m, 0.3 + 0.01 * epoch);
-        if (two_modes) e.mode_metrics.emplace_back(std::string("emb/") + m, 0.2 + 0.01 * epoch);
-      }
-      return e;
-    };
+    const auto evaluation = xmc::test::evaluation_event;
     auto* scroll = view.findChild<QScrollArea*>("live_scroll");
     QVERIFY(scroll);
     auto scrolls = [&] {

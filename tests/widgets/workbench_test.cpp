@@ -37,6 +37,7 @@
 #include "widgets/runs/runs_browser.h"
 #include "widgets/search/search_results_model.h"
 #include "widgets/live/synthetic_dataset_dialog.h"
+#include "tests/support/evaluation_events.h"
 #include "engine/data/dataset.h"
 #include "engine/core/error.h"
 #include "engine/core/memory_budget.h"
@@ -574,17 +575,7 @@ class WorkbenchTest : public QObject {
     // chart keeps its room (the whole window, as a user saw it).
     auto* live = window.findChild<xmc::gui::LiveView*>();
     QVERIFY(live);
-    const auto evaluation = [](std::int64_t run, double epoch, bool two_modes) {
-      xmc::TrainEvent e;
-      e.kind = xmc::TrainEvent::Kind::Evaluation;
-      e.run_id = run;
-      e.epoch = epoch;
-      for (const char* m : {"P@1", "P@3", "P@5", "PSP@1", "PSP@5"}) {
-        e.metrics.emplace_back(m, 0.3 + 0.01 * epoch);
-        if (two_modes) e.mode_metrics.emplace_back(std::string("emb/") + m, 0.2 + 0.01 * epoch);
-      }
-      return e;
-    };
+    const auto evaluation = xmc::test::evaluation_event;
     const auto settled = [&] {
       for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
       return scroll->verticalScrollBar()->maximum();
