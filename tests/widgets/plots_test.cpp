@@ -602,6 +602,21 @@ class PlotsTest : public QObject {
     QCOMPARE(plot.all_bars().size(), std::size_t{1});
   }
 
+  void the_live_tab_draws_the_negatives_map_while_it_forms() {
+    // A snapshot still converging is drawn like the one it settles into (the run stores only that one).
+    QTemporaryDir dir;
+    LiveView view(dir.filePath("runs.sqlite"));
+    view.begin_run(1, xmc::TrainConfig{}, "run 1");
+    QCOMPARE(view.tsne_plot()->point_count(), 0);
+    xmc::TrainEvent forming;
+    forming.kind = xmc::TrainEvent::Kind::SnapshotForming;
+    forming.run_id = 1;
+    forming.message = six_group_snapshot();
+    view.on_event(forming);
+    QCOMPARE(view.tsne_plot()->point_count(), 1 + 4 + 20 + 60 + 6 + 5);
+    QCOMPARE(view.tsne_plot()->group_count(), 6);
+  }
+
   void tsne_plot_groups_and_hover_text() {
     TsnePlot plot;
     QVERIFY(plot.set_snapshot(six_group_snapshot()));
