@@ -12,6 +12,9 @@
 #include "engine/loss/loss_entry.h"
 #include "engine/method/xmc_model.h"
 #include "engine/model/bow/bow_encoder.h"
+#include "engine/model/bow/bow_options.h"
+#include "engine/model/encoder_factory.h"
+#include "engine/model/encoder_options.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/cluster_batch_options.h"
 #include "engine/sampler/query_batcher.h"
@@ -24,6 +27,7 @@
 #include "engine/method/grad_cache.h"
 #include "engine/model/random_state.h"
 #include "tests/support/grad_cache_case.h"
+#include "tests/support/test_support.h"
 #include "engine/optim/lr_schedule.h"
 
 namespace xmc {
@@ -557,6 +561,28 @@ TEST(BowEncoder, MeanAndL2BagsOfALinearEncoderWorkedByHand) {
     // Text 0: TF-IDF (word 2: 2·2 = 4, word 3: 3) → mean divides by 7, l2 by 5; text 1: word 4 alone.
     const torch::Tensor expected = l2 ? torch::tensor({{4.f / 5, 3.f / 5}, {2.f, 2.f}}) : torch::tensor({{4.f / 7, 3.f / 7}, {2.f, 2.f}});
     EXPECT_TRUE(torch::allclose(out, expected, 1e-6, 1e-6)) << out;
+  }
+}
+
+// encoder.bag = uniform: every occurrence weighs alike (the reference script's EmbeddingBag in mean mode), so the
+// bag is the plain mean of its words' vectors; the default weighs them by idf.
+TEST(BowEncoder, AUniformBagWeighsEveryWordAlike) {
+  test::TempDir dir;
+  const std::vector<std::string> texts{"red apple", "green apple", "red pear", "apple"};
+  for (const std::string bag : {"uniform", "mean"}) {
+    TrainConfig config;
+    config.edit<EncoderOptions>().type = "bow";
+    config.edit<EncoderOptions>().dim = 2;
+    config.edit<BowOptions>().bag = bag;
+    config.edit<BowOptions>().block = "none";
+    BuiltEncoder built = make_encoder(component_config(config), texts, dir / bag);
+    const torch::Tensor idf = built.encoder->named_buffers()["idf"];
+    const torch::Tensor words = idf.narrow(0, 2, idf.size(0) - 2);  // past [PAD] and [UNK]
+    if (bag == "uniform") {
+      EXPECT_TRUE(torch::equal(words, torch::ones_like(words))) << idf;
+    } else {
+      EXPECT_GT(words.max().item<float>(), words.min().item<float>() + 0.1f) << idf;  // "apple" is in three texts of four
+    }
   }
 }
 

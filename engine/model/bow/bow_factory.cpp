@@ -30,6 +30,7 @@ BuiltEncoder make_bow_encoder(const ComponentConfig& config, const std::vector<s
   options.word_dim = common.dim;
   options.dim = common.dim;
   options.idf = vocabulary.idf_table();
+  if (bow.bag == "uniform") std::fill(options.idf.begin(), options.idf.end(), 1.0f);  // each occurrence weighs 1
   options.l2_bag = bow.bag == "l2";
   options.residual_block = bow.block == "residual";
   options.init_std = bow.init_std;

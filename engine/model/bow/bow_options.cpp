@@ -10,9 +10,10 @@ EncoderInfo bow_encoder_info() {
           {OptionGroupBuilder<BowOptions>("Bag-of-words encoder")
       .integer("encoder.min_count", &BowOptions::min_count, 1, std::numeric_limits<std::int64_t>::max(),
                "bow: drop words seen fewer times in training text")
-      .text("encoder.bag", &BowOptions::bag, {"mean", "l2"},
+      .text("encoder.bag", &BowOptions::bag, {"mean", "l2", "uniform"},
             "bow: TF-IDF weights summing to 1 (a weighted mean), or with unit L2 norm "
-            "(a text keeps one word vector's scale whatever its length, as L2-normalised TF-IDF)")
+            "(a text keeps one word vector's scale whatever its length, as L2-normalised TF-IDF), or uniform (the plain mean "
+            "of its words' vectors, every occurrence alike, as an EmbeddingBag in mean mode)")
       .text("encoder.block", &BowOptions::block, {"residual", "none"}, "bow: a residual non-linear block after the bag, or none (a linear encoder)")
       .number("encoder.init_std", &BowOptions::init_std, 1e-6, 100,
               "bow: standard deviation of the word vectors at the start (Adam moves them ~lr per "
