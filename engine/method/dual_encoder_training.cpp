@@ -9,6 +9,7 @@
 #include "engine/data/csr_rows.h"
 #include "engine/data/dataset.h"
 #include "engine/distributed/communicator.h"
+#include "engine/optim/optim_options.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/label_pool.h"
 #include "engine/sampler/query_batcher.h"
@@ -38,9 +39,11 @@ std::vector<ParameterGroup> DualEncoderTraining::parameter_groups(XmcModel& mode
       no_decay.push_back(item.value());
     else decay.push_back(item.value());
   }
+  // optim.decay all: biases, norms and the head decay too.
+  const double kept_from_decay = config_.get<OptimOptions>().decay == "all" ? config_.run.weight_decay : 0.0;
   return {{std::move(decay), config_.run.lr, config_.run.weight_decay},
-          {std::move(no_decay), config_.run.lr, 0.0},
-          {std::move(head), config_.run.lr * config_.run.head_lr_scale, 0.0}};
+          {std::move(no_decay), config_.run.lr, kept_from_decay},
+          {std::move(head), config_.run.lr * config_.run.head_lr_scale, kept_from_decay}};
 }
 
 torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainContext& context, const EpochQueryEncodings* encoded) const {

@@ -28,6 +28,10 @@ OptionGroup optim_option_group() {
                "rounds otherwise than in one, so a run's numbers would depend on when its checkpoints fell (~1 s a time at 1.3M "
                "words and 1.3M labels x 256). 0 = only at epochs, evaluations and checkpoints")
       .formerly("deferred_sync_steps")
+      .when("method=dexml|ngame")
+      .text("optim.decay", &OptimOptions::decay, {"weights", "all"},
+            "Weight decay on weight matrices and tables only (biases, norms and the DE head kept from it), or on every "
+            "parameter (all: as torch.optim.AdamW given every parameter, as the reference script does)")
       .text("optim.table_second_moment", &OptimOptions::table_second_moment, {"row", "element"},
             "Tables taking deferred updates (optim.deferred_rows_from): AdamW's second moment per row (the mean of the row's "
             "squared gradient, as FBGEMM's partial row-wise Adam for embedding tables: the optimiser holds once the table instead "

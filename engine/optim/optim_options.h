@@ -17,6 +17,7 @@ struct OptimOptions {
   std::int64_t deferred_sync_steps = 1024;      ///< deferred rows brought up to date every this many steps (0 = off)
   std::string table_second_moment = "row";      ///< tables with deferred rows: AdamW's second moment per row | element
   std::string table_first_moment = "bfloat16";  ///< tables with deferred rows: AdamW's first moment in bfloat16 | float32
+  std::string decay = "weights";                ///< weight decay on weight matrices and tables only, or on every parameter (all)
 };
 
 /// optim.grad_clip, optim.warmup, optim.schedule and the deferred tables' keys.

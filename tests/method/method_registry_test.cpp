@@ -10,7 +10,9 @@
 #include "engine/data/csr_matrix.h"
 #include "engine/data/dataset.h"
 #include "engine/data/mulan_importer.h"
+#include "engine/method/dexml/dexml_options.h"
 #include "engine/method/method_registry.h"
+#include "engine/optim/optim_options.h"
 #include "engine/train/evaluation_pass.h"
 #include "engine/train/mode_evaluation.h"
 #include "engine/store/run_store.h"
@@ -57,6 +59,37 @@ TEST(MethodRegistry, EveryMethodDeclaresNamedStagesAndBuildsUnderItsName) {
     }
   }
   EXPECT_TRUE(names.count("dexml") && names.count("ngame"));
+}
+
+// The reference script's job, piece by piece: no DE head (dexml.head normalize), and weight decay on every
+// parameter (optim.decay all) rather than on weight matrices and tables alone.
+TEST(MethodRegistry, DexmlsHeadAndWhatDecaysAreOptions) {
+  test::TempDir dir;
+  const std::vector<std::string> texts{"red apple", "green pear", "apple pie", "fruit"};
+  for (const std::string head : {"tanh_linear", "normalize"}) {
+    for (const std::string decay : {"weights", "all"}) {
+      SCOPED_TRACE(head + ", " + decay);
+      TrainConfig config;
+      config.method = "dexml";
+      config.weight_decay = 0.02;
+      config.edit<EncoderOptions>().dim = 8;
+      config.edit<DexmlOptions>().head = head;
+      config.edit<OptimOptions>().decay = decay;
+      const auto method = make_method(component_config(config));
+      method->build(texts, dir / (head + decay));
+      bool has_head = false;
+      for (const auto& item : method->module().named_parameters()) has_head = has_head || item.key().rfind("de_head.", 0) == 0;
+      EXPECT_EQ(has_head, head == "tanh_linear");
+      std::size_t parameters = 0, decayed = 0;
+      for (const ParameterGroup& group : method->parameter_groups(method->stages().front())) {
+        parameters += group.parameters.size();
+        if (group.weight_decay == 0.02) decayed += group.parameters.size();
+      }
+      EXPECT_EQ(parameters, method->module().parameters().size());
+      if (decay == "all") EXPECT_EQ(decayed, parameters);
+      else EXPECT_LT(decayed, parameters);  // biases (and the head) keep out of it
+    }
+  }
 }
 
 TEST(MethodRegistry, NgameStagesFollowTheConfig) {

@@ -1,6 +1,8 @@
 #include "engine/method/dexml/dexml_info.h"
 
 #include "engine/config/component_info.h"
+#include "engine/config/option_group_builder.h"
+#include "engine/method/dexml/dexml_options.h"
 #include "engine/config/train_config.h"
 #include "engine/method/held_out_queries.h"
 #include "engine/sampler/negatives_kind.h"
@@ -16,11 +18,21 @@ std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) 
   return periodic_marks(start > 0 ? start : negatives.refresh_every, negatives.refresh_every, config.epochs, "shortlists");
 }
 
+OptionGroup dexml_option_group() {
+  return OptionGroupBuilder<DexmlOptions>("DEXML")
+      .text("dexml.head", &DexmlOptions::head, {"tanh_linear", "normalize"},
+            "DE embeddings: the DE head L2norm(Tanh(Linear(Φ))), or the encoder's output normalised (as NGAME, and the "
+            "reference script, which has no head)")
+      .fixed_on_resume()
+      .build();
+}
+
 MethodInfo dexml_method_info() {
-  // DEXML's knobs are the shared ones: encoder, loss, negatives and batching, and the held-out queries it shares with NGAME.
+  // DEXML's knobs are mostly the shared ones: encoder, loss, negatives and batching, and the held-out queries it shares
+  // with NGAME; its own is the DE head.
   return {.name = "dexml",
           .description = "dual encoder with (decoupled) softmax over in-batch, hard or all-label negatives",
-          .option_groups = {held_out_option_group()},
+          .option_groups = {dexml_option_group(), held_out_option_group()},
           .milestones = hard_negative_shortlist_marks};
 }
 

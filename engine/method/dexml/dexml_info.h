@@ -8,7 +8,7 @@ struct MethodInfo;
 struct EpochMark;
 struct TrainConfig;
 
-/// DEXML's name and help: it has no option group of its own.
+/// DEXML's name, help and option groups (dexml.head; the held-out queries it shares with NGAME).
 MethodInfo dexml_method_info();
 
 /// The refreshes of the hard-negative shortlists (negatives = hard) of the dual-encoder training that DEXML and

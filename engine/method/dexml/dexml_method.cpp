@@ -1,6 +1,7 @@
 // DEXML (decoupled softmax): one encoder stage that trains the shared encoder and DE head; inference by
 // the unit embeddings of queries and labels. The loss, negatives and batching come from the config
 // (dual_encoder_training.h).
+#include "engine/method/dexml/dexml_options.h"
 #include "engine/method/dual_encoder_training.h"
 #include "engine/method/held_out_queries.h"
 #include "engine/method/method_registry.h"
@@ -16,7 +17,8 @@ class DexmlMethod final : public Method {
   std::vector<StageSpec> stages() const override { return {{.name = "encoder", .epoch_label = "epoch", .epochs = config_.run.epochs}}; }
 
   void build(const std::vector<std::string>& vocabulary_texts, const std::filesystem::path& run_dir) override {
-    built_ = build_model(config_, vocabulary_texts, run_dir);
+    built_ = build_model(config_, vocabulary_texts, run_dir,
+                         config_.get<DexmlOptions>().head == "normalize" ? EmbeddingHead::Normalize : EmbeddingHead::TanhLinear);
   }
   std::string description() const override { return built_.description; }
   const TextTokenizer& tokenizer() const override { return *built_.tokenizer; }
