@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `xmc train` against the plain PyTorch-Python reference on the same job (bench/train_vs_pytorch.json: uniform bow
+# `xmc train` against the plain PyTorch-Python reference on the same job (bench/train_vs_pytorch.json: bow
 # encoder d = 128 over words seen twice, in-batch negatives, decoupled softmax, τ 0.05, batch 512, constant lr 3e-3
 # (no warm-up, no decay, no clipping, no dropout: the script has none), 6 epochs, 2 threads,
 # then P@1/P@5 over the whole test set with the filter pairs removed), alternated A B A B on one machine.
