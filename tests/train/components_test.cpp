@@ -586,6 +586,29 @@ TEST(BowEncoder, AUniformBagWeighsEveryWordAlike) {
   }
 }
 
+// encoder.block = relu: the reference script's h + ReLU(W·h), W as torch initialises it, so the block is nonlinear from
+// the start (the residual block starts as the identity); checked against the formula on the encoder's own weights.
+TEST(BowEncoder, TheScriptsReluBlockIsTheBagPlusReluOfALinearLayer) {
+  BowEncoderOptions options;
+  options.vocab_size = 5;
+  options.word_dim = 3;
+  options.dim = 3;
+  options.idf.assign(5, 1.0f);
+  options.residual_block = false;
+  options.relu_block = true;
+  BowEncoder encoder(options);
+  const auto parameters = encoder->named_parameters();
+  ASSERT_TRUE(parameters.contains("relu_layer.weight"));
+  const torch::Tensor w = parameters["relu_layer.weight"], bias = parameters["relu_layer.bias"], table = parameters["embeddings.weight"];
+  EXPECT_GT(w.abs().sum().item<double>(), 0.0);  // not zero at the start
+  TokenizedCorpus texts;
+  texts.append(std::vector<std::int32_t>{2, 3});
+  torch::NoGradGuard no_grad;
+  const torch::Tensor bag = (table[2] + table[3]) / 2;
+  const torch::Tensor expected = bag + torch::relu(torch::matmul(w, bag) + bias);
+  EXPECT_TRUE(torch::allclose(encoder->encode(texts, std::vector<std::int64_t>{0}).squeeze(0), expected, 1e-5, 1e-5));
+}
+
 // The table's gradient names only the rows of the texts' words, each with its weight summed over the text's
 // occurrences: d(Σ outputs)/d(word vector) = the word's weight in its bag (mean bag: word 2 4/7, word 3 3/7,
 // word 4 1), whatever the word vectors are.

@@ -56,6 +56,8 @@ BowEncoderImpl::BowEncoderImpl(BowEncoderOptions options) : options_(std::move(o
     residual_out_ = register_module("residual_out", torch::nn::Linear(options_.dim, options_.dim));
     residual_out_->weight.zero_();
     residual_out_->bias.zero_();
+  } else if (options_.relu_block) {
+    relu_layer_ = register_module("relu_layer", torch::nn::Linear(options_.dim, options_.dim));
   }
   idf_ = register_buffer("idf", torch::tensor(options_.idf, torch::kFloat32));
   to(options_.device);
@@ -151,6 +153,7 @@ torch::Tensor BowEncoderImpl::encode_input(const EncoderInput& encoder_input) {
   // core they were most of a training step's serial time.
   auto dense = [](const torch::nn::Linear& layer, const torch::Tensor& in) { return row_parallel_linear(in, layer->weight, layer->bias); };
   if (!projection_.is_empty()) h = dense(projection_, h);
+  if (!relu_layer_.is_empty()) return h + torch::relu(dense(relu_layer_, h));
   if (hidden_.is_empty()) return h;
   return h + dense(residual_out_, torch::gelu(dense(hidden_, h)));
 }

@@ -18,6 +18,9 @@ struct BowEncoderOptions {
   std::vector<float> idf;        ///< inverse document frequency per token id (size vocab_size)
   bool l2_bag = false;           ///< TF-IDF weights with unit L2 norm per text instead of summing to 1
   bool residual_block = true;    ///< the residual block after the bag (off: a linear encoder)
+  /// Instead, the reference script's block: h + ReLU(Linear(h)), the layer as torch initialises it (nonlinear from the
+  /// first step, where the residual block starts as the identity).
+  bool relu_block = false;
   double init_std = 1.0;         ///< word vectors start as N(0, init_std²)
   torch::Device device = torch::kCPU;
 };
@@ -42,6 +45,7 @@ class BowEncoderImpl : public EncoderImpl {
   torch::nn::Linear projection_{nullptr};
   torch::nn::Linear hidden_{nullptr};
   torch::nn::Linear residual_out_{nullptr};
+  torch::nn::Linear relu_layer_{nullptr};
 };
 TORCH_MODULE(BowEncoder);
 

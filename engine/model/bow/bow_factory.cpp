@@ -33,6 +33,7 @@ BuiltEncoder make_bow_encoder(const ComponentConfig& config, const std::vector<s
   if (bow.bag == "uniform") std::fill(options.idf.begin(), options.idf.end(), 1.0f);  // each occurrence weighs 1
   options.l2_bag = bow.bag == "l2";
   options.residual_block = bow.block == "residual";
+  options.relu_block = bow.block == "relu";
   options.init_std = bow.init_std;
   options.device = parse_device(config.run.device);
   std::string description = "bow encoder: " + std::to_string(vocabulary.size()) + " words";

@@ -14,7 +14,9 @@ EncoderInfo bow_encoder_info() {
             "bow: TF-IDF weights summing to 1 (a weighted mean), or with unit L2 norm "
             "(a text keeps one word vector's scale whatever its length, as L2-normalised TF-IDF), or uniform (the plain mean "
             "of its words' vectors, every occurrence alike, as an EmbeddingBag in mean mode)")
-      .text("encoder.block", &BowOptions::block, {"residual", "none"}, "bow: a residual non-linear block after the bag, or none (a linear encoder)")
+      .text("encoder.block", &BowOptions::block, {"residual", "relu", "none"},
+            "bow: after the bag a residual block h + W2·GELU(W1·h) starting as the identity (W2 = 0), or relu: h + ReLU(W·h) "
+            "with W as torch initialises it (the reference script's), or none (a linear encoder)")
       .number("encoder.init_std", &BowOptions::init_std, 1e-6, 100,
               "bow: standard deviation of the word vectors at the start (Adam moves them ~lr per "
               "step whatever their scale, so a smaller start learns them faster)")
