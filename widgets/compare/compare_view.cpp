@@ -32,7 +32,6 @@
 #include <exception>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -40,6 +39,7 @@
 #include <unordered_set>
 
 #include "engine/config/component_info.h"
+#include "widgets/plots/mean_and_sd.h"
 #include "engine/records/evaluation_modes.h"
 #include "engine/eval/metric_key.h"
 #include "engine/session/run_config_view.h"
@@ -584,12 +584,9 @@ void CompareView::draw_metric_curves(bool headline_metrics) {
           if (std::isfinite(p.value)) values[{p.metric, p.epoch}].push_back(p.value);
       Curve c{labels[static_cast<int>(g)], curve_runs_[group.front()].colour, {}, {}};
       for (const auto& [key, v] : values) {
-        const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-        c.mean.push_back({key.second, 0, key.first, mean});
-        if (v.size() < 2) continue;
-        double squares = 0;
-        for (const double x : v) squares += (x - mean) * (x - mean);
-        c.sd.push_back({key.second, 0, key.first, std::sqrt(squares / static_cast<double>(v.size() - 1))});
+        const MeanAndSd spread = mean_and_sd(v);
+        c.mean.push_back({key.second, 0, key.first, spread.mean});
+        if (!std::isnan(spread.sd)) c.sd.push_back({key.second, 0, key.first, spread.sd});
       }
       auto by_epoch = [](const EvalPoint& a, const EvalPoint& b) { return a.epoch < b.epoch; };
       std::stable_sort(c.mean.begin(), c.mean.end(), by_epoch);
@@ -1015,13 +1012,11 @@ void CompareView::draw_losses() {
       for (const auto& [step, value] : s->smoothed) at_step[step].push_back(value);
     const bool band = members.size() > 1;
     for (const auto& [step, values] : at_step) {
-      const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-      double squares = 0;
-      for (const double v : values) squares += (v - mean) * (v - mean);
-      const double sd = values.size() > 1 ? std::sqrt(squares / static_cast<double>(values.size() - 1)) : 0.0;
+      const MeanAndSd spread = mean_and_sd(values);
+      const double sd = std::isnan(spread.sd) ? 0.0 : spread.sd;  // a step only one run reached: no width
       d.steps.push_back(step);
-      d.mean.push_back(mean);
-      if (band) d.lower.push_back(mean - sd), d.upper.push_back(mean + sd);
+      d.mean.push_back(spread.mean);
+      if (band) d.lower.push_back(spread.mean - sd), d.upper.push_back(spread.mean + sd);
     }
     drawn.push_back(std::move(d));
   }
@@ -1036,19 +1031,12 @@ void CompareView::draw_losses() {
       if (!d.lower.isEmpty()) {
         QCPGraph* lower = loss_plot_->addGraph(x, y);
         QCPGraph* upper = loss_plot_->addGraph(x, y);
-        for (QCPGraph* edge : {lower, upper}) {
-          edge->setPen(Qt::NoPen);
-          edge->setSelectable(QCP::stNone);
-          edge->removeFromLegend();
-        }
+        for (QCPGraph* edge : {lower, upper}) edge->removeFromLegend();
         lower->setName(d.label + tr(" − sd"));
         upper->setName(d.label + tr(" + sd"));
         lower->setData(d.steps, d.lower, true);
         upper->setData(d.steps, d.upper, true);
-        QColor translucent = d.colour;
-        translucent.setAlpha(45);
-        upper->setBrush(translucent);
-        upper->setChannelFillGraph(lower);
+        plot_style::shade_between(lower, upper, d.colour);
         all.insert(all.end(), d.lower.begin(), d.lower.end());
         all.insert(all.end(), d.upper.begin(), d.upper.end());
       }

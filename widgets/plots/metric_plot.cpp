@@ -276,16 +276,11 @@ void MetricPlot::set_band(const QString& run_label, const std::vector<xmc::EvalP
       Band b{run_label, metric, addGraph(), addGraph()};
       const QColor fill = colour.value_or(curve->pen().color());
       for (QCPGraph* edge : {b.lower, b.upper}) {
-        edge->setPen(Qt::NoPen);
         edge->setName(QString());
         edge->setVisible(curve->visible());
-        edge->setSelectable(QCP::stNone);
         edge->setLayer(QStringLiteral("grid"));  // under every curve
       }
-      QColor translucent = fill;
-      translucent.setAlpha(45);
-      b.upper->setBrush(translucent);
-      b.upper->setChannelFillGraph(b.lower);
+      style::shade_between(b.lower, b.upper, fill);
       bands_.push_back(b);
       band = bands_.end() - 1;
     }

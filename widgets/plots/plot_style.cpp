@@ -96,6 +96,17 @@ void keep_legend_fitting(QCustomPlot* plot, QCPLegend* legend, int max_columns) 
                    [plot, legend, max_columns] { fit_legend_columns(plot, legend, max_columns); });
 }
 
+void shade_between(QCPGraph* lower, QCPGraph* upper, const QColor& colour) {
+  for (QCPGraph* edge : {lower, upper}) {
+    edge->setPen(Qt::NoPen);
+    edge->setSelectable(QCP::stNone);
+  }
+  QColor translucent = colour;
+  translucent.setAlpha(45);
+  upper->setBrush(translucent);
+  upper->setChannelFillGraph(lower);
+}
+
 void keep_ticks_readable(QCustomPlot* plot) {
   // Axis rects keep the size of the last layout until the next one, which comes after this handler:
   // scale them by how much the viewport changed since then.

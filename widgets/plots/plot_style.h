@@ -45,6 +45,10 @@ void fit_legend_columns(const QCustomPlot* plot, QCPLegend* legend, int max_colu
 /// overflowing when the plot narrows.
 void keep_legend_fitting(QCustomPlot* plot, QCPLegend* legend, int max_columns);
 
+/// Shades the area between `lower` and `upper` in `colour`, translucent (a ± sd band): both edges without a pen and
+/// not selectable.
+void shade_between(QCPGraph* lower, QCPGraph* upper, const QColor& colour);
+
 /// Before every replot, lowers the tick count of every axis (at most QCustomPlot's default of 5) so that
 /// tick labels keep about 45 px (vertical axes) or 90 px (horizontal axes) each when the plot is small.
 void keep_ticks_readable(QCustomPlot* plot);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "widgets/plots/mean_and_sd.h"
 #include "widgets/runs/run_table_model.h"
 
 namespace xmc::gui {
@@ -37,15 +38,8 @@ void GroupSummaryModel::recompute() {
           if (const double v = table_->metric_value_of(run, metrics_[m]); !std::isnan(v)) values[static_cast<std::size_t>(m)].push_back(v);
       }
       for (const auto& v : values) {
-        Stat s;
-        s.count = static_cast<int>(v.size());
-        double sum = 0;
-        for (const double x : v) sum += x;
-        s.mean = s.count > 0 ? sum / s.count : std::nan("");
-        double squares = 0;
-        for (const double x : v) squares += (x - s.mean) * (x - s.mean);
-        s.sd = s.count > 1 ? std::sqrt(squares / (s.count - 1)) : std::nan("");
-        g.metrics.push_back(s);
+        const MeanAndSd spread = mean_and_sd(v);
+        g.metrics.push_back({.mean = spread.mean, .sd = spread.sd, .count = static_cast<int>(v.size())});
       }
       groups_.push_back(std::move(g));
     }
