@@ -228,11 +228,7 @@ Projection Session::projection(std::int64_t run, const ProjectionOptions& option
       place(xy);
       on_layout(out);
     };
-  const std::vector<float> xy = project_2d(vectors, static_cast<std::int64_t>(ids.size()), dim, options.method, options.seed, progress, converging);
-  for (std::size_t i = 0; i < out.points.size(); ++i) {
-    out.points[i].x = xy[2 * i];
-    out.points[i].y = xy[2 * i + 1];
-  }
+  place(project_2d(vectors, static_cast<std::int64_t>(ids.size()), dim, options.method, options.seed, progress, converging));
   return out;
 }
 
