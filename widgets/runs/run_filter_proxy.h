@@ -16,7 +16,6 @@ class RunFilterProxy final : public QSortFilterProxyModel {
 
   /// Shows the runs `filter` lets through; none (nullopt): the fixed string filters again.
   void set_expression(std::optional<RunFilter> filter);
-  bool has_expression() const { return expression_.has_value(); }
 
  protected:
   bool filterAcceptsRow(int source_row, const QModelIndex& source_parent) const override;

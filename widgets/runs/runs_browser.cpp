@@ -93,7 +93,7 @@ RunsBrowser::RunsBrowser(const std::filesystem::path& db, QWidget* parent)
   saved_->setToolTip(tr("Saved filters: apply one, save this one, forget one"));
   saved_->setPopupMode(QToolButton::InstantPopup);
   saved_->setMenu(new QMenu(saved_));
-  connect(saved_->menu(), &QMenu::aboutToShow, this, &RunsBrowser::fill_saved_filters_menu);
+  connect(saved_->menu(), &QMenu::aboutToShow, this, &RunsBrowser::saved_filters_menu);
 
   refresh_ = new QPushButton(tr("Refresh"), this);
   refresh_->setToolTip(tr("Re-read the run store (F5)"));
@@ -367,12 +367,7 @@ void RunsBrowser::forget_filter(const QString& name) {
   QSettings().setValue(kSavedFiltersSetting, stored);
 }
 
-QMenu* RunsBrowser::saved_filters_menu() const {
-  const_cast<RunsBrowser*>(this)->fill_saved_filters_menu();
-  return saved_->menu();
-}
-
-void RunsBrowser::fill_saved_filters_menu() {
+QMenu* RunsBrowser::saved_filters_menu() {
   QMenu* menu = saved_->menu();
   menu->clear();
   const QMap<QString, QString> saved = saved_filters();
@@ -390,12 +385,13 @@ void RunsBrowser::fill_saved_filters_menu() {
     const QString name = QInputDialog::getText(this, tr("Save filter"), tr("Name of the filter “%1”:").arg(filter_->text()), QLineEdit::Normal, {}, &ok);
     if (ok) save_filter(name);
   });
-  if (saved.isEmpty()) return;
+  if (saved.isEmpty()) return menu;
   QMenu* forget = menu->addMenu(tr("Forget"));
   for (auto it = saved.begin(); it != saved.end(); ++it) {
     const QString name = it.key();
     connect(forget->addAction(name), &QAction::triggered, this, [this, name] { forget_filter(name); });
   }
+  return menu;
 }
 
 QString RunsBrowser::group_key() const { return group_->currentText().trimmed(); }

@@ -64,8 +64,9 @@ class RunsBrowser : public QWidget {
   void forget_filter(const QString& name);
   /// Saved filters: name -> text, by name.
   QMap<QString, QString> saved_filters() const;
-  /// The menu of saved filters as the star beside the filter shows it (apply one, save this one, forget one).
-  QMenu* saved_filters_menu() const;
+  /// The menu of saved filters as the star beside the filter shows it (apply one, save this one, forget one), filled
+  /// afresh.
+  QMenu* saved_filters_menu();
   /// Groups the table by "method", "dataset", "tag" or a config key ("" = no grouping): a Group column
   /// comes first and the rows are sorted by it.
   void set_group_key(const QString& key);
@@ -106,7 +107,6 @@ class RunsBrowser : public QWidget {
   void update_actions();
   void update_count();
   void apply_filter_text(const QString& text);
-  void fill_saved_filters_menu();
   void show_error(const QString& message);
   void choose_table_csv();
   void choose_run_csv();
