@@ -234,8 +234,8 @@ class Parser {
   std::vector<std::string>& names_;
 };
 
-FilterValue value_of(const Operand& operand, const std::function<FilterValue(const std::string&)>& lookup) {
-  return operand.name.empty() ? operand.literal : lookup(operand.name);
+FilterValue value_of(const Operand& operand, const RunFilter::Lookup& lookup) {
+  return operand.name.empty() ? operand.literal : lookup(operand.name, operand.kind);
 }
 
 std::string lowered(std::string s) {
@@ -243,7 +243,7 @@ std::string lowered(std::string s) {
   return s;
 }
 
-bool holds(const RunFilter::Node& node, const std::function<FilterValue(const std::string&)>& lookup) {
+bool holds(const RunFilter::Node& node, const RunFilter::Lookup& lookup) {
   using Kind = RunFilter::Node::Kind;
   switch (node.kind) {
     case Kind::all_of: return std::all_of(node.children.begin(), node.children.end(), [&](const auto& c) { return holds(*c, lookup); });
@@ -281,7 +281,7 @@ RunFilter RunFilter::parse(const std::string& expression) {
   return filter;
 }
 
-bool RunFilter::matches(const std::function<FilterValue(const std::string& name)>& lookup) const { return root_ && holds(*root_, lookup); }
+bool RunFilter::matches(const Lookup& lookup) const { return root_ && holds(*root_, lookup); }
 
 bool looks_like_filter_expression(const std::string& text) {
   static const std::regex compares(R"((==|!=|<|>|\sin\s))");

@@ -43,8 +43,10 @@ class RunFilter {
   /// a text. At most 200 nested parentheses or `not`s (deeper is refused, not a stack overflow).
   static RunFilter parse(const std::string& expression);
 
-  /// Whether the run whose values `lookup` gives (by name) passes.
-  bool matches(const std::function<FilterValue(const std::string& name)>& lookup) const;
+  /// What a run's value of a name is (`kind` is filter_name_kind(name), worked out once when the filter was parsed).
+  using Lookup = std::function<FilterValue(const std::string& name, FilterNameKind kind)>;
+  /// Whether the run whose values `lookup` gives passes.
+  bool matches(const Lookup& lookup) const;
   /// The names it reads, each once, in order of first use.
   const std::vector<std::string>& names() const { return names_; }
 

@@ -6,8 +6,10 @@
 #include "engine/session/run_config_view.h"
 
 namespace xmc {
+namespace {
 
-FilterValue run_filter_value(const RunInfo& run, const std::vector<EvalPoint>& evaluations, const std::string& name) {
+/// The value `name` (of `kind`) has in `run`.
+FilterValue run_filter_value(const RunInfo& run, const std::vector<EvalPoint>& evaluations, const std::string& name, FilterNameKind kind) {
   if (name == "id") return static_cast<double>(run.id);
   if (name == "name") return run.name;
   if (name == "status") return to_string(run.status);
@@ -18,7 +20,6 @@ FilterValue run_filter_value(const RunInfo& run, const std::vector<EvalPoint>& e
     for (const std::string& tag : run.tags) joined += (joined.empty() ? "" : ", ") + tag;
     return joined;
   }
-  const FilterNameKind kind = filter_name_kind(name);
   const std::shared_ptr<const FlatConfig> config = flat_run_config(run.config_json);
   if (const auto it = config->find(name); it != config->end()) return filter_value_from_text(kind, it->second);
   if (kind != FilterNameKind::number) return {};
@@ -26,8 +27,10 @@ FilterValue run_filter_value(const RunInfo& run, const std::vector<EvalPoint>& e
   return std::isnan(value) ? FilterValue{} : FilterValue{value};
 }
 
+}  // namespace
+
 bool run_passes(const RunFilter& filter, const RunInfo& run, const std::vector<EvalPoint>& evaluations) {
-  return filter.matches([&](const std::string& name) { return run_filter_value(run, evaluations, name); });
+  return filter.matches([&](const std::string& name, FilterNameKind kind) { return run_filter_value(run, evaluations, name, kind); });
 }
 
 }  // namespace xmc

@@ -9,12 +9,9 @@
 
 namespace xmc {
 
-/// The value `name` has in `run`: id, name, status, method, dataset, tags (", "-joined), notes; a config key's stored
-/// value (nothing for a key newer than the run); a metric's last value, the primary mode's or a prefixed mode's, as
-/// a fraction (nothing when never evaluated).
-FilterValue run_filter_value(const RunInfo& run, const std::vector<EvalPoint>& evaluations, const std::string& name);
-
-/// Whether `run` passes `filter`.
+/// Whether `run` passes `filter`, reading its fields (id, name, status, method, dataset, tags ", "-joined, notes), a
+/// config key's stored value (nothing for a key newer than the run) and a metric's last value in `evaluations`, the
+/// primary mode's or a prefixed mode's, as a fraction (nothing when never evaluated).
 bool run_passes(const RunFilter& filter, const RunInfo& run, const std::vector<EvalPoint>& evaluations);
 
 }  // namespace xmc

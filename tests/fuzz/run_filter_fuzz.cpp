@@ -9,11 +9,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)xmc::looks_like_filter_expression(text);
     const xmc::RunFilter filter = xmc::RunFilter::parse(text);
     std::size_t asked = 0;
-    (void)filter.matches([&](const std::string& name) -> xmc::FilterValue {
+    (void)filter.matches([&](const std::string& name, xmc::FilterNameKind kind) -> xmc::FilterValue {
       switch ((name.size() + asked++) % 3) {
         case 0: return {};
         case 1: return static_cast<double>(name.size()) / 3;
-        default: return xmc::filter_value_from_text(xmc::filter_name_kind(name), text);
+        default: return xmc::filter_value_from_text(kind, text);
       }
     });
   });

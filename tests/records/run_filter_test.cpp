@@ -29,7 +29,7 @@ std::vector<int> passing(const std::string& expression) {
   const RunFilter filter = RunFilter::parse(expression);
   std::vector<int> out;
   for (const Run& run : runs())
-    if (filter.matches([&](const std::string& name) {
+    if (filter.matches([&](const std::string& name, FilterNameKind) {
           const auto it = run.find(name);
           return it == run.end() ? FilterValue{} : it->second;
         }))
