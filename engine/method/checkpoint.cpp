@@ -368,11 +368,10 @@ void read_random_stream(const std::string& text, std::mt19937_64& stream, const 
   if (!in) throw InputError(file.string(), "the label-pool random state does not parse");
 }
 
-void check_resumable(const TrainingState& s, const std::vector<StageSpec>& stages, std::int64_t training_rows, const std::string& method_name,
-                     const std::filesystem::path& file) {
+void check_resumable(const TrainingState& s, const std::vector<StageSpec>& stages, std::int64_t training_rows, bool batches_are_rows,
+                     const std::string& method_name, const std::filesystem::path& file) {
   const auto saved_stage = std::find_if(stages.begin(), stages.end(), [&](const StageSpec& stage) { return stage.name == s.stage; });
-  // A stage whose batches are units of the method's own (xrlinear's tree nodes) has no rows to check.
-  if (saved_stage == stages.end() || saved_stage->batches_are_training_rows)
+  if (batches_are_rows)
     for (const auto& batch : s.epoch_batches)
       for (const std::int64_t row : batch)
         if (row < 0 || row >= training_rows)

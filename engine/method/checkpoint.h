@@ -34,10 +34,11 @@ struct TrainingState {
 };
 
 /// Refuses, naming `file`, a checkpoint's training state that does not fit this run (one of another run, or a damaged
-/// one) before any of its rows is used: saved batches naming rows past `training_rows` (in a stage whose batches are
-/// training rows), or a stage that is not one of `stages` of method `method_name`.
-void check_resumable(const TrainingState& state, const std::vector<StageSpec>& stages, std::int64_t training_rows, const std::string& method_name,
-                     const std::filesystem::path& file);
+/// one) before any of its rows is used: saved batches naming rows past `training_rows` (when `batches_are_rows`: a
+/// method trained by gradient steps; a fitted method's older checkpoints saved its own units), or a stage that is
+/// not one of `stages` of method `method_name`.
+void check_resumable(const TrainingState& state, const std::vector<StageSpec>& stages, std::int64_t training_rows, bool batches_are_rows,
+                     const std::string& method_name, const std::filesystem::path& file);
 
 /// A random stream as a checkpoint keeps it (TrainingState::label_pool_rng: its text), and back from that text;
 /// a text that does not parse is refused naming `file`.

@@ -3,8 +3,10 @@
 // interface made of capabilities, so that the generic trainer runs every method's loop and a new method is
 // one folder plus a registration (engine/registry/component_list.h), never a branch elsewhere.
 //
-//   - TrainingStages (training_stages.h): its stages, what each optimises, an epoch's batches, one step;
-//     the trainer clips, schedules and steps the optimiser.
+//   - TrainingStages (training_stages.h): its stages, in order; each is trained by one of
+//       - GradientSteps (gradient_steps.h): what each stage optimises, an epoch's batches, one step; the trainer
+//         clips, schedules and steps the optimiser (a GradientMethod);
+//       - StageFitting (stage_fitting.h): a stage fitted in parts without gradients (xrlinear).
 //   - LabelRanking (label_ranking.h): its inference modes (a label matrix and the query encoder that
 //     searches it) and new labels' vectors; the evaluator and the Predictor use only this.
 //   - MethodState (method_state.h): its parameters and own state in checkpoints.
@@ -15,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/method/gradient_steps.h"
 #include "engine/method/label_ranking.h"
 #include "engine/method/label_synthesis.h"
 #include "engine/method/method_state.h"
+#include "engine/method/stage_fitting.h"
 #include "engine/method/training_stages.h"
 #include "engine/text/text_tokenizer.h"
 
@@ -49,6 +53,16 @@ class Method : public TrainingStages, public LabelRanking, public MethodState {
 
   /// The method's label synthesis, or null when it has none.
   virtual LabelSynthesis* label_synthesis() { return nullptr; }
+
+  /// How its stages train: by gradient steps (a GradientMethod) or by fitting (StageFitting). Exactly one is not null.
+  virtual GradientSteps* gradient_steps() { return nullptr; }
+  virtual StageFitting* stage_fitting() { return nullptr; }
+};
+
+/// A method whose stages train by gradient steps.
+class GradientMethod : public Method, public GradientSteps {
+ public:
+  GradientSteps* gradient_steps() final { return this; }
 };
 
 }  // namespace xmc

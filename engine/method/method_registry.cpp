@@ -29,8 +29,12 @@ const std::vector<MethodRegistration>& registered_methods() {
 std::unique_ptr<Method> make_method(const ComponentConfig& config) {
   std::string known;
   for (const auto& m : registered_methods()) {
-    if (m.name == config.run.method) return m.make(config);
     known += (known.empty() ? "" : ", ") + m.name;
+    if (m.name != config.run.method) continue;
+    std::unique_ptr<Method> method = m.make(config);
+    if ((method->gradient_steps() == nullptr) == (method->stage_fitting() == nullptr))
+      throw Error("method " + m.name + " must train its stages either by gradient steps or by fitting, and not both");
+    return method;
   }
   throw ConfigError("method: \"" + config.run.method + "\" is not a known method (" + known + ")");
 }

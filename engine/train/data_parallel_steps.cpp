@@ -44,12 +44,12 @@ void DataParallelSteps::begin_stage(const std::vector<torch::Tensor>& parameters
   if (!dense.empty()) overlapped_reducer_ = std::make_unique<OverlappedGradientReducer>(*communicator_, dense, kOverlapBucketBytes);
 }
 
-std::span<const std::int64_t> DataParallelSteps::rows(const Method& method, const StageSpec& stage, std::span<const std::int64_t> batch) const {
+std::span<const std::int64_t> DataParallelSteps::rows(const GradientSteps& method, const StageSpec& stage, std::span<const std::int64_t> batch) const {
   if (!enabled() || method.splits_batch_across_ranks(stage)) return batch;
   return own_shard(batch, *communicator_);
 }
 
-StepResult DataParallelSteps::train_step(Method& method, const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared,
+StepResult DataParallelSteps::train_step(GradientSteps& method, const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared,
                                          TrainContext& ctx, const std::vector<torch::Tensor>& parameters, const std::atomic<bool>& stop,
                                          const std::atomic<bool>& pause) {
   if (!enabled()) return method.train_step(stage, batch, prepared, ctx);

@@ -44,13 +44,13 @@ class DataParallelSteps {
   void begin_stage(const std::vector<torch::Tensor>& parameters, bool overlap);
 
   /// The rows of `batch` this process trains: the whole batch, or its shard.
-  std::span<const std::int64_t> rows(const Method& method, const StageSpec& stage, std::span<const std::int64_t> batch) const;
+  std::span<const std::int64_t> rows(const GradientSteps& method, const StageSpec& stage, std::span<const std::int64_t> batch) const;
 
   /// The method's forward and backward of `batch`. In a job, either the method splits the whole batch's work over
   /// the ranks (their gradients add up to the batch's), or each rank trains its shard as a batch of its own (the
   /// gradients and losses are averaged); afterwards every rank holds the same gradients of `parameters` and loss.
   /// `stop` and `pause` are this process's requests, read after backward and agreed with the others there.
-  StepResult train_step(Method& method, const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared,
+  StepResult train_step(GradientSteps& method, const StageSpec& stage, const std::vector<std::int64_t>& batch, const PreparedBatch* prepared,
                         TrainContext& ctx, const std::vector<torch::Tensor>& parameters, const std::atomic<bool>& stop,
                         const std::atomic<bool>& pause);
 

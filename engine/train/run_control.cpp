@@ -14,4 +14,16 @@ void RunControl::wait_while_paused(RunEvents& events) const {
   events.phase("resumed");
 }
 
+std::string StopRequested::outcome(std::int64_t step) const { return "stopped at step " + std::to_string(step) + " (checkpoint written)"; }
+
+std::string EpochStartStopped::outcome(std::int64_t step, std::int64_t epoch) const {
+  return "stopped before epoch " + std::to_string(epoch + 1) + "'s training, while its batches or shortlists were made, at step " + std::to_string(step) +
+         " (checkpoint written; a resume starts that epoch again)";
+}
+
+std::string EvaluationStopped::outcome(std::int64_t step) const {
+  return "stopped during the evaluation at step " + std::to_string(step) + " (checkpoint written; " +
+         (final ? "a resume runs the final evaluation" : "a resume goes on training without that evaluation") + ")";
+}
+
 }  // namespace xmc

@@ -1,5 +1,7 @@
 #include "engine/train/run_recorder.h"
 
+#include <cmath>
+
 #include "engine/records/chosen_settings.h"
 
 namespace xmc {
@@ -20,10 +22,10 @@ void RunRecorder::flush_if_due() {
 
 void RunRecorder::record_step(const TrainEvent& e) {
   const double now = RunStore::now_seconds();
-  pending_.push_back({e.step, e.epoch, "lr", e.lr, now});
-  if (!e.loss_series.empty()) {  // a step with a loss (training_stages.h)
+  if (std::isfinite(e.lr)) pending_.push_back({e.step, e.epoch, "lr", e.lr, now});  // a fitted part has none (stage_fitting.h)
+  if (!e.loss_series.empty() && std::isfinite(e.loss)) {  // a step with a loss (training_stages.h)
     pending_.push_back({e.step, e.epoch, e.loss_series, e.loss, now});
-    pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
+    if (e.samples_per_s > 0) pending_.push_back({e.step, e.epoch, "samples_per_s", e.samples_per_s, now});
   }
   flush_if_due();
 }

@@ -4,24 +4,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
-#include <thread>
 
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
-#include "engine/core/memory_budget.h"
 #include "engine/data/dataset.h"
 #include "engine/method/checkpoint.h"
 #include "engine/method/checkpoint_policy.h"
-#include "engine/loss/loss_options.h"
-#include "engine/model/encoder_factory.h"
 #include "engine/optim/stage_optimizer.h"
 #include "engine/sampler/query_batcher.h"
 #include "engine/sampler/query_batcher_options.h"
 #include "engine/store/run_files.h"
 #include "engine/train/data_parallel_steps.h"
 #include "engine/train/epoch_axis.h"
+#include "engine/train/fitted_epoch.h"
 #include "engine/train/negatives_snapshots.h"
 #include "engine/train/run_control.h"
 #include "engine/train/run_events.h"
@@ -31,23 +29,10 @@
 #include "engine/train/step_prefetcher.h"
 #include "engine/train/stoppable_progress.h"
 #include "engine/train/training_failure.h"
+#include "engine/train/training_process.h"
 
 namespace xmc {
-namespace {
-
 using Clock = std::chrono::steady_clock;
-
-/// A stop request unwinds the training loop through this (caught in run()).
-struct StopRequested {};
-
-/// A stop asked for while an evaluation ran: the evaluation is dropped and the run checkpoints where it stood.
-struct EvaluationStopped {
-  bool final = false;  ///< the run's final evaluation (after its last step, or after max_steps): a resume runs it again
-};
-/// A stop asked for while an epoch's batches were made: the run checkpoints at that epoch's start.
-struct EpochStartStopped {};
-
-}  // namespace
 
 struct Trainer::Impl {
   TrainerSetup setup;
@@ -109,15 +94,7 @@ struct Trainer::Impl {
 
   void prepare(Progress& progress) {
     if (setup.distributed.enabled()) join_process_group();
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    at::set_num_threads(config.threads > 0 ? static_cast<int>(config.threads) : std::max(1, cores / setup.distributed.local_world_size));
-    set_memory_budget_mb(config.memory_mb);
-    phase("memory budget of the temporaries: " + describe_memory_budget());
-    if (setup.distributed.rank == 0 && !setup.run_dir.empty()) {
-      std::error_code ignored;  // left by a process killed while it evaluated; the checkpoint has what it held
-      std::filesystem::remove(evaluation_set_aside_file(setup.run_dir), ignored);
-    }
-    device = parse_device(config.device);
+    device = set_up_training_process(config, setup.distributed.local_world_size, setup.distributed.rank == 0, setup.run_dir, log());
     if (!setup.resume) torch::manual_seed(config.seed);
     in = load_run_inputs(config, {.run_id = setup.run_id, .expected_fingerprint = setup.expected_fingerprint, .run_dir = setup.run_dir,
                                   .store = setup.store, .distributed = steps.enabled(), .threads = at::get_num_threads()}, progress, log());
@@ -146,7 +123,7 @@ struct Trainer::Impl {
     // The checkpoint's archive, read whole, is freed but for the optimiser's part: its pages go back to the system
     // before the optimiser is made.
     return_freed_memory();
-    check_resumable(state, in.stages, in.dataset.num_train(), in.method->name(), checkpoint_path());
+    check_resumable(state, in.stages, in.dataset.num_train(), in.method->gradient_steps() != nullptr, in.method->name(), checkpoint_path());
     if (state.stage.empty()) state.stage = in.stages.front().name;
     batcher->load_state(state.sampler_state);
     if (!state.label_pool_rng.empty()) read_random_stream(state.label_pool_rng, label_pool_rng, checkpoint_path());
@@ -231,11 +208,11 @@ struct Trainer::Impl {
   /// 10 minutes at 2.25M queries) ends them when the method can make them again: the sampler goes back to where
   /// it stood, and the checkpoint resumes at the epoch's start. Several processes stop only at a step, together.
   std::vector<std::vector<std::int64_t>> epoch_batches_or_stop(const StageSpec& stage, std::int64_t epoch, TrainContext& ctx) {
-    const bool can_stop = !steps.enabled() && in.method->epoch_batches_can_stop();
+    const bool can_stop = !steps.enabled() && gradient().epoch_batches_can_stop();
     const std::string sampler_before = can_stop ? batcher->save_state() : std::string();
     const StoppableWork stoppable(reporter, can_stop);
     try {
-      return in.method->epoch_batches(stage, epoch, ctx);
+      return gradient().epoch_batches(stage, epoch, ctx);
     } catch (const Cancelled&) {
       if (!can_stop) throw;
       batcher->load_state(sampler_before);
@@ -251,32 +228,30 @@ struct Trainer::Impl {
     for (; state.epoch < stage.epochs; ++state.epoch) {
       // Stop before drawing the next epoch's batches, so a resumed run draws exactly the same ones.
       if (config.max_steps > 0 && state.step >= config.max_steps) return false;
-      // A checkpoint written after the batches were drawn but before the first step (a stop or a time-placed
-      // checkpoint at batch 0) holds them: the resume trains on those, as from any other batch, not on a new draw.
-      if (state.batch_in_epoch == 0 && state.epoch_batches.empty()) {
-        bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
-        state.epoch_batches = epoch_batches_or_stop(stage, state.epoch, ctx);
-        // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
-        // pages go back to the system instead of staying in the heap through the epoch (1.2 GB at 2.25M queries).
-        return_freed_memory();
-        if (steps.enabled()) steps.share_batches(state.epoch_batches);
-      }
-      if (!train_epoch(stage, index, ctx, progress)) return false;
+      StageFitting* fitting = in.method->stage_fitting();
+      if (!(fitting ? fit_epoch(*fitting, stage, index, ctx, progress) : train_epoch(stage, index, ctx, progress))) return false;
       end_epoch(stage, index);
     }
     return true;
   }
 
+  GradientSteps& gradient() { return *in.method->gradient_steps(); }
+
   /// The stage's start: the method's, rank 0's parameters everywhere, the stage's optimiser (a resumed one's state).
   void begin_stage(const StageSpec& stage, TrainContext& ctx) {
     in.method->begin_stage(stage, ctx);
+    if (in.method->stage_fitting() != nullptr) {  // fitted without gradients: no optimiser; the method's state says how far it got
+      resumed_optimizer_state.reset();
+      setup.resume = false;
+      return;
+    }
     // A stage may add parameters (NGAME's classifiers, UniDEC's table, randomly initialised per rank): every
     // rank starts it from rank 0's.
     if (steps.enabled()) steps.share_parameters(*in.method);
-    const std::int64_t own = in.method->batches_per_epoch(stage);
+    const std::int64_t own = gradient().batches_per_epoch(stage);
     const std::int64_t per_epoch =
         own >= 0 ? own : std::max<std::int64_t>(1, batch_count(static_cast<std::int64_t>(in.training_rows.size()), config.batch_size));
-    optimizer = make_stage_optimizer(in.method->parameter_groups(stage), component_config(config),
+    optimizer = make_stage_optimizer(gradient().parameter_groups(stage), component_config(config),
                                      {.total_steps = per_epoch * stage.epochs, .clip_gradients = stage.clip_gradients, .may_defer_rows = !steps.enabled(), .phase = log()});
     steps.begin_stage(optimizer->parameters(), config.distributed_overlap == "on");
     // Resumed inside this stage: continue its optimiser (a checkpoint at a stage boundary has none).
@@ -291,11 +266,35 @@ struct Trainer::Impl {
     setup.resume = false;
   }
 
+  /// The current epoch's task ("epoch 2/5"), announced.
+  std::string epoch_task(const StageSpec& stage) {
+    const std::string task = stage.epoch_label + " " + std::to_string(state.epoch + 1) + "/" + std::to_string(stage.epochs);
+    phase(task);
+    return task;
+  }
+
+  /// Before a step (or a fitted part): waits out a pause, stops on request, writes a checkpoint that is due (it resumes
+  /// here); false once max_steps is reached.
+  bool ready_for_step(bool defers_rows, bool rows_synced_here) {
+    if (steps.hold_or_stop_before_step([this] { control.wait_while_paused(events); }, control.stop_requested)) throw StopRequested{};
+    if (checkpoints.due_within_epoch(state.step, defers_rows, rows_synced_here)) checkpoint();
+    return config.max_steps <= 0 || state.step < config.max_steps;
+  }
+
   /// Trains the current epoch's batches from state.batch_in_epoch; returns false when max_steps stopped it.
   bool train_epoch(const StageSpec& stage, std::size_t index, TrainContext& ctx, Progress& progress) {
-    const std::string epoch_task = stage.epoch_label + " " + std::to_string(state.epoch + 1) + "/" + std::to_string(stage.epochs);
-    phase(epoch_task);
+    // A checkpoint written after the batches were drawn but before the first step (a stop or a time-placed
+    // checkpoint at batch 0) holds them: the resume trains on those, as from any other batch, not on a new draw.
+    if (state.batch_in_epoch == 0 && state.epoch_batches.empty()) {
+      bring_rows_up_to_date();  // the epoch's clustering and shortlist refresh read the model
+      state.epoch_batches = epoch_batches_or_stop(stage, state.epoch, ctx);
+      // The clustering's query embeddings and the refresh's label index and search buffers are freed by now: their
+      // pages go back to the system instead of staying in the heap through the epoch (1.2 GB at 2.25M queries).
+      return_freed_memory();
+      if (steps.enabled()) steps.share_batches(state.epoch_batches);
+    }
     const auto batches = static_cast<std::int64_t>(state.epoch_batches.size());
+    const std::string epoch_task = this->epoch_task(stage);
     progress.start(epoch_task, batches);
     in.method->module().train();
     const auto epoch_start = Clock::now();
@@ -308,23 +307,19 @@ struct Trainer::Impl {
       ~DropPrefetched() { prefetcher.drop(); }
     } drop_prefetched{prefetcher};
     const auto prepare = [this, &stage, &ctx](std::int64_t i) {
-      return in.method->prepare_step(stage, steps.rows(*in.method, stage, state.epoch_batches[static_cast<std::size_t>(i)]), ctx);
+      return gradient().prepare_step(stage, steps.rows(gradient(), stage, state.epoch_batches[static_cast<std::size_t>(i)]), ctx);
     };
     for (; state.batch_in_epoch < batches; ++state.batch_in_epoch) {
-      if (steps.hold_or_stop_before_step([this] { control.wait_while_paused(events); }, control.stop_requested)) throw StopRequested{};
       // Every run brings its deferred rows up to date at the same steps, whether a checkpoint falls there or not.
       const bool synced_here = optimizer->syncs_rows_at(state.step);
       if (synced_here) bring_rows_up_to_date();
-      if (checkpoints.due_within_epoch(state.step, optimizer->syncs_deferred_rows(), synced_here)) checkpoint();  // resumes at this batch
-      if (config.max_steps > 0 && state.step >= config.max_steps) return false;
+      if (!ready_for_step(optimizer->syncs_deferred_rows(), synced_here)) return false;
       const auto& batch = state.epoch_batches[static_cast<std::size_t>(state.batch_in_epoch)];
       const auto step_start = Clock::now();
       const std::shared_ptr<PreparedBatch> prepared = prefetcher.prepared(state.batch_in_epoch, batches, prepare);
       steps.seed_step(config.seed, state.step);
-      const StepResult result = steps.train_step(*in.method, stage, batch, prepared.get(), ctx, optimizer->parameters(), control.stop_requested, control.paused);
-      if (!std::isfinite(result.loss))
-        throw Error("step " + std::to_string(state.step) + " (" + epoch_task + "): the loss is " + std::to_string(result.loss) + "; lower lr (" +
-                    std::to_string(config.lr) + ")" + non_finite_loss_advice(config));
+      const StepResult result = steps.train_step(gradient(), stage, batch, prepared.get(), ctx, optimizer->parameters(), control.stop_requested, control.paused);
+      check_finite_loss(result.loss, state.step, epoch_task, config);
       const double lr = optimizer->step(state.step - state.stage_start_step);
       ++state.step;
       samples += static_cast<std::int64_t>(batch.size());
@@ -335,6 +330,19 @@ struct Trainer::Impl {
     progress.finish();
     events.epoch_end(stage.name, epochs.offset(index) + static_cast<double>(state.epoch + 1), samples,
                      std::chrono::duration<double>(Clock::now() - epoch_start).count());
+    return true;
+  }
+
+  /// Fits the current epoch of a stage trained without gradients; returns false when max_steps stopped it.
+  bool fit_epoch(StageFitting& fitting, const StageSpec& stage, std::size_t index, TrainContext& ctx, Progress& progress) {
+    const FittedEpochHooks hooks{.ready_for_part = [this](std::int64_t part) { state.batch_in_epoch = part; return ready_for_step(false, false); },
+                                 .fitted = [&](std::int64_t part, std::int64_t total, double objective, Clock::duration took) {
+                                   ++state.step;
+                                   const double at = epochs.offset(index) + static_cast<double>(state.epoch) + static_cast<double>(part + 1) / static_cast<double>(total);
+                                   events.step(stage.name, stage.loss_series, total * stage.epochs, at, objective, /*lr=*/std::numeric_limits<double>::quiet_NaN(), 0, took);
+                                 }};
+    if (!xmc::fit_epoch(fitting, stage, ctx, epoch_task(stage), progress, hooks)) return false;
+    events.epoch_end(stage.name, epochs.offset(index) + static_cast<double>(state.epoch + 1), 0, 0);
     return true;
   }
 
@@ -401,16 +409,12 @@ struct Trainer::Impl {
       EvalResult result = evaluate(epochs.offset(in.stages.size()), /*final=*/true);
       checkpoint();
       return finish(result, /*completed=*/true);
-    } catch (const StopRequested&) {
-      return stopped_on_request("stopped at step " + std::to_string(state.step) + " (checkpoint written)");
-    } catch (const EpochStartStopped&) {
-      return stopped_on_request("stopped before epoch " + std::to_string(state.epoch + 1) + "'s training, while its batches or shortlists were made, at step " +
-                                std::to_string(state.step) + " (checkpoint written; a resume starts that epoch again)");
+    } catch (const StopRequested& stopped) {
+      return stopped_on_request(stopped.outcome(state.step));
+    } catch (const EpochStartStopped& stopped) {
+      return stopped_on_request(stopped.outcome(state.step, state.epoch));
     } catch (const EvaluationStopped& stopped) {
-      // Training since the last checkpoint is kept; the evaluation is not recorded. A resume goes on training, or
-      // after the last step (or max_steps) runs the final evaluation again.
-      return stopped_on_request("stopped during the evaluation at step " + std::to_string(state.step) + " (checkpoint written; " +
-                                (stopped.final ? "a resume runs the final evaluation" : "a resume goes on training without that evaluation") + ")");
+      return stopped_on_request(stopped.outcome(state.step));
     } catch (const std::exception& e) {
       progress.finish();
       const std::string message = describe_training_failure(e, state.step, config, setup.describe_peers);

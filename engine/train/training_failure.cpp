@@ -2,7 +2,18 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/loss/loss_options.h"
+
 namespace xmc {
+
+void check_finite_loss(double loss, std::int64_t step, const std::string& task, const TrainConfig& config) {
+  if (std::isfinite(loss)) return;
+  throw Error("step " + std::to_string(step) + " (" + task + "): the loss is " + std::to_string(loss) + "; lower lr (" + std::to_string(config.lr) + ")" +
+              non_finite_loss_advice(config));
+}
 
 std::string describe_training_failure(const std::exception& error, std::int64_t step, const TrainConfig& config,
                                       const std::function<std::string()>& describe_peers) {

@@ -507,6 +507,19 @@ TEST(Cli, XrlinearTrainsPredictsResumesAndRefusesBadOptionsByKey) {
   EXPECT_NE(r.output.find("xrlinear on data"), std::string::npos) << "named without an encoder or loss: " << r.output;
   EXPECT_NE(r.output.find("  xrlinear  "), std::string::npos) << "the method column holds the name whole: " << r.output;
   EXPECT_NE(r.output.find("  tree  "), std::string::npos) << r.output;
+  {
+    // Fitted without gradients: each part of the rankers is a point of the loss curve (its rankers' mean objective),
+    // and there is no learning rate to plot.
+    const RunStore store(db);
+    const auto losses = store.scalars(run, "loss");
+    ASSERT_EQ(losses.size(), 7u);
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      EXPECT_EQ(losses[i].step, static_cast<std::int64_t>(i + 1));
+      EXPECT_TRUE(std::isfinite(losses[i].value) && losses[i].value >= 0) << losses[i].value;
+    }
+    EXPECT_DOUBLE_EQ(losses.back().epoch, 1.0);
+    EXPECT_TRUE(store.scalars(run, "lr").empty());
+  }
 
   r = xmc("predict --db " + db + " --run " + std::to_string(run) + " --text key4 --top 3 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;

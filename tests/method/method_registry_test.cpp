@@ -81,7 +81,8 @@ TEST(MethodRegistry, DexmlsHeadAndWhatDecaysAreOptions) {
       for (const auto& item : method->module().named_parameters()) has_head = has_head || item.key().rfind("de_head.", 0) == 0;
       EXPECT_EQ(has_head, head == "tanh_linear");
       std::size_t parameters = 0, decayed = 0;
-      for (const ParameterGroup& group : method->parameter_groups(method->stages().front())) {
+      ASSERT_NE(method->gradient_steps(), nullptr);
+      for (const ParameterGroup& group : method->gradient_steps()->parameter_groups(method->stages().front())) {
         parameters += group.parameters.size();
         if (group.weight_decay == 0.02) decayed += group.parameters.size();
       }
@@ -89,6 +90,19 @@ TEST(MethodRegistry, DexmlsHeadAndWhatDecaysAreOptions) {
       if (decay == "all") EXPECT_EQ(decayed, parameters);
       else EXPECT_LT(decayed, parameters);  // biases (and the head) keep out of it
     }
+  }
+}
+
+// How a method's stages train is one capability or the other: gradient steps for the dual encoders, fitting for the
+// tree of linear rankers (no optimiser, no learning rate, no parameter groups).
+TEST(MethodRegistry, AMethodTrainsByGradientStepsOrIsFitted) {
+  for (const auto& [name, fitted] : std::vector<std::pair<std::string, bool>>{{"dexml", false}, {"ngame", false}, {"unidec", false}, {"xrlinear", true}}) {
+    SCOPED_TRACE(name);
+    TrainConfig config;
+    config.method = name;
+    const auto method = make_method(component_config(config));
+    EXPECT_EQ(method->stage_fitting() != nullptr, fitted);
+    EXPECT_EQ(method->gradient_steps() != nullptr, !fitted);
   }
 }
 

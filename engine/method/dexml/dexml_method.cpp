@@ -9,7 +9,7 @@
 namespace xmc {
 namespace {
 
-class DexmlMethod final : public Method {
+class DexmlMethod final : public GradientMethod {
  public:
   explicit DexmlMethod(const ComponentConfig& config) : config_(config), training_(config_) {}
 

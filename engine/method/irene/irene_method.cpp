@@ -39,7 +39,7 @@ TORCH_MODULE(IreneModel);
 
 std::vector<std::int64_t> to_int64(const std::vector<std::int32_t>& v) { return {v.begin(), v.end()}; }
 
-class IreneMethod final : public Method, public LabelSynthesis {
+class IreneMethod final : public GradientMethod, public LabelSynthesis {
  public:
   explicit IreneMethod(const ComponentConfig& config) : config_(config) {}
 

@@ -19,7 +19,7 @@
 namespace xmc {
 namespace {
 
-class NgameMethod final : public Method {
+class NgameMethod final : public GradientMethod {
  public:
   explicit NgameMethod(const ComponentConfig& config) : config_(config), encoder_training_(config_) {}
 

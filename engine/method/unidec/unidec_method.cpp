@@ -53,7 +53,7 @@ UnidecSpace space_named(const std::string& name) {
   return UnidecSpace::De;
 }
 
-class UnidecMethod final : public Method {
+class UnidecMethod final : public GradientMethod {
  public:
   UnidecMethod(const ComponentConfig& config, bool with_classifiers)
       : config_(config), with_classifiers_(with_classifiers), loss_(&loss_entry(config.get<LossOptions>().kind)),

@@ -58,8 +58,9 @@ constexpr const char* kVectorizerFile = "tfidf.txt";
 /// The training queries' tf-idf rows and labels, which xrlinear.knn's neighbours are drawn from.
 constexpr const char* kNeighbourFeaturesFile = "neighbour_features.csr";
 constexpr const char* kNeighbourLabelsFile = "neighbour_labels.csr";
-/// About this many steps per epoch, so that the progress bar and the loss plot move.
-constexpr std::int64_t kStepsPerEpoch = 100;
+/// A stage's rankers are fit in about this many parts of similar cost, so that the progress bar and the loss plot
+/// move, and a stop or a time-placed checkpoint waits at most for one part.
+constexpr std::int64_t kPartsPerStage = 100;
 /// Something chosen on held-out rows (xrlinear.choose, xrlinear.fusion_weight_from): the stage that fits the trees
 /// again on every training query.
 constexpr const char* kEveryRowStage = "rankers-all";
@@ -305,7 +306,7 @@ class FusedRanker final : public QueryRanker {
   std::shared_ptr<const NeighbourVotes> neighbours_;  ///< with xrlinear.knn
 };
 
-class XrlinearMethod final : public Method {
+class XrlinearMethod final : public Method, public StageFitting {
  public:
   explicit XrlinearMethod(const ComponentConfig& config) : config_(config), options_(config.get<XrlinearOptions>()) {
     check_ranker_options(options_.rankers(config.run.seed));
@@ -316,16 +317,17 @@ class XrlinearMethod final : public Method {
   bool builds_on_another_run() const override { return options_.dense_run > 0; }
   bool ranks_given_features() const override { return options_.features == "given"; }
   void use_store(const RunStore& store) override { store_ = &store; }
+  StageFitting* stage_fitting() override { return this; }
+  /// Each part's loss is the mean training objective of its rankers (liblinear's, per node).
   std::vector<StageSpec> stages() const override {
     const StageSpec every_row{.name = kEveryRowStage, .epoch_label = "rankers on every row, epoch", .epochs = 1, .loss_series = "loss",
-                              .clip_gradients = false, .evaluate_between_epochs = false, .batches_are_training_rows = false};
-    // The choice's one step has no loss: its outcome is the chosen settings and every candidate's score, in the log.
+                              .evaluate_between_epochs = false};
+    // The choice is one part without a loss: its outcome is the chosen settings and every candidate's score, in the log.
     if (chooses_settings(options_))
       return {{.name = kChoiceStage, .epoch_label = "choosing on held-out queries, epoch", .epochs = 1, .loss_series = "",
-               .clip_gradients = false, .evaluate_between_epochs = false, .evaluate_at_end = false, .batches_are_training_rows = false},
+               .evaluate_between_epochs = false, .evaluate_at_end = false},
               every_row};
-    std::vector<StageSpec> out{{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .clip_gradients = false,
-                                .evaluate_between_epochs = false, .batches_are_training_rows = false}};
+    std::vector<StageSpec> out{{.name = "rankers", .epoch_label = "rankers epoch", .epochs = 1, .loss_series = "loss", .evaluate_between_epochs = false}};
     if (chooses_fusion_weight()) out.push_back(every_row);
     return out;
   }
@@ -400,7 +402,7 @@ class XrlinearMethod final : public Method {
       restriction_.reset();  // chosen by the stage's one step, from the vectorizer's every n-gram
       chosen_ngrams_ = 0;
       features_ = training_features(context);
-      batches_ = {{0}};
+      parts_ = {{}};  // one part, the choice, without units
       return;
     }
     features_ = training_features(context);
@@ -415,7 +417,7 @@ class XrlinearMethod final : public Method {
       }
       if (options_.knn > 0) write_neighbours();
       start_ranker_training();
-      batches_ = unit_batches();
+      parts_ = unit_parts();
       return;
     }
     // The rankers and the tree learn from the rows that train: without the held-out ones, when there are some.
@@ -429,7 +431,7 @@ class XrlinearMethod final : public Method {
     if (trees_.empty()) build_trees(context);
     if (options_.knn > 0) write_neighbours();
     start_ranker_training();
-    batches_ = unit_batches();
+    parts_ = unit_parts();
   }
   void end_stage(const StageSpec& stage, TrainContext& context) override {
     training_.clear();
@@ -437,26 +439,35 @@ class XrlinearMethod final : public Method {
     train_labels_ = CsrMatrix{};
     if (stage.name != kEveryRowStage && chooses_fusion_weight()) choose_fusion_weight(context);
   }
-  std::vector<ParameterGroup> parameter_groups(const StageSpec&) override { return {}; }
-  std::int64_t batches_per_epoch(const StageSpec&) const override { return static_cast<std::int64_t>(batches_.size()); }
-  std::vector<std::vector<std::int64_t>> epoch_batches(const StageSpec&, std::int64_t, TrainContext&) override { return batches_; }
-  StepResult train_step(const StageSpec& stage, std::span<const std::int64_t> batch, const PreparedBatch*, TrainContext& context) override {
+  /// Parts fitted in order: those whose every unit is trained are done (a checkpoint keeps which units are).
+  FitParts fit_parts(const StageSpec& stage) const override {
+    if (stage.name == kChoiceStage) return {.done = 0, .total = 1};  // chosen again when resumed before the stage's end
+    const auto total = static_cast<std::int64_t>(parts_.size());
+    std::int64_t done = 0;
+    while (done < total && std::all_of(parts_[static_cast<std::size_t>(done)].begin(), parts_[static_cast<std::size_t>(done)].end(),
+                                       [this](std::int64_t unit) { return unit_trained(unit); }))
+      ++done;
+    return {.done = done, .total = total};
+  }
+  double fit_part(const StageSpec& stage, std::int64_t part, TrainContext& context) override {
+    if (part < 0 || part >= static_cast<std::int64_t>(parts_.size()))
+      throw Error("xrlinear: part " + std::to_string(part) + " of stage " + stage.name + " does not exist (" + std::to_string(parts_.size()) + " parts)");
     if (stage.name == kChoiceStage) {
       choose_on_held_out(context);
-      return {.loss = 0};  // not stored (the stage's loss_series is "")
+      return kNoObjective;  // not stored (the stage's loss_series is "")
     }
-    if (training_.empty()) throw Error("xrlinear: a training step before the stage began");
+    if (training_.empty()) throw Error("xrlinear: a part fitted before its stage began");
     torch::NoGradGuard no_grad;
-    double loss = 0;
-    for (const std::int64_t unit : batch) {
-      // Units are numbered tree after tree.
-      if (unit < 0 || unit >= unit_start_.back()) throw Error("xrlinear: training unit " + std::to_string(unit) + " does not exist");
-      const auto t = static_cast<std::size_t>(std::upper_bound(unit_start_.begin(), unit_start_.end(), unit) - unit_start_.begin() - 1);
-      const std::int64_t local = unit - unit_start_[t];
-      loss += training_[t]->train(local, options_.rankers(tree_seed(static_cast<std::int64_t>(t))), trees_[t].rankers);
+    double objective = 0;
+    std::int64_t fitted = 0;
+    for (const std::int64_t unit : parts_[static_cast<std::size_t>(part)]) {
+      if (unit_trained(unit)) continue;  // trained before a resume from an older checkpoint, whose parts were cut otherwise
+      const auto [t, local] = tree_unit(unit);
+      objective += training_[t]->train(local, options_.rankers(tree_seed(static_cast<std::int64_t>(t))), trees_[t].rankers);
       trained_units_[t].at(static_cast<std::size_t>(local)) = 1;
+      ++fitted;
     }
-    return {.loss = batch.empty() ? 0.0 : loss / static_cast<double>(batch.size())};
+    return fitted == 0 ? kNoObjective : objective / static_cast<double>(fitted);
   }
 
   torch::Tensor encode_queries(const std::string&, const TokenizedCorpus&, Progress&, std::string_view) override {
@@ -863,27 +874,35 @@ class XrlinearMethod final : public Method {
     return std::make_shared<const NeighbourVotes>(features, labels);
   }
 
-  /// The units not trained yet, tree after tree, in order, cut into about kStepsPerEpoch batches of similar cost.
-  std::vector<std::vector<std::int64_t>> unit_batches() const {
-    std::vector<std::pair<std::int64_t, std::int64_t>> pending;  // (unit, its cost)
+  /// Unit `unit` (numbered tree after tree) as its tree and its number in that tree, while a stage runs.
+  std::pair<std::size_t, std::int64_t> tree_unit(std::int64_t unit) const {
+    if (unit < 0 || unit_start_.empty() || unit >= unit_start_.back()) throw Error("xrlinear: training unit " + std::to_string(unit) + " does not exist");
+    const auto t = static_cast<std::size_t>(std::upper_bound(unit_start_.begin(), unit_start_.end(), unit) - unit_start_.begin() - 1);
+    return {t, unit - unit_start_[t]};
+  }
+  bool unit_trained(std::int64_t unit) const {
+    const auto [t, local] = tree_unit(unit);
+    return trained_units_.at(t).at(static_cast<std::size_t>(local)) != 0;
+  }
+
+  /// Every unit of the stage, tree after tree, in order, cut into about kPartsPerStage parts of similar cost (the
+  /// same parts after a resume, whose trained units say how far it got).
+  std::vector<std::vector<std::int64_t>> unit_parts() const {
     std::int64_t total = 0;
     for (std::size_t t = 0; t < training_.size(); ++t)
-      for (std::int64_t u = 0; u < training_[t]->num_units(); ++u) {
-        if (trained_units_[t][static_cast<std::size_t>(u)]) continue;
-        pending.emplace_back(unit_start_[t] + u, training_[t]->unit_cost(u));
-        total += pending.back().second;
-      }
-    const std::int64_t per_batch = std::max<std::int64_t>(1, total / kStepsPerEpoch);
+      for (std::int64_t u = 0; u < training_[t]->num_units(); ++u) total += training_[t]->unit_cost(u);
+    const std::int64_t per_part = std::max<std::int64_t>(1, total / kPartsPerStage);
     std::vector<std::vector<std::int64_t>> out;
     std::int64_t cost = 0;
-    for (const auto& [unit, unit_cost] : pending) {
-      if (out.empty() || cost >= per_batch) {
-        out.emplace_back();
-        cost = 0;
+    for (std::size_t t = 0; t < training_.size(); ++t)
+      for (std::int64_t u = 0; u < training_[t]->num_units(); ++u) {
+        if (out.empty() || cost >= per_part) {
+          out.emplace_back();
+          cost = 0;
+        }
+        out.back().push_back(unit_start_[t] + u);
+        cost += training_[t]->unit_cost(u);
       }
-      out.back().push_back(unit);
-      cost += unit_cost;
-    }
     return out;
   }
 
@@ -908,7 +927,7 @@ class XrlinearMethod final : public Method {
   int chosen_ngrams_ = 0;                      ///< xrlinear.choose: the n-gram length chosen (0 until chosen)
   double chosen_knn_weight_ = -1;              ///< and the knn weight (-1: no neighbours)
   bool trees_fit_on_every_row_ = false;        ///< the trees are the "rankers-all" stage's (held-out rows included)
-  std::vector<std::vector<std::int64_t>> batches_;
+  std::vector<std::vector<std::int64_t>> parts_;  ///< the current stage's parts of training units (unit_parts), or the choice's one empty part
 };
 
 }  // namespace
