@@ -176,9 +176,10 @@ OptionGroup evaluation_option_group() {
       .text("eval.index", &TrainConfig::eval_index, {},
             "How test queries search the labels: auto (default: ivf from eval.approximate_above labels, exact below), exact, "
             "ivf[:probe=64,size=N], hnsw[:M,ef,efc] or faiss:<factory>. Approximate: faster on many labels, some recall lost (at 1.3M labels "
-            "ivf:probe=64 kept 0.54-0.93 of UniDEC's exact top 10: bench/RESULTS.md); auto doubles the probe until each mode keeps 0.95 of "
-            "its exact top 10 on 500 test queries, and searches exactly when half the clusters do not. The log gives each mode's recall@10 "
-            "against exact on 1,000 sampled test queries")
+            "ivf:probe=64 kept 0.54-0.93 of UniDEC's exact top 10: bench/RESULTS.md); auto tunes the probe as hard-negative shortlists do "
+            "(lowered by a third while each mode keeps 0.95 of its exact top 10 on 500 test queries, else raised by half until it does), "
+            "and searches exactly when half the clusters do not. hard.search takes the same descriptions. The log gives each mode's "
+            "recall@10 against exact on 1,000 sampled test queries")
       .integer("eval.approximate_above", &TrainConfig::eval_approximate_above, 1, kNoMax,
                "With eval.index = auto: the label count from which evaluations search the labels through an inverted file (exact "
                "search costs test queries x labels: ~1 h for 970k queries at 1.3M labels on 2 cores)")

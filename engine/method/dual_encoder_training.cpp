@@ -54,14 +54,7 @@ torch::Tensor DualEncoderTraining::refreshed_shortlist(XmcModel& model, TrainCon
                              }};
   const std::int64_t num_labels = labels.count;
   const NegativesOptions& negatives = config_.get<NegativesOptions>();
-  const ShortlistSearch search{
-      .kind = negatives.search,
-      .ann_above = negatives.search_above,
-      .cluster_size = negatives.cluster_size,
-      .probe = negatives.probe,
-      .max_probe = negatives.max_probe,
-      .bfloat16_products = negatives.bfloat16_products(),
-      .bfloat16_labels = negatives.bfloat16_labels()};
+  const ShortlistSearch search = shortlist_search(negatives);
   ShortlistReport report;
   // The training queries (this rank's share of them in data-parallel training) are embedded a slice at a time
   // as the search reaches them (2.3 GB held otherwise at 2.25M queries x 256).

@@ -15,6 +15,7 @@
 #include "engine/index/clustered_search.h"
 #include "engine/index/exact_search.h"
 #include "engine/index/hnsw_index.h"
+#include "engine/index/probe_tuning.h"
 #include "engine/index/sampled_queries.h"
 #include "engine/index/streaming_top_k.h"
 
@@ -72,13 +73,16 @@ torch::Tensor exact_shortlist(const RowEmbeddings& queries, const torch::Tensor&
 /// The HNSW graph's best `size` labels of each query that are not its positives: it is asked for `size` plus the
 /// most positives any query has, so that removing them leaves `size` (fewer only where the graph found fewer).
 torch::Tensor hnsw_shortlist(const RowEmbeddings& queries, const torch::Tensor& labels, const CsrMatrix& positives, std::int64_t size,
-                             Progress& progress, SampledQueries& sample) {
+                             const ShortlistSearch& search, Progress& progress, SampledQueries& sample) {
   const torch::Tensor keys = labels.detach().to(torch::kCPU, torch::kFloat32).contiguous();
   const std::int64_t num_labels = keys.size(0), dim = keys.size(1);
   std::int64_t most_positives = 0;
   for (std::int64_t r = 0; r < positives.rows; ++r) most_positives = std::max(most_positives, positives.row_size(r));
   const std::int64_t k = std::min(num_labels, size + most_positives);
-  HnswIndex index(dim, {.M = 16, .ef_construction = 100, .ef_search = std::max<std::int64_t>(2 * k, 64), .num_threads = at::get_num_threads()});
+  HnswIndex index(dim, {.M = search.hnsw_links,
+                        .ef_construction = search.hnsw_build_candidates,
+                        .ef_search = search.hnsw_search_candidates > 0 ? std::max(search.hnsw_search_candidates, k) : std::max<std::int64_t>(2 * k, 64),
+                        .num_threads = at::get_num_threads()});
   progress.start("hard-negative shortlists: HNSW graph over " + std::to_string(num_labels) + " labels", num_labels);
   constexpr std::int64_t kAddChunk = 65536;
   for (std::int64_t first = 0; first < num_labels; first += kAddChunk) {
@@ -301,6 +305,22 @@ std::string checked_search(const ShortlistSearch& search, std::int64_t num_label
 
 }  // namespace
 
+ShortlistSearch shortlist_search(const NegativesOptions& options) {
+  const ShortlistSearchSpec spec = check_shortlist_search(options);
+  const auto given = [&spec](const char* key, std::int64_t otherwise) { return spec.keys.count(key) != 0 ? spec.keys.at(key) : otherwise; };
+  ShortlistSearch search{.kind = spec.kind,
+                         .ann_above = options.search_above,
+                         .cluster_size = given("size", options.cluster_size),
+                         .probe = given("probe", options.probe),
+                         .max_probe = options.max_probe,
+                         .bfloat16_products = options.bfloat16_products(),
+                         .bfloat16_labels = options.bfloat16_labels()};
+  search.hnsw_links = given("M", search.hnsw_links);
+  search.hnsw_build_candidates = given("efc", search.hnsw_build_candidates);
+  search.hnsw_search_candidates = given("ef", search.hnsw_search_candidates);
+  return search;
+}
+
 std::int64_t ivf_labels_per_cluster(const ShortlistSearch& search, std::int64_t num_labels) {
   if (search.cluster_size < 0) throw ConfigError("hard.cluster_size must be 0 (about sqrt(labels) / 4) or more, got " + std::to_string(search.cluster_size));
   if (search.cluster_size > 0) return search.cluster_size;
@@ -308,11 +328,6 @@ std::int64_t ivf_labels_per_cluster(const ShortlistSearch& search, std::int64_t 
 }
 
 namespace {
-
-/// The next probe tried when `probe` keeps too little: half as many clusters again (at least one more), up to the cap.
-std::int64_t raised_probe(std::int64_t probe, std::int64_t cap) { return std::min(cap, probe + std::max<std::int64_t>(1, probe / 2)); }
-/// The next probe tried when `probe` keeps enough: a third fewer clusters (at least one fewer, at least one).
-std::int64_t lowered_probe(std::int64_t probe) { return std::max<std::int64_t>(1, probe - std::max<std::int64_t>(1, probe / 3)); }
 
 /// An IVF refresh over clustered labels: the probe is raised from search.probe toward search.recall_target on the
 /// sampled queries, or lowered while they keep it (their embeddings, exclusions and exact shortlists given), then every query is searched and the
@@ -327,21 +342,15 @@ torch::Tensor tuned_ivf_shortlist(const RowEmbeddings& queries, const KeyCluster
     ClusteredSearchOptions options;
     options.bfloat16_products = search.bfloat16_products;
     options.exclude = sample_exclusions;
-    const auto keeps_target = [&](std::int64_t tried) {
-      options.probe = tried;
-      const torch::Tensor found = clusters.search(sample_queries, std::min(size, clusters.size()), options).indices;
-      return mean_share(found, exact, std::min<std::int64_t>(10, size)) >= search.recall_target;
-    };
-    if (keeps_target(probe)) {
-      // Trained embeddings may keep the target at fewer clusters than the first probe (0.99 at 64 of 4,546 clusters at
-      // 1.3M labels): the refresh's products and selection shrink with the probe.
-      while (probe > 1 && keeps_target(lowered_probe(probe))) probe = lowered_probe(probe);
-    } else {
-      while (probe < search.max_probe && probe < clusters.clusters()) {
-        probe = raised_probe(probe, search.max_probe);
-        if (keeps_target(probe)) break;
-      }
-    }
+    // Trained embeddings may keep the target at fewer clusters than the first probe (0.99 at 64 of 4,546 clusters at
+    // 1.3M labels): the refresh's products and selection shrink with the probe.
+    probe = tune_probe({.first = probe, .max = std::min(search.max_probe, clusters.clusters()), .target = search.recall_target},
+                       [&](std::int64_t tried) {
+                         options.probe = tried;
+                         const torch::Tensor found = clusters.search(sample_queries, std::min(size, clusters.size()), options).indices;
+                         return std::vector<double>{mean_share(found, exact, std::min<std::int64_t>(10, size))};
+                       })
+                .probe;
   }
   progress.start("hard-negative shortlists (IVF top-" + std::to_string(size) + ")", queries.count);
   torch::Tensor ids = ivf_shortlist(queries, clusters, positives, size, probe, search.bfloat16_products, progress, own, nullptr);
@@ -373,7 +382,7 @@ torch::Tensor hard_negative_shortlist(const RowEmbeddings& queries, torch::Tenso
   const CsrMatrix sampled_positives = csr_rows(positives, sample.rows());
   torch::Tensor ids;
   if (own.how == "hnsw") {
-    ids = hnsw_shortlist(queries, labels, positives, size, progress, sample);
+    ids = hnsw_shortlist(queries, labels, positives, size, search, progress, sample);
     torch::Tensor exact;
     if (!sample.rows().empty()) {
       ExactSearchOptions options;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/core/progress.h"
+#include "engine/sampler/negatives_options.h"
 #include "engine/data/csr_matrix.h"
 
 namespace xmc {
@@ -33,10 +34,19 @@ struct ShortlistSearch {
   /// rounded labels scored in float32; implied by bfloat16_products.
   bool bfloat16_labels = false;
   std::int64_t recall_sample = 1000;  ///< queries the approximate shortlists are checked on against exact ones
+  /// With hnsw: the graph's links per node, candidate list while building, and while searching (0: twice the labels
+  /// asked for, at least 64).
+  std::int64_t hnsw_links = 16;
+  std::int64_t hnsw_build_candidates = 100;
+  std::int64_t hnsw_search_candidates = 0;
 
   /// With ivf: whether the labels are held in bfloat16 (asked for, or implied by bfloat16 products).
   bool holds_labels_in_bfloat16() const { return bfloat16_products || bfloat16_labels; }
 };
+
+/// The search the hard.* options describe (hard.search's description, its parameters standing in for hard.probe and
+/// hard.cluster_size). Throws ConfigError as check_shortlist_search() does.
+ShortlistSearch shortlist_search(const NegativesOptions& options);
 
 /// With ivf: the labels per cluster `search` asks for over `num_labels` labels (search.cluster_size, or its default).
 std::int64_t ivf_labels_per_cluster(const ShortlistSearch& search, std::int64_t num_labels);

@@ -1,6 +1,13 @@
 #include "engine/sampler/negatives_options.h"
 
+#include <map>
+#include <set>
+#include <string_view>
+#include <tuple>
+
 #include "engine/config/option_group_builder.h"
+#include "engine/core/error.h"
+#include "engine/index/index_keys.h"
 #include "engine/sampler/negatives_kind.h"
 #include "engine/core/cpu_features.h"
 
@@ -32,10 +39,12 @@ OptionGroup negatives_option_group(const std::vector<NegativesKind>& kinds) {
                "batch's sampled positives). Untrained embeddings rank labels by chance, and an approximate search of them keeps "
                "little of their exact top 10 (0.30 at 1.3M labels, bench/RESULTS.md)")
       .when("negatives=hard")
-      .text("hard.search", &NegativesOptions::search, {"auto", "exact", "ivf", "hnsw"},
-            "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found: exact top-k; ivf, an inverted file of "
-            "label clusters (spherical k-means, hard.cluster_size labels each; each query searches hard.probe of them); an HNSW graph "
-            "over the labels; or auto: ivf from hard.search_above labels, exact below. Approximate shortlists log their "
+      .text("hard.search", &NegativesOptions::search, {},
+            "How hard-negative shortlists (hard.* and UniDEC's psl.*) are found, in eval.index's words: exact top-k; "
+            "ivf[:probe=N,size=N], an inverted file of label clusters (spherical k-means, size labels each, hard.cluster_size "
+            "when not given; each query searches probe of them, hard.probe when not given, then tuned: hard.max_probe); "
+            "hnsw[:M=N,ef=N,efc=N], an HNSW graph over the labels (M 16, efc 100, ef twice the labels asked for when not given); "
+            "or auto: ivf from hard.search_above labels, exact below. Approximate shortlists log their "
             "recall against exact on 1,000 sampled queries at every refresh (bench/RESULTS.md: at 1.3M labels HNSW was no "
             "faster than exact on 2 cores)")
       .when("negatives=hard")
@@ -69,7 +78,36 @@ OptionGroup negatives_option_group(const std::vector<NegativesKind>& kinds) {
             "labels) and each probed cluster is scored in float32. float32: labels held and scored in float32")
       .when("negatives=all;" + dual_encoder_methods)
       .integer("all.label_chunk", &NegativesOptions::label_chunk, 1, 1 << 24, "Labels encoded per chunk when negatives = all")
+      .validate([](const TrainConfig& config) { check_shortlist_search(config.get<NegativesOptions>()); })
       .build();
+}
+
+ShortlistSearchSpec check_shortlist_search(const NegativesOptions& options) {
+  // The kinds of eval.index's descriptions (engine/index/index_factory.h) that shortlists are found by, with their keys.
+  static const std::map<std::string, std::set<std::string>> kinds{{"auto", {}}, {"exact", {}}, {"ivf", {"probe", "size"}}, {"hnsw", {"M", "ef", "efc"}}};
+  const std::string& text = options.search;
+  const auto refuse = [&text](const std::string& why) {
+    throw ConfigError("hard.search: \"" + text + "\" " + why + "; shortlists are found by exact, ivf[:probe=N,size=N], hnsw[:M=N,ef=N,efc=N] or auto");
+  };
+  const auto colon = text.find(':');
+  ShortlistSearchSpec spec{.kind = text.substr(0, colon)};
+  const auto kind = kinds.find(spec.kind);
+  if (kind == kinds.end()) refuse(spec.kind == "faiss" ? "ranks evaluations only (eval.index)" : "is not a search description");
+  if (colon != std::string::npos) {
+    if (kind->second.empty()) refuse("takes no parameters");
+    parse_key_values(std::string_view(text).substr(colon + 1), refuse, [&](const std::string& key, std::int64_t value) {
+      if (kind->second.count(key) == 0) refuse("has the unknown " + spec.kind + " key \"" + key + "\"");
+      spec.keys[key] = value;
+    });
+  }
+  // The ivf description's parameters stand in for hard.probe and hard.cluster_size: both given is one too many.
+  const NegativesOptions defaults;
+  for (const auto& [key, former, value, default_value] : {std::tuple{"probe", "hard.probe", options.probe, defaults.probe},
+                                                          std::tuple{"size", "hard.cluster_size", options.cluster_size, defaults.cluster_size}})
+    if (spec.keys.count(key) != 0 && value != default_value)
+      throw ConfigError("hard.search \"" + text + "\" gives " + key + "=" + std::to_string(spec.keys.at(key)) + " and " + former + " gives " +
+                        std::to_string(value) + ": give it once");
+  return spec;
 }
 
 bool NegativesOptions::bfloat16_products() const {

@@ -7,6 +7,7 @@
 #include "engine/index/exact_search.h"
 #include "engine/index/index_factory.h"
 #include "engine/index/ivf_index.h"
+#include "engine/index/probe_tuning.h"
 #include "engine/index/sampled_queries.h"
 
 namespace xmc {
@@ -120,15 +121,13 @@ void ProbeCalibration::write_to(EvalResult& result, std::size_t mode) const {
 }
 
 ProbeCalibration calibrate_probe(std::int64_t first_probe, std::int64_t clusters, std::int64_t queries, double target,
-                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at) {
-  ProbeCalibration out{.clusters = clusters, .queries = queries};
-  for (out.probe = first_probe;; out.probe *= 2) {
-    out.recall_at_10 = recall_at(out.probe);
-    if (std::all_of(out.recall_at_10.begin(), out.recall_at_10.end(), [&](double recall) { return recall >= target; })) return out;
-    if (2 * out.probe > clusters / 2) break;  // the next probe would scan more than half the labels
-  }
-  out.fell_back_to_exact = true;
-  return out;
+                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at,
+                                 const std::function<void(std::int64_t probe)>& use_probe) {
+  // Scanning more than half the clusters costs about what exact search does.
+  const TunedProbe tuned =
+      tune_probe({.first = std::min(first_probe, clusters), .max = std::max<std::int64_t>(1, clusters / 2), .target = target}, recall_at);
+  use_probe(tuned.probe);
+  return {.probe = tuned.probe, .clusters = clusters, .queries = queries, .recall_at_10 = tuned.recall_at_10, .fell_back_to_exact = !tuned.reached};
 }
 
 double share_of_exact_top(const torch::Tensor& found, const torch::Tensor& exact) {
@@ -235,10 +234,13 @@ struct RankingEvaluation::Impl {
     if (ivf == nullptr || setup.recall_target <= 0 || queries.size(0) == 0) return;
     const torch::Tensor sample = evenly_spaced_rows(queries, 500);
     const torch::Tensor exact = exact_top_10(sample);
-    calibration = calibrate_probe(ivf->options().probe, ivf->clusters(), sample.size(0), setup.recall_target, [&](std::int64_t probe) {
-      ivf->set_probe(probe);
-      return std::vector<double>{recall_at_10(sample, exact)};
-    });
+    calibration = calibrate_probe(
+        ivf->options().probe, ivf->clusters(), sample.size(0), setup.recall_target,
+        [&](std::int64_t probe) {
+          ivf->set_probe(probe);
+          return std::vector<double>{recall_at_10(sample, exact)};
+        },
+        [&](std::int64_t probe) { ivf->set_probe(probe); });
     if (!calibration.fell_back_to_exact) return;
     // Exact search instead, on the label matrix in place (as for index "exact"); the index goes.
     index.reset();

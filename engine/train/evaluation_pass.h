@@ -31,9 +31,10 @@ struct EvaluationSetup {
   /// With an approximate index: test queries (an even sample) whose top 10 is also found exactly, for the recall
   /// (measured once, when the result is asked for).
   std::int64_t recall_sample = 1000;
-  /// With an inverted file (ivf): before ranking, its probe is doubled from the one specified until its recall@10
-  /// against exact search, on up to 500 rows of the first slice of test queries, reaches this; when no probe up to
-  /// half the clusters does, the labels are searched exactly instead. 0: the index as specified.
+  /// With an inverted file (ivf): before ranking, its probe is tuned (engine/index/probe_tuning.h: lowered while its
+  /// recall@10 against exact search, on up to 500 rows of the first slice of test queries, keeps this, else raised
+  /// until it does); when no probe up to half the clusters does, the labels are searched exactly instead. 0: the
+  /// index as specified.
   double recall_target = 0;
 };
 
@@ -88,11 +89,13 @@ struct ProbeCalibration {
   void write_to(EvalResult& result, std::size_t mode = 0) const;
 };
 
-/// Doubles the probe from `first_probe` until every mode's recall@10 against exact search reaches `target`: each try
-/// calls `recall_at(probe)`, which sets the indexes' probe and returns each mode's recall on the `queries`
-/// calibration rows. Falls back to exact when the next probe would scan more than half of the `clusters`.
+/// Tunes the probe from `first_probe` to the cheapest that keeps every mode's recall@10 against exact search at
+/// `target` (tune_probe, up to half the `clusters`): each try calls `recall_at(probe)`, which sets the indexes' probe
+/// and returns each mode's recall on the `queries` calibration rows; `use_probe` then sets the one found. Falls back
+/// to exact when no probe up to half the clusters keeps the target.
 ProbeCalibration calibrate_probe(std::int64_t first_probe, std::int64_t clusters, std::int64_t queries, double target,
-                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at);
+                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at,
+                                 const std::function<void(std::int64_t probe)>& use_probe);
 
 /// The metrics' accumulator for an evaluation of `setup` over `num_labels` labels.
 StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels);

@@ -87,11 +87,11 @@ RunEvaluation::RunEvaluation(const Dataset& dataset, const TrainConfig& config, 
   check_eval_index(config.eval_index);
   setup_.index = resolved_eval_index(config.eval_index, dataset.num_labels(), config.eval_approximate_above);
   if (config.eval_index == "auto" && setup_.index != "exact") {
-    // The automatic choice keeps its promise: each evaluation raises the probe until the inverted file keeps
-    // kAutoEvalRecallTarget of the exact top 10, or searches exactly.
+    // The automatic choice keeps its promise: each evaluation tunes the probe to the fewest clusters that keep
+    // kAutoEvalRecallTarget of the exact top 10 (engine/index/probe_tuning.h), or searches exactly.
     setup_.recall_target = kAutoEvalRecallTarget;
     phase("evaluations search the labels through an inverted file (" + setup_.index + "; eval.index auto: " + std::to_string(dataset.num_labels()) +
-          " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) + "), its probe raised until it keeps " +
+          " labels, from eval.approximate_above " + std::to_string(config.eval_approximate_above) + "), its probe tuned to the fewest clusters that keep " +
           two_decimals(kAutoEvalRecallTarget) + " of the exact top 10 (exact search when half the clusters do not), the recall logged");
   }
 }

@@ -28,8 +28,8 @@ class SharedCandidateEvaluation {
  public:
   /// `label_matrices`: one per mode, all of the same labels (rows); `proposers`: the modes (indexes into
   /// `label_matrices`) whose index searches give the candidates. With setup.recall_target and inverted files, the
-  /// probe of every proposing index is doubled from the one specified until each mode's recall@10 against its exact
-  /// search, on up to 500 rows of the first slice, reaches the target; when no probe up to half the clusters does,
+  /// probe of every proposing index is tuned (calibrate_probe) to the fewest clusters at which each mode's recall@10
+  /// against its exact search, on up to 500 rows of the first slice, keeps the target; when no probe up to half the clusters does,
   /// every mode is ranked exactly (its label matrix in place).
   SharedCandidateEvaluation(const std::vector<torch::Tensor>& label_matrices, const std::vector<std::size_t>& proposers, const EvaluationSetup& setup);
   ~SharedCandidateEvaluation();

@@ -4,6 +4,9 @@
 // the model or its data.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/config/component_config.h"
@@ -274,6 +277,44 @@ TEST(OptionGroups, KeysThatDoNotApplyToTheRunAreRefusedByName) {
   const std::vector<std::string> ignored = refuse_inapplicable_keys({"epochs", "encoder.dim", "xrlinear.trees"}, tree);
   ASSERT_EQ(ignored.size(), 2u);
   EXPECT_EQ(ignored[0].rfind("epochs does not shape xrlinear runs", 0), 0u) << ignored[0];
+}
+
+// hard.search takes eval.index's descriptions of the searches shortlists can use, parameters included; each refusal
+// names the key, the text and what is wrong.
+TEST(OptionGroups, HardSearchTakesTheEvaluationsSearchDescriptions) {
+  const auto parsed = [](const std::string& search, const std::string& more = "") {
+    TrainConfig config = parse_train_config(R"({"method": "dexml", "negatives": "hard", "hard.search": ")" + search + "\"" + more + "}");
+    check_shortlist_search(config.get<NegativesOptions>());  // what the group's validation runs before a run starts
+    return config;
+  };
+  for (const std::string search : {"auto", "exact", "ivf", "ivf:probe=8", "ivf:probe=8,size=100", "hnsw", "hnsw:M=8,ef=50,efc=40"}) {
+    SCOPED_TRACE(search);
+    EXPECT_EQ(parsed(search).get<NegativesOptions>().search, search);
+  }
+  const ShortlistSearchSpec spec = check_shortlist_search(parsed("ivf:probe=8,size=100").get<NegativesOptions>());
+  EXPECT_EQ(spec.kind, "ivf");
+  EXPECT_EQ(spec.keys, (std::map<std::string, std::int64_t>{{"probe", 8}, {"size", 100}}));
+  for (const auto& [search, more, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"faiss:Flat", "", "\"faiss:Flat\" ranks evaluations only (eval.index)"},
+           {"annoy", "", "\"annoy\" is not a search description"},
+           {"ivf:prob=3", "", "has the unknown ivf key \"prob\""},
+           {"ivf:probe=0", "", "has probe=0, which is not a positive whole number"},
+           {"ivf:probe=4,probe=5", "", "gives probe twice"},
+           {"exact:probe=4", "", "takes no parameters"},
+           {"ivf:probe=4", R"(, "hard.probe": 32)", "gives probe=4 and hard.probe gives 32: give it once"},
+           {"ivf:size=50", R"(, "hard.cluster_size": 80)", "gives size=50 and hard.cluster_size gives 80: give it once"}}) {
+    SCOPED_TRACE(search);
+    try {
+      parsed(search, more);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("hard.search"), std::string::npos) << message;
+      EXPECT_NE(message.find(why), std::string::npos) << message;
+    }
+  }
+  // Without parameters, hard.probe and hard.cluster_size say what the inverted file uses.
+  EXPECT_NO_THROW(parsed("ivf", R"(, "hard.probe": 32, "hard.cluster_size": 80)"));
 }
 
 TEST(OptionGroups, AComponentSeesTheRunContextAndTheOptionsOfTheRunsComponentsOnly) {

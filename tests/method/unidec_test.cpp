@@ -20,6 +20,7 @@
 #include "engine/method/held_out_queries.h"
 #include "engine/method/trained_run.h"
 #include "engine/records/chosen_settings.h"
+#include "engine/index/index_factory.h"
 #include "engine/sampler/hard_negative_shortlist.h"
 #include "engine/sampler/psl_batch.h"
 #include "engine/store/run_store.h"
@@ -436,6 +437,44 @@ TEST(HardNegativeShortlist, IvfRefreshRaisesItsProbeTowardTheRecallTarget) {
   hard_negative_shortlist(queries, labels, positives, size, silent_progress(), {.kind = "ivf", .probe = 1, .max_probe = 2}, &capped);
   EXPECT_EQ(capped.probed, 2) << "probe 1 keeps under 0.95 (asserted above), and 2 is the cap";
   EXPECT_LE(capped.recall_at_10, raised.recall_at_10);
+}
+
+// hard.search's descriptions are eval.index's: each is an index description too, and its parameters reach the search
+// (standing in for hard.probe and hard.cluster_size); a described probe searches as the same probe given by key.
+TEST(HardNegativeShortlist, HardSearchDescribesItsSearchAsEvalIndexDoes) {
+  for (const std::string spec : {"exact", "ivf", "ivf:probe=8,size=100", "hnsw", "hnsw:M=8,ef=50,efc=40"}) EXPECT_NO_THROW(check_index_spec(spec)) << spec;
+  NegativesOptions options;
+  options.search = "ivf:probe=8,size=100";
+  ShortlistSearch search = shortlist_search(options);
+  EXPECT_EQ(search.kind, "ivf");
+  EXPECT_EQ(search.probe, 8);
+  EXPECT_EQ(search.cluster_size, 100);
+  options.search = "ivf";
+  options.probe = 32;
+  search = shortlist_search(options);
+  EXPECT_EQ(search.probe, 32);
+  EXPECT_EQ(search.cluster_size, 0);
+  options = NegativesOptions{};
+  options.search = "hnsw:M=8,ef=50,efc=40";
+  search = shortlist_search(options);
+  EXPECT_EQ(search.kind, "hnsw");
+  EXPECT_EQ(search.hnsw_links, 8);
+  EXPECT_EQ(search.hnsw_search_candidates, 50);
+  EXPECT_EQ(search.hnsw_build_candidates, 40);
+
+  const std::int64_t size = 20;
+  const ShortlistProblem problem = shortlist_problem(8, 30, 16, 400, 3000, 0.5, {{11, 0}});
+  options = NegativesOptions{};
+  options.search = "ivf:probe=3";
+  options.max_probe = 3;  // no tuning: the probe as described
+  options.precision = "float32";
+  ShortlistReport described, keyed;
+  const torch::Tensor by_description = hard_negative_shortlist(problem.queries, problem.labels, problem.positives, size, silent_progress(),
+                                                               shortlist_search(options), &described);
+  const torch::Tensor by_key = hard_negative_shortlist(problem.queries, problem.labels, problem.positives, size, silent_progress(),
+                                                       {.kind = "ivf", .probe = 3}, &keyed);
+  EXPECT_EQ(described.probed, 3);
+  EXPECT_TRUE(torch::equal(by_description, by_key));
 }
 
 // A first probe that already keeps 0.95 of the sampled queries' exact top 10 is lowered by a third at a time (at

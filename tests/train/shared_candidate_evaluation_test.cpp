@@ -61,36 +61,58 @@ std::vector<EvalResult> evaluate_three_modes(const TwoBlocks& labels, const torc
   return evaluation.results();
 }
 
-TEST(CalibrateProbe, DoublesUntilEveryModeReachesTheTargetOrHalfTheClustersWouldBeScanned) {
-  // Two modes; recalls by probe, worked by hand: at 4 the second mode misses 0.9, at 8 both reach it.
+TEST(CalibrateProbe, TunesUntilEveryModeKeepsTheTargetOrHalfTheClustersWouldBeScanned) {
+  // Two modes; recalls by probe, worked by hand: below 8 the second mode misses 0.9, from 8 both keep it. From 4 the
+  // probe is raised by half (4, 6, 9); 9 keeps it, and the indexes are left at 9.
   std::vector<std::int64_t> tried;
-  const ProbeCalibration reached = calibrate_probe(4, 40, 500, 0.9, [&](std::int64_t probe) {
-    tried.push_back(probe);
-    return probe < 8 ? std::vector<double>{0.95, 0.5} : std::vector<double>{0.92, 0.96};
-  });
-  EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 8}));
-  EXPECT_EQ(reached.probe, 8);
+  std::int64_t used = 0;
+  const ProbeCalibration reached = calibrate_probe(
+      4, 40, 500, 0.9,
+      [&](std::int64_t probe) {
+        tried.push_back(probe);
+        return probe < 8 ? std::vector<double>{0.95, 0.5} : std::vector<double>{0.92, 0.96};
+      },
+      [&](std::int64_t probe) { used = probe; });
+  EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 6, 9}));
+  EXPECT_EQ(reached.probe, 9);
+  EXPECT_EQ(used, 9);
   EXPECT_FALSE(reached.fell_back_to_exact);
   EvalResult second;
   reached.write_to(second, 1);
-  EXPECT_EQ(second.search_probe, 8);
+  EXPECT_EQ(second.search_probe, 9);
   EXPECT_EQ(second.search_clusters, 40);
   EXPECT_EQ(second.calibration_queries, 500);
   EXPECT_DOUBLE_EQ(second.calibration_recall_at_10, 0.96);
   EXPECT_FALSE(second.search_fell_back_to_exact);
-  // Never reached with 40 clusters: 4, 8, 16 are tried (32 would scan more than 20 of them), then exact search.
+  // Never reached with 40 clusters: 4, 6, 9, 13, 19, 20 are tried (no more than 20 of them), then exact search.
   tried.clear();
-  const ProbeCalibration missed = calibrate_probe(4, 40, 500, 0.9, [&](std::int64_t probe) {
-    tried.push_back(probe);
-    return std::vector<double>{0.99, 0.8};
-  });
-  EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 8, 16}));
-  EXPECT_EQ(missed.probe, 16);
+  const ProbeCalibration missed = calibrate_probe(
+      4, 40, 500, 0.9,
+      [&](std::int64_t probe) {
+        tried.push_back(probe);
+        return std::vector<double>{0.99, 0.8};
+      },
+      [&](std::int64_t probe) { used = probe; });
+  EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 6, 9, 13, 19, 20}));
+  EXPECT_EQ(missed.probe, 20);
   EXPECT_TRUE(missed.fell_back_to_exact);
   EvalResult first;
   missed.write_to(first, 0);
   EXPECT_TRUE(first.search_fell_back_to_exact);
   EXPECT_DOUBLE_EQ(first.calibration_recall_at_10, 0.99);
+  // A first probe that keeps the target is lowered while it still does (16, 11, 8), and the indexes use the last kept.
+  tried.clear();
+  const ProbeCalibration lowered = calibrate_probe(
+      16, 40, 500, 0.9,
+      [&](std::int64_t probe) {
+        tried.push_back(probe);
+        return probe >= 10 ? std::vector<double>{0.97, 0.95} : std::vector<double>{0.97, 0.7};
+      },
+      [&](std::int64_t probe) { used = probe; });
+  EXPECT_EQ(tried, (std::vector<std::int64_t>{16, 11, 8}));
+  EXPECT_EQ(lowered.probe, 11);
+  EXPECT_EQ(used, 11);
+  EXPECT_FALSE(lowered.fell_back_to_exact);
   // Not calibrated: the fields a result has when its search was used as specified.
   EvalResult untouched;
   ProbeCalibration{}.write_to(untouched);

@@ -220,9 +220,10 @@ TEST(Training, EvaluationSearchesThroughTheConfiguredIndex) {
   const std::vector<std::string> auto_lines = recall_lines(dir / "auto-ivf.sqlite");
   ASSERT_EQ(auto_lines.size(), 3u) << "the switch announced, then two evaluations";
   EXPECT_EQ(auto_lines[0], "evaluations search the labels through an inverted file (ivf; eval.index auto: 12 labels, from eval.approximate_above 12), "
-                           "its probe raised until it keeps 0.95 of the exact top 10 (exact search when half the clusters do not), the recall logged");
-  // 12 labels make one cluster: probe 64 searches it whole, so the calibration keeps the inverted file.
-  EXPECT_EQ(auto_lines[1], "evaluation (embedding): ivf search at probe 64 of 1 cluster kept 1.000 of the exact top 10 on " + std::to_string(test_rows) +
+                           "its probe tuned to the fewest clusters that keep 0.95 of the exact top 10 (exact search when half the clusters do not), the recall logged");
+  // 12 labels make one cluster: the probe starts at it (64 clusters are not there to search) and keeps the whole top 10,
+  // so the calibration keeps the inverted file.
+  EXPECT_EQ(auto_lines[1], "evaluation (embedding): ivf search at probe 1 of 1 cluster kept 1.000 of the exact top 10 on " + std::to_string(test_rows) +
                                " test queries; recall@10 1.000 against exact on " + std::to_string(test_rows) + " sampled test queries");
   for (const char* metric : {"P@1", "P@5"}) {
     EXPECT_DOUBLE_EQ(below.metrics.get(metric), exact.metrics.get(metric)) << metric;

@@ -170,15 +170,7 @@ class UnidecMethod final : public GradientMethod {
       // reaches them (2.3 GB held otherwise at 2.25M queries x 256).
       const RowEmbeddings queries = encoded ? encoded->for_refresh(encode_queries) : RowEmbeddings{.count = context.train_corpus.size(), .embed = encode_queries};
       torch::Tensor shortlist = hard_negative_shortlist(queries, labels, context.dataset.train_labels, config_.get<PslOptions>().shortlist,
-                                                              context.progress,
-                                                              {.kind = negatives.search,
-                                                               .ann_above = negatives.search_above,
-                                                               .cluster_size = negatives.cluster_size,
-                                                               .probe = negatives.probe,
-                                                               .max_probe = negatives.max_probe,
-                                                               .bfloat16_products = negatives.bfloat16_products(),
-                                                               .bfloat16_labels = negatives.bfloat16_labels()},
-                                                              &report);
+                                                        context.progress, shortlist_search(negatives), &report);
       if (report.approximate) context.phase(report.describe(context.dataset.num_labels(), config_.get<PslOptions>().shortlist));
       window_.refresh(std::move(shortlist), epoch, context.label_pool_rng);  // shuffled in place, not beside a copy
     }
