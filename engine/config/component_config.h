@@ -34,8 +34,8 @@ struct RunContext {
 
 class ComponentConfig {
  public:
-  ComponentConfig(RunContext run, ComponentOptions options, std::set<std::type_index> part_of_run)
-      : run(std::move(run)), options_(std::move(options)), part_of_run_(std::move(part_of_run)) {}
+  ComponentConfig(RunContext context, ComponentOptions options, std::set<std::type_index> part_of_run)
+      : run(std::move(context)), options_(std::move(options)), part_of_run_(std::move(part_of_run)) {}
 
   RunContext run;
 

@@ -13,7 +13,7 @@ namespace xmc {
 
 class RunStore;
 
-struct TrainConfig;
+class ComponentConfig;
 
 /// A mark on the training plots at the start of an epoch (shortlists refreshed, a stage begins).
 struct EpochMark {
@@ -31,27 +31,29 @@ struct MethodInfo {
   /// The method's own option groups: they matter only when this method (or another that lists the same
   /// group) is chosen.
   std::vector<OptionGroup> option_groups;
+  // The hooks see what a component sees of its run (component_config.h): the run context and the options of the
+  // run's components.
   /// Epochs trained after the `epochs` of the first stage (NGAME: its M4 epochs); null = none.
-  std::function<std::int64_t(const TrainConfig&)> later_stage_epochs;
+  std::function<std::int64_t(const ComponentConfig&)> later_stage_epochs;
   /// The marks the method adds to the training plots (its shortlist refreshes, its later stages); null = none.
-  std::function<std::vector<EpochMark>(const TrainConfig&)> milestones;
+  std::function<std::vector<EpochMark>(const ComponentConfig&)> milestones;
   /// For a method that builds on another run (IRENE on a finished run with classifiers): that run's id in
   /// `config`. Null for a method that trains its own encoder.
-  std::function<std::int64_t(const TrainConfig&)> base_run;
+  std::function<std::int64_t(const ComponentConfig&)> base_run;
   /// The step loss is a sum of several heads' and directions' terms (UniDEC's DE and CLF): the plots label it with
   /// the method's name beside the loss's, and compare it only with the same method's.
   bool loss_sums_terms = false;
   /// For such a method: throws ConfigError naming the key when the base run (its config and status, read from
   /// the store) cannot serve `config`. Checked before the new run is recorded, so a mistake leaves no failed run.
-  std::function<void(const TrainConfig& config, const TrainConfig& base_config, const std::string& base_status)> check_base_run;
+  std::function<void(const ComponentConfig& config, const ComponentConfig& base_config, const std::string& base_status)> check_base_run;
   /// False for a method without an encoder trained by a loss (xrlinear): the encoder, loss and optimiser keys
   /// do not shape its runs, and its runs are not named after them.
   bool trains_encoder = true;
   /// Epochs of the first stage when the method fixes them (xrlinear's one pass over its rankers); null = `epochs`.
-  std::function<std::int64_t(const TrainConfig&)> first_stage_epochs;
+  std::function<std::int64_t(const ComponentConfig&)> first_stage_epochs;
   /// Throws ConfigError naming the key when `config` names another run of `store` that cannot serve it (xrlinear's
   /// dense run to fuse with). Checked before the new run is recorded, so a mistake leaves no failed run; null = none.
-  std::function<void(const TrainConfig& config, const RunStore& store)> check_runs_it_reads;
+  std::function<void(const ComponentConfig& config, const RunStore& store)> check_runs_it_reads;
 };
 
 struct EncoderInfo {
@@ -66,7 +68,7 @@ struct BatchOrderInfo {
   std::string description;  ///< one line for help texts
   std::vector<OptionGroup> option_groups;  ///< they matter only when this order is chosen
   /// The marks it adds to the training plots (re-clustering); null = none.
-  std::function<std::vector<EpochMark>(const TrainConfig&)> milestones;
+  std::function<std::vector<EpochMark>(const ComponentConfig&)> milestones;
 };
 
 /// Every registered method, encoder and batch order, in the order help texts list them (engine/registry).

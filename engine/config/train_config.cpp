@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/core/memory_budget.h"
 #include "engine/config/option_group_builder.h"
@@ -338,8 +339,9 @@ std::string to_json(const TrainConfig& config) {
 
 std::int64_t total_epochs(const TrainConfig& config) {
   const MethodInfo& method = method_info(config.method);
-  const std::int64_t first = method.first_stage_epochs ? method.first_stage_epochs(config) : config.epochs;
-  return first + (method.later_stage_epochs ? method.later_stage_epochs(config) : 0);
+  const ComponentConfig components = component_config(config);
+  const std::int64_t first = method.first_stage_epochs ? method.first_stage_epochs(components) : config.epochs;
+  return first + (method.later_stage_epochs ? method.later_stage_epochs(components) : 0);
 }
 
 void validate(const TrainConfig& config) {

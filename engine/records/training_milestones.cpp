@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/sampler/query_batcher_options.h"
 
@@ -19,11 +20,12 @@ std::vector<TrainingMilestone> training_milestones(const TrainConfig& config) {
   // IRENE, which builds on a finished run, nor xrlinear: their configs' batch order is never used), then the
   // method's.
   const auto& method = method_info(config.method);
+  const ComponentConfig components = component_config(config);
   if (const auto& order = batch_order_info(config.get<QueryBatcherOptions>().type); order.milestones && method.trains_encoder && !method.base_run)
-    for (const EpochMark& mark : order.milestones(config)) at[mark.epoch].push_back(mark.label);
+    for (const EpochMark& mark : order.milestones(components)) at[mark.epoch].push_back(mark.label);
   // The method's own marks: its shortlist refreshes, its later stages (NGAME's M4).
   if (method.milestones)
-    for (const EpochMark& mark : method.milestones(config)) at[mark.epoch].push_back(mark.label);
+    for (const EpochMark& mark : method.milestones(components)) at[mark.epoch].push_back(mark.label);
 
   std::vector<TrainingMilestone> out;
   for (auto& [epoch, labels] : at) {

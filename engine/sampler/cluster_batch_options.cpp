@@ -3,6 +3,7 @@
 #include <limits>
 #include <map>
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/config/train_config.h"
@@ -32,10 +33,10 @@ BatchOrderInfo cluster_batch_order_info() {
                                           "[3, 6]", "Epochs at which the cluster size C doubles")
                                 .build()},
           .milestones =
-              [](const TrainConfig& config) {
+              [](const ComponentConfig& config) {
                 // Marks on the encoder's epochs only: later stages (NGAME's M4) train with the encoder frozen.
                 const ClusterBatchOptions& options = config.get<ClusterBatchOptions>();
-                const std::int64_t start = options.start_epoch, end = config.epochs;
+                const std::int64_t start = options.start_epoch, end = config.run.epochs;
                 std::vector<EpochMark> marks;
                 if (start >= end) return marks;
                 if (start > 0) marks.push_back({start, "clusters, C = " + std::to_string(cluster_size_at(options, start))});

@@ -1,5 +1,6 @@
 #include "engine/session/predictor.h"
 
+#include "engine/config/component_config.h"
 #include "engine/model/cpu_thread_policy.h"
 
 #include <ATen/Parallel.h>
@@ -240,7 +241,7 @@ Predictor Predictor::open(const std::filesystem::path& db_path, std::int64_t run
         continue;
       }
       const MethodInfo& method = method_info(config.method);
-      if (!method.base_run || method.base_run(config) != run_id) continue;
+      if (!method.base_run || method.base_run(component_config(config)) != run_id) continue;
       impl->synthesizer = load_trained_run(*impl->store, info.id, device);
       impl->synthesized_by = config.method + " run " + std::to_string(info.id);
       break;

@@ -3,6 +3,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/config/component_config.h"
 #include "engine/core/allocator_tuning.h"
 #include "engine/core/blas_threads.h"
 #include "engine/core/error.h"
@@ -51,9 +52,11 @@ std::vector<RunInfo> Session::base_run_choices(const TrainConfig& config) const 
   const MethodInfo& method = method_info(config.method);
   std::vector<RunInfo> choices;
   if (!method.base_run || !method.check_base_run) return choices;
+  const ComponentConfig components = component_config(config);
   for (RunInfo& run : store().list_runs()) {  // newest first
     try {
-      method.check_base_run(config, parse_train_config(run.config_json, "run " + std::to_string(run.id) + " config"), to_string(run.status));
+      method.check_base_run(components, component_config(parse_train_config(run.config_json, "run " + std::to_string(run.id) + " config")),
+                            to_string(run.status));
       choices.push_back(std::move(run));
     } catch (const std::exception&) {  // not one it can build on (or a config this version cannot read)
     }

@@ -1,5 +1,6 @@
 #include "engine/train/training_run.h"
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/train_config.h"
 #include "engine/core/error.h"
@@ -57,13 +58,15 @@ TrainingRun::TrainingRun(TrainConfig config, const std::filesystem::path& db_pat
   if (config.name.empty()) config.name = default_run_name(config);
   auto store = std::make_unique<RunStore>(db_path);
   // A method built on another run (IRENE) checks it before this run is recorded: a mistake leaves no failed run.
+  const ComponentConfig components = component_config(config);
   if (const MethodInfo& method = method_info(config.method); method.base_run && method.check_base_run) {
-    const std::int64_t base_id = method.base_run(config);
+    const std::int64_t base_id = method.base_run(components);
     const std::optional<RunInfo> base = store->find_run(base_id);
     if (!base) throw ConfigError(config.method + ".base_run: there is no run " + std::to_string(base_id) + " in " + db_path.string());
-    method.check_base_run(config, parse_train_config(base->config_json, "run " + std::to_string(base_id) + " config"), to_string(base->status));
+    method.check_base_run(components, component_config(parse_train_config(base->config_json, "run " + std::to_string(base_id) + " config")),
+                          to_string(base->status));
   }
-  if (const MethodInfo& method = method_info(config.method); method.check_runs_it_reads) method.check_runs_it_reads(config, *store);
+  if (const MethodInfo& method = method_info(config.method); method.check_runs_it_reads) method.check_runs_it_reads(components, *store);
   NewRun run;
   run.name = config.name;
   run.config_json = to_json(config);

@@ -178,7 +178,7 @@ TEST(OptionGroups, EachMethodSaysItsStagesAndMarks) {
   EXPECT_FALSE(static_cast<bool>(method_info("unidec").base_run));
   apply_config_overrides(c, {"method=irene", "irene.base_run=4"});
   ASSERT_TRUE(static_cast<bool>(method_info("irene").base_run));
-  EXPECT_EQ(method_info("irene").base_run(c), 4);
+  EXPECT_EQ(method_info("irene").base_run(component_config(c)), 4);
   EXPECT_THROW(method_info("svm"), ConfigError);
   // xrlinear trains its rankers in one pass whatever `epochs` says, and has no encoder to name its runs by.
   apply_config_overrides(c, {"method=xrlinear", "epochs=6"});

@@ -1,5 +1,6 @@
 #include "engine/method/dexml/dexml_info.h"
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/method/dexml/dexml_options.h"
@@ -10,12 +11,12 @@
 
 namespace xmc {
 
-std::vector<EpochMark> hard_negative_shortlist_marks(const TrainConfig& config) {
+std::vector<EpochMark> hard_negative_shortlist_marks(const ComponentConfig& config) {
   const NegativesOptions& negatives = config.get<NegativesOptions>();
   if (!negatives_kind(negatives.kind).draws_from_shortlists) return {};
   // Searched at the start of hard.start_epoch, then every refresh_every epochs; epoch 0 is not marked.
   const std::int64_t start = negatives.start_epoch;
-  return periodic_marks(start > 0 ? start : negatives.refresh_every, negatives.refresh_every, config.epochs, "shortlists");
+  return periodic_marks(start > 0 ? start : negatives.refresh_every, negatives.refresh_every, config.run.epochs, "shortlists");
 }
 
 OptionGroup dexml_option_group() {

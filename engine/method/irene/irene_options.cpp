@@ -1,5 +1,6 @@
 #include "engine/method/irene/irene_options.h"
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/core/error.h"
@@ -36,23 +37,23 @@ MethodInfo irene_method_info() {
                .build()},
           // After its last epoch the generator kept (the weighted sum until a trained one beats it on the selection labels)
           // replaces the last epoch's: the final evaluation's step from the curve is that swap, marked where it happens.
-          .milestones = [](const TrainConfig& config) {
-            if (config.get<IreneOptions>().generator == "weighted_sum" || config.epochs <= 0) return std::vector<EpochMark>{};
-            return std::vector<EpochMark>{{config.epochs, "best generator kept"}};
+          .milestones = [](const ComponentConfig& config) {
+            if (config.get<IreneOptions>().generator == "weighted_sum" || config.run.epochs <= 0) return std::vector<EpochMark>{};
+            return std::vector<EpochMark>{{config.run.epochs, "best generator kept"}};
           },
-          .base_run = [](const TrainConfig& config) { return config.get<IreneOptions>().base_run; },
-          .check_base_run = [](const TrainConfig& config, const TrainConfig& base, const std::string& base_status) {
+          .base_run = [](const ComponentConfig& config) { return config.get<IreneOptions>().base_run; },
+          .check_base_run = [](const ComponentConfig& config, const ComponentConfig& base, const std::string& base_status) {
             const std::string run = "irene.base_run: run " + std::to_string(config.get<IreneOptions>().base_run);
-            if (base.method != "ngame" && base.method != "unidec")
-              throw ConfigError(run + " is a " + base.method + " run; irene builds on the classifiers of an ngame or unidec run");
+            if (base.run.method != "ngame" && base.run.method != "unidec")
+              throw ConfigError(run + " is a " + base.run.method + " run; irene builds on the classifiers of an ngame or unidec run");
             if (base_status != "completed")
               throw ConfigError(run + " is " + base_status + "; irene builds on a completed run (continue it first)");
             std::error_code error;
-            if (!std::filesystem::equivalent(base.dataset, config.dataset, error))
-              throw ConfigError(run + " trained on " + base.dataset.string() + ", not on " + config.dataset.string() +
+            if (!std::filesystem::equivalent(base.run.dataset, config.run.dataset, error))
+              throw ConfigError(run + " trained on " + base.run.dataset.string() + ", not on " + config.run.dataset.string() +
                                 " (the same zero-shot split is needed)");
-            if (!is_zero_shot_split(config.dataset))
-              throw ConfigError("dataset: " + config.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
+            if (!is_zero_shot_split(config.run.dataset))
+              throw ConfigError("dataset: " + config.run.dataset.string() + " is not a zero-shot split (make one with xmc dataset split-zeroshot)");
           }};
 }
 

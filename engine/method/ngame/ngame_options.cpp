@@ -1,5 +1,6 @@
 #include "engine/method/ngame/ngame_options.h"
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/method/dexml/dexml_info.h"
@@ -16,11 +17,11 @@ MethodInfo ngame_method_info() {
                .number("ngame.fusion", &NgameOptions::fusion, 0, 1, "NGAME: weight of classifier scores in the fused ranking")
                .build(),
                             held_out_option_group()},
-          .later_stage_epochs = [](const TrainConfig& config) { return config.get<NgameOptions>().m4_epochs; },
-          .milestones = [](const TrainConfig& config) {
+          .later_stage_epochs = [](const ComponentConfig& config) { return config.get<NgameOptions>().m4_epochs; },
+          .milestones = [](const ComponentConfig& config) {
             // M1 trains the encoder as DEXML does; M4 comes after its epochs, with the encoder frozen.
             std::vector<EpochMark> marks = hard_negative_shortlist_marks(config);
-            if (config.get<NgameOptions>().m4_epochs > 0) marks.push_back({config.epochs, "M4: classifiers"});
+            if (config.get<NgameOptions>().m4_epochs > 0) marks.push_back({config.run.epochs, "M4: classifiers"});
             return marks;
           }};
 }

@@ -1,5 +1,6 @@
 #include "engine/method/unidec/unidec_options.h"
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/core/error.h"
@@ -11,11 +12,11 @@ namespace xmc {
 
 namespace {
 
-std::vector<EpochMark> psl_shortlist_marks(const TrainConfig& config) {
+std::vector<EpochMark> psl_shortlist_marks(const ComponentConfig& config) {
   if (!negatives_kind(config.get<NegativesOptions>().kind).draws_from_shortlists) return {};
   // Searched at the start of hard.start_epoch, then every τ epochs; epoch 0 is not marked.
   const std::int64_t every = config.get<PslOptions>().refresh_every, start = config.get<NegativesOptions>().start_epoch;
-  return periodic_marks(start > 0 ? start : every, every, config.epochs, "shortlists");
+  return periodic_marks(start > 0 ? start : every, every, config.run.epochs, "shortlists");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "engine/config/component_config.h"
 #include "engine/config/component_info.h"
 #include "engine/config/option_group_builder.h"
 #include "engine/config/train_config.h"
@@ -136,19 +137,19 @@ MethodInfo xrlinear_method_info() {
   return {.name = "xrlinear",
           .description = "classic sparse baseline (PECOS XR-Linear): tf-idf features, PIFA label tree, liblinear rankers, beam search",
           .option_groups = {std::move(group)},
-          .later_stage_epochs = [](const TrainConfig& config) { return fits_on_every_row(config.get<XrlinearOptions>()) ? std::int64_t{1} : std::int64_t{0}; },
-          .milestones = [](const TrainConfig& config) {
+          .later_stage_epochs = [](const ComponentConfig& config) { return fits_on_every_row(config.get<XrlinearOptions>()) ? std::int64_t{1} : std::int64_t{0}; },
+          .milestones = [](const ComponentConfig& config) {
             return fits_on_every_row(config.get<XrlinearOptions>()) ? std::vector<EpochMark>{{1, "rankers on every row"}} : std::vector<EpochMark>{};
           },
           .trains_encoder = false,
-          .first_stage_epochs = [](const TrainConfig&) { return std::int64_t{1}; },
-          .check_runs_it_reads = [](const TrainConfig& config, const RunStore& store) {
+          .first_stage_epochs = [](const ComponentConfig&) { return std::int64_t{1}; },
+          .check_runs_it_reads = [](const ComponentConfig& config, const RunStore& store) {
             const std::int64_t id = config.get<XrlinearOptions>().dense_run;
             if (id <= 0) return;
             const std::string key = "xrlinear.dense_run: run " + std::to_string(id);
             const std::optional<RunInfo> dense = store.find_run(id);
             if (!dense) throw ConfigError("xrlinear.dense_run: there is no run " + std::to_string(id) + " in " + store.path().string());
-            check_fusable_dense_run(config.get<XrlinearOptions>(), config.dataset, parse_train_config(dense->config_json, "run " + std::to_string(id) + " config"));
+            check_fusable_dense_run(config.get<XrlinearOptions>(), config.run.dataset, parse_train_config(dense->config_json, "run " + std::to_string(id) + " config"));
             if (dense->status != RunStatus::Completed)
               throw ConfigError(key + " is " + to_string(dense->status) + "; fuse with a completed run (continue it first)");
           }};
