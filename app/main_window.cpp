@@ -23,11 +23,11 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <nlohmann/json.hpp>
 #include <cstdio>
 
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
+#include "engine/session/run_config_view.h"
 #include "engine/session/run_import.h"
 #include "engine/session/session.h"
 #include "engine/records/evaluation_modes.h"
@@ -58,11 +58,16 @@ namespace {
 
 /// The epochs `info`'s run plans, all stages counted; `fallback` for a config this version cannot read.
 double planned_epochs(const RunInfo& info, double fallback) {
-  try {
-    return static_cast<double>(total_epochs(parse_train_config(info.config_json, "run " + std::to_string(info.id))));
-  } catch (const std::exception&) {
-    return fallback;
-  }
+  const std::shared_ptr<const TrainConfig> config = stored_train_config(info.config_json);
+  return config ? static_cast<double>(total_epochs(*config)) : fallback;
+}
+
+/// `info`'s run config, or Error saying why this version cannot read it.
+const TrainConfig& readable_config(const RunInfo& info, std::shared_ptr<const TrainConfig>& holder) {
+  std::string why;
+  holder = stored_train_config(info.config_json, &why);
+  if (!holder) throw Error("run " + std::to_string(info.id) + ": " + why);
+  return *holder;
 }
 
 /// `content` in a scroll area: below the content's minimum size the tab scrolls, so the window can be made
@@ -402,8 +407,8 @@ void MainWindow::on_point_started(std::int64_t sweep, std::int64_t position, std
   try {
     const Session session(options_.db.toStdString());
     const RunInfo info = session.get_run(run);
-    const TrainConfig config = parse_train_config(info.config_json, "run " + std::to_string(run));
-    live_->begin_run(run, config,
+    std::shared_ptr<const TrainConfig> holder;
+    live_->begin_run(run, readable_config(info, holder),
                      QString("Sweep %1, point %2 of %3 — run %4: %5").arg(sweep).arg(position + 1).arg(points).arg(run).arg(QString::fromStdString(info.name)));
     if (worker_->paused()) live_->progress()->set_paused(true);
     runs_->refresh();
@@ -557,11 +562,7 @@ void MainWindow::refresh_base_run_choices() {
   std::vector<std::pair<std::int64_t, QString>> choices;
   try {
     for (const RunInfo& run : Session(options_.db.toStdString()).base_run_choices(config)) {
-      QString method;
-      try {
-        method = QString::fromStdString(nlohmann::json::parse(run.config_json).value("method", std::string()));
-      } catch (const std::exception&) {
-      }
+      const QString method = QString::fromStdString(config_value_or(*flat_run_config(run.config_json), "method"));
       choices.emplace_back(run.id, QString::fromStdString(run.name) + (method.isEmpty() ? QString() : " (" + method + ")"));
     }
   } catch (const std::exception&) {
@@ -650,7 +651,8 @@ void MainWindow::continue_shown_run() {
   try {
     const std::int64_t run = worker_->resume(live_->shown_run(), options_.db, launch_->processes());
     const Session session(options_.db.toStdString());
-    const TrainConfig config = parse_train_config(session.get_run(run).config_json);
+    std::shared_ptr<const TrainConfig> holder;
+    const TrainConfig& config = readable_config(session.get_run(run), holder);
     follow_timer_->stop();
     live_->progress()->begin_run(static_cast<double>(total_epochs(config)));
     live_->set_label(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(session.get_run(run).name)));

@@ -53,6 +53,42 @@ std::shared_ptr<const FlatConfig> flat_run_config(const std::string& config_json
   return read.emplace(config_json, std::move(flat)).first->second;
 }
 
+std::shared_ptr<const TrainConfig> stored_train_config(const std::string& config_json, std::string* why) {
+  struct Read {
+    std::shared_ptr<const TrainConfig> config;
+    std::string why;  ///< when it did not read
+  };
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Read> read;
+  Read result;
+  {
+    const std::lock_guard lock(mutex);
+    if (const auto it = read.find(config_json); it != read.end()) result = it->second;
+  }
+  if (!result.config && result.why.empty()) {
+    try {
+      result.config = std::make_shared<const TrainConfig>(parse_train_config(config_json, "the run's configuration"));
+    } catch (const std::exception& e) {
+      result.why = e.what();
+    }
+    const std::lock_guard lock(mutex);
+    constexpr std::size_t kMostKept = 20000;  // as flat_run_config
+    if (read.size() >= kMostKept) read.clear();
+    read.emplace(config_json, result);
+  }
+  if (why != nullptr) *why = result.why;
+  return result.config;
+}
+
+std::vector<std::string> keys_not_shaping_run(const std::string& config_json) {
+  const std::shared_ptr<const TrainConfig> config = stored_train_config(config_json);
+  if (!config) return {};
+  std::vector<std::string> out;
+  for (const auto& [key, value] : *flat_run_config(config_json))
+    if (const ConfigKeyInfo* info = find_config_key(key); info != nullptr && !key_applies(*info, *config)) out.push_back(key);
+  return out;
+}
+
 std::string config_value_or(const FlatConfig& config, const std::string& key, const std::string& fallback) {
   const auto it = config.find(key);
   return it == config.end() ? fallback : it->second;

@@ -16,6 +16,7 @@
 #include "engine/records/chosen_settings.h"
 #include "engine/records/evaluation_modes.h"
 #include "engine/records/training_milestones.h"
+#include "engine/session/run_config_view.h"
 #include "engine/session/session.h"
 #include "widgets/live/training_progress.h"
 #include "widgets/plots/decile_plot.h"
@@ -192,7 +193,9 @@ double LiveView::show_stored_run(const Session& session, const RunInfo& info) {
   label_->setText(QString("Run %1: %2 (%3)").arg(info.id).arg(QString::fromStdString(info.name)).arg(QString::fromStdString(to_string(info.status))));
   const double last_epoch = reload_stored_plots(session, info.id);
   try {
-    set_run_notes(parse_train_config(info.config_json, "run " + std::to_string(info.id)));
+    const std::shared_ptr<const TrainConfig> config = stored_train_config(info.config_json);
+    if (!config) throw Error("run " + std::to_string(info.id) + ": its config does not read");
+    set_run_notes(*config);
   } catch (const std::exception&) {
     schedule_marks_.clear();  // a config this version cannot read: no marks rather than wrong ones
     show_marks();

@@ -21,13 +21,11 @@
 #include <exception>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "engine/config/train_config.h"
 #include "engine/core/error.h"
 #include "engine/eval/metric_key.h"
 #include "engine/core/write_failure.h"
@@ -95,30 +93,6 @@ ReportData load_report(const std::filesystem::path& db, std::int64_t run) {
 }
 
 /// Two-column table; `code_keys` sets the keys in a monospace font (configuration keys).
-/// Of a run's flattened configuration, the registered keys that do not shape the run (the registry's key_applies: a
-/// dexml run's irene.*, xrlinear.*, psl.* ...). Unknown keys, and every key of a configuration that no longer reads,
-/// are kept: nothing says they do not apply.
-std::vector<std::string> keys_that_do_not_apply(const std::vector<std::pair<std::string, std::string>>& rows) {
-  nlohmann::json readable = nlohmann::json::object();
-  for (const auto& [key, value] : rows) {
-    if (find_config_key(key) == nullptr) continue;
-    try {
-      readable[key] = nlohmann::json::parse(value);
-    } catch (const nlohmann::json::exception&) {
-      readable[key] = value;  // a string, flattened without its quotes
-    }
-  }
-  std::vector<std::string> out;
-  try {
-    const TrainConfig config = parse_train_config(readable.dump(), "the run's configuration");
-    for (const auto& [key, value] : rows)
-      if (const ConfigKeyInfo* info = find_config_key(key); info != nullptr && !key_applies(*info, config)) out.push_back(key);
-  } catch (const std::exception&) {
-    return {};
-  }
-  return out;
-}
-
 QString key_value_table(const std::vector<std::pair<std::string, std::string>>& rows, bool code_keys = true) {
   QString s = QStringLiteral("<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" class=\"kv\">\n");
   const QString row = code_keys ? QStringLiteral("<tr><td class=\"key\"><code>%1</code></td><td>%2</td></tr>\n")
@@ -303,7 +277,7 @@ QString report_html(const ReportData& d, const std::vector<ReportImage>& images,
       if (row != rows.end()) row->second = chosen_value_text(chosen, row->second);
       else rows.emplace_back(chosen.key, chosen_value_text(chosen, std::string()));
     }
-    const std::vector<std::string> left_out = keys_that_do_not_apply(rows);
+    const std::vector<std::string> left_out = keys_not_shaping_run(r.config_json);
     auto is_left_out = [&](const std::string& key) { return std::find(left_out.begin(), left_out.end(), key) != left_out.end(); };
     // Named by group ("irene.*") where the whole group is left out, else key by key.
     std::map<std::string, std::pair<int, int>> by_prefix;  // prefix -> (rows, rows left out)
