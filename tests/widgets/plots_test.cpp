@@ -235,18 +235,19 @@ class PlotsTest : public QObject {
   }
 
   void loss_plot_leaves_out_the_rate_of_a_method_without_one() {
-    // xrlinear fits its rankers without gradients: its steps record a learning rate of 0. The plot then has no rate
-    // axis and no rate in its legend (it showed an axis from 0 to 1); a run with a rate keeps both.
+    // xrlinear fits its rankers without gradients: its parts record no learning rate (runs stored before recorded 0).
+    // The plot then has no rate axis and no rate in its legend (it showed an axis from 0 to 1, then an empty named
+    // one); a run with a rate keeps both. -1: no rate recorded.
     auto legend_has = [](LossPlot& plot, const QString& name) {
       for (int i = 0; i < plot.legend->itemCount(); ++i)
         if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i)); item && item->plottable()->name() == name) return true;
       return false;
     };
-    for (const double rate : {0.0, 0.001}) {
+    for (const double rate : {-1.0, 0.0, 0.001}) {
       std::vector<xmc::ScalarPoint> points;
       for (int step = 1; step <= 20; ++step) {
         points.push_back({step, step / 10.0, "loss", 1.0 / step, 1000.0 + step});
-        points.push_back({step, step / 10.0, "lr", rate, 1000.0 + step});
+        if (rate >= 0) points.push_back({step, step / 10.0, "lr", rate, 1000.0 + step});
       }
       LossPlot plot;
       plot.resize(720, 440);

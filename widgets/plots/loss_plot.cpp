@@ -613,8 +613,10 @@ void LossPlot::rescale() {
   const QCPRange lr = lr_->data()->valueRange(ok);
   yAxis2->setRange(0, ok && lr.upper > 0 ? lr.upper * 1.08 : 1);
   yAxis2->setTickLabels(ok);  // no made-up 0…1 scale before the first learning rate
-  // A method that fits without gradients (xrlinear) records a rate of 0 at every step: no axis, no curve for it.
-  const bool without_rate = ok && !(lr.upper > 0);
+  // A method fitted without gradients (xrlinear) records no rate beside its losses (runs stored before: a rate of 0):
+  // no axis, no curve for it. Before the first step the axis stays, named.
+  const bool has_losses = !raw_->data()->isEmpty() || !stage_raw_->data()->isEmpty();
+  const bool without_rate = ok ? !(lr.upper > 0) : has_losses;
   yAxis2->setVisible(!without_rate);
   lr_->setVisible(!without_rate);
   // Throughput: a log axis when the rates span more than 10× (M4 on a frozen encoder runs ~100× faster
