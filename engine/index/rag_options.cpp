@@ -13,6 +13,11 @@ OptionGroup rag_option_group() {
       .when("rag.use=on")
       .number("rag.lambda", &RagOptions::lambda, 0, 1, "λ: weight of the labels' part; 1 − λ goes to the neighbours' labels")
       .when("rag.use=on")
+      .text("rag.lambda_from", &RagOptions::lambda_from, {"config", "held-out"},
+            "held-out: each evaluation chooses λ among 0, 0.1, ..., 1 on the training queries the method held out (unidec.concat_holdout, "
+            "holdout.share), ranked against the other training queries, by P@1 + P@3 + P@5; rag.lambda stays unless another beats it by "
+            "more than a standard error. The log shows every λ's score, and the run its choice beside rag.lambda")
+      .when("rag.use=on")
       .number("rag.temperature", &RagOptions::temperature, 1e-6, 100, "Temperature of the softmax over the joint list")
       .build();
 }

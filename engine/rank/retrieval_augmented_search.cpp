@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/data/csr_rows.h"
+#include "engine/eval/held_out_weight_choice.h"
 
 namespace xmc {
 
-RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
-                                      std::int64_t top, const FilterPairs* filter, std::int64_t row_offset) {
+std::vector<RankedPredictions> rank_with_retrieval_at(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
+                                                      std::span<const double> lambdas, std::int64_t top, const FilterPairs* filter, std::int64_t row_offset) {
   if (rag.train_labels == nullptr || rag.train_labels->rows != rag.train_queries.size(0))
     throw ConfigError("rag: " + std::to_string(rag.train_queries.size(0)) + " training query vectors but " +
                       std::to_string(rag.train_labels == nullptr ? 0 : rag.train_labels->rows) + " rows of training labels");
@@ -22,9 +24,8 @@ RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch:
   const std::int64_t k_labels = std::min(rag.top, labels.size(0));
   const std::int64_t k_queries = std::min(rag.top, neighbours.size(0));
 
-  RankedPredictions out{torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)};
-  auto* id_out = out.labels.data_ptr<std::int64_t>();
-  auto* score_out = out.scores.data_ptr<float>();
+  std::vector<RankedPredictions> out;
+  for (std::size_t i = 0; i < lambdas.size(); ++i) out.push_back({torch::full({n, top}, -1, torch::kInt64), torch::zeros({n, top}, torch::kFloat32)});
   constexpr std::int64_t kChunk = 1024;  // queries scored against all labels and training queries at once
   std::unordered_map<std::int64_t, double> score;
   std::vector<std::pair<double, std::int64_t>> ranked;
@@ -43,26 +44,89 @@ RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch:
     const auto* qid = query_ids_c.data_ptr<std::int64_t>();
     const std::int64_t width = k_labels + k_queries;
     for (std::int64_t r = 0; r < rows; ++r) {
-      score.clear();
-      for (std::int64_t j = 0; j < k_labels; ++j) score[lid[r * k_labels + j]] += rag.lambda * p[r * width + j];
-      for (std::int64_t j = 0; j < k_queries; ++j) {
-        const double vote = (1.0 - rag.lambda) * p[r * width + k_labels + j];
-        for (const std::int32_t label : rag.train_labels->row_indices(qid[r * k_queries + j])) score[label] += vote;
-      }
       const auto excluded = (filter != nullptr && !filter->empty()) ? filter->labels_of(row_offset + start + r) : std::vector<std::int32_t>{};
-      ranked.clear();
-      for (const auto& [label, value] : score)
-        if (excluded.empty() || !std::binary_search(excluded.begin(), excluded.end(), static_cast<std::int32_t>(label)))
-          ranked.emplace_back(value, label);
-      // Best first; equal scores by lower label id, as every other ranking here.
-      const auto kept = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(top));
-      std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(kept), ranked.end(),
-                        [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-      for (std::size_t j = 0; j < kept; ++j) {
-        id_out[(start + r) * top + static_cast<std::int64_t>(j)] = ranked[j].second;
-        score_out[(start + r) * top + static_cast<std::int64_t>(j)] = static_cast<float>(ranked[j].first);
+      for (std::size_t i = 0; i < lambdas.size(); ++i) {
+        const double lambda = lambdas[i];
+        auto* id_out = out[i].labels.data_ptr<std::int64_t>();
+        auto* score_out = out[i].scores.data_ptr<float>();
+        score.clear();
+        for (std::int64_t j = 0; j < k_labels; ++j) score[lid[r * k_labels + j]] += lambda * p[r * width + j];
+        for (std::int64_t j = 0; j < k_queries; ++j) {
+          const double vote = (1.0 - lambda) * p[r * width + k_labels + j];
+          for (const std::int32_t label : rag.train_labels->row_indices(qid[r * k_queries + j])) score[label] += vote;
+        }
+        ranked.clear();
+        for (const auto& [label, value] : score)
+          if (excluded.empty() || !std::binary_search(excluded.begin(), excluded.end(), static_cast<std::int32_t>(label)))
+            ranked.emplace_back(value, label);
+        // Best first; equal scores by lower label id, as every other ranking here.
+        const auto kept = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(top));
+        std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(kept), ranked.end(),
+                          [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+        for (std::size_t j = 0; j < kept; ++j) {
+          id_out[(start + r) * top + static_cast<std::int64_t>(j)] = ranked[j].second;
+          score_out[(start + r) * top + static_cast<std::int64_t>(j)] = static_cast<float>(ranked[j].first);
+        }
       }
     }
+  }
+  return out;
+}
+
+RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
+                                      std::int64_t top, const FilterPairs* filter, std::int64_t row_offset) {
+  const double lambda = rag.lambda;
+  return std::move(rank_with_retrieval_at(queries, label_matrix, rag, {&lambda, 1}, top, filter, row_offset).front());
+}
+
+RagLambdaChoice choose_rag_lambda(const RetrievalAugmentation& rag, std::span<const std::int64_t> held_out_rows, const torch::Tensor& label_matrix) {
+  const std::int64_t n = rag.train_queries.size(0);
+  if (rag.train_labels == nullptr || rag.train_labels->rows != n)
+    throw ConfigError("rag: " + std::to_string(n) + " training query vectors but " + std::to_string(rag.train_labels == nullptr ? 0 : rag.train_labels->rows) +
+                      " rows of training labels");
+  // At most kMostQueries of the held-out rows, evenly spaced: the choice's products grow with them.
+  constexpr std::size_t kMostQueries = 5000;
+  std::vector<std::int64_t> held;
+  const std::size_t step_count = std::min(held_out_rows.size(), kMostQueries);
+  for (std::size_t i = 0; i < step_count; ++i) held.push_back(held_out_rows[i * held_out_rows.size() / step_count]);
+  std::vector<char> is_held(static_cast<std::size_t>(n), 0);
+  for (const std::int64_t row : held_out_rows) {
+    if (row < 0 || row >= n) throw Error("rag.lambda_from: held-out row " + std::to_string(row) + " is not a training query (" + std::to_string(n) + ")");
+    is_held[static_cast<std::size_t>(row)] = 1;
+  }
+  // The held-out queries are ranked against the other training queries only: found among the neighbours, each
+  // would vote for its own labels.
+  std::vector<std::int64_t> kept;
+  for (std::int64_t row = 0; row < n; ++row)
+    if (!is_held[static_cast<std::size_t>(row)]) kept.push_back(row);
+  const CsrMatrix kept_labels = csr_rows(*rag.train_labels, kept), truth = csr_rows(*rag.train_labels, held);
+  RetrievalAugmentation others = rag;
+  others.train_queries = rag.train_queries.index_select(0, torch::tensor(kept, torch::kInt64).to(rag.train_queries.device()));
+  others.train_labels = &kept_labels;
+  const torch::Tensor queries = rag.train_queries.index_select(0, torch::tensor(held, torch::kInt64).to(rag.train_queries.device()));
+
+  std::vector<double> lambdas;
+  for (int i = 0; i <= 10; ++i) lambdas.push_back(i / 10.0);
+  if (std::find(lambdas.begin(), lambdas.end(), rag.lambda) == lambdas.end()) lambdas.push_back(rag.lambda);
+  std::sort(lambdas.begin(), lambdas.end());
+  const std::vector<RankedPredictions> ranked = rank_with_retrieval_at(queries, label_matrix, others, lambdas, 5);
+  HeldOutWeightChoice choice(lambdas);
+  std::vector<std::vector<double>> per_query(lambdas.size());
+  for (std::size_t i = 0; i < lambdas.size(); ++i) {
+    const torch::Tensor ids = ranked[i].labels.contiguous();
+    const auto* id = ids.data_ptr<std::int64_t>();
+    for (std::int64_t r = 0; r < ids.size(0); ++r) {
+      per_query[i].push_back(precision_1_3_5({id + r * ids.size(1), static_cast<std::size_t>(ids.size(1))}, truth.row_indices(r)));
+      choice.add_score(i, per_query[i].back());
+    }
+  }
+  choice.add_queries(static_cast<std::int64_t>(held.size()));
+  RagLambdaChoice out{.lambda = choice.best(rag.lambda), .queries = static_cast<std::int64_t>(held.size()), .curve = choice.curve(2)};
+  // A λ other than the configured one must beat it by more than the noise of so few queries.
+  const auto at = [&](double lambda) { return static_cast<std::size_t>(std::find(lambdas.begin(), lambdas.end(), lambda) - lambdas.begin()); };
+  if (out.lambda != rag.lambda && !beats_by_a_standard_error(per_query[at(out.lambda)], per_query[at(rag.lambda)])) {
+    out.best = out.lambda;
+    out.lambda = rag.lambda;
   }
   return out;
 }

@@ -8,6 +8,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "engine/data/csr_matrix.h"
 #include "engine/data/filter_pairs.h"
@@ -28,6 +31,25 @@ struct RetrievalAugmentation {
 /// row_offset + r. Throws ConfigError when train_labels' rows do not match train_queries'.
 RankedPredictions rank_with_retrieval(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
                                       std::int64_t top, const FilterPairs* filter = nullptr, std::int64_t row_offset = 0);
+
+/// rank_with_retrieval() at each of `lambdas` (one ranking each), the products and softmax made once.
+std::vector<RankedPredictions> rank_with_retrieval_at(const torch::Tensor& queries, const torch::Tensor& label_matrix, const RetrievalAugmentation& rag,
+                                                      std::span<const double> lambdas, std::int64_t top, const FilterPairs* filter = nullptr,
+                                                      std::int64_t row_offset = 0);
+
+/// λ chosen on training queries held out of training (rag.lambda_from: held-out).
+struct RagLambdaChoice {
+  double lambda = 0.9;       ///< the λ to rank with
+  std::int64_t queries = 0;  ///< held-out queries it was chosen on
+  std::string curve;         ///< every λ tried with its mean P@1 + P@3 + P@5 on them
+  double best = -1;          ///< when the configured λ was kept: the best mean's λ, which did not beat it by a standard error
+};
+
+/// Chooses RAG's λ on `held_out_rows` of rag.train_queries (at most 5,000 of them, evenly spaced): each is ranked
+/// against `label_matrix` and the other training queries (never itself) at λ = 0, 0.1, ..., 1 and the configured
+/// rag.lambda, scored by P@1 + P@3 + P@5 against its own labels; the best mean wins when it beats the configured λ by
+/// more than one standard error of the paired difference (beats_by_a_standard_error), else the configured λ stays.
+RagLambdaChoice choose_rag_lambda(const RetrievalAugmentation& rag, std::span<const std::int64_t> held_out_rows, const torch::Tensor& label_matrix);
 
 /// The augmented ranking as a searcher: the labels of `labels` (a searcher of every label vector: its label
 /// vectors are read at each search, so labels added to it are ranked too), for query vectors of its encoder.

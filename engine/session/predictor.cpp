@@ -20,6 +20,7 @@
 #include "engine/index/rag_options.h"
 #include "engine/index/index_factory.h"
 #include "engine/method/trained_run.h"
+#include "engine/records/chosen_settings.h"
 #include "engine/store/run_files.h"
 #include "engine/store/run_store.h"
 #include "engine/rank/mode_searcher.h"
@@ -134,8 +135,13 @@ struct Predictor::Impl {
         // A store folder we may not write to: encoded again next time.
       }
     }
+    // With rag.lambda_from held-out, the λ the run's last evaluation chose (a run never evaluated: the configured one).
+    double lambda = options.lambda;
+    if (options.lambda_from == "held-out")
+      for (const ChosenSetting& chosen : chosen_settings(store->scalars_with_prefix(run.run_id, kChosenSettingPrefix)))
+        if (chosen.key == "rag.lambda") lambda = chosen.value;
     searchers.push_back(std::make_unique<RetrievalAugmentedSearcher>(
-        base, RetrievalAugmentation{.train_queries = vectors, .train_labels = &rag_train_labels, .top = options.top, .lambda = options.lambda,
+        base, RetrievalAugmentation{.train_queries = vectors, .train_labels = &rag_train_labels, .top = options.top, .lambda = lambda,
                                     .temperature = options.temperature}));
     mode_names.push_back("rag");
   }

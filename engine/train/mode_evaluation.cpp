@@ -151,12 +151,16 @@ ModeEvaluation evaluate_modes(LabelRanking& ranking, const TokenizedCorpus& test
     const InferenceMode& base_mode = out.modes[*plan.rag_base];
     InferenceMode mode{.name = "rag", .metric_prefix = "rag", .query_encoder = base_mode.query_encoder, .label_matrix = base_mode.label_matrix};
     const std::unique_ptr<LabelSearcher> base = make_mode_searcher(mode);
-    const RetrievalAugmentedSearcher augmented(
-        *base, {.train_queries = ranking.encode_queries(mode.query_encoder, *rag->train_queries, reporter, "encoding training queries (rag)"),
-                .train_labels = rag->train_labels,
-                .top = rag->top,
-                .lambda = rag->lambda,
-                .temperature = rag->temperature});
+    RetrievalAugmentation augmentation{.train_queries = ranking.encode_queries(mode.query_encoder, *rag->train_queries, reporter, "encoding training queries (rag)"),
+                                       .train_labels = rag->train_labels,
+                                       .top = rag->top,
+                                       .lambda = rag->lambda,
+                                       .temperature = rag->temperature};
+    if (rag->held_out_rows != nullptr && !rag->held_out_rows->empty()) {
+      out.rag_lambda = choose_rag_lambda(augmentation, *rag->held_out_rows, mode.label_matrix);
+      augmentation.lambda = out.rag_lambda->lambda;
+    }
+    const RetrievalAugmentedSearcher augmented(*base, std::move(augmentation));
     out.results.push_back(evaluate_searcher(augmented, test_queries, out.queries.at(mode.query_encoder), setup, reporter, "ranking test queries (rag)"));
     out.modes.push_back(std::move(mode));
   }

@@ -3,10 +3,12 @@
 // are encoded once per query encoder (a memory-budgeted slice at a time), each mode's label matrix is ranked
 // (filter pairs removed) and scored with the metrics of engine/eval. The trainer evaluates through it.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/method/label_ranking.h"
+#include "engine/rank/retrieval_augmented_search.h"
 #include "engine/train/evaluation_pass.h"
 
 namespace xmc {
@@ -17,6 +19,7 @@ struct ModeEvaluation {
   /// Test query embeddings per query encoder: every row for an encoder whose whole matrix a mode needs (a subset
   /// mode, rag), else the first (up to 1024) rows: the others were encoded and ranked a slice at a time.
   std::map<std::string, torch::Tensor> queries;
+  std::optional<RagLambdaChoice> rag_lambda;  ///< with rag.lambda_from held-out: the λ mode rag ranked with, and why
 };
 
 /// How far apart the scores of queries over all labels are in `mode`: the mean over (up to 1024) test
@@ -38,6 +41,8 @@ struct RagSource {
   std::int64_t top = 100;
   double lambda = 0.9;
   double temperature = 0.05;
+  /// With rag.lambda_from held-out: the training queries the method held out, on which λ is chosen (null: λ as given).
+  const std::vector<std::int64_t>* held_out_rows = nullptr;
 };
 
 /// Every mode of `ranking`, primary first; with `rag`, the mode "rag" (metrics "rag/...") after them, built on

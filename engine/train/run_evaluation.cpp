@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/config/train_config.h"
+#include "engine/core/error.h"
 #include "engine/data/dataset.h"
 #include "engine/eval/decile_bins.h"
 #include "engine/eval/metric_key.h"
@@ -76,8 +77,11 @@ std::vector<std::pair<std::string, EvalResult>> RunEvaluationResult::named_resul
   return out;
 }
 
-RunEvaluation::RunEvaluation(const Dataset& dataset, const TrainConfig& config, const Phase& phase)
-    : dataset_(dataset), max_queries_(config.eval_max_queries), rag_(config.get<RagOptions>()) {
+RunEvaluation::RunEvaluation(const Dataset& dataset, const TrainConfig& config, std::vector<std::int64_t> held_out_rows, const Phase& phase)
+    : dataset_(dataset), max_queries_(config.eval_max_queries), rag_(config.get<RagOptions>()), held_out_rows_(std::move(held_out_rows)) {
+  if (rag_.use == "on" && rag_.lambda_from == "held-out" && held_out_rows_.empty())
+    throw ConfigError("rag.lambda_from: held-out, but " + config.method +
+                      " holds no training queries out: hold some out (holdout.share for dexml and ngame, unidec.concat_holdout for unidec)");
   setup_.truth = &dataset.test_labels;
   setup_.filter = &dataset.test_filter;
   setup_.inv_propensities = dataset.inverse_propensities();
@@ -103,8 +107,12 @@ RunEvaluationResult RunEvaluation::evaluate(LabelRanking& ranking, const Tokeniz
                                             const Phase& phase) {
   phase("evaluating");
   const auto started = std::chrono::steady_clock::now();
-  const RagSource rag{.train_queries = &train_queries, .train_labels = &dataset_.train_labels, .top = rag_.top, .lambda = rag_.lambda,
-                      .temperature = rag_.temperature};
+  const RagSource rag{.train_queries = &train_queries,
+                      .train_labels = &dataset_.train_labels,
+                      .top = rag_.top,
+                      .lambda = rag_.lambda,
+                      .temperature = rag_.temperature,
+                      .held_out_rows = rag_.lambda_from == "held-out" ? &held_out_rows_ : nullptr};
   // Before the last evaluation, eval.max_queries ranks an even sample of the test queries.
   const bool sampled = !final && !rank_all && max_queries_ > 0 && test_queries.size() > max_queries_;
   if (sampled) {
@@ -116,6 +124,12 @@ RunEvaluationResult RunEvaluation::evaluate(LabelRanking& ranking, const Tokeniz
   out.evaluation = evaluate_modes(ranking, sampled ? sample_->corpus : test_queries, labels, sampled ? sample_->setup : setup_, progress,
                                   rag_.use == "on" ? &rag : nullptr);
   const ModeEvaluation& evaluation = out.evaluation;
+  if (const auto& choice = evaluation.rag_lambda) {
+    phase("rag.lambda: " + two_decimals(choice->lambda) + (choice->best >= 0 ? " kept (the best, " + two_decimals(choice->best) + ", did not beat it by a standard error)" : " chosen") +
+          " on " + std::to_string(choice->queries) + " held-out training queries by P@1 + P@3 + P@5: " + choice->curve);
+    if (choice->lambda != last_rag_lambda_) out.chosen.emplace_back("rag.lambda", choice->lambda);
+    last_rag_lambda_ = choice->lambda;
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (std::size_t m = 0; m < evaluation.modes.size(); ++m)
     if (const std::string line = search_line(evaluation.modes[m], evaluation.results[m], setup_); !line.empty()) phase(line);

@@ -27,6 +27,9 @@ struct RunEvaluationResult {
   const EvalResult& primary() const { return evaluation.results.front(); }
   /// Every mode's name and result, primary first.
   std::vector<std::pair<std::string, EvalResult>> named_results() const;
+  /// Config values this evaluation chose for itself where they differ from the last evaluation's (rag.lambda with
+  /// rag.lambda_from held-out): the trainer records them as the run's chosen settings.
+  std::vector<std::pair<std::string, double>> chosen;
 };
 
 class RunEvaluation {
@@ -34,8 +37,10 @@ class RunEvaluation {
   using Phase = std::function<void(const std::string&)>;
 
   /// Reads the test truth, filter, propensities and label frequencies of `dataset` (held by reference: it outlives
-  /// this), and says in `phase` how an automatic index searches. Throws ConfigError for a bad eval.index.
-  RunEvaluation(const Dataset& dataset, const TrainConfig& config, const Phase& phase);
+  /// this), and says in `phase` how an automatic index searches. `held_out_rows`: the training queries the method
+  /// holds out (rag.lambda_from held-out chooses λ on them). Throws ConfigError for a bad eval.index, or for
+  /// rag.lambda_from held-out without held-out rows.
+  RunEvaluation(const Dataset& dataset, const TrainConfig& config, std::vector<std::int64_t> held_out_rows, const Phase& phase);
   ~RunEvaluation();
 
   /// Ranks `test_queries` (all of them when `final` or `rank_all`, else eval.max_queries' sample) in every mode of
@@ -50,6 +55,8 @@ class RunEvaluation {
   EvaluationSetup setup_;
   std::int64_t max_queries_ = 0;
   RagOptions rag_;
+  std::vector<std::int64_t> held_out_rows_;
+  double last_rag_lambda_ = -1;         ///< the λ the last evaluation chose (-1: none yet)
   std::unique_ptr<TestSample> sample_;  ///< made at the first sampled evaluation
 };
 

@@ -101,7 +101,7 @@ struct Trainer::Impl {
     epochs = EpochAxis(in.stages, in.method->name(), checkpoint_path());
     batcher = std::make_unique<QueryBatcher>(make_batch_order(component_config(config)), config.batch_size, in.training_rows, config.seed);
     label_pool_rng.seed(config.seed ^ 0x6c6162656c706f6fULL);  // "labelpoo": any fixed offset from the batcher's seed
-    evaluations = std::make_unique<RunEvaluation>(in.dataset, config, log());
+    evaluations = std::make_unique<RunEvaluation>(in.dataset, config, in.held_out_rows, log());
     snapshots = std::make_unique<NegativesSnapshots>(in.dataset, config.tsne_query, config.tsne_every, config.seed, in.training_rows, in.held_out_rows);
     // Only the training queries' tokens are read from here on: their texts (0.8 GB at 2.25M synthetic queries of
     // ~50 words) are not held through training. Freed as millions of small blocks, their pages go back to the
@@ -174,6 +174,7 @@ struct Trainer::Impl {
     RunEvaluationResult result = evaluations->evaluate(*in.method, in.test_corpus, in.label_corpus, in.train_corpus, final, in.method->builds_on_another_run(), epoch,
                                                        reporter, log());
     events.publish(result.event);
+    for (const auto& [key, value] : result.chosen) events.setting_chosen(key, value, epoch);
     last_eval = result.primary();
     last_modes = result.named_results();
     if (snapshots->due_after_evaluation(final) && result.training_space)

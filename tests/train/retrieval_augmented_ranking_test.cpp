@@ -3,10 +3,13 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 
 #include "engine/core/error.h"
 #include "engine/data/csr_matrix.h"
 #include "engine/index/rag_options.h"
+#include "engine/method/held_out_queries.h"
+#include "engine/records/chosen_settings.h"
 #include "engine/data/dataset.h"
 #include "engine/model/encoder_options.h"
 #include "engine/session/predictor.h"
@@ -97,6 +100,108 @@ TEST(RetrievalAugmentedRanking, ARunEvaluatesAndStoresTheRagMode) {
   const SearchAnswer answer = predictor.search(texts[0], 5, {served[0][0].label});
   EXPECT_EQ(answer.modes.back().mode, "rag");
   EXPECT_EQ(answer.modes.back().ranks.front().rank, 1);
+}
+
+// λ chosen on held-out training queries, on cases worked by hand. 40 training queries, type A = (1, 0) (rows 0-19) and
+// type B = (0, 1) (rows 20-39); every 4th row held out; top 2, T = 0.05. For a held-out A query the joint list is
+// [its nearer label: 1, the other: 0, two A neighbours: 1, 1], p ≈ [1/3, 0, 1/3, 1/3]: the nearer label scores λ/3,
+// the neighbours' label (1 − λ)·2/3.
+TEST(RetrievalAugmentedRanking, LambdaIsChosenOnHeldOutQueriesRankedAgainstTheOthers) {
+  std::vector<float> rows;
+  for (int r = 0; r < 40; ++r) rows.insert(rows.end(), r < 20 ? std::initializer_list<float>{1, 0} : std::initializer_list<float>{0, 1});
+  const torch::Tensor train = torch::from_blob(rows.data(), {40, 2}).clone();
+  std::vector<std::int64_t> held;
+  for (std::int64_t r = 0; r < 40; r += 4) held.push_back(r);
+  const auto labelled = [](const std::function<std::int32_t(int)>& label_of) {
+    std::vector<std::vector<std::int32_t>> out;
+    for (int r = 0; r < 40; ++r) out.push_back({label_of(r)});
+    return csr_from_rows(out, 2);
+  };
+
+  // The labels' vectors mislead (label 0 lies along B, label 1 along A), the neighbours' labels are right (A: 0,
+  // B: 1): the neighbours win while (1 − λ)·2/3 > λ/3, i.e. λ < 2/3. Of the best λ (0 to 0.6), the one nearest the
+  // configured 0.9 is 0.6; it beats 0.9 on every held-out query.
+  const CsrMatrix right_neighbours = labelled([](int r) { return r < 20 ? 0 : 1; });
+  const torch::Tensor misleading = torch::tensor({{0.0f, 1.0f}, {1.0f, 0.0f}});
+  RetrievalAugmentation rag{.train_queries = train, .train_labels = &right_neighbours, .top = 2, .lambda = 0.9, .temperature = 0.05};
+  RagLambdaChoice choice = choose_rag_lambda(rag, held, misleading);
+  EXPECT_DOUBLE_EQ(choice.lambda, 0.6);
+  EXPECT_EQ(choice.best, -1);
+  EXPECT_EQ(choice.queries, 10);
+  EXPECT_NE(choice.curve.find("0.60: "), std::string::npos) << choice.curve;
+
+  // The labels' vectors are right (label 0 along A) and the held-out rows carry them, but the rows that train carry the
+  // other label: the neighbours mislead, λ >= 0.7 ranks right, and the configured 0.9 is among the best. Were a held-out
+  // query its own neighbour, it would vote for its own label.
+  const CsrMatrix wrong_neighbours = labelled([](int r) { return (r % 4 == 0) == (r < 20) ? 0 : 1; });
+  const torch::Tensor right = torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}});
+  rag.train_labels = &wrong_neighbours;
+  choice = choose_rag_lambda(rag, held, right);
+  EXPECT_DOUBLE_EQ(choice.lambda, 0.9);
+  EXPECT_EQ(choice.best, -1);
+
+  // Labels and neighbours agree: every λ but 0 (where only the neighbours' label is ranked) scores alike, and the
+  // configured one stays; so does a configured λ off the grid.
+  rag.train_labels = &right_neighbours;
+  rag.lambda = 0.85;
+  choice = choose_rag_lambda(rag, held, right);
+  EXPECT_DOUBLE_EQ(choice.lambda, 0.85);
+  EXPECT_NE(choice.curve.find("0.85: "), std::string::npos) << choice.curve;
+
+  EXPECT_THROW(choose_rag_lambda(rag, std::vector<std::int64_t>{40}, right), Error);
+}
+
+// A run that holds training queries out chooses λ on them at each evaluation, says so in its log, records the choice
+// beside rag.lambda, and the Predictor serves mode rag with it; without held-out queries the option is refused.
+TEST(RetrievalAugmentedRanking, ARunChoosesLambdaOnItsHeldOutQueries) {
+  test::TempDir dir;
+  test::write_keyword_dataset(dir / "data", 5, 300, 80);
+  TrainConfig config;
+  config.dataset = dir / "data";
+  config.edit<EncoderOptions>().dim = 32;
+  config.batch_size = 32;
+  config.epochs = 2;
+  config.lr = 0.01;
+  config.threads = 1;
+  config.eval_k = {1, 3};
+  config.eval_top = 10;
+  config.edit<RagOptions>().use = "on";
+  config.edit<RagOptions>().lambda_from = "held-out";
+  try {
+    TrainingRun(config, dir / "refused.sqlite").run();
+    ADD_FAILURE() << "no held-out queries, yet accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rag.lambda_from: held-out, but dexml holds no training queries out"), std::string::npos) << e.what();
+  }
+  config.edit<HeldOutOptions>().share = 0.1;
+  TrainingRun run(config, dir / "runs.sqlite");
+  ASSERT_EQ(run.run().outcome, RunOutcome::Completed);
+  const RunStore store(dir / "runs.sqlite");
+  std::vector<std::string> lines;
+  for (const LogLine& line : store.log(run.run_id()))
+    if (line.message.rfind("rag.lambda: ", 0) == 0) lines.push_back(line.message);
+  ASSERT_EQ(lines.size(), 2u) << "one choice per evaluation";
+  EXPECT_NE(lines[0].find(" on 30 held-out training queries by P@1 + P@3 + P@5: 0.00: "), std::string::npos) << lines[0];
+  const std::vector<ChosenSetting> chosen = chosen_settings(store.scalars_with_prefix(run.run_id(), kChosenSettingPrefix));
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(chosen[0].key, "rag.lambda");
+  const double lambda = chosen[0].value;
+
+  const Dataset data = load_dataset(dir / "data", {.load_features = false});
+  const Predictor predictor = Predictor::open(dir / "runs.sqlite", run.run_id());
+  std::int64_t dim = 0;
+  const std::vector<float> labels = predictor.label_vectors("embedding", dim);
+  const std::vector<float> train = predictor.query_vectors(data.train_text, "embedding", dim);
+  const std::vector<std::string> texts{data.test_text[0], data.test_text[1], data.test_text[2]};
+  const std::vector<float> queries = predictor.query_vectors(texts, "rag", dim);
+  const RetrievalAugmentation rag{.train_queries = torch::from_blob(const_cast<float*>(train.data()), {data.num_train(), dim}).clone(),
+                                  .train_labels = &data.train_labels, .top = 100, .lambda = lambda, .temperature = 0.05};
+  const RankedPredictions expected = rank_with_retrieval(torch::from_blob(const_cast<float*>(queries.data()), {3, dim}).clone(),
+                                                         torch::from_blob(const_cast<float*>(labels.data()), {predictor.num_labels(), dim}).clone(), rag, 5);
+  const auto served = predictor.predict(texts, 5, "rag");
+  for (std::size_t t = 0; t < texts.size(); ++t)
+    for (std::int64_t j = 0; j < 5; ++j)
+      EXPECT_EQ(served[t][static_cast<std::size_t>(j)].label, expected.labels[static_cast<std::int64_t>(t)][j].item<std::int64_t>()) << "λ " << lambda;
 }
 
 }  // namespace xmc
