@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -52,20 +53,48 @@ TEST(RetrievalAugmentedRanking, MatchesAHandWorkedCase) {
   EXPECT_THROW(rank_with_retrieval(torch::tensor({{1.0f, 0.0f}}), labels, mismatched, 3), ConfigError);
 }
 
-TEST(RetrievalAugmentedRanking, ARunEvaluatesAndStoresTheRagMode) {
-  test::TempDir dir;
+/// A small dexml run of `epochs` on the keyword set in `dir`/data, with mode rag on.
+TrainConfig rag_run_config(const std::filesystem::path& dir, std::int64_t epochs) {
   test::write_keyword_dataset(dir / "data", 5, 300, 80);
   TrainConfig config;
   config.dataset = dir / "data";
   config.edit<EncoderOptions>().dim = 32;
   config.batch_size = 32;
-  config.epochs = 3;
+  config.epochs = epochs;
   config.lr = 0.01;
   config.threads = 1;
   config.eval_k = {1, 3};
   config.eval_top = 10;
-  config.eval_every = 0;
   config.edit<RagOptions>().use = "on";
+  return config;
+}
+
+/// The labels `predictor` serves in mode rag for `texts`: their augmented ranking, worked here from the run's own
+/// vectors at `lambda` (rank_with_retrieval), top 5 each; returns what it served.
+std::vector<std::vector<LabelScore>> expect_rag_served_at(const Predictor& predictor, const Dataset& data, const std::vector<std::string>& texts,
+                                                          double lambda) {
+  std::int64_t dim = 0;
+  const std::vector<float> labels = predictor.label_vectors("embedding", dim);
+  const std::vector<float> train = predictor.query_vectors(data.train_text, "embedding", dim);
+  const std::vector<float> queries = predictor.query_vectors(texts, "rag", dim);
+  const auto n = static_cast<std::int64_t>(texts.size());
+  const RetrievalAugmentation rag{.train_queries = torch::from_blob(const_cast<float*>(train.data()), {data.num_train(), dim}).clone(),
+                                  .train_labels = &data.train_labels, .top = 100, .lambda = lambda, .temperature = 0.05};
+  const RankedPredictions expected = rank_with_retrieval(torch::from_blob(const_cast<float*>(queries.data()), {n, dim}).clone(),
+                                                         torch::from_blob(const_cast<float*>(labels.data()), {predictor.num_labels(), dim}).clone(), rag, 5);
+  const auto served = predictor.predict(texts, 5, "rag");
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    EXPECT_EQ(served[t].size(), 5u);
+    for (std::size_t j = 0; j < std::min<std::size_t>(5, served[t].size()); ++j)
+      EXPECT_EQ(served[t][j].label, expected.labels[static_cast<std::int64_t>(t)][static_cast<std::int64_t>(j)].item<std::int64_t>()) << "λ " << lambda;
+  }
+  return served;
+}
+
+TEST(RetrievalAugmentedRanking, ARunEvaluatesAndStoresTheRagMode) {
+  test::TempDir dir;
+  TrainConfig config = rag_run_config(dir.path(), 3);
+  config.eval_every = 0;
   TrainingRun run(config, dir / "runs.sqlite");
   const TrainResult result = run.run();
   ASSERT_EQ(result.outcome, RunOutcome::Completed);
@@ -81,20 +110,9 @@ TEST(RetrievalAugmentedRanking, ARunEvaluatesAndStoresTheRagMode) {
   const Predictor predictor = Predictor::open(dir / "runs.sqlite", run.run_id());
   ASSERT_EQ(predictor.modes().back(), "rag");
   EXPECT_EQ(predictor.default_mode(), "embedding");
-  std::int64_t dim = 0;
-  const std::vector<float> labels = predictor.label_vectors("embedding", dim);
-  const std::vector<float> train = predictor.query_vectors(data.train_text, "embedding", dim);
   const std::vector<std::string> texts{data.test_text[0], data.test_text[1]};
-  const std::vector<float> queries = predictor.query_vectors(texts, "rag", dim);
-  const RetrievalAugmentation rag{.train_queries = torch::from_blob(const_cast<float*>(train.data()), {data.num_train(), dim}).clone(),
-                                  .train_labels = &data.train_labels, .top = 100, .lambda = 0.9, .temperature = 0.05};
-  const RankedPredictions expected = rank_with_retrieval(torch::from_blob(const_cast<float*>(queries.data()), {2, dim}).clone(),
-                                                         torch::from_blob(const_cast<float*>(labels.data()), {predictor.num_labels(), dim}).clone(), rag, 5);
-  const auto served = predictor.predict(texts, 5, "rag");
-  for (std::size_t t = 0; t < 2; ++t) {
-    ASSERT_EQ(served[t].size(), 5u);
-    for (std::int64_t j = 0; j < 5; ++j) EXPECT_EQ(served[t][static_cast<std::size_t>(j)].label, expected.labels[static_cast<std::int64_t>(t)][j].item<std::int64_t>());
-  }
+  const auto served = expect_rag_served_at(predictor, data, texts, 0.9);
+  ASSERT_FALSE(served[0].empty());
   // The first label served ranks first when asked about (rank_of and search agree with predict).
   EXPECT_EQ(predictor.rank_of(texts[0], served[0][0].label, "rag").rank, 1);
   const SearchAnswer answer = predictor.search(texts[0], 5, {served[0][0].label});
@@ -155,17 +173,7 @@ TEST(RetrievalAugmentedRanking, LambdaIsChosenOnHeldOutQueriesRankedAgainstTheOt
 // beside rag.lambda, and the Predictor serves mode rag with it; without held-out queries the option is refused.
 TEST(RetrievalAugmentedRanking, ARunChoosesLambdaOnItsHeldOutQueries) {
   test::TempDir dir;
-  test::write_keyword_dataset(dir / "data", 5, 300, 80);
-  TrainConfig config;
-  config.dataset = dir / "data";
-  config.edit<EncoderOptions>().dim = 32;
-  config.batch_size = 32;
-  config.epochs = 2;
-  config.lr = 0.01;
-  config.threads = 1;
-  config.eval_k = {1, 3};
-  config.eval_top = 10;
-  config.edit<RagOptions>().use = "on";
+  TrainConfig config = rag_run_config(dir.path(), 2);
   config.edit<RagOptions>().lambda_from = "held-out";
   try {
     TrainingRun(config, dir / "refused.sqlite").run();
@@ -189,19 +197,7 @@ TEST(RetrievalAugmentedRanking, ARunChoosesLambdaOnItsHeldOutQueries) {
 
   const Dataset data = load_dataset(dir / "data", {.load_features = false});
   const Predictor predictor = Predictor::open(dir / "runs.sqlite", run.run_id());
-  std::int64_t dim = 0;
-  const std::vector<float> labels = predictor.label_vectors("embedding", dim);
-  const std::vector<float> train = predictor.query_vectors(data.train_text, "embedding", dim);
-  const std::vector<std::string> texts{data.test_text[0], data.test_text[1], data.test_text[2]};
-  const std::vector<float> queries = predictor.query_vectors(texts, "rag", dim);
-  const RetrievalAugmentation rag{.train_queries = torch::from_blob(const_cast<float*>(train.data()), {data.num_train(), dim}).clone(),
-                                  .train_labels = &data.train_labels, .top = 100, .lambda = lambda, .temperature = 0.05};
-  const RankedPredictions expected = rank_with_retrieval(torch::from_blob(const_cast<float*>(queries.data()), {3, dim}).clone(),
-                                                         torch::from_blob(const_cast<float*>(labels.data()), {predictor.num_labels(), dim}).clone(), rag, 5);
-  const auto served = predictor.predict(texts, 5, "rag");
-  for (std::size_t t = 0; t < texts.size(); ++t)
-    for (std::int64_t j = 0; j < 5; ++j)
-      EXPECT_EQ(served[t][static_cast<std::size_t>(j)].label, expected.labels[static_cast<std::int64_t>(t)][j].item<std::int64_t>()) << "λ " << lambda;
+  expect_rag_served_at(predictor, data, {data.test_text[0], data.test_text[1], data.test_text[2]}, lambda);
 }
 
 }  // namespace xmc
