@@ -482,7 +482,9 @@ class PlotsTest : public QObject {
     evaluations->set_mode_chosen("emb mode", true);
     QCOMPARE(evaluations->effective_layout(), EvaluationView::Layout::panel_per_metric);
     QVERIFY2(!scrolls(), "the panels made the Live tab taller than the window");
-    view.begin_run(2, config, "run 2");
+    xmc::TrainConfig unidec = config;
+    unidec.method = "unidec";
+    view.begin_run(2, unidec, "run 2");
     for (double epoch : {1.0, 2.0}) view.on_event(evaluation(2, epoch, false));
     QVERIFY2(!scrolls(), "a scrollbar stayed after the panels were gone");
     QVERIFY(view.decile_plot()->isVisible() && view.decile_plot()->height() > 150);
@@ -494,8 +496,13 @@ class PlotsTest : public QObject {
     chose.message = "unidec.concat_weight";
     chose.value = 0.7;
     view.on_event(chose);
+    // A key of another group than the method's keeps its group: rag.lambda is mode rag's alone.
+    chose.message = "rag.lambda";
+    chose.value = 0.6;
+    view.on_event(chose);
     const auto marks = view.metric_plot()->milestones();
     QVERIFY(std::any_of(marks.begin(), marks.end(), [](const auto& m) { return m.first == 2.0 && m.second == "concat_weight = 0.7"; }));
+    QVERIFY(std::any_of(marks.begin(), marks.end(), [](const auto& m) { return m.first == 2.0 && m.second == "rag.lambda = 0.6"; }));
     view.begin_run(3, config, "run 3");  // the next run starts without it
     QVERIFY(view.metric_plot()->milestones().empty());
   }

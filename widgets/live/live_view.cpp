@@ -116,6 +116,7 @@ void LiveView::clear(const QString& message) {
 void LiveView::set_run_notes(const TrainConfig& config) {
   // A method that fits its stages (no gradient steps, one pass each) is followed stage by stage, not by epoch.
   const MethodInfo* method = find_method_info(config.method);
+  run_method_ = config.method;
   progress_->set_unit(method != nullptr && !method->trains_encoder ? QStringLiteral("stage") : QStringLiteral("epoch"));
   schedule_marks_ = milestone_marks(config);
   show_marks();
@@ -123,8 +124,10 @@ void LiveView::set_run_notes(const TrainConfig& config) {
 }
 
 void LiveView::add_chosen_mark(double epoch, const std::string& key, double value) {
-  // "unidec.concat_weight" -> "concat_weight = 0.7": the group is the method's, shown in the legend already.
-  const std::string name = key.substr(key.find('.') == std::string::npos ? 0 : key.find('.') + 1);
+  // "unidec.concat_weight" -> "concat_weight = 0.7": the method's group is in the legend already. Another group's key
+  // ("rag.lambda", which only mode rag ranks with) keeps its group.
+  const bool methods_own = !run_method_.empty() && key.rfind(run_method_ + ".", 0) == 0;
+  const std::string name = methods_own ? key.substr(run_method_.size() + 1) : key;
   chosen_marks_.emplace_back(epoch, QStringLiteral("%1 = %2").arg(QString::fromStdString(name)).arg(value, 0, 'g', 3));
   show_marks();
 }

@@ -87,6 +87,7 @@ class LiveView : public QWidget {
   std::vector<EvalPoint> points_;  ///< every evaluation of the shown run, all inference modes
   std::vector<std::pair<double, QString>> schedule_marks_;  ///< from the run's config (stages, clustering, refreshes)
   std::vector<std::pair<double, QString>> chosen_marks_;    ///< values the run chose while training
+  std::string run_method_;                                  ///< the shown run's method (set_run_notes), whose keys' marks drop their group
   QLabel* label_ = nullptr;
   TrainingProgress* progress_ = nullptr;
   LossPlot* loss_plot_ = nullptr;
