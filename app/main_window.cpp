@@ -63,11 +63,11 @@ double planned_epochs(const RunInfo& info, double fallback) {
 }
 
 /// `info`'s run config, or Error saying why this version cannot read it.
-const TrainConfig& readable_config(const RunInfo& info, std::shared_ptr<const TrainConfig>& holder) {
+std::shared_ptr<const TrainConfig> readable_config(const RunInfo& info) {
   std::string why;
-  holder = stored_train_config(info.config_json, &why);
-  if (!holder) throw Error("run " + std::to_string(info.id) + ": " + why);
-  return *holder;
+  std::shared_ptr<const TrainConfig> config = stored_train_config(info.config_json, &why);
+  if (!config) throw Error("run " + std::to_string(info.id) + ": " + why);
+  return config;
 }
 
 /// `content` in a scroll area: below the content's minimum size the tab scrolls, so the window can be made
@@ -407,8 +407,7 @@ void MainWindow::on_point_started(std::int64_t sweep, std::int64_t position, std
   try {
     const Session session(options_.db.toStdString());
     const RunInfo info = session.get_run(run);
-    std::shared_ptr<const TrainConfig> holder;
-    live_->begin_run(run, readable_config(info, holder),
+    live_->begin_run(run, *readable_config(info),
                      QString("Sweep %1, point %2 of %3 — run %4: %5").arg(sweep).arg(position + 1).arg(points).arg(run).arg(QString::fromStdString(info.name)));
     if (worker_->paused()) live_->progress()->set_paused(true);
     runs_->refresh();
@@ -651,10 +650,9 @@ void MainWindow::continue_shown_run() {
   try {
     const std::int64_t run = worker_->resume(live_->shown_run(), options_.db, launch_->processes());
     const Session session(options_.db.toStdString());
-    std::shared_ptr<const TrainConfig> holder;
-    const TrainConfig& config = readable_config(session.get_run(run), holder);
+    const std::shared_ptr<const TrainConfig> config = readable_config(session.get_run(run));
     follow_timer_->stop();
-    live_->progress()->begin_run(static_cast<double>(total_epochs(config)));
+    live_->progress()->begin_run(static_cast<double>(total_epochs(*config)));
     live_->set_label(QString("Run %1: %2 (resumed)").arg(run).arg(QString::fromStdString(session.get_run(run).name)));
     set_training_state(gui::LaunchForm::State::Running);
     tabs_->setCurrentIndex(1);

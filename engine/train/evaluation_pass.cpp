@@ -121,12 +121,14 @@ void ProbeCalibration::write_to(EvalResult& result, std::size_t mode) const {
 }
 
 ProbeCalibration calibrate_probe(std::int64_t first_probe, std::int64_t clusters, std::int64_t queries, double target,
-                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at,
-                                 const std::function<void(std::int64_t probe)>& use_probe) {
+                                 const std::function<void(std::int64_t probe)>& set_probe, const std::function<std::vector<double>()>& recall_at_10) {
   // Scanning more than half the clusters costs about what exact search does.
-  const TunedProbe tuned =
-      tune_probe({.first = std::min(first_probe, clusters), .max = std::max<std::int64_t>(1, clusters / 2), .target = target}, recall_at);
-  use_probe(tuned.probe);
+  const TunedProbe tuned = tune_probe({.first = std::min(first_probe, clusters), .max = std::max<std::int64_t>(1, clusters / 2), .target = target},
+                                      [&](std::int64_t probe) {
+                                        set_probe(probe);
+                                        return recall_at_10();
+                                      });
+  set_probe(tuned.probe);  // the last probe tried may have been one that kept less
   return {.probe = tuned.probe, .clusters = clusters, .queries = queries, .recall_at_10 = tuned.recall_at_10, .fell_back_to_exact = !tuned.reached};
 }
 
@@ -235,12 +237,8 @@ struct RankingEvaluation::Impl {
     const torch::Tensor sample = evenly_spaced_rows(queries, 500);
     const torch::Tensor exact = exact_top_10(sample);
     calibration = calibrate_probe(
-        ivf->options().probe, ivf->clusters(), sample.size(0), setup.recall_target,
-        [&](std::int64_t probe) {
-          ivf->set_probe(probe);
-          return std::vector<double>{recall_at_10(sample, exact)};
-        },
-        [&](std::int64_t probe) { ivf->set_probe(probe); });
+        ivf->options().probe, ivf->clusters(), sample.size(0), setup.recall_target, [&](std::int64_t probe) { ivf->set_probe(probe); },
+        [&] { return std::vector<double>{recall_at_10(sample, exact)}; });
     if (!calibration.fell_back_to_exact) return;
     // Exact search instead, on the label matrix in place (as for index "exact"); the index goes.
     index.reset();

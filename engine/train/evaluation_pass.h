@@ -90,12 +90,11 @@ struct ProbeCalibration {
 };
 
 /// Tunes the probe from `first_probe` to the cheapest that keeps every mode's recall@10 against exact search at
-/// `target` (tune_probe, up to half the `clusters`): each try calls `recall_at(probe)`, which sets the indexes' probe
-/// and returns each mode's recall on the `queries` calibration rows; `use_probe` then sets the one found. Falls back
-/// to exact when no probe up to half the clusters keeps the target.
+/// `target` (tune_probe, up to half the `clusters`): each try calls `set_probe(probe)` on the indexes, then
+/// `recall_at_10()` for each mode's recall on the `queries` calibration rows; the indexes are left at the probe
+/// found. Falls back to exact when no probe up to half the clusters keeps the target.
 ProbeCalibration calibrate_probe(std::int64_t first_probe, std::int64_t clusters, std::int64_t queries, double target,
-                                 const std::function<std::vector<double>(std::int64_t probe)>& recall_at,
-                                 const std::function<void(std::int64_t probe)>& use_probe);
+                                 const std::function<void(std::int64_t probe)>& set_probe, const std::function<std::vector<double>()>& recall_at_10);
 
 /// The metrics' accumulator for an evaluation of `setup` over `num_labels` labels.
 StreamingEvaluator make_evaluator(const EvaluationSetup& setup, std::int64_t num_labels);

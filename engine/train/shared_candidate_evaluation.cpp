@@ -99,16 +99,15 @@ struct SharedCandidateEvaluation::Impl {
     const std::vector<torch::Tensor> exact = exact_top_10(sample);
     std::int64_t clusters = ivfs.front()->clusters();
     for (IvfIndex* ivf : ivfs) clusters = std::min(clusters, ivf->clusters());
-    const auto use_probe = [&](std::int64_t probe) {
+    const auto set_probe = [&](std::int64_t probe) {
       for (IvfIndex* ivf : ivfs) ivf->set_probe(probe);
     };
-    calibration = calibrate_probe(ivfs.front()->options().probe, clusters, sample.front().size(0), setup.recall_target, [&](std::int64_t probe) {
-      use_probe(probe);
+    calibration = calibrate_probe(ivfs.front()->options().probe, clusters, sample.front().size(0), setup.recall_target, set_probe, [&] {
       const std::vector<torch::Tensor> found = top_10_through_candidates(sample);
       std::vector<double> recall;
       for (std::size_t m = 0; m < keys.size(); ++m) recall.push_back(share_of_exact_top(found[m], exact[m]));
       return recall;
-    }, use_probe);
+    });
     if (!calibration.fell_back_to_exact) return;
     indexes.clear();
     samples.clear();

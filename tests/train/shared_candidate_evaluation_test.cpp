@@ -68,11 +68,11 @@ TEST(CalibrateProbe, TunesUntilEveryModeKeepsTheTargetOrHalfTheClustersWouldBeSc
   std::int64_t used = 0;
   const ProbeCalibration reached = calibrate_probe(
       4, 40, 500, 0.9,
-      [&](std::int64_t probe) {
-        tried.push_back(probe);
-        return probe < 8 ? std::vector<double>{0.95, 0.5} : std::vector<double>{0.92, 0.96};
-      },
-      [&](std::int64_t probe) { used = probe; });
+      [&](std::int64_t probe) { used = probe; },
+      [&] {
+        tried.push_back(used);
+        return used < 8 ? std::vector<double>{0.95, 0.5} : std::vector<double>{0.92, 0.96};
+      });
   EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 6, 9}));
   EXPECT_EQ(reached.probe, 9);
   EXPECT_EQ(used, 9);
@@ -88,11 +88,11 @@ TEST(CalibrateProbe, TunesUntilEveryModeKeepsTheTargetOrHalfTheClustersWouldBeSc
   tried.clear();
   const ProbeCalibration missed = calibrate_probe(
       4, 40, 500, 0.9,
-      [&](std::int64_t probe) {
-        tried.push_back(probe);
+      [&](std::int64_t probe) { used = probe; },
+      [&] {
+        tried.push_back(used);
         return std::vector<double>{0.99, 0.8};
-      },
-      [&](std::int64_t probe) { used = probe; });
+      });
   EXPECT_EQ(tried, (std::vector<std::int64_t>{4, 6, 9, 13, 19, 20}));
   EXPECT_EQ(missed.probe, 20);
   EXPECT_TRUE(missed.fell_back_to_exact);
@@ -104,11 +104,11 @@ TEST(CalibrateProbe, TunesUntilEveryModeKeepsTheTargetOrHalfTheClustersWouldBeSc
   tried.clear();
   const ProbeCalibration lowered = calibrate_probe(
       16, 40, 500, 0.9,
-      [&](std::int64_t probe) {
-        tried.push_back(probe);
-        return probe >= 10 ? std::vector<double>{0.97, 0.95} : std::vector<double>{0.97, 0.7};
-      },
-      [&](std::int64_t probe) { used = probe; });
+      [&](std::int64_t probe) { used = probe; },
+      [&] {
+        tried.push_back(used);
+        return used >= 10 ? std::vector<double>{0.97, 0.95} : std::vector<double>{0.97, 0.7};
+      });
   EXPECT_EQ(tried, (std::vector<std::int64_t>{16, 11, 8}));
   EXPECT_EQ(lowered.probe, 11);
   EXPECT_EQ(used, 11);
